@@ -1,0 +1,5 @@
+"""``python -m storyeval`` runs the command line."""
+
+from storyeval.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""The ``storyeval`` command line: a thin layer over the library.
+
+Each sub-command lives in its own module ``storyeval.cli.<name>`` exposing
+``add_parser(subparsers) -> argparse.ArgumentParser`` and ``run(args) -> int``.
+Exit codes: 0 ok, 1 a check failed, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from storyeval._version import __version__
+from storyeval.exceptions import InputError, MissingDependencyError
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+
+# Sub-command modules, in the order `storyeval --help` lists them. Modules are imported only
+# to register their parser; heavy dependencies are imported inside `run`.
+COMMANDS: tuple[str, ...] = (
+    "meta",
+    "agreement",
+    "score",
+    "rate",
+    "pairwise",
+    "contamination",
+    "explain",
+    "report",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every available sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="storyeval",
+        description="Statistical meta-evaluation of story evaluation metrics "
+        "(HANNA benchmark, Chhun et al. TACL 2024).",
+        epilog="Exit codes: 0 ok, 1 a check failed, 2 usage or input error.",
+    )
+    parser.add_argument("--version", action="version", version=f"storyeval {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"storyeval.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"storyeval.cli.{name}":
+                continue  # that sub-command is not part of this build
+            raise
+        sub = module.add_parser(subparsers)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args) or EXIT_OK)
+    except (InputError, MissingDependencyError, FileNotFoundError) as exc:
+        print(f"storyeval {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"storyeval {args.command}: interrupted", file=sys.stderr)
+        return 130

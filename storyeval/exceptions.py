@@ -1,0 +1,42 @@
+"""Exceptions and warnings raised by storyeval.
+
+Every error about user input is an :class:`InputError` (a :class:`ValueError`) whose message
+names the offending argument, file, column or row, so that a user can fix the input without
+reading the source.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "StoryevalError",
+    "InputError",
+    "MissingDependencyError",
+    "StoryevalWarning",
+    "UndefinedStatisticWarning",
+]
+
+
+class StoryevalError(Exception):
+    """Base class of all storyeval errors."""
+
+
+class InputError(StoryevalError, ValueError):
+    """Invalid user input: a bad argument, file, column, row or value.
+
+    The command line turns it into exit code 2 with the message on standard error.
+    """
+
+
+class MissingDependencyError(StoryevalError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class StoryevalWarning(UserWarning):
+    """Base class of all storyeval warnings."""
+
+
+class UndefinedStatisticWarning(StoryevalWarning):
+    """A statistic is undefined for the given input and was returned as NaN with a reason.
+
+    Examples: a correlation with a constant vector, a Williams test with n <= 3.
+    """
