@@ -1,0 +1,160 @@
+"""Choosing measures and criteria from user specifications (``--metrics``, ``--criteria``).
+
+A measure specification is a comma-separated list of tokens, united in catalogue order:
+
+- ``all``: every automatic metric and every criterion-specific LLM rating;
+- ``llm`` / ``non-llm`` (alias ``metrics``): LLM ratings / automatic metrics only;
+- ``llm-avg``: LLM ratings averaged over the six criteria (``Beluga-13B AVG 1``);
+- a HANNA taxonomy family: ``reference-based``, ``reference-free``, ``lexical``,
+  ``embedding``, ``model-based``; families join with ``&`` for an intersection
+  (``reference-free&lexical``);
+- an LLM rater group (``"Beluga-13B 1"``: model and Eval-Prompt) or a model (``"Beluga-13B"``);
+- a measure identifier or display name (``"BLEU Ξ§"``, ``"BLEU"``), or a glob pattern
+  (``"ROUGE-*"``, ``"*F1*"``) matched against both.
+
+An unknown token is an error that suggests close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+
+from storyeval.data.criteria import CRITERIA, resolve_criterion
+from storyeval.exceptions import InputError
+
+SCORED_KINDS = ("metric", "llm_rater")
+FAMILY_TOKENS = {
+    "reference-based": ("reference", "reference-based"),
+    "reference-free": ("reference", "reference-free"),
+    "lexical": ("family", "lexical"),
+    "embedding": ("family", "embedding"),
+    "model-based": ("family", "model-based"),
+}
+KEYWORDS = ("all", "llm", "non-llm", "metrics", "llm-avg", *FAMILY_TOKENS)
+
+
+def split_spec(spec: str | Sequence[str]) -> list[str]:
+    """Tokens of a comma-separated specification (a list is taken as already split)."""
+    tokens = spec.split(",") if isinstance(spec, str) else list(spec)
+    tokens = [t.strip() for t in tokens if t.strip()]
+    if not tokens:
+        raise InputError("empty measure specification")
+    return tokens
+
+
+def select_measures(catalogue: pd.DataFrame, spec: str | Sequence[str] = "all") -> list[str]:
+    """Measure identifiers matching ``spec`` (see the module docstring), in catalogue order.
+
+    Raises
+    ------
+    InputError
+        For a token that matches nothing; the message lists close matches.
+    """
+    scored = catalogue[catalogue["kind"].isin(SCORED_KINDS)]
+    chosen: set[str] = set()
+    for token in split_spec(spec):
+        found = _match_token(scored, token)
+        if not found:
+            raise InputError(_unknown_message(scored, token))
+        chosen.update(found)
+    return [m for m in scored["measure"] if m in chosen]
+
+
+def _match_token(scored: pd.DataFrame, token: str) -> list[str]:
+    key = token.lower()
+    is_llm = scored["kind"] == "llm_rater"
+    is_avg = scored["criterion"] == "AVG"
+    if key == "all":
+        return list(scored.loc[~is_avg, "measure"])
+    if key == "llm":
+        return list(scored.loc[is_llm & ~is_avg, "measure"])
+    if key in ("non-llm", "metrics"):
+        return list(scored.loc[~is_llm, "measure"])
+    if key == "llm-avg":
+        return list(scored.loc[is_llm & is_avg, "measure"])
+    if all(part.strip() in FAMILY_TOKENS for part in key.split("&")):
+        mask = ~is_llm
+        for part in key.split("&"):
+            column, value = FAMILY_TOKENS[part.strip()]
+            mask &= scored[column] == value
+        return list(scored.loc[mask, "measure"])
+    exact = scored[(scored["measure"] == token) | (scored["display_name"] == token)
+                   | (scored["rater"] == token) | (scored["model"] == token)]
+    if not exact.empty:
+        if token in set(scored["model"]):  # a model name means its criterion-specific ratings
+            exact = exact[exact["criterion"] != "AVG"]
+        return list(exact["measure"])
+    if any(ch in token for ch in "*?["):
+        names = scored["measure"].tolist()
+        shown = scored["display_name"].tolist()
+        return [m for m, d in zip(names, shown)
+                if fnmatch.fnmatchcase(m, token) or fnmatch.fnmatchcase(d, token)]
+    return []
+
+
+def _unknown_message(scored: pd.DataFrame, token: str) -> str:
+    vocabulary = list(dict.fromkeys([*KEYWORDS, *scored["measure"], *scored["display_name"],
+                                     *scored["rater"], *(m for m in scored["model"] if m)]))
+    close = difflib.get_close_matches(token, vocabulary, n=5, cutoff=0.5)
+    lowered = {v.lower(): v for v in vocabulary}
+    close += [lowered[t] for t in difflib.get_close_matches(token.lower(), list(lowered), n=5,
+                                                            cutoff=0.5) if lowered[t] not in close]
+    hint = f"; did you mean {', '.join(repr(c) for c in close[:5])}?" if close else ""
+    return (f"unknown measure {token!r}{hint} (keywords: {', '.join(KEYWORDS)}; "
+            "glob patterns such as 'ROUGE-*' are accepted)")
+
+
+def select_criteria(spec: str | Sequence[str] = "all") -> list[str]:
+    """Criteria from ``"all"`` or a comma-separated list of names or codes (``"RE,coherence"``)."""
+    tokens = split_spec(spec)
+    if [t.lower() for t in tokens] == ["all"]:
+        return list(CRITERIA)
+    chosen = {resolve_criterion(t) for t in tokens}
+    return [c for c in CRITERIA if c in chosen]
+
+
+def resolve_rater(catalogue: pd.DataFrame, rater: str, criterion: str) -> str:
+    """The measure that rater group ``rater`` uses for ``criterion``.
+
+    An LLM rater group such as ``"Beluga-13B 1"`` resolves to its criterion-matched measure
+    (``"Beluga-13B RE 1"`` for Relevance); a metric resolves to itself.
+    """
+    rows = catalogue[(catalogue["rater"] == rater) | (catalogue["measure"] == rater)
+                     | (catalogue["display_name"] == rater)]
+    rows = rows[rows["kind"].isin(SCORED_KINDS)]
+    if rows.empty:
+        raise InputError(_unknown_message(catalogue[catalogue["kind"].isin(SCORED_KINDS)], rater)
+                         .replace("unknown measure", "unknown reference"))
+    matched = rows[rows["criterion"] == criterion]
+    if not matched.empty:
+        return str(matched["measure"].iloc[0])
+    generic = rows[~rows["criterion"].isin(CRITERIA)]
+    if generic.empty:
+        raise InputError(f"reference {rater!r} has no rating for criterion {criterion!r}")
+    return str(generic["measure"].iloc[0])
+
+
+def criterion_pairs(catalogue: pd.DataFrame, measures: Iterable[str], criteria: Sequence[str],
+                    *, llm_criteria: str = "matched") -> pd.DataFrame:
+    """The (measure, criterion) pairs to correlate.
+
+    Metrics and criterion-independent ratings pair with every criterion. A criterion-specific
+    LLM rating (``Beluga-13B RE 1``) pairs only with its own criterion when
+    ``llm_criteria="matched"`` (the paper's figures) and with every criterion when ``"all"``.
+    """
+    if llm_criteria not in ("matched", "all"):
+        raise InputError(f"llm_criteria must be 'matched' or 'all', got {llm_criteria!r}")
+    info = catalogue.set_index("measure")
+    rows = []
+    for measure in measures:
+        own = info.at[measure, "criterion"]
+        specific = info.at[measure, "kind"] == "llm_rater" and own in CRITERIA
+        for criterion in criteria:
+            if specific and llm_criteria == "matched" and own != criterion:
+                continue
+            rows.append((measure, criterion, info.at[measure, "rater"]))
+    return pd.DataFrame(rows, columns=["measure", "criterion", "rater"])

@@ -1,0 +1,62 @@
+"""The paper's figures: correlation heatmaps and the Williams adjusted-p heatmap.
+
+Matplotlib is used with the non-interactive Agg backend; each figure is written as PNG and PDF.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def heatmap(
+    matrix: pd.DataFrame,
+    path_stem: str | Path,
+    *,
+    title: str,
+    cmap: str = "RdBu_r",
+    vmin: float = -1.0,
+    vmax: float = 1.0,
+    colorbar_label: str = "",
+    digits: int = 2,
+) -> list[Path]:
+    """Draw ``matrix`` (rows x columns, floats, NaN left blank) with its values written in the
+    cells; save ``path_stem``.png and .pdf and return both paths."""
+    plt = _pyplot()
+    n_rows, n_cols = matrix.shape
+    width = max(4.0, 1.1 + 0.62 * n_cols + 0.075 * max(len(str(r)) for r in matrix.index))
+    height = max(2.5, 1.2 + 0.26 * n_rows)
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    values = matrix.to_numpy(dtype=float)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax,
+                      aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(n_cols), [str(c) for c in matrix.columns], rotation=45, ha="right",
+                  fontsize=8)
+    ax.set_yticks(range(n_rows), [str(r) for r in matrix.index], fontsize=7)
+    mid = (vmin + vmax) / 2
+    span = (vmax - vmin) / 2 or 1.0
+    for (i, j), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            colour = "white" if abs(value - mid) / span > 0.6 else "black"
+            ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=6,
+                    color=colour)
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.6)
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
