@@ -24,9 +24,16 @@ HUMAN_SYSTEM = "Human"
 # The paper's reference for Williams tests: Beluga-13B with Eval-Prompt 1 (criterion-matched).
 PAPER_REFERENCE_RATER = "Beluga-13B 1"
 
-# The paper's LLM raters, and the eight metrics its figures display (Section "Experimental
-# Details": BLEU, ROUGE, chrF, BERTScore, SUPERT, BLANC, BARTScore, BaryScore).
-PAPER_LLM_MODELS = ("Beluga-13B", "Mistral-7B", "Llama-13B", "ChatGPT", "OrcaPlatypus")
+# The four LLM raters of the paper's figures, and the eight metrics they display (Section
+# "Experimental Details": BLEU, ROUGE, chrF, BERTScore, SUPERT, BLANC, BARTScore, BaryScore).
+# The paper names the metrics, not their variants; these variants reproduce the figures' text
+# (system-level mean |tau| from 0.13, BLANC-Tune-PS, to 0.57, BERTScore F1 and BARTScore-SH;
+# every system-level BH-adjusted Williams p >= 0.11). ROUGE's variant is our choice.
+PAPER_LLM_RATERS = ("Beluga-13B 1", "Llama-13B 1", "Mistral-7B 1", "ChatGPT 1")
+PAPER_METRICS = (
+    "BLEU Ξ§", "ROUGE-1 F-Score Ξ§", "chrF Ξ§", "BERTScore F1 Ξε", "SUPERT-PS ¤ε",
+    "BLANC-Tune-PS ¤Δ", "BARTScore-SH ΞΔ", "BaryScore-W Ξε",
+)
 USER_STUDY_LABELS = {
     "Answer.a-1-guidelines.1": "guidelines",
     "Answer.a-2-syntax.1": "syntax",
@@ -121,7 +128,10 @@ def load_user_study() -> pd.DataFrame:
         consecutive in the released file, and ``story_id`` alone is not unique), ``worker``
         (1..3 within the explanation), ``story_id`` (HANNA's ``Input.story_id``),
         ``explanation`` and the six binary labels ``guidelines, syntax, superfluous,
-        incorrectness, unsubstantiated, incoherence`` (1 = the worker saw that error).
+        incorrectness, unsubstantiated, incoherence``. For the last five, 1 means the worker
+        saw that error; for ``guidelines`` the released coding is inverted: 1 means the
+        explanation *respects* the guidelines (94% of the labels; the explanations labelled 0
+        break the guideline they quote), so the "Wrong Guideline" error is ``guidelines == 0``.
     """
     raw = pd.read_csv(hanna_path("user_study.csv"), keep_default_na=False)
     missing = [c for c in ["Input.story_id", "Input.explanation", *USER_STUDY_LABELS]

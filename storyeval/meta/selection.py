@@ -5,6 +5,8 @@ A measure specification is a comma-separated list of tokens, united in catalogue
 - ``all``: every automatic metric and every criterion-specific LLM rating;
 - ``llm`` / ``non-llm`` (alias ``metrics``): LLM ratings / automatic metrics only;
 - ``llm-avg``: LLM ratings averaged over the six criteria (``Beluga-13B AVG 1``);
+- ``paper``: what the HANNA paper's figures show (four LLMs with Eval-Prompt 1 and eight
+  metrics, :data:`storyeval.data.hanna.PAPER_METRICS`);
 - a HANNA taxonomy family: ``reference-based``, ``reference-free``, ``lexical``,
   ``embedding``, ``model-based``; families join with ``&`` for an intersection
   (``reference-free&lexical``);
@@ -34,7 +36,7 @@ FAMILY_TOKENS = {
     "embedding": ("family", "embedding"),
     "model-based": ("family", "model-based"),
 }
-KEYWORDS = ("all", "llm", "non-llm", "metrics", "llm-avg", *FAMILY_TOKENS)
+KEYWORDS = ("all", "llm", "non-llm", "metrics", "llm-avg", "paper", *FAMILY_TOKENS)
 
 
 def split_spec(spec: str | Sequence[str]) -> list[str]:
@@ -76,6 +78,11 @@ def _match_token(scored: pd.DataFrame, token: str) -> list[str]:
         return list(scored.loc[~is_llm, "measure"])
     if key == "llm-avg":
         return list(scored.loc[is_llm & is_avg, "measure"])
+    if key == "paper":
+        from storyeval.data.hanna import PAPER_LLM_RATERS, PAPER_METRICS
+
+        chosen = scored["measure"].isin(PAPER_METRICS) | scored["rater"].isin(PAPER_LLM_RATERS)
+        return list(scored.loc[chosen & ~is_avg, "measure"])
     if all(part.strip() in FAMILY_TOKENS for part in key.split("&")):
         mask = ~is_llm
         for part in key.split("&"):

@@ -1,0 +1,131 @@
+"""``storyeval meta``: correlations with human criteria, human baseline, Williams tests."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from storyeval.cli.common import add_format_option, add_out_option, load_dataset_arg
+
+DESCRIPTION = """\
+Meta-evaluate measures against human judgments: for every selected measure, its correlation
+with each human criterion at the overall (story) and system levels, the human baseline, and
+one-sided Williams tests against a reference rater with Benjamini-Hochberg adjusted p-values.
+Without --data it uses the HANNA data shipped with storyeval (10 generation systems x 96
+prompts; the human-written stories are left out unless --include-human-stories).
+"""
+
+EPILOG = """\
+measure specifications (--metrics, comma-separated): all, llm, non-llm, llm-avg, paper,
+reference-based, reference-free, lexical, embedding, model-based (join with & to intersect),
+a model (Beluga-13B), a rater group (\"Beluga-13B 1\"), a measure name or display name, or a
+glob pattern ('ROUGE-*').
+
+examples:
+  storyeval meta --metrics all
+  storyeval meta --metrics paper --levels overall,system --out results/
+  storyeval meta --metrics 'BLEU,chrF,Beluga-13B 1' --coef spearman --format md
+  storyeval meta --scores my_scores.csv --metrics my-metric --include-human-stories
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "meta", help="correlations, human baseline and Williams tests",
+        description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = parser.add_argument_group("data")
+    data.add_argument("--data", type=_path, metavar="FILE",
+                      help="score table in long format (CSV/TSV/JSONL/Parquet) or HANNA's wide "
+                           "CSV; default: the embedded HANNA data")
+    data.add_argument("--scores", type=_path, metavar="FILE",
+                      help="extra per-story scores (story_id, measure, value; e.g. from "
+                           "`storyeval score`) joined on story_id; only the stories they cover "
+                           "are used")
+    data.add_argument("--include-human-stories", action="store_true",
+                      help="keep the 'Human' system's stories (the paper leaves them out)")
+    data.add_argument("--systems", metavar="LIST", help="comma-separated systems to keep")
+    data.add_argument("--allow-unbalanced", action="store_true",
+                      help="accept systems with different prompt sets in --data")
+    what = parser.add_argument_group("what to compute")
+    what.add_argument("--metrics", default="all", metavar="SPEC",
+                      help="measures to evaluate (default: all; see below)")
+    what.add_argument("--criteria", default="all", metavar="LIST",
+                      help="human criteria, names or codes (default: all six)")
+    what.add_argument("--levels", default="overall,system", metavar="LIST",
+                      help="comma-separated among overall, system, prompt "
+                           "(default: overall,system)")
+    what.add_argument("--coef", default="kendall_b",
+                      choices=["kendall", "kendall_b", "kendall_c", "pearson", "spearman"],
+                      help="correlation coefficient (default: kendall_b, scipy's tau-b)")
+    what.add_argument("--llm-criteria", choices=["matched", "all"], default="matched",
+                      help="correlate an LLM's criterion rating with its own criterion only "
+                           "(default, as the paper) or with all")
+    what.add_argument("--nan-policy", choices=["raise", "omit", "propagate"], default="raise",
+                      help="missing scores: error (default), pairwise deletion, or NaN")
+    tests = parser.add_argument_group("Williams tests")
+    tests.add_argument("--reference", default="auto", metavar="RATER",
+                       help="rater the tests compare every other measure against; 'auto' "
+                            "(default) is the paper's 'Beluga-13B 1' when present, else all "
+                            "pairs; 'all' for all pairs; 'none' for no tests")
+    tests.add_argument("--adjust", choices=["bh", "by", "bonferroni", "holm", "none"],
+                       default="bh", help="p-value adjustment (default: bh)")
+    tests.add_argument("--family", default="paper", metavar="FAMILY",
+                       help="adjustment family: paper (each compared rater's criteria, per "
+                            "level; default), criterion, level, all, or comma-separated columns")
+    tests.add_argument("--alternative", choices=["greater", "two-sided", "less"],
+                       default="greater", help="alternative hypothesis (default: one-sided)")
+    tests.add_argument("--direction", choices=["larger", "fixed"], default="larger",
+                       help="test in the direction of the larger |r| (paper) or always a > b")
+    tests.add_argument("--sign-convention", choices=["paper", "raw"], default="paper",
+                       help="paper: compare |r| (lower-is-better metrics compared fairly)")
+    out = parser.add_argument_group("output")
+    add_format_option(out)
+    add_out_option(out, "correlations.csv, baseline.csv, williams.csv, grids (md, tex, csv), "
+                        "settings.json and the heatmaps (PNG, PDF)")
+    out.add_argument("--no-figures", action="store_true", help="with --out, skip the figures")
+    out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    return parser
+
+
+def _path(text: str):
+    from pathlib import Path
+
+    return Path(text)
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    from storyeval.exceptions import InputError
+    from storyeval.meta.pipeline import FAMILIES, meta_evaluate
+    from storyeval.report.meta_report import render, write_report
+
+    if args.no_figures and args.out is None:
+        raise InputError("--no-figures needs --out")
+    family = args.family if args.family in FAMILIES else _split(args.family)
+    dataset = load_dataset_arg(args.data, args.scores, allow_unbalanced=args.allow_unbalanced)
+    result = meta_evaluate(
+        dataset,
+        measures=args.metrics,
+        criteria=args.criteria,
+        levels=_split(args.levels),
+        method=args.coef,
+        reference=args.reference,
+        include_human_stories=args.include_human_stories,
+        systems=_split(args.systems),
+        llm_criteria=args.llm_criteria,
+        nan_policy=args.nan_policy,
+        adjust=args.adjust,
+        family=family,
+        alternative=args.alternative,
+        direction=args.direction,
+        sign_convention=args.sign_convention,
+    )
+    sys.stdout.write(render(result, args.format, digits=args.digits))
+    if args.out is not None:
+        paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits)
+        print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,369 @@
+"""The meta-evaluation pipeline behind ``storyeval meta``.
+
+One call computes, for a :class:`~storyeval.data.Dataset`:
+
+1. the correlation of every selected measure with every human criterion, per level;
+2. the human baseline (upper bound and leave-one-out) when annotator columns exist;
+3. Williams tests of a reference rater against every other measure (or of all pairs), with
+   p-values adjusted for multiple comparisons over a stated family.
+
+Every setting that changes a number is recorded in :attr:`MetaResult.settings` and written next
+to the tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from storyeval.data import HUMAN_SYSTEM, PAPER_REFERENCE_RATER, Dataset, load_hanna
+from storyeval.exceptions import InputError
+from storyeval.meta.baseline import human_baseline
+from storyeval.meta.correlation import resolve_method
+from storyeval.meta.levels import LEVELS, correlate
+from storyeval.meta.multitest import adjust_frame
+from storyeval.meta.selection import (
+    criterion_pairs,
+    resolve_rater,
+    select_criteria,
+    select_measures,
+)
+from storyeval.meta.williams import WILLIAMS_NOTE, williams_test
+
+COEFFICIENT_DESCRIPTIONS = {
+    "kendall_b": "Kendall tau-b (tie-corrected; scipy.stats.kendalltau default)",
+    "kendall_c": "Kendall tau-c (Stuart; scipy.stats.kendalltau variant='c')",
+    "pearson": "Pearson r",
+    "spearman": "Spearman rho (Pearson r of average ranks)",
+}
+WILLIAMS_LEVELS = ("overall", "system")
+FAMILIES = ("paper", "criterion", "level", "all")
+WILLIAMS_COLUMNS = [
+    "level", "criterion", "measure_a", "measure_b", "r_a", "r_b", "r_ab", "n", "t", "p",
+    "p_adjusted", "family", "rater_a", "rater_b", "coefficient", "alternative", "hypothesis",
+    "reason", "note",
+]
+
+
+@dataclass
+class MetaResult:
+    """Tables of one meta-evaluation, with the settings that produced them.
+
+    Attributes
+    ----------
+    correlations : DataFrame
+        ``measure, criterion, level, coefficient, value, n`` plus ``display_name, kind, rater,
+        n_groups, reason``.
+    baseline : DataFrame
+        Human baseline per ``criterion, level, variant`` (empty without annotator columns).
+    williams : DataFrame
+        One row per test, the columns of :data:`WILLIAMS_COLUMNS`.
+    settings : dict
+        Dataset, systems, stories, coefficient, levels, reference, test and family conventions.
+    """
+
+    correlations: pd.DataFrame
+    baseline: pd.DataFrame
+    williams: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    def correlation_grid(self, level: str, *, by: str = "rater") -> pd.DataFrame:
+        """Correlations at ``level`` as a grid: one row per rater (LLM raters grouped over their
+        criterion-matched measures, as in the paper's figures), one column per criterion."""
+        rows = self.correlations[self.correlations["level"] == level]
+        label = rows[by].where(rows["kind"] == "llm_rater", rows["display_name"])
+        grid = rows.assign(_label=label).pivot_table(
+            index="_label", columns="criterion", values="value", sort=False, dropna=False)
+        grid = grid.reindex(columns=[c for c in self.settings["criteria"] if c in grid.columns])
+        grid.index.name = "measure"
+        grid.columns.name = None
+        return grid
+
+    def williams_grid(self, level: str) -> pd.DataFrame:
+        """Adjusted Williams p-values at ``level``: rows compared raters, columns criteria."""
+        rows = self.williams[self.williams["level"] == level]
+        grid = rows.pivot_table(index="rater_b", columns="criterion", values="p_adjusted",
+                                sort=False, dropna=False)
+        grid = grid.reindex(columns=[c for c in self.settings["criteria"] if c in grid.columns])
+        grid.index.name = "compared with"
+        grid.columns.name = None
+        return grid
+
+
+def meta_evaluate(
+    dataset: Dataset | None = None,
+    *,
+    measures: str | Sequence[str] = "all",
+    criteria: str | Sequence[str] = "all",
+    levels: str | Sequence[str] = ("overall", "system"),
+    method: str = "kendall_b",
+    reference: str | None = "auto",
+    include_human_stories: bool = False,
+    systems: Sequence[str] | None = None,
+    llm_criteria: str = "matched",
+    nan_policy: str = "raise",
+    adjust: str = "bh",
+    family: str | Sequence[str] = "paper",
+    alternative: str = "greater",
+    direction: str = "larger",
+    sign_convention: str = "paper",
+) -> MetaResult:
+    """Correlate measures with human criteria, compare them with Williams tests, adjust p-values.
+
+    Parameters
+    ----------
+    dataset : Dataset, optional
+        The scores; the embedded HANNA data when omitted.
+    measures : str or sequence of str, default "all"
+        Measure specification (see :mod:`storyeval.meta.selection`): ``"all"``, ``"llm"``,
+        ``"non-llm"``, a taxonomy family, names, rater groups or glob patterns.
+    criteria : str or sequence of str, default "all"
+        Human criteria (names or codes).
+    levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
+    method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
+    reference : str or None, default "auto"
+        The rater the Williams tests compare every other measure against (a measure, or an LLM
+        rater group such as ``"Beluga-13B 1"``, resolved per criterion to its matched rating).
+        ``"auto"``: the paper's ``"Beluga-13B 1"`` when the dataset has it, else all pairs.
+        ``"all"`` or None: all pairs of selected raters. ``"none"``: no Williams tests.
+    include_human_stories : bool, default False
+        Keep the ``Human`` system's stories. The paper leaves them out: they are the references
+        of the reference-based metrics.
+    systems : sequence of str, optional
+        Restrict to these systems (after the Human rule above).
+    llm_criteria : {"matched", "all"}, default "matched"
+        Correlate a criterion-specific LLM rating only with its own criterion (paper), or with all.
+    nan_policy : {"raise", "omit", "propagate"}, default "raise"
+    adjust : {"bh", "by", "bonferroni", "holm", "none"}, default "bh"
+        Multiple-comparison adjustment of the Williams p-values.
+    family : {"paper", "criterion", "level", "all"} or sequence of column names, default "paper"
+        Family of the adjustment. ``"paper"``: for each compared pair of raters, its criteria,
+        per level (the HANNA figure). Written into the ``family`` column.
+    alternative, direction, sign_convention
+        Passed to :func:`storyeval.meta.williams.williams_test` (paper defaults: one-sided
+        ``"greater"``, run in the direction of the larger ``|r|``, absolute correlations).
+
+    Returns
+    -------
+    MetaResult
+
+    Examples
+    --------
+    >>> from storyeval.meta import meta_evaluate
+    >>> res = meta_evaluate(measures="Beluga-13B 1,BLEU", levels="system")
+    >>> round(res.correlation_grid("system").loc["Beluga-13B 1"].mean(), 2)
+    0.7
+    """
+    dataset = load_hanna() if dataset is None else dataset
+    method = resolve_method(method)
+    levels = _check_levels(levels)
+    dataset = _select_stories(dataset, include_human_stories, systems)
+    catalogue = dataset.catalogue
+    chosen = select_measures(catalogue, measures)
+    crits = select_criteria(criteria)
+    missing = [c for c in crits if c not in dataset.measures]
+    if missing:
+        raise InputError(f"dataset {dataset.name!r} has no human ratings for {missing}; "
+                         "human criteria are columns named after them (e.g. 'Relevance')")
+    pairs = criterion_pairs(catalogue, chosen, crits, llm_criteria=llm_criteria)
+    ref_rater = _resolve_reference(catalogue, reference)
+    refs = ({c: resolve_rater(catalogue, ref_rater, c) for c in crits}
+            if ref_rater is not None else {})
+    wide = dataset.wide()
+    info = catalogue.set_index("measure")
+
+    corr_frames, tests = [], []
+    xs = list(dict.fromkeys([*pairs["measure"], *refs.values()]))
+    for level in levels:
+        tested = level in WILLIAMS_LEVELS and reference != "none"
+        # One kernel call per level: measures x (criteria + what the Williams tests need).
+        partners = (list(refs.values()) if refs else xs) if tested else []
+        ys = list(dict.fromkeys([*crits, *partners]))
+        table = correlate(wide, xs, ys, level=level, method=method, nan_policy=nan_policy)
+        corr_frames.append(table)
+        if tested:
+            tests.append(_williams_level(table, pairs, refs, level))
+    correlations = _tidy_correlations(pd.concat(corr_frames, ignore_index=True), pairs, info)
+    williams = _finish_williams(tests, info, method, adjust, family, alternative, direction,
+                                sign_convention)
+    baseline = _baseline(dataset, crits, levels, method, nan_policy)
+    settings = _settings(dataset, chosen, crits, levels, method, ref_rater, reference,
+                         include_human_stories, llm_criteria, nan_policy, adjust, family,
+                         alternative, direction, sign_convention)
+    return MetaResult(correlations, baseline, williams, settings)
+
+
+def _check_levels(levels: str | Sequence[str]) -> list[str]:
+    levels = [levels] if isinstance(levels, str) else list(levels)
+    bad = [lev for lev in levels if lev not in LEVELS]
+    if bad or not levels:
+        raise InputError(f"levels must be among {list(LEVELS)}; got {levels}")
+    return list(dict.fromkeys(levels))
+
+
+def _select_stories(dataset: Dataset, include_human: bool,
+                    systems: Sequence[str] | None) -> Dataset:
+    exclude = [] if include_human or HUMAN_SYSTEM not in dataset.systems else [HUMAN_SYSTEM]
+    if systems is None and not exclude:
+        return dataset
+    return dataset.select_systems(systems, exclude=exclude)
+
+
+def _resolve_reference(catalogue: pd.DataFrame, reference: str | None) -> str | None:
+    if reference is None or reference in ("all", "none"):
+        return None
+    if reference == "auto":
+        has_paper = (catalogue["rater"] == PAPER_REFERENCE_RATER).any()
+        return PAPER_REFERENCE_RATER if has_paper else None
+    resolve_rater(catalogue, reference, str(catalogue["criterion"].iloc[0]))  # validates name
+    rows = catalogue[(catalogue["rater"] == reference) | (catalogue["measure"] == reference)
+                     | (catalogue["display_name"] == reference)]
+    return str(rows["rater"].iloc[0])
+
+
+def _tidy_correlations(table: pd.DataFrame, pairs: pd.DataFrame,
+                       info: pd.DataFrame) -> pd.DataFrame:
+    keep = table.merge(pairs[["measure", "criterion"]], left_on=["measure_x", "measure_y"],
+                       right_on=["measure", "criterion"], how="inner")
+    out = pd.DataFrame({
+        "measure": keep["measure_x"],
+        "criterion": keep["measure_y"],
+        "level": keep["level"],
+        "coefficient": keep["coefficient"],
+        "value": keep["value"].astype(float),
+        "n": keep["n"].astype(int),
+        "n_groups": keep["n_groups"].astype(int),
+        "display_name": info.loc[keep["measure_x"], "display_name"].to_numpy(),
+        "kind": info.loc[keep["measure_x"], "kind"].to_numpy(),
+        "rater": info.loc[keep["measure_x"], "rater"].to_numpy(),
+        "reason": keep["reason"],
+    })
+    return out.reset_index(drop=True)
+
+
+def _williams_level(table: pd.DataFrame, pairs: pd.DataFrame, refs: dict[str, str],
+                    level: str) -> pd.DataFrame:
+    """The (a, b, criterion) comparisons of one level with their three correlations, looked
+    up in ``table`` (measures x (criteria + partners) at this level)."""
+    if refs:
+        ref_raters = set(pairs.loc[pairs["measure"].isin(refs.values()), "rater"])
+        ref_raters |= set(refs.values())
+        rows = [(c, refs[c], b) for b, c, rb in pairs.itertuples(index=False)
+                if rb not in ref_raters and b != refs[c]]
+    else:
+        rows = _all_pairs(pairs)
+    if not rows:
+        return pd.DataFrame(columns=["level", "criterion", "measure_a", "measure_b"])
+    comp = pd.DataFrame(rows, columns=["criterion", "measure_a", "measure_b"])
+    lookup = table.set_index(["measure_x", "measure_y"])
+    ha = lookup.loc[list(zip(comp["measure_a"], comp["criterion"]))]
+    hb = lookup.loc[list(zip(comp["measure_b"], comp["criterion"]))]
+    ab = lookup.loc[list(zip(comp["measure_b"], comp["measure_a"]))]
+    comp["level"] = level
+    comp["r_a"] = ha["value"].to_numpy()
+    comp["r_b"] = hb["value"].to_numpy()
+    comp["r_ab"] = ab["value"].to_numpy()
+    comp["n"] = np.minimum.reduce([ha["n"].to_numpy(), hb["n"].to_numpy(), ab["n"].to_numpy()])
+    return comp
+
+
+def _all_pairs(pairs: pd.DataFrame) -> list[tuple[str, str, str]]:
+    rows = []
+    for criterion, group in pairs.groupby("criterion", sort=False):
+        names = group["measure"].tolist()
+        rows += [(criterion, names[i], names[j])
+                 for i in range(len(names)) for j in range(i + 1, len(names))]
+    return rows
+
+
+def _finish_williams(tests: list[pd.DataFrame], info: pd.DataFrame, method: str, adjust: str,
+                     family: str | Sequence[str], alternative: str, direction: str,
+                     sign_convention: str) -> pd.DataFrame:
+    comp = pd.concat(tests, ignore_index=True) if tests else pd.DataFrame()
+    if comp.empty:
+        return pd.DataFrame(columns=WILLIAMS_COLUMNS)
+    result = williams_test(comp["r_a"].to_numpy(), comp["r_b"].to_numpy(),
+                           comp["r_ab"].to_numpy(), comp["n"].to_numpy(),
+                           alternative=alternative, direction=direction,
+                           sign_convention=sign_convention)
+    hypothesis = np.asarray(result.hypothesis, dtype=object)
+    comp = comp.assign(
+        t=np.asarray(result.statistic, dtype=float),
+        p=np.asarray(result.pvalue, dtype=float),
+        rater_a=info.loc[comp["measure_a"], "rater"].to_numpy(),
+        rater_b=info.loc[comp["measure_b"], "rater"].to_numpy(),
+        coefficient=method,
+        alternative=alternative,
+        hypothesis=np.broadcast_to(hypothesis, len(comp)),
+        reason=np.broadcast_to(np.asarray(result.reason, dtype=object), len(comp)),
+        note=WILLIAMS_NOTE if method != "pearson" else "",
+    )
+    # Named families ("paper" groups LLM ratings by rater, so a rater's six criteria form one
+    # family) are defined in storyeval.meta.multitest.adjust_frame.
+    by = family if isinstance(family, str) else list(family)
+    comp = adjust_frame(comp, by=by, p_col="p", method=adjust)
+    return comp.loc[:, WILLIAMS_COLUMNS]
+
+
+def _baseline(dataset: Dataset, crits: list[str], levels: list[str], method: str,
+              nan_policy: str) -> pd.DataFrame:
+    cat = dataset.catalogue
+    annotators, loo = {}, {}
+    for crit in crits:
+        ann = cat[(cat["kind"] == "annotator") & (cat["criterion"] == crit)]
+        if len(ann) >= 2:
+            annotators[crit] = ann.sort_values("annotator")["measure"].tolist()
+            own = cat[(cat["kind"] == "annotator_loo") & (cat["criterion"] == crit)]
+            if len(own) == len(ann):
+                loo[crit] = own.sort_values("annotator")["measure"].tolist()
+    if not annotators:
+        return pd.DataFrame(columns=["criterion", "level", "coefficient", "variant", "value",
+                                     "n", "n_groups", "n_annotators", "reason"])
+    return human_baseline(dataset.wide(), annotators,
+                          loo_columns=loo if len(loo) == len(annotators) else None,
+                          mean_columns={c: c for c in annotators}, levels=levels,
+                          method=method, nan_policy=nan_policy)
+
+
+def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: list[str],
+              method: str, ref_rater: str | None, reference: str | None, include_human: bool,
+              llm_criteria: str, nan_policy: str, adjust: str, family, alternative: str,
+              direction: str, sign_convention: str) -> dict:
+    williams_levels = [lev for lev in levels if lev in WILLIAMS_LEVELS]
+    if reference == "none":
+        comparison = "none"
+    elif ref_rater is None:
+        comparison = "all pairs of selected raters"
+    else:
+        comparison = f"reference {ref_rater!r} against every other selected rater"
+    return {
+        "dataset": dataset.name,
+        "systems": dataset.systems,
+        "n_systems": len(dataset.systems),
+        "n_stories": len(dataset.table),
+        "include_human_stories": include_human,
+        "measures": len(chosen),
+        "criteria": crits,
+        "levels": levels,
+        "coefficient": method,
+        "coefficient_description": COEFFICIENT_DESCRIPTIONS[method],
+        "llm_criteria": llm_criteria,
+        "nan_policy": nan_policy,
+        "williams": {
+            "levels": williams_levels,
+            "comparison": comparison,
+            "reference": ref_rater,
+            "alternative": alternative,
+            "p_value": ("one-sided, P(T_{n-3} > t)" if alternative == "greater" else alternative),
+            "direction": direction,
+            "sign_convention": sign_convention,
+            "note": WILLIAMS_NOTE if method != "pearson" else "",
+            "adjustment": adjust,
+            "family": family if isinstance(family, str) else list(family),
+            "prompt_level": "not tested (averaged per-prompt correlations)"
+            if "prompt" in levels else "",
+        },
+    }

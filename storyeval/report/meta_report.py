@@ -1,0 +1,169 @@
+"""Render and write the results of :func:`storyeval.meta.meta_evaluate`.
+
+Tables are shown as grids (one row per rater, one column per criterion, plus the mean), the
+paper's layout; the files written with ``--out`` keep the tidy long tables at full precision.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from storyeval.meta.pipeline import MetaResult
+from storyeval.report.figures import heatmap
+from storyeval.report.tables import FILE_SUFFIX, format_table
+
+BASELINE_LABELS = {"upper_bound": "Human (upper bound)", "leave_one_out": "Human (leave-one-out)"}
+SHORT_COEFFICIENT = {"kendall_b": "Kendall tau-b", "kendall_c": "Kendall tau-c",
+                     "pearson": "Pearson r", "spearman": "Spearman rho"}
+
+
+def correlation_grid(result: MetaResult, level: str, *, with_mean: bool = True,
+                     with_baseline: bool = True) -> pd.DataFrame:
+    """Raters x criteria at ``level``, the human baseline rows first, then a ``Mean`` column
+    (mean over the criteria; for |tau| comparisons use the signed values shown)."""
+    grid = result.correlation_grid(level)
+    if with_baseline and not result.baseline.empty:
+        base = result.baseline[result.baseline["level"] == level]
+        rows = base.pivot_table(index="variant", columns="criterion", values="value",
+                                sort=False).rename(index=BASELINE_LABELS)
+        grid = pd.concat([rows.reindex(columns=grid.columns), grid])
+    if with_mean:
+        grid["Mean"] = grid.mean(axis=1, skipna=False)
+    grid.index.name = "measure"
+    return grid
+
+
+def level_caption(result: MetaResult, level: str) -> str:
+    """A one-line description of what a level's numbers are."""
+    s = result.settings
+    coef = SHORT_COEFFICIENT[s["coefficient"]]
+    if level == "overall":
+        what = f"{s['n_stories']} stories pooled"
+    elif level == "system":
+        what = f"means of {s['n_systems']} systems"
+    else:
+        what = f"within each prompt across {s['n_systems']} systems, averaged over prompts"
+    return f"{coef} with human criteria, {level} level ({what})"
+
+
+def williams_caption(result: MetaResult, level: str) -> str:
+    w = result.settings["williams"]
+    return (f"{w['adjustment'].upper()}-adjusted Williams p ({w['p_value']}, family "
+            f"{w['family']!r}), {w['comparison']}, {level} level")
+
+
+def settings_lines(result: MetaResult) -> list[str]:
+    """The conventions that produced the numbers, one per line."""
+    s, w = result.settings, result.settings["williams"]
+    human = "included" if s["include_human_stories"] else "excluded (they are the references)"
+    lines = [
+        f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories; "
+        f"human-written stories {human}",
+        f"coefficient: {s['coefficient_description']}; levels: {', '.join(s['levels'])}; "
+        f"nan_policy: {s['nan_policy']}",
+        f"measures: {s['measures']}; LLM ratings correlated with "
+        f"{'their own criterion' if s['llm_criteria'] == 'matched' else 'every criterion'}",
+    ]
+    if w["comparison"] != "none":
+        lines.append(
+            f"Williams tests: {w['comparison']}; {w['p_value']}; run in the direction of "
+            f"{'the larger |r|' if w['direction'] == 'larger' else 'a > b'}; sign convention "
+            f"{w['sign_convention']!r}; {w['adjustment'].upper()} over family {w['family']!r}")
+        if w["note"]:
+            lines.append(f"note: {w['note']}")
+    return lines
+
+
+def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
+    """The whole result as text in ``fmt`` (grids for table/md/latex; tidy tables for csv/json)."""
+    if fmt == "csv":
+        return format_table(result.correlations, "csv")
+    if fmt == "json":
+        return to_json(result)
+    parts = []
+    comment = {"table": "# ", "md": "> ", "latex": "% "}[fmt]
+    parts.append("\n".join(comment + line for line in settings_lines(result)) + "\n")
+    for level in result.settings["levels"]:
+        grid = correlation_grid(result, level).reset_index()
+        parts.append(_titled(level_caption(result, level), grid, fmt, digits))
+    for level in result.settings["williams"]["levels"]:
+        grid = result.williams_grid(level).reset_index()
+        if len(grid):
+            parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
+    return "\n".join(parts)
+
+
+def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
+    if fmt == "latex":
+        return format_table(table, "latex", digits=digits, caption=title)
+    heading = f"## {title}\n\n" if fmt == "md" else f"{title}\n"
+    return heading + format_table(table, fmt, digits=digits)
+
+
+def to_json(result: MetaResult) -> str:
+    """Settings and the three tidy tables as one JSON document (full precision, NaN as null)."""
+    doc = {"settings": result.settings}
+    for name in ("correlations", "baseline", "williams"):
+        doc[name] = json.loads(format_table(getattr(result, name), "json"))
+    return json.dumps(doc, ensure_ascii=False, indent=1)
+
+
+def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
+                 digits: int = 3) -> list[Path]:
+    """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
+
+    Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
+    ``baseline.csv``, ``williams.csv``, ``settings.json``, ``correlations_{level}.{md,tex,csv}``,
+    ``williams_{level}.{md,tex,csv}``, and with ``figures`` ``kendall_{level}.png/.pdf`` (named
+    after the coefficient) and ``williams_{level}.png/.pdf``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def save(name: str, text: str) -> None:
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+
+    save("correlations.csv", format_table(result.correlations, "csv"))
+    save("baseline.csv", format_table(result.baseline, "csv"))
+    save("williams.csv", format_table(result.williams, "csv"))
+    save("settings.json", json.dumps(result.settings, ensure_ascii=False, indent=1))
+    coef = result.settings["coefficient"].split("_")[0]
+    for level in result.settings["levels"]:
+        grid = correlation_grid(result, level)
+        _save_grid(save, f"correlations_{level}", grid, level_caption(result, level), digits)
+        if figures:
+            written += heatmap(grid, out / f"{coef}_{level}", title=level_caption(result, level),
+                               colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]])
+    for level in result.settings["williams"]["levels"]:
+        grid = result.williams_grid(level)
+        if grid.empty:
+            continue
+        _save_grid(save, f"williams_{level}", grid, williams_caption(result, level), digits)
+        if figures:
+            written += heatmap(grid, out / f"williams_{level}",
+                               title=williams_caption(result, level), cmap="viridis",
+                               vmin=0.0, vmax=1.0, colorbar_label="adjusted p")
+    return written
+
+
+def _save_grid(save, stem: str, grid: pd.DataFrame, caption: str, digits: int) -> None:
+    table = grid.reset_index()
+    for fmt in ("md", "latex", "csv"):
+        text = format_table(table, fmt, digits=digits, caption=caption if fmt == "latex" else None)
+        if fmt == "md":
+            text = f"{caption}\n\n{text}"
+        save(f"{stem}.{FILE_SUFFIX[fmt]}", text)
+
+
+def finite_range(values: pd.Series) -> tuple[float, float]:
+    """(min, max) of the finite values (for summaries)."""
+    arr = values.to_numpy(dtype=float)
+    arr = arr[np.isfinite(arr)]
+    return (float(arr.min()), float(arr.max())) if arr.size else (np.nan, np.nan)

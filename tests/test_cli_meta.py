@@ -1,0 +1,106 @@
+"""`storyeval meta`, `storyeval --help/--version` and `python -m storyeval` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from storyeval import __version__
+from storyeval.cli import main
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"storyeval {__version__}"
+    assert main([]) == 2  # no sub-command: help on stdout, usage error
+    with pytest.raises(SystemExit):
+        main(["meta", "--help"])
+    assert "--reference" in capsys.readouterr().out
+
+
+def test_meta_table_output(capsys):
+    assert main(["meta", "--metrics", "paper", "--levels", "system"]) == 0
+    out = capsys.readouterr().out
+    assert "Kendall tau-b (tie-corrected" in out
+    assert "human-written stories excluded" in out
+    assert "Human (upper bound)" in out and "Beluga-13B 1" in out
+    assert "BH-adjusted Williams p" in out
+
+
+def test_meta_json_is_pinned(capsys):
+    code = main(["meta", "--metrics", "BLEU,Beluga-13B 1", "--criteria", "RE,CH",
+                 "--format", "json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == ["settings", "correlations", "baseline", "williams"]
+    assert list(doc["correlations"][0]) == ["measure", "criterion", "level", "coefficient",
+                                            "value", "n", "n_groups", "display_name", "kind",
+                                            "rater", "reason"]
+    assert list(doc["williams"][0])[:12] == ["level", "criterion", "measure_a", "measure_b",
+                                             "r_a", "r_b", "r_ab", "n", "t", "p",
+                                             "p_adjusted", "family"]
+    assert doc["settings"]["williams"]["reference"] == "Beluga-13B 1"
+    assert len(doc["correlations"]) == 2 * (2 + 2)  # BLEU x 2 criteria + 2 matched, 2 levels
+    bleu = [r for r in doc["correlations"] if r["measure"] == "BLEU Ξ§" and r["level"] == "system"]
+    assert {r["n"] for r in bleu} == {10}
+
+
+def test_meta_out_dir_writes_tables_and_figures(tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["meta", "--metrics", "paper", "--out", str(out), "--format", "csv"]) == 0
+    corr = pd.read_csv(out / "correlations.csv")
+    assert list(corr.columns[:6]) == ["measure", "criterion", "level", "coefficient", "value", "n"]
+    will = pd.read_csv(out / "williams.csv")
+    assert list(will.columns[:12]) == ["level", "criterion", "measure_a", "measure_b", "r_a",
+                                       "r_b", "r_ab", "n", "t", "p", "p_adjusted", "family"]
+    for name in ("kendall_overall", "kendall_system", "williams_overall", "williams_system"):
+        for suffix in (".png", ".pdf"):
+            assert (out / f"{name}{suffix}").stat().st_size > 1000
+    assert (out / "correlations_system.tex").read_text().startswith(r"\begin{table}")
+    assert "Beluga-13B RE 1" in set(corr["measure"])
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["meta", "--metrics", "BLUE"], "did you mean 'BLEU'"),
+    (["meta", "--metrics", "BLEU", "--levels", "story"], "levels must be among"),
+    (["meta", "--metrics", "BLEU", "--criteria", "fun"], "unknown criterion 'fun'"),
+    (["meta", "--metrics", "BLEU", "--no-figures"], "--no-figures needs --out"),
+    (["meta", "--data", "missing.csv"], "no such file"),
+])
+def test_meta_usage_errors_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_meta_with_user_scores_joined_on_story_id(tmp_path, capsys):
+    from storyeval.data import load_hanna
+
+    wide = load_hanna().wide(["Text length ¤§"])
+    scores = wide.reset_index().rename(columns={"Text length ¤§": "value"})
+    scores["story_id"] = scores["system"] + "/" + scores["prompt_id"].astype(str)
+    scores["measure"] = "my length"
+    path = tmp_path / "scores.csv"
+    scores[["story_id", "measure", "value"]].to_csv(path, index=False)
+    assert main(["meta", "--scores", str(path), "--metrics", "my length,Text length",
+                 "--reference", "my length", "--format", "csv"]) == 0
+    table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    mine = table[table["measure"] == "my length"].set_index(["criterion", "level"])["value"]
+    theirs = table[table["measure"] == "Text length ¤§"].set_index(["criterion", "level"])["value"]
+    pd.testing.assert_series_equal(mine, theirs, check_names=False)
+
+
+def test_python_dash_m_subprocess():
+    proc = subprocess.run([sys.executable, "-m", "storyeval", "meta", "--metrics", "BLEU",
+                           "--criteria", "RE", "--levels", "system", "--format", "csv"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("measure,criterion,level,coefficient,value,n")
+    bad = subprocess.run([sys.executable, "-m", "storyeval", "meta", "--metrics", "nope"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown measure 'nope'" in bad.stderr
