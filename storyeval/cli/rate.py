@@ -1,0 +1,243 @@
+"""``storyeval rate``: rate stories with an LLM (Eval-Prompts x criteria x tries), resumable.
+
+Exit codes: 0 ok, 1 some requests failed after their retries (rerun to retry them; answers
+already stored are not requested again), 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+DESCRIPTION = """\
+Rate every story on each criterion with each Eval-Prompt, `--tries` times, through an
+OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI), a local Hugging Face model or the
+vLLM offline engine. Every answer is stored in the --cache file the moment it arrives; rerunning
+the same command resumes and sends only what is missing. Writes the tidy ratings table and the
+per-measure scores ("{model} {CODE} {eval_prompt}", mean over usable tries) that
+`storyeval meta --scores` reads.
+"""
+
+EPILOG = """\
+examples:
+  storyeval rate --backend openai --base-url http://localhost:8000/v1 --model my-model \\
+      --eval-prompts 1-4 --criteria all --tries 3 --dataset hanna --out runs/my-model
+  storyeval rate --backend hf --model ./tiny-model --stories stories.csv --eval-prompts 1 --dry-run
+
+exit codes: 0 ok, 1 some requests failed after retries (rerun to resume), 2 usage or input error.
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``storyeval rate``."""
+    p = subparsers.add_parser("rate", help="rate stories with an LLM (resumable, cached)",
+                              description=DESCRIPTION, epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    m = p.add_argument_group("model")
+    m.add_argument("--backend", choices=("openai", "hf", "vllm"), default="openai",
+                   help="openai: any OpenAI-compatible chat server (default); hf: local "
+                        "transformers; vllm: vLLM offline engine")
+    m.add_argument("--model", required=True,
+                   help="served model name (openai) or model folder/name (hf, vllm)")
+    m.add_argument("--model-name", metavar="LABEL",
+                   help="label in the ratings and measure names (default: --model, or the "
+                        "folder name of a local path)")
+    d = p.add_argument_group("stories")
+    src = d.add_mutually_exclusive_group()
+    src.add_argument("--dataset", choices=("hanna",), default=None,
+                     help="hanna: the 96 human + 576 LLM stories whose texts HANNA releases "
+                          "(default when --stories is not given)")
+    src.add_argument("--stories", type=Path, metavar="FILE",
+                     help="CSV/JSONL/Parquet with story_id, system, prompt_id, prompt, story "
+                          "(+ reference for Eval-Prompt 4)")
+    d.add_argument("--systems", metavar="LIST", help="comma-separated systems to keep")
+    d.add_argument("--limit", type=int, metavar="N", help="only the first N stories")
+    w = p.add_argument_group("what to ask")
+    w.add_argument("--eval-prompts", default="1-4", metavar="SPEC",
+                   help="Eval-Prompts, e.g. 1-4 or 1,3 (default: 1-4)")
+    w.add_argument("--criteria", default="all", metavar="LIST",
+                   help="criteria names or codes, e.g. RE,CH (default: all)")
+    w.add_argument("--tries", type=int, default=3, help="answers per item (default: 3)")
+    w.add_argument("--templates", type=Path, metavar="FILE",
+                   help="Eval-Prompt templates JSON (default: the packaged HANNA wording)")
+    w.add_argument("--guidelines", type=Path, metavar="FILE",
+                   help="guidelines JSON for Eval-Prompt 3 (default: packaged)")
+    w.add_argument("--criteria-file", type=Path, metavar="FILE",
+                   help="criteria JSON {name: {code, definition}} (default: HANNA's six)")
+    s = p.add_argument_group("sampling (recorded and part of the cache key)")
+    s.add_argument("--temperature", type=float, default=0.7, help="(default: 0.7)")
+    s.add_argument("--top-p", type=float, default=1.0, help="(default: 1.0)")
+    s.add_argument("--max-tokens", type=int, default=256, help="(default: 256)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="base seed; try t uses seed + t (default: 0)")
+    s.add_argument("--no-seed", action="store_true", help="send no seed")
+    o = p.add_argument_group("openai backend")
+    o.add_argument("--base-url", default="http://localhost:8000/v1",
+                   help="server root (default: http://localhost:8000/v1)")
+    o.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="environment variable holding the API key (default: OPENAI_API_KEY; "
+                        "unset: no Authorization header)")
+    o.add_argument("--concurrency", type=int, default=16,
+                   help="requests in flight (default: 16; raise to keep a large server busy)")
+    o.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default: 120)")
+    o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
+    h = p.add_argument_group("hf / vllm backends")
+    h.add_argument("--batch-size", type=int, default=8, help="hf batch size (default: 8)")
+    h.add_argument("--device", help="hf device, e.g. cuda or cpu (default: cuda if available)")
+    h.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), help="hf weights dtype")
+    h.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm (default: 1)")
+    c = p.add_argument_group("cache and output")
+    c.add_argument("--cache", type=Path, default=Path("storyeval-llm-cache.sqlite"),
+                   help="answer cache (SQLite; default: ./storyeval-llm-cache.sqlite)")
+    c.add_argument("--cache-only", action="store_true",
+                   help="send nothing; use stored answers (re-parsed if the parser changed)")
+    c.add_argument("--dry-run", action="store_true",
+                   help="print the number of requests and a token estimate, send nothing")
+    c.add_argument("--out", type=Path, metavar="DIR",
+                   help="write ratings.csv, scores.csv, failures.csv, judge_systems.csv, "
+                        "consistency.csv and settings.json to DIR")
+    c.add_argument("--on-unparsed", choices=("nan", "midpoint"), default="nan",
+                   help="scores: leave failed answers out (default) or count parse failures "
+                        "as the scale midpoint, as the paper did")
+    c.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    c.add_argument("-v", "--verbose", action="store_true", help="log every retry")
+    return p
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _backend(args: argparse.Namespace):
+    from storyeval.exceptions import InputError
+    from storyeval.llm.backends import HFBackend, OpenAIBackend, VLLMBackend
+
+    if args.backend == "openai":
+        return OpenAIBackend(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                             concurrency=args.concurrency, timeout=args.timeout,
+                             max_retries=args.max_retries)
+    if args.backend == "hf":
+        return HFBackend(args.model, batch_size=args.batch_size, device=args.device,
+                         dtype=args.dtype)
+    if args.tensor_parallel_size < 1:
+        raise InputError("--tensor-parallel-size must be >= 1")
+    return VLLMBackend(args.model, engine_kwargs={"tensor_parallel_size": args.tensor_parallel_size})
+
+
+def _stories(args: argparse.Namespace):
+    from storyeval.exceptions import InputError
+    from storyeval.llm.stories import load_stories
+
+    stories = load_stories(args.stories if args.stories is not None else (args.dataset or "hanna"))
+    systems = _split(args.systems)
+    if systems:
+        unknown = sorted(set(systems) - set(stories["system"]))
+        if unknown:
+            raise InputError(f"--systems: unknown system(s) {unknown}; available: "
+                             f"{sorted(stories['system'].unique())}")
+        stories = stories[stories["system"].isin(systems)]
+    if args.limit is not None:
+        if args.limit < 1:
+            raise InputError(f"--limit must be >= 1, got {args.limit}")
+        stories = stories.head(args.limit)
+    return stories.reset_index(drop=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``storyeval rate``."""
+    import warnings
+
+    from storyeval.exceptions import InputError, StoryevalWarning
+    from storyeval.llm import outputs
+    from storyeval.llm.backends import BackendError, SamplingParams
+    from storyeval.llm.runner import plan, rate
+
+    if args.tries < 1:
+        raise InputError(f"--tries must be >= 1, got {args.tries}")
+    if args.dry_run and args.cache_only:
+        raise InputError("--dry-run and --cache-only cannot be combined")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("storyeval rate: %(message)s"))
+    log = logging.getLogger("storyeval.llm")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO if args.verbose else logging.WARNING)
+    try:
+        sampling = SamplingParams(temperature=args.temperature, top_p=args.top_p,
+                                  max_tokens=args.max_tokens,
+                                  seed=None if args.no_seed else args.seed)
+        backend = _backend(args)
+        stories = _stories(args)
+        common = {"model_name": args.model_name, "eval_prompts": args.eval_prompts,
+                      "criteria": args.criteria, "tries": args.tries, "sampling": sampling,
+                      "templates": args.templates, "guidelines": args.guidelines,
+                      "criteria_file": args.criteria_file}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StoryevalWarning)
+            if args.dry_run:
+                the_plan = plan(stories, backend, cache=args.cache, **common)
+            else:
+                try:
+                    result = rate(stories, backend, cache=args.cache, cache_only=args.cache_only,
+                                  show_progress=False if args.no_progress else None, **common)
+                except BackendError as exc:
+                    print(f"storyeval rate: error: {exc}", file=sys.stderr)
+                    print("storyeval rate: answers received so far are in the cache; rerun to "
+                          "resume", file=sys.stderr)
+                    return 1
+        for w in caught:
+            print(f"storyeval rate: warning: {w.message}", file=sys.stderr)
+        if args.dry_run:
+            if args.json:
+                print(json.dumps(the_plan.to_dict(), indent=2))
+            else:
+                print(the_plan.summary())
+            return 0
+
+        ratings = result.ratings
+        fails = outputs.failure_rates(ratings)
+        summary = {
+            "plan": result.plan.to_dict(), "sent": result.n_sent, "answered": result.n_answered,
+            "request_failures": result.n_request_failures, "settings": result.settings,
+            "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
+            "on_unparsed": args.on_unparsed, "cache": str(args.cache),
+        }
+        if args.out is not None:
+            out = Path(args.out)
+            if out.exists() and not out.is_dir():
+                raise InputError(f"--out {str(out)!r} exists and is not a directory")
+            out.mkdir(parents=True, exist_ok=True)
+            ratings.to_csv(out / "ratings.csv", index=False)
+            scores = outputs.to_scores(ratings, on_unparsed=args.on_unparsed)
+            scores.to_csv(out / "scores.csv", index=False)
+            fails.to_csv(out / "failures.csv", index=False)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                outputs.judge_systems(ratings, on_unparsed=args.on_unparsed).to_csv(
+                    out / "judge_systems.csv", index=False)
+                if args.tries >= 2:
+                    outputs.self_consistency(ratings).to_csv(out / "consistency.csv", index=False)
+            for w in caught:
+                print(f"storyeval rate: warning: {w.message}", file=sys.stderr)
+            (out / "settings.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",
+                                               encoding="utf-8")
+            summary["out"] = str(out)
+        if args.json:
+            print(json.dumps(summary, indent=2, default=str))
+        else:
+            pl = result.plan
+            print(f"{pl.model}: {pl.n_requests} requests, {pl.n_cached} from the cache, "
+                  f"{result.n_sent} sent, {result.n_answered} answered, "
+                  f"{result.n_request_failures} failed")
+            show = fails[["model", "eval_prompt", "criterion", "n", "n_ok", "failure_rate"]]
+            print("failures per model x Eval-Prompt x criterion:")
+            print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            if args.out is not None:
+                print(f"wrote ratings, scores, failures, judge_systems, consistency and settings "
+                      f"to {args.out}")
+        return 1 if result.n_request_failures else 0
+    finally:
+        log.removeHandler(handler)

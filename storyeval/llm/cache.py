@@ -1,0 +1,231 @@
+"""A crash-safe answer cache: SQLite in WAL mode, one committed transaction per answer.
+
+Every completed answer is committed the moment it arrives, keyed by
+:func:`request_key` (a SHA-256 of backend kind, model, rendered messages, sampling parameters,
+seed and try index). A process killed with SIGKILL loses at most the answers still in flight
+(a committed WAL transaction is in the operating system's hands once ``COMMIT`` returns), and a
+restarted run sends no request whose key is stored. The raw text is kept, so a newer parser
+re-reads old answers without any request. No secret is ever part of a key or a row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from storyeval.exceptions import InputError
+
+__all__ = [
+    "KEY_VERSION",
+    "AnswerCache",
+    "key_from_prefix",
+    "key_prefix",
+    "messages_digest",
+    "request_key",
+]
+
+#: Part of every key; bump to invalidate all keys if the key recipe changes.
+KEY_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    messages_sha TEXT NOT NULL,
+    sampling TEXT NOT NULL,
+    try_index INTEGER NOT NULL,
+    seed INTEGER,
+    raw TEXT NOT NULL,
+    finish_reason TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    latency_s REAL,
+    attempts INTEGER,
+    created REAL NOT NULL,
+    parser_version TEXT,
+    rating REAL,
+    status TEXT,
+    explanation TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_SCHEMA_VERSION = "1"
+
+
+def messages_digest(messages: Sequence[dict[str, str]]) -> str:
+    """SHA-256 hex digest of the rendered chat messages (roles and contents, unambiguously
+    separated)."""
+    h = hashlib.sha256()
+    for m in messages:
+        role, content = m["role"].encode("utf-8"), m["content"].encode("utf-8")
+        h.update(b"%d:%s%d:%s" % (len(role), role, len(content), content))
+    return h.hexdigest()
+
+
+def key_prefix(*, backend: str, model: str, sampling: dict[str, Any]) -> str:
+    """The part of :func:`request_key` shared by every request of a run."""
+    return json.dumps([KEY_VERSION, backend, model, sampling], sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def key_from_prefix(prefix: str, messages_sha: str, try_index: int, seed: int | None) -> str:
+    """:func:`request_key` from a :func:`key_prefix` (the fast path for many requests)."""
+    blob = f"{prefix}\x1f{messages_sha}\x1f{seed}\x1f{int(try_index)}"
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def request_key(*, backend: str, model: str, messages_sha: str, sampling: dict[str, Any],
+                try_index: int, seed: int | None) -> str:
+    """The cache key of one request (SHA-256 hex).
+
+    Inputs: ``KEY_VERSION``, backend kind, model, :func:`messages_digest` of the messages, the
+    sampling parameters (canonical JSON), the seed and the try index. Never an API key or a URL.
+    """
+    return key_from_prefix(key_prefix(backend=backend, model=model, sampling=sampling),
+                           messages_sha, try_index, seed)
+
+
+_COLUMNS = ("key", "backend", "model", "messages_sha", "sampling", "try_index", "seed", "raw",
+            "finish_reason", "prompt_tokens", "completion_tokens", "latency_s", "attempts",
+            "created", "parser_version", "rating", "status", "explanation")
+
+
+class AnswerCache:
+    """SQLite answer store (WAL, ``synchronous=NORMAL``, one commit per answer).
+
+    Parameters
+    ----------
+    path : str or Path
+        The database file (created with its folder if missing). ``":memory:"`` for tests.
+    synchronous : {"NORMAL", "FULL"}, default "NORMAL"
+        ``NORMAL`` survives a killed process (SIGKILL); ``FULL`` also survives a power loss at
+        the cost of an fsync per answer.
+
+    Examples
+    --------
+    >>> c = AnswerCache(":memory:")
+    >>> c.put(key="k", backend="openai", model="m", messages_sha="s", sampling={}, try_index=0,
+    ...       seed=0, raw="4")
+    True
+    >>> c.get_many(["k"])["k"]["raw"]
+    '4'
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in ("NORMAL", "FULL"):
+            raise InputError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        self.path = str(path)
+        if self.path != ":memory:":
+            p = Path(self.path)
+            if p.exists() and p.is_dir():
+                raise InputError(f"cache path {self.path!r} is a directory, expected a file")
+            p.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
+                                        isolation_level=None)
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._con.executescript(_SCHEMA)
+            row = self._con.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"cache file {self.path!r} is not a storyeval answer cache: {exc}") from None
+        if row is None:
+            self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
+        elif row[0] != _SCHEMA_VERSION:
+            raise InputError(f"cache file {self.path!r} has schema {row[0]}, this storyeval "
+                             f"reads schema {_SCHEMA_VERSION}")
+
+    # -- writing ---------------------------------------------------------------------------
+    def put(self, *, key: str, backend: str, model: str, messages_sha: str, sampling: dict,
+            try_index: int, seed: int | None, raw: str, finish_reason: str | None = None,
+            prompt_tokens: int | None = None, completion_tokens: int | None = None,
+            latency_s: float | None = None, attempts: int | None = None,
+            parser_version: str | None = None, rating: float | None = None,
+            status: str | None = None, explanation: str | None = None) -> bool:
+        """Store one answer and commit at once. Returns False if the key was already stored
+        (the first answer is kept)."""
+        row = (key, backend, model, messages_sha,
+               json.dumps(sampling, sort_keys=True, separators=(",", ":")), int(try_index),
+               seed, raw, finish_reason, prompt_tokens, completion_tokens, latency_s, attempts,
+               time.time(), parser_version, rating, status, explanation)
+        with self._lock:
+            cur = self._con.execute(
+                f"INSERT OR IGNORE INTO answers ({','.join(_COLUMNS)}) "
+                f"VALUES ({','.join('?' * len(_COLUMNS))})", row)
+        return cur.rowcount == 1
+
+    def update_parsed(self, rows: Iterable[tuple[str, float | None, str, str]],
+                      parser_version: str) -> int:
+        """Store re-parsed results ``(key, rating, status, explanation)`` for ``parser_version``."""
+        data = [(r, s, e, parser_version, k) for k, r, s, e in rows]
+        if not data:
+            return 0
+        with self._lock:
+            self._con.execute("BEGIN")
+            try:
+                self._con.executemany(
+                    "UPDATE answers SET rating=?, status=?, explanation=?, parser_version=? "
+                    "WHERE key=?", data)
+                self._con.execute("COMMIT")
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+        return len(data)
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_many(self, keys: Iterable[str], *,
+                 columns: Sequence[str] = ("raw", "parser_version", "rating", "status",
+                                           "explanation")) -> dict[str, dict[str, Any]]:
+        """Stored rows for the given keys (missing keys are absent from the result)."""
+        bad = [c for c in columns if c not in _COLUMNS]
+        if bad:
+            raise InputError(f"unknown cache column(s) {bad}; available: {list(_COLUMNS)}")
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, dict[str, Any]] = {}
+        select = ",".join(("key", *columns))
+        rows: list[tuple] = []
+        with self._lock:
+            for start in range(0, len(keys), 900):  # SQLite's limit on bound parameters
+                chunk = keys[start:start + 900]
+                rows += self._con.execute(
+                    f"SELECT {select} FROM answers WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk).fetchall()
+        for row in rows:
+            out[row[0]] = dict(zip(columns, row[1:]))
+        return out
+
+    def keys(self) -> set[str]:
+        """All stored keys."""
+        with self._lock:
+            return {r[0] for r in self._con.execute("SELECT key FROM answers")}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._con.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+    def to_frame(self):
+        """All stored rows as a DataFrame (for inspection and export)."""
+        import pandas as pd
+
+        with self._lock:
+            rows = self._con.execute(f"SELECT {','.join(_COLUMNS)} FROM answers").fetchall()
+        return pd.DataFrame(rows, columns=list(_COLUMNS))
+
+    def close(self) -> None:
+        """Close the connection (the data are already committed)."""
+        with self._lock:
+            self._con.close()
+
+    def __enter__(self) -> AnswerCache:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,120 @@
+"""``storyeval rate`` through storyeval.cli.main and once as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _openai_stub_server import Script, StubServer
+
+from storyeval.cli import main
+
+
+@pytest.fixture
+def stories_csv(tmp_path):
+    n = 4
+    df = pd.DataFrame({
+        "story_id": [f"Sys{i % 2}/{i // 2}" for i in range(n)],
+        "system": [f"Sys{i % 2}" for i in range(n)],
+        "prompt_id": [i // 2 for i in range(n)],
+        "prompt": [f"Prompt {i // 2}" for i in range(n)],
+        "story": [f"Once upon a time {i}." for i in range(n)],
+        "reference": [f"Human {i // 2}." for i in range(n)],
+    })
+    path = tmp_path / "stories.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def _args(srv, stories, tmp_path, *extra):
+    return ["rate", "--backend", "openai", "--base-url", srv.base_url, "--model", "stub",
+            "--model-name", "Stub", "--stories", str(stories), "--cache",
+            str(tmp_path / "cache.sqlite"), "--no-progress", "--api-key-env", "NO_SUCH_VAR_X",
+            *extra]
+
+
+def test_full_run_writes_tables_meta_can_read(tmp_path, stories_csv, capsys):
+    out = tmp_path / "run"
+    with StubServer(Script()) as srv:
+        code = main(_args(srv, stories_csv, tmp_path, "--eval-prompts", "1-2", "--criteria",
+                          "RE,CH", "--tries", "3", "--out", str(out)))
+        assert code == 0
+        printed = capsys.readouterr().out
+        assert "48 requests, 0 from the cache, 48 sent, 48 answered, 0 failed" in printed
+        assert sum(srv.state.received.values()) == 48
+        # resume: --json summary, nothing sent
+        assert main(_args(srv, stories_csv, tmp_path, "--eval-prompts", "1-2", "--criteria",
+                          "RE,CH", "--tries", "3", "--json")) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["sent"] == 0 and summary["plan"]["n_cached"] == 48
+        assert summary["statuses"] == {"ok": 48}
+    for name in ("ratings.csv", "scores.csv", "failures.csv", "judge_systems.csv",
+                 "consistency.csv", "settings.json"):
+        assert (out / name).is_file(), name
+    ratings = pd.read_csv(out / "ratings.csv")
+    assert len(ratings) == 48 and set(ratings["status"]) == {"ok"}
+    from storyeval.data.io import read_score_table
+
+    scores = read_score_table(out / "scores.csv")
+    assert set(scores["measure"]) == {"Stub RE 1", "Stub CH 1", "Stub AVG 1", "Stub RE 2",
+                                      "Stub CH 2", "Stub AVG 2"}
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["settings"]["sampling_temperature"] == 0.7
+    assert settings["settings"]["parser_version"]
+
+
+def test_failed_requests_exit_1(tmp_path, stories_csv, capsys):
+    with StubServer(Script(status_override=503)) as srv:
+        code = main(_args(srv, stories_csv, tmp_path, "--eval-prompts", "1", "--criteria", "RE",
+                          "--tries", "1", "--max-retries", "0"))
+    assert code == 1
+    assert "4 failed" in capsys.readouterr().out
+
+
+def test_dry_run_creates_no_cache(tmp_path, stories_csv, capsys):
+    code = main(["rate", "--model", "m", "--stories", str(stories_csv), "--eval-prompts", "1-4",
+                 "--tries", "3", "--cache", str(tmp_path / "c.sqlite"), "--dry-run"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "4 stories x 4 Eval-Prompt(s) [1, 2, 3, 4] x 6 criteria x 3 tries = 288 requests" in text
+    assert "288 to send" in text and not (tmp_path / "c.sqlite").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--eval-prompts", "9"], "eval_prompts"),
+    (["--criteria", "XX"], "unknown criterion"),
+    (["--tries", "0"], "--tries"),
+    (["--temperature", "-1"], "temperature"),
+    (["--systems", "Nobody"], "unknown system"),
+])
+def test_usage_errors_exit_2(tmp_path, stories_csv, capsys, extra, message):
+    code = main(["rate", "--model", "m", "--stories", str(stories_csv), "--dry-run",
+                 "--cache", str(tmp_path / "c.sqlite"), *extra])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_stories_file_exit_2(tmp_path, capsys):
+    assert main(["rate", "--model", "m", "--stories", str(tmp_path / "none.csv"),
+                 "--dry-run"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_subprocess_dry_run_on_hanna():
+    env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1"}
+    res = subprocess.run([sys.executable, "-m", "storyeval", "rate", "--model", "m",
+                          "--dataset", "hanna", "--eval-prompts", "1", "--criteria", "RE",
+                          "--tries", "1", "--dry-run", "--json", "--cache",
+                          "/nonexistent-dir/never-created.sqlite"],
+                         capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    # HANNA releases the texts of 96 human + 576 LLM stories
+    assert plan["n_stories"] == 672 and plan["n_requests"] == 672 and plan["n_to_send"] == 672
