@@ -63,6 +63,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                            "(default, as the paper) or with all")
     what.add_argument("--nan-policy", choices=["raise", "omit", "propagate"], default="raise",
                       help="missing scores: error (default), pairwise deletion, or NaN")
+    what.add_argument("--tie-rtol", type=float, default=1e-12, metavar="X",
+                      help="system means agreeing within this relative tolerance are ties "
+                           "(default 1e-12; 0 keeps raw float means)")
     tests = parser.add_argument_group("Williams tests")
     tests.add_argument("--reference", default="auto", metavar="RATER",
                        help="rater the tests compare every other measure against; 'auto' "
@@ -118,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         systems=_split(args.systems),
         llm_criteria=args.llm_criteria,
         nan_policy=args.nan_policy,
+        tie_rtol=args.tie_rtol,
         adjust=args.adjust,
         family=family,
         alternative=args.alternative,

@@ -23,7 +23,7 @@ from storyeval.data import HUMAN_SYSTEM, PAPER_REFERENCE_RATER, Dataset, load_ha
 from storyeval.exceptions import InputError
 from storyeval.meta.baseline import human_baseline
 from storyeval.meta.correlation import resolve_method
-from storyeval.meta.levels import LEVELS, correlate
+from storyeval.meta.levels import LEVELS, TIE_RTOL, correlate
 from storyeval.meta.multitest import adjust_frame
 from storyeval.meta.selection import (
     criterion_pairs,
@@ -105,6 +105,7 @@ def meta_evaluate(
     systems: Sequence[str] | None = None,
     llm_criteria: str = "matched",
     nan_policy: str = "raise",
+    tie_rtol: float = TIE_RTOL,
     adjust: str = "bh",
     family: str | Sequence[str] = "paper",
     alternative: str = "greater",
@@ -137,6 +138,9 @@ def meta_evaluate(
     llm_criteria : {"matched", "all"}, default "matched"
         Correlate a criterion-specific LLM rating only with its own criterion (paper), or with all.
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
+    tie_rtol : float, default 1e-12
+        System means agreeing within this relative tolerance are ties (means equal in exact
+        arithmetic stay tied whatever the floating-point summation order); 0 keeps raw means.
     adjust : {"bh", "by", "bonferroni", "holm", "none"}, default "bh"
         Multiple-comparison adjustment of the Williams p-values.
     family : {"paper", "criterion", "level", "all"} or sequence of column names, default "paper"
@@ -182,17 +186,19 @@ def meta_evaluate(
         # One kernel call per level: measures x (criteria + what the Williams tests need).
         partners = (list(refs.values()) if refs else xs) if tested else []
         ys = list(dict.fromkeys([*crits, *partners]))
-        table = correlate(wide, xs, ys, level=level, method=method, nan_policy=nan_policy)
+        table = correlate(wide, xs, ys, level=level, method=method, nan_policy=nan_policy,
+                          tie_rtol=tie_rtol)
         corr_frames.append(table)
         if tested:
             tests.append(_williams_level(table, pairs, refs, level))
     correlations = _tidy_correlations(pd.concat(corr_frames, ignore_index=True), pairs, info)
     williams = _finish_williams(tests, info, method, adjust, family, alternative, direction,
                                 sign_convention)
-    baseline = _baseline(dataset, crits, levels, method, nan_policy)
+    baseline = _baseline(dataset, crits, levels, method, nan_policy, tie_rtol)
     settings = _settings(dataset, chosen, crits, levels, method, ref_rater, reference,
                          include_human_stories, llm_criteria, nan_policy, adjust, family,
                          alternative, direction, sign_convention)
+    settings["tie_rtol"] = tie_rtol
     return MetaResult(correlations, baseline, williams, settings)
 
 
@@ -309,7 +315,7 @@ def _finish_williams(tests: list[pd.DataFrame], info: pd.DataFrame, method: str,
 
 
 def _baseline(dataset: Dataset, crits: list[str], levels: list[str], method: str,
-              nan_policy: str) -> pd.DataFrame:
+              nan_policy: str, tie_rtol: float) -> pd.DataFrame:
     cat = dataset.catalogue
     annotators, loo = {}, {}
     for crit in crits:
@@ -325,7 +331,7 @@ def _baseline(dataset: Dataset, crits: list[str], levels: list[str], method: str
     return human_baseline(dataset.wide(), annotators,
                           loo_columns=loo if len(loo) == len(annotators) else None,
                           mean_columns={c: c for c in annotators}, levels=levels,
-                          method=method, nan_policy=nan_policy)
+                          method=method, nan_policy=nan_policy, tie_rtol=tie_rtol)
 
 
 def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: list[str],

@@ -1,0 +1,114 @@
+"""Benchmark: the vectorised meta-evaluation core against a per-pair scipy loop.
+
+Work (issue "Foundation", part 9): all 72 automatic metrics plus the criterion-matched LLM
+raters of HANNA, the six criteria, overall and system levels, Kendall tau-b correlations with
+the criteria, Williams tests for all pairs of raters, BH over the paper's family.
+
+Prints: both times, the ratio, the largest difference between the two results, the wall time of
+``storyeval meta --metrics all`` in a fresh process (import included) and its peak memory.
+
+    python benchmarks/bench_meta.py
+"""
+
+from __future__ import annotations
+
+import itertools
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from storyeval.data import load_hanna
+from storyeval.meta.pipeline import meta_evaluate
+from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
+
+
+def vectorised() -> pd.DataFrame:
+    result = meta_evaluate(measures="all", reference="all")
+    return result.correlations, result.williams
+
+
+def per_pair_loop() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What an analysis notebook would do: scipy per pair, Williams per test, BH per family."""
+    dataset = load_hanna(include_human_stories=False)
+    wide = dataset.wide()
+    crits = select_criteria("all")
+    pairs = criterion_pairs(dataset.catalogue, select_measures(dataset.catalogue, "all"), crits)
+    data = {"overall": wide, "system": wide.groupby(level="system", sort=False).mean()}
+    corr_rows, tests = [], []
+    for level, frame in data.items():
+        n = len(frame)
+        for crit, group in pairs.groupby("criterion", sort=False):
+            r = {m: stats.kendalltau(frame[m], frame[crit]).statistic for m in group["measure"]}
+            corr_rows += [(m, crit, level, v) for m, v in r.items()]
+            for a, b in itertools.combinations(group["measure"], 2):
+                r23 = stats.kendalltau(frame[a], frame[b]).statistic
+                t, p = _williams(r[a], r[b], r23, n)
+                tests.append((level, crit, a, b, t, p))
+    corr = pd.DataFrame(corr_rows, columns=["measure", "criterion", "level", "value"])
+    will = pd.DataFrame(tests, columns=["level", "criterion", "measure_a", "measure_b", "t", "p"])
+    rater = dataset.catalogue.set_index("measure")["rater"]
+    will["family"] = (will["level"] + "|" + will["measure_a"].map(rater) + "|"
+                      + will["measure_b"].map(rater))
+    will["p_adjusted"] = will.groupby("family")["p"].transform(
+        lambda p: stats.false_discovery_control(p, method="bh"))
+    return corr, will
+
+
+def _williams(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
+    """The paper's convention, written out for one test."""
+    r23 = r23 * np.sign(r12) * np.sign(r13)
+    r12, r13 = abs(r12), abs(r13)
+    if r13 > r12:
+        r12, r13 = r13, r12
+    k = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
+    t = (r12 - r13) * np.sqrt((n - 1) * (1 + r23)) / np.sqrt(
+        2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3)
+    return t, stats.t.sf(t, n - 3)
+
+
+def timed(func):
+    start = time.perf_counter()
+    out = func()
+    return out, time.perf_counter() - start
+
+
+def cli_run() -> tuple[float, float]:
+    """Wall time and peak RSS (MB) of `storyeval meta --metrics all` in a new process."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "storyeval", "meta", "--metrics", "all"],
+                   stdout=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, peak_kb / 1024
+
+
+def main() -> None:
+    meta_evaluate(measures="BLEU", levels="system")  # warm imports for a fair in-process timing
+    (v_corr, v_will), t_vec = timed(vectorised)
+    (l_corr, l_will), t_loop = timed(per_pair_loop)
+    key_c = ["measure", "criterion", "level"]
+    merged = v_corr.merge(l_corr, on=key_c, suffixes=("_vec", "_loop"))
+    key_w = ["level", "criterion", "measure_a", "measure_b"]
+    merged_w = v_will.merge(l_will, on=key_w, suffixes=("_vec", "_loop"))
+    assert len(merged) == len(v_corr) == len(l_corr), "correlation rows differ"
+    assert len(merged_w) == len(v_will) == len(l_will), "Williams rows differ"
+    d_corr = np.nanmax(np.abs(merged["value_vec"] - merged["value_loop"]))
+    d_p = np.nanmax(np.abs(merged_w["p_adjusted_vec"] - merged_w["p_adjusted_loop"]))
+    wall, peak = cli_run()
+    print(f"work: {len(v_corr)} correlations, {len(v_will)} Williams tests (all pairs), BH")
+    print(f"vectorised core:      {t_vec:8.2f} s")
+    print(f"per-pair scipy loop:  {t_loop:8.2f} s")
+    print(f"speed-up:             {t_loop / t_vec:8.1f} x   (target >= 50 x)")
+    print(f"max |diff| correlations {d_corr:.2e}, adjusted p {d_p:.2e}")
+    print(f"`storyeval meta --metrics all`: {wall:.2f} s wall incl. import (target < 2 s), "
+          f"peak RSS {peak:.0f} MB (target < 1024 MB)")
+    print(f"this process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Human baseline: how well one annotator agrees with the human judgment, per criterion and level.
+
+Two variants (METHODS.md, "Human baseline"):
+
+* ``"upper_bound"``: mean over annotators i of corr(annotator i, mean of all annotators). It is
+  the "Human" column of the HANNA paper's figures; annotator i sits on both sides, so it is an
+  optimistic (upper) bound.
+* ``"leave_one_out"``: mean over i of corr(annotator i, mean of the other annotators), an
+  unbiased estimate of how well a single rater agrees with an independent human judgment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from storyeval.exceptions import InputError
+from storyeval.meta.correlation import _check_nan_policy, resolve_method
+from storyeval.meta.levels import (
+    LEVELS,
+    TIE_RTOL,
+    _check_level,
+    _correlate_arrays,
+    _index_levels,
+    _plain,
+)
+
+__all__ = ["VARIANTS", "hanna_annotator_columns", "human_baseline"]
+
+VARIANTS: tuple[str, ...] = ("upper_bound", "leave_one_out")
+
+_COLUMNS = ["criterion", "level", "coefficient", "variant", "value", "n", "n_groups",
+            "n_annotators", "reason"]
+
+
+def hanna_annotator_columns(
+    criteria: Sequence[str] | None = None,
+) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
+    """HANNA's annotator, leave-one-out and criterion-mean column names.
+
+    Returns
+    -------
+    annotators, loo_columns, mean_columns
+        ``{"Relevance": ["Human 1 RE", "Human 2 RE", "Human 3 RE"], ...}``,
+        ``{"Relevance": ["Human Avg 1 RE", ...], ...}`` (mean of the two other annotators) and
+        ``{"Relevance": "Relevance", ...}``.
+
+    Examples
+    --------
+    >>> ann, loo, means = hanna_annotator_columns(["Relevance"])
+    >>> ann["Relevance"], loo["Relevance"][0], means["Relevance"]
+    (['Human 1 RE', 'Human 2 RE', 'Human 3 RE'], 'Human Avg 1 RE', 'Relevance')
+    """
+    from storyeval.data.criteria import CRITERIA, CRITERION_CODES, resolve_criterion
+
+    crits = list(CRITERIA) if criteria is None else [resolve_criterion(c) for c in criteria]
+    ann = {c: [f"Human {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in crits}
+    loo = {c: [f"Human Avg {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in crits}
+    return ann, loo, {c: c for c in crits}
+
+
+def _check_columns(wide: pd.DataFrame, names: Sequence[str], argname: str) -> None:
+    missing = [m for m in names if m not in wide.columns]
+    if missing:
+        raise InputError(f"{argname}: column(s) not in the score table: {missing}")
+
+
+def human_baseline(
+    wide: pd.DataFrame,
+    annotators: Mapping[str, Sequence[str]],
+    *,
+    loo_columns: Mapping[str, Sequence[str]] | None = None,
+    mean_columns: Mapping[str, str] | None = None,
+    levels: Sequence[str] | str = LEVELS,
+    method: str = "kendall_b",
+    nan_policy: str = "raise",
+    variants: Sequence[str] | str = VARIANTS,
+    tie_rtol: float = TIE_RTOL,
+) -> pd.DataFrame:
+    """Human baseline per criterion and level, in both variants.
+
+    Parameters
+    ----------
+    wide : DataFrame
+        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``), with
+        the annotator columns. Filter systems beforehand (HANNA: the paper leaves out
+        ``Human``).
+    annotators : mapping criterion -> sequence of str
+        The columns of the individual annotators for each criterion (at least two).
+    loo_columns : mapping criterion -> sequence of str, optional
+        For each criterion, column k holds the mean of the annotators other than annotator k
+        (HANNA: ``Human Avg k``). If absent, computed from ``annotators``.
+    mean_columns : mapping criterion -> str, optional
+        The column holding the mean of all annotators (HANNA: ``Relevance``, ...). If absent,
+        computed from ``annotators``.
+    levels : str or sequence of {"overall", "system", "prompt"}, default all three
+    method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
+    nan_policy : {"raise", "omit", "propagate"}, default "raise"
+        As in :func:`storyeval.meta.levels.correlate`; computed means use the available
+        annotators under ``"omit"``.
+    variants : str or sequence of {"upper_bound", "leave_one_out"}, default both
+    tie_rtol : float, default 1e-12
+        Tie tolerance for system means (see :func:`storyeval.meta.levels.level_data`).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``criterion, level, coefficient, variant, value, n, n_groups, n_annotators,
+        reason``: one row per criterion x level x variant. ``n`` is the smallest ``n`` over the
+        annotators' correlations (stories, systems, or systems per prompt), ``n_groups`` the
+        prompts averaged at the prompt level (smallest over annotators; 1 otherwise).
+
+    Notes
+    -----
+    With annotators a_1..a_k on criterion c and A = (1/k) sum_i a_i:
+
+    * upper_bound = (1/k) sum_i corr(a_i, A);
+    * leave_one_out = (1/k) sum_i corr(a_i, (1/(k-1)) sum_{j != i} a_j).
+
+    At the system level each column (annotator, mean) is first averaged over a system's
+    stories. The average over annotators is NaN if any annotator's coefficient is undefined.
+
+    References
+    ----------
+    .. [1] Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
+       Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
+
+    Validated against the paper's system-level Kendall baseline (0.73, mean over the six
+    criteria, 10 generation systems) and per-annotator ``scipy.stats.kendalltau`` on HANNA
+    (tests/test_baseline.py).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_product([["A", "B", "C"], [0, 1]], names=["system", "prompt_id"])
+    >>> wide = pd.DataFrame({"h1": [1., 2., 3., 3., 5., 4.], "h2": [2., 1., 3., 4., 4., 5.]}, idx)
+    >>> res = human_baseline(wide, {"Quality": ["h1", "h2"]}, levels="system")
+    >>> res[["variant", "value", "n"]].values.tolist()
+    [['upper_bound', 1.0, 3], ['leave_one_out', 1.0, 3]]
+    """
+    _index_levels(wide)
+    method = resolve_method(method)
+    nan_policy = _check_nan_policy(nan_policy)
+    levels = [levels] if isinstance(levels, str) else list(levels)
+    for lev in levels:
+        _check_level(lev)
+    variants = [variants] if isinstance(variants, str) else list(variants)
+    for var in variants:
+        if var not in VARIANTS:
+            raise InputError(f"variants: unknown variant {var!r}; valid: {', '.join(VARIANTS)}")
+    if not isinstance(annotators, Mapping) or not annotators:
+        raise InputError("annotators must be a non-empty mapping criterion -> annotator columns")
+
+    rows = []
+    for crit, cols in annotators.items():
+        cols = [cols] if isinstance(cols, str) else list(cols)
+        if len(cols) < 2:
+            raise InputError(f"annotators[{crit!r}]: at least two annotator columns are needed, "
+                             f"got {cols}")
+        _check_columns(wide, cols, f"annotators[{crit!r}]")
+        k = len(cols)
+        ratings = wide.loc[:, cols].astype(np.float64)
+        if nan_policy == "raise" and ratings.isna().to_numpy().any():
+            r, c = np.argwhere(ratings.isna().to_numpy())[0]
+            raise InputError(f"annotators[{crit!r}]: missing value (NaN) in column {cols[c]!r} "
+                             f"at story {_plain(ratings.index[r])!r}; use nan_policy='omit' or "
+                             "'propagate'")
+        skip = nan_policy == "omit"
+        frame = pd.DataFrame({f"a{i}": ratings[c] for i, c in enumerate(cols)})
+        if mean_columns is not None and crit in mean_columns:
+            _check_columns(wide, [mean_columns[crit]], f"mean_columns[{crit!r}]")
+            frame["mean"] = wide[mean_columns[crit]].astype(np.float64)
+        else:
+            frame["mean"] = ratings.mean(axis=1, skipna=skip)
+        if loo_columns is not None and crit in loo_columns:
+            loo = [loo_columns[crit]] if isinstance(loo_columns[crit], str) else list(
+                loo_columns[crit])
+            if len(loo) != k:
+                raise InputError(f"loo_columns[{crit!r}] has {len(loo)} column(s) but "
+                                 f"annotators[{crit!r}] has {k}; column i must be the mean of "
+                                 "the annotators other than annotator i")
+            _check_columns(wide, loo, f"loo_columns[{crit!r}]")
+            for i, c in enumerate(loo):
+                frame[f"l{i}"] = wide[c].astype(np.float64)
+        else:
+            for i in range(k):
+                others = ratings.drop(columns=cols[i])
+                frame[f"l{i}"] = others.mean(axis=1, skipna=skip)
+        ann = [f"a{i}" for i in range(k)]
+        targets = {"upper_bound": ["mean"], "leave_one_out": [f"l{i}" for i in range(k)]}
+        for lev in levels:
+            for var in variants:
+                value, n, n_groups, reason = _correlate_arrays(
+                    frame, ann, targets[var], lev, method, nan_policy, tie_rtol)
+                # upper bound: column "mean" for every annotator; LOO: the diagonal a_i vs l_i
+                pick = (np.arange(k), np.zeros(k, dtype=int)) if var == "upper_bound" else (
+                    np.arange(k), np.arange(k))
+                vals = value[pick]
+                why = [r for r in reason[pick] if r]
+                rows.append({
+                    "criterion": crit, "level": lev, "coefficient": method, "variant": var,
+                    "value": float(np.mean(vals)), "n": int(n[pick].min()),
+                    "n_groups": int(n_groups[pick].min()), "n_annotators": k,
+                    "reason": "; ".join(dict.fromkeys(why)),
+                })
+    return pd.DataFrame(rows, columns=_COLUMNS)

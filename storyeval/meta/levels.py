@@ -1,0 +1,437 @@
+"""Correlation levels: overall (stories), system (system means) and prompt (within prompts).
+
+The input is a *wide* score frame: index a two-level MultiIndex ``(system, prompt_id)`` (one row
+per story), one float column per measure (``Dataset.wide()``). One explicit argument,
+``level="overall" | "system" | "prompt"``, chooses what gets correlated:
+
+* ``"overall"``: the per-story scores of all stories (n = number of stories);
+* ``"system"``: the mean of each measure over each system's stories (n = number of systems);
+* ``"prompt"``: within each prompt, the scores of the systems are correlated, then the
+  coefficients are averaged over prompts (n = systems per prompt, ``n_groups`` = prompts
+  averaged). All prompts are computed at once from a 3-D (prompt, system, measure) array.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.meta.correlation import (
+    CorrelationMatrix,
+    _check_nan_policy,
+    pairwise_correlations,
+    resolve_method,
+)
+
+__all__ = ["LEVELS", "correlate", "correlation_matrix", "level_data"]
+
+LEVELS: tuple[str, ...] = ("overall", "system", "prompt")
+
+TIE_RTOL = 1e-12
+"""Default relative tolerance under which two system means count as tied.
+
+Means of Likert ratings that are equal in exact arithmetic (e.g. two systems whose ratings sum
+to the same total) can differ in the last bits once summed in floating point, and the order of
+summation decides whether a rank coefficient sees a tie. Snapping means that agree to 1e-12
+(relative) restores the exact ties. ``tie_rtol=0`` keeps the raw float means."""
+
+_TIDY_COLUMNS = ["measure_x", "measure_y", "level", "coefficient", "value", "n", "n_groups",
+                 "reason"]
+
+
+def _plain(label: Any) -> Any:
+    """A label with numpy scalars turned into Python ones (for readable messages)."""
+    if isinstance(label, tuple):
+        return tuple(_plain(v) for v in label)
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def _check_level(level: str) -> str:
+    if level not in LEVELS:
+        raise InputError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+    return level
+
+
+def _index_levels(wide: pd.DataFrame) -> tuple[Any, Any]:
+    """Names (or positions) of the system and prompt levels of the index."""
+    if not isinstance(wide, pd.DataFrame):
+        raise InputError(f"wide must be a pandas DataFrame, got {type(wide).__name__}")
+    idx = wide.index
+    if not isinstance(idx, pd.MultiIndex) or idx.nlevels != 2:
+        raise InputError("wide must be indexed by a two-level MultiIndex (system, prompt_id); "
+                         f"got index {type(idx).__name__} with {idx.nlevels} level(s)")
+    names = list(idx.names)
+    if "system" in names and "prompt_id" in names:
+        return "system", "prompt_id"
+    return 0, 1
+
+
+def _select(wide: pd.DataFrame, measures: Sequence[str] | str | None, argname: str) -> list[str]:
+    if measures is None:
+        return [str(c) for c in wide.columns]
+    if isinstance(measures, str):
+        measures = [measures]
+    measures = list(measures)
+    if not measures:
+        raise InputError(f"{argname} is empty: give at least one measure")
+    missing = [m for m in measures if m not in wide.columns]
+    if missing:
+        raise InputError(f"{argname}: measure(s) not in the score table: {missing}")
+    return measures
+
+
+def _validate(wide: pd.DataFrame, measures: list[str], nan_policy: str) -> pd.DataFrame:
+    _index_levels(wide)
+    if wide.index.has_duplicates:
+        dup = _plain(wide.index[wide.index.duplicated()][0])
+        raise InputError(f"wide has duplicated story index {dup!r}; each (system, prompt_id) "
+                         "must appear once")
+    sub = wide.loc[:, measures]
+    bad = [m for m in measures if not pd.api.types.is_numeric_dtype(sub[m])]
+    if bad:
+        raise InputError(f"non-numeric measure column(s): {bad}")
+    sub = sub.astype(np.float64)
+    if nan_policy == "raise":
+        isna = sub.isna().to_numpy()
+        if isna.any():
+            row, col = np.argwhere(isna)[0]
+            raise InputError(
+                f"missing value (NaN) for measure {measures[col]!r} at story "
+                f"{_plain(sub.index[row])!r} ({int(isna.sum())} missing in total); use "
+                "nan_policy='omit' (pairwise deletion; system means over available stories) or "
+                "'propagate'")
+    return sub
+
+
+def level_data(
+    wide: pd.DataFrame,
+    measures: Sequence[str] | None = None,
+    *,
+    level: str = "overall",
+    nan_policy: str = "raise",
+    tie_rtol: float = TIE_RTOL,
+) -> pd.DataFrame | np.ndarray:
+    """What gets correlated at a level.
+
+    Parameters
+    ----------
+    wide : DataFrame
+        Index ``(system, prompt_id)``, one float column per measure.
+    measures : sequence of str, optional
+        Columns to keep (default: all).
+    level : {"overall", "system", "prompt"}
+    nan_policy : {"raise", "omit", "propagate"}
+        ``"raise"``: InputError naming the measure and story. ``"omit"``: a system mean is the
+        mean of that system's available stories (NaN if it has none). ``"propagate"``: a system
+        mean with a missing story is NaN.
+    tie_rtol : float, default 1e-12
+        System level only: system means that agree within this relative tolerance are made
+        equal (see :func:`snap_ties` and :data:`TIE_RTOL`), so that means equal in exact
+        arithmetic are ties whatever the floating-point summation order. ``0`` keeps raw means.
+
+    Returns
+    -------
+    DataFrame or ndarray
+        ``"overall"``: the story x measure frame; ``"system"``: a system x measure frame of
+        means; ``"prompt"``: an array of shape (prompt, system, measure), prompts and systems
+        sorted, NaN where a (system, prompt) story is absent.
+
+    Raises
+    ------
+    InputError
+        Bad level / nan_policy, unknown or non-numeric measures, an index that is not
+        (system, prompt_id) or has duplicates, NaN under ``"raise"`` (naming measure and story),
+        a missing (system, prompt) story at the prompt level under ``"raise"``.
+
+    Notes
+    -----
+    System level: m_bar(s) = (1 / |stories of s with a value|) sum of m over them.
+
+    Validated against ``DataFrame.groupby(level="system").mean()`` (tests/test_correlation.py).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_product([["A", "B"], [0, 1]], names=["system", "prompt_id"])
+    >>> wide = pd.DataFrame({"m": [1.0, 3.0, 2.0, 6.0]}, index=idx)
+    >>> level_data(wide, level="system")["m"].tolist()
+    [2.0, 4.0]
+    """
+    level = _check_level(level)
+    nan_policy = _check_nan_policy(nan_policy)
+    measures = _select(wide, measures, "measures")
+    sub = _validate(wide, measures, nan_policy)
+    if level == "overall":
+        return sub
+    if level == "system":
+        sys_level, _ = _index_levels(wide)
+        means = sub.groupby(level=sys_level, sort=True).mean(skipna=nan_policy != "propagate")
+        return means.copy(deep=False).pipe(_snap_frame, tie_rtol)
+    return _prompt_cube(sub, nan_policy)[0]
+
+
+def _snap_frame(frame: pd.DataFrame, tie_rtol: float) -> pd.DataFrame:
+    return pd.DataFrame(snap_ties(frame.to_numpy(dtype=np.float64), tie_rtol),
+                        index=frame.index, columns=frame.columns)
+
+
+def snap_ties(values: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
+    """Make the values of each column that agree within ``rtol`` (relative) exactly equal.
+
+    Within a column, sorted values are chained into groups while consecutive values satisfy
+    ``|a - b| <= rtol * max(|a|, |b|)``; each value is replaced by the smallest of its group.
+    NaN stays NaN. ``rtol <= 0`` returns the input unchanged.
+
+    Examples
+    --------
+    >>> snap_ties(np.array([[2/3 + 1e-16], [2/3], [0.5]]))[:, 0].tolist() == [2/3, 2/3, 0.5]
+    True
+    """
+    if rtol < 0 or not np.isfinite(rtol):
+        raise InputError(f"tie_rtol must be a finite number >= 0, got {rtol!r}")
+    if rtol == 0 or values.shape[0] < 2:
+        return values
+    order = np.argsort(values, axis=0, kind="stable")  # NaN sorted last
+    ordered = np.take_along_axis(values, order, axis=0)
+    gap = np.abs(np.diff(ordered, axis=0))
+    scale = np.maximum(np.abs(ordered[1:]), np.abs(ordered[:-1]))
+    starts = np.vstack([np.ones((1, values.shape[1]), bool), ~(gap <= rtol * scale)])
+    rows = np.arange(values.shape[0])[:, None]
+    first = np.maximum.accumulate(np.where(starts, rows, 0), axis=0)
+    snapped = np.empty_like(values)
+    np.put_along_axis(snapped, order, np.take_along_axis(ordered, first, axis=0), axis=0)
+    return snapped
+
+
+def _sorted(values) -> list:
+    try:
+        return sorted(values)
+    except TypeError:  # mixed label types
+        return sorted(values, key=str)
+
+
+def _prompt_cube(sub: pd.DataFrame, nan_policy: str) -> tuple[np.ndarray, list, list]:
+    """(prompt, system, measure) array with its prompt and system labels."""
+    sys_level, prompt_level = _index_levels(sub)
+    systems = _sorted(sub.index.unique(level=sys_level))
+    prompts = _sorted(sub.index.unique(level=prompt_level))
+    full = pd.MultiIndex.from_product([prompts, systems])
+    swapped = sub.copy()
+    swapped.index = pd.MultiIndex.from_arrays([sub.index.get_level_values(prompt_level),
+                                               sub.index.get_level_values(sys_level)])
+    absent = full.difference(swapped.index)
+    if len(absent) and nan_policy == "raise":
+        prompt, system = _plain(absent[0])
+        raise InputError(f"prompt level needs every system to have a story for every prompt: "
+                         f"no story for system {system!r} and prompt {prompt!r} "
+                         f"({len(absent)} missing); use nan_policy='omit'")
+    cube = swapped.reindex(full).to_numpy(dtype=np.float64)
+    return cube.reshape(len(prompts), len(systems), sub.shape[1]), prompts, systems
+
+
+def _correlate_arrays(
+    wide: pd.DataFrame,
+    x_measures: list[str],
+    y_measures: list[str],
+    level: str,
+    method: str,
+    nan_policy: str,
+    tie_rtol: float = TIE_RTOL,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(value, n, n_groups, reason) arrays of shape (p, q) at a level."""
+    both = list(dict.fromkeys([*x_measures, *y_measures]))
+    sub = _validate(wide, both, nan_policy)
+    ix = [both.index(m) for m in x_measures]
+    iy = [both.index(m) for m in y_measures]
+    if level in ("overall", "system"):
+        data = sub if level == "overall" else level_data(sub, both, level="system",
+                                                         nan_policy=nan_policy,
+                                                         tie_rtol=tie_rtol)
+        arr = data.to_numpy(dtype=np.float64)
+        res = pairwise_correlations(arr[:, ix], None if ix == iy else arr[:, iy], method=method,
+                                    nan_policy=nan_policy, warn=False)
+        _warn_undefined(res, x_measures, y_measures, level)
+        n_groups = np.ones(res.n.shape, dtype=np.int64)
+        return res.statistic, res.n, n_groups, res.reason
+    cube, prompts, _ = _prompt_cube(sub, nan_policy)
+    res = pairwise_correlations(cube[:, :, ix], None if ix == iy else cube[:, :, iy],
+                                method=method, nan_policy=nan_policy, warn=False)
+    stat, n, reason = res.statistic, res.n, res.reason
+    undefined = np.isnan(stat) & (reason != "missing values (nan_policy='propagate')")
+    defined = ~np.isnan(stat)
+    n_groups = defined.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.where(defined, stat, 0.0).sum(axis=0) / n_groups
+    value = np.where(n_groups > 0, value, np.nan)
+    n_min = np.where(defined, n, np.iinfo(np.int64).max).min(axis=0)
+    n_min = np.where(n_groups > 0, n_min, 0)
+    out_reason = np.full(value.shape, "", dtype=object)
+    n_undefined = undefined.sum(axis=0)
+    out_reason[n_undefined > 0] = "some prompts left out (correlation undefined there)"
+    out_reason[n_groups == 0] = "correlation undefined in every prompt"
+    if nan_policy == "propagate":
+        prop = (np.isnan(stat) & ~undefined).any(axis=0)
+        value = np.where(prop, np.nan, value)
+        out_reason[prop] = "missing values (nan_policy='propagate')"
+    if n_undefined.any():
+        where = np.argwhere(n_undefined > 0)
+        examples = ", ".join(f"({x_measures[a]!r}, {y_measures[b]!r}): "
+                             f"{int(n_undefined[a, b])}/{len(prompts)}" for a, b in where[:3])
+        more = f" and {len(where) - 3} more pairs" if len(where) > 3 else ""
+        warnings.warn(
+            f"prompt level, {method}: the correlation is undefined (constant across systems or "
+            f"fewer than 2 systems) in some prompts, which are left out of the average "
+            f"(n_groups reports the prompts averaged): {examples}{more}",
+            UndefinedStatisticWarning, stacklevel=3)
+    return value, n_min.astype(np.int64), n_groups.astype(np.int64), out_reason
+
+
+def _warn_undefined(res: CorrelationMatrix, xm: list[str], ym: list[str], level: str) -> None:
+    undefined = np.isnan(res.statistic) & (res.reason != "missing values (nan_policy='propagate')")
+    if undefined.any():
+        where = np.argwhere(undefined)
+        examples = ", ".join(f"({xm[a]!r}, {ym[b]!r})" for a, b in where[:3])
+        more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+        warnings.warn(f"{level} level, {res.method}: {len(where)} correlation(s) undefined "
+                      f"(constant input or fewer than 2 observations), returned as NaN: "
+                      f"{examples}{more}", UndefinedStatisticWarning, stacklevel=4)
+
+
+def correlate(
+    wide: pd.DataFrame,
+    x_measures: Sequence[str] | str,
+    y_measures: Sequence[str] | str | None = None,
+    *,
+    level: str = "overall",
+    method: str = "kendall_b",
+    nan_policy: str = "raise",
+    tie_rtol: float = TIE_RTOL,
+) -> pd.DataFrame:
+    """Correlate measures with measures at one level, as a tidy table.
+
+    Parameters
+    ----------
+    wide : DataFrame
+        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``).
+        Filter systems beforehand (HANNA: the paper leaves out ``Human``).
+    x_measures, y_measures : str or sequence of str
+        Every x measure is correlated with every y measure; ``y_measures=None`` uses
+        ``x_measures``.
+    level : {"overall", "system", "prompt"}, default "overall"
+    method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
+    nan_policy : {"raise", "omit", "propagate"}, default "raise"
+        See :func:`level_data` (system means) and
+        :func:`storyeval.meta.correlation.pairwise_correlations` (pairwise deletion).
+    tie_rtol : float, default 1e-12
+        Tie tolerance for system means (see :func:`level_data`).
+
+    Returns
+    -------
+    DataFrame
+        One row per (x, y) pair, x-major: ``measure_x, measure_y, level, coefficient, value, n,
+        n_groups, reason``. ``n`` is the number of stories (overall), systems (system) or the
+        smallest number of systems in any averaged prompt (prompt); ``n_groups`` is the number
+        of prompts averaged (prompt level; 1 otherwise). ``reason`` explains a NaN or a
+        shortened prompt average.
+
+    Warns
+    -----
+    UndefinedStatisticWarning
+        For undefined (NaN) coefficients and for prompts left out of a prompt-level average
+        because the coefficient is undefined there (e.g. a measure constant across systems).
+
+    Notes
+    -----
+    prompt level: value = (1/G) sum_g corr(x[g, :], y[g, :]) over the G prompts g where the
+    coefficient is defined, x[g, s] the score of system s on prompt g.
+
+    References
+    ----------
+    .. [1] Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
+       Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
+
+    Validated against per-pair ``scipy.stats`` coefficients computed on pandas group means and
+    on per-prompt slices (tests/test_correlation.py), and against the paper's figures on HANNA.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_product([["A", "B", "C"], [0, 1]], names=["system", "prompt_id"])
+    >>> wide = pd.DataFrame({"h": [1., 2., 2., 3., 4., 5.], "m": [1., 1., 3., 2., 5., 4.]}, idx)
+    >>> correlate(wide, "m", "h", level="system")[["level", "value", "n"]].values.tolist()
+    [['system', 1.0, 3]]
+    """
+    level = _check_level(level)
+    method = resolve_method(method)
+    nan_policy = _check_nan_policy(nan_policy)
+    xm = _select(wide, x_measures, "x_measures")
+    ym = xm if y_measures is None else _select(wide, y_measures, "y_measures")
+    value, n, n_groups, reason = _correlate_arrays(wide, xm, ym, level, method, nan_policy,
+                                                   tie_rtol)
+    p, q = value.shape
+    return pd.DataFrame({
+        "measure_x": np.repeat(np.asarray(xm, dtype=object), q),
+        "measure_y": np.tile(np.asarray(ym, dtype=object), p),
+        "level": level,
+        "coefficient": method,
+        "value": value.ravel(),
+        "n": n.ravel(),
+        "n_groups": n_groups.ravel(),
+        "reason": reason.ravel(),
+    }, columns=_TIDY_COLUMNS)
+
+
+def correlation_matrix(
+    wide: pd.DataFrame,
+    measures: Sequence[str] | None = None,
+    *,
+    level: str = "overall",
+    method: str = "kendall_b",
+    nan_policy: str = "raise",
+    tie_rtol: float = TIE_RTOL,
+    return_n: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    """Square correlation matrix among measures at one level (e.g. r23 for Williams tests).
+
+    Parameters
+    ----------
+    wide : DataFrame
+        Index ``(system, prompt_id)``, one float column per measure.
+    measures : sequence of str, optional
+        Measures to correlate (default: every column).
+    level, method, nan_policy, tie_rtol
+        As in :func:`correlate`.
+    return_n : bool, default False
+        Also return the matrix of ``n`` (observations per pair; systems per prompt at the prompt
+        level, as in :func:`correlate`).
+
+    Returns
+    -------
+    DataFrame or (DataFrame, DataFrame)
+        Measures x measures coefficients (and ``n``), symmetric.
+
+    Validated against ``pandas.DataFrame.corr`` / scipy per pair (tests/test_correlation.py).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_product([["A", "B", "C"], [0]], names=["system", "prompt_id"])
+    >>> wide = pd.DataFrame({"a": [1., 2., 3.], "b": [3., 1., 2.]}, idx)
+    >>> correlation_matrix(wide, level="overall", method="pearson").round(2).values.tolist()
+    [[1.0, -0.5], [-0.5, 1.0]]
+    """
+    level = _check_level(level)
+    method = resolve_method(method)
+    nan_policy = _check_nan_policy(nan_policy)
+    ms = _select(wide, measures, "measures")
+    value, n, _, _ = _correlate_arrays(wide, ms, ms, level, method, nan_policy, tie_rtol)
+    frame = pd.DataFrame(value, index=pd.Index(ms, name="measure_x"),
+                         columns=pd.Index(ms, name="measure_y"))
+    if return_n:
+        return frame, pd.DataFrame(n, index=frame.index, columns=frame.columns)
+    return frame

@@ -1,0 +1,40 @@
+"""Pairwise judging: verdict tables, win matrices, Bradley-Terry strengths with ties, position
+consistency, judge accuracy, pairwise accuracy of pointwise measures, and a side-by-side LLM
+judging prompt (dimensions of paper 000)."""
+
+from storyeval.pairwise.accuracy import judge_accuracy, pointwise_pairwise_accuracy
+from storyeval.pairwise.bradley_terry import (
+    BradleyTerryResult,
+    bradley_terry,
+    fit_bradley_terry,
+)
+from storyeval.pairwise.consistency import position_consistency
+from storyeval.pairwise.template import (
+    load_dimensions,
+    parse_side_by_side,
+    render_side_by_side,
+    side_by_side_messages,
+    verdict_records,
+)
+from storyeval.pairwise.verdicts import VERDICT_COLUMNS, VERDICTS, read_verdicts, validate_verdicts
+from storyeval.pairwise.winmatrix import WinMatrix, win_matrix
+
+__all__ = [
+    "VERDICTS",
+    "VERDICT_COLUMNS",
+    "BradleyTerryResult",
+    "WinMatrix",
+    "bradley_terry",
+    "fit_bradley_terry",
+    "judge_accuracy",
+    "load_dimensions",
+    "parse_side_by_side",
+    "pointwise_pairwise_accuracy",
+    "position_consistency",
+    "read_verdicts",
+    "render_side_by_side",
+    "side_by_side_messages",
+    "validate_verdicts",
+    "verdict_records",
+    "win_matrix",
+]

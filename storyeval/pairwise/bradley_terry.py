@@ -1,0 +1,384 @@
+"""Bradley-Terry strengths from pairwise verdicts, with ties (Davidson 1970), and bootstrap CIs.
+
+Model
+-----
+Item ``i`` has a log-strength ``theta_i`` (``pi_i = exp(theta_i)``). For one comparison of ``i``
+and ``j``, Davidson's (1970) extension of Bradley-Terry gives
+
+    P(i beats j) = pi_i / D_ij,   P(j beats i) = pi_j / D_ij,   P(tie) = nu sqrt(pi_i pi_j) / D_ij,
+    D_ij = pi_i + pi_j + nu sqrt(pi_i pi_j),
+
+with one tie parameter ``nu >= 0`` shared by all pairs. Ties therefore *enter as their own
+outcome*: a tie is evidence that the two strengths are close (its probability is largest when
+``pi_i = pi_j``), and the maximum likelihood equations say that every item's expected score
+equals its observed score when a win counts 1 and a tie 1/2. Without ties (``nu = 0``) the model
+is the plain Bradley-Terry model. Davidson's model was chosen over Rao-Kupper's because its
+estimating equations keep this "a tie is half a win" reading and it reduces exactly to
+Bradley-Terry; ``ties="half"`` (each tie split into half a win for each side, plain BT) and
+``ties="drop"`` are available for comparison.
+
+Log-strengths are identified up to a constant; they are reported centred (mean zero), as in the
+system rankings of Agents' Room (paper 000).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+from scipy.sparse.csgraph import connected_components
+from scipy.special import logsumexp
+
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.pairwise.winmatrix import _counts, select_verdicts
+
+__all__ = ["BradleyTerryResult", "bradley_terry", "fit_bradley_terry"]
+
+_TIES = ("davidson", "half", "drop")
+
+
+@dataclass(frozen=True)
+class BradleyTerryResult:
+    """Maximum likelihood Bradley-Terry(-Davidson) fit.
+
+    Attributes
+    ----------
+    items : list of str
+    log_strength : ndarray
+        Centred log-strengths ``theta`` (mean zero); NaN if the MLE does not exist.
+    tie_parameter : float
+        Davidson's ``nu`` (0 when ties are not modelled or none occurred).
+    log_likelihood : float
+    n_comparisons : int
+        Number of verdicts used (ties included).
+    ties : str
+        How ties entered: ``"davidson"``, ``"half"`` or ``"drop"``.
+    converged : bool
+    reason : str
+        Why the strengths are NaN (empty otherwise).
+    """
+
+    items: list
+    log_strength: np.ndarray
+    tie_parameter: float
+    log_likelihood: float
+    n_comparisons: int
+    ties: str
+    converged: bool
+    reason: str = ""
+
+    def probabilities(self) -> pd.DataFrame:
+        """``P(row item beats column item)`` for one comparison under the fitted model."""
+        th = self.log_strength
+        pi = np.exp(th - np.nanmax(th)) if np.isfinite(th).all() else np.full(th.shape, np.nan)
+        nu = self.tie_parameter
+        d = pi[:, None] + pi[None, :] + nu * np.sqrt(pi[:, None] * pi[None, :])
+        p = pi[:, None] / d
+        np.fill_diagonal(p, np.nan)
+        return pd.DataFrame(p, index=self.items, columns=self.items)
+
+    def to_frame(self) -> pd.DataFrame:
+        """``item, log_strength, strength, rank`` (rank 1 = strongest)."""
+        th = self.log_strength
+        order = pd.Series(th).rank(ascending=False, method="min")
+        return pd.DataFrame({"item": self.items, "log_strength": th, "strength": np.exp(th),
+                             "rank": order.to_numpy()})
+
+
+def _as_matrix(m, name: str, items: list | None) -> tuple[np.ndarray, list]:
+    if isinstance(m, pd.DataFrame):
+        if list(m.index) != list(m.columns):
+            raise InputError(f"{name}: rows and columns must list the same items in the same "
+                             "order")
+        labels = list(m.index)
+        arr = m.to_numpy(dtype=np.float64)
+    else:
+        arr = np.asarray(m, dtype=np.float64)
+        labels = list(range(arr.shape[0])) if arr.ndim == 2 else []
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise InputError(f"{name} must be a square matrix, got shape {arr.shape}")
+    if not np.isfinite(arr).all() or (arr < 0).any():
+        raise InputError(f"{name} must hold finite non-negative counts")
+    if np.any(np.diag(arr) != 0):
+        raise InputError(f"{name}: the diagonal (an item against itself) must be zero")
+    return arr, (items if items is not None else labels)
+
+
+def _exists(wins: np.ndarray, ties: np.ndarray) -> bool:
+    """The MLE exists iff the graph "i beat or tied j" is strongly connected (Ford 1957;
+    a tie gives an edge both ways)."""
+    adj = (wins + ties) > 0
+    if wins.shape[0] == 1:
+        return False
+    n, _ = connected_components(adj.astype(np.int8), directed=True, connection="strong")
+    return n == 1
+
+
+def _nll_grad(params, wins, ties, nmat, k, fit_tie, free_last, alpha):
+    """Negative log-likelihood and gradient (Davidson; nu = 0 when not fit_tie)."""
+    theta = np.zeros(k)
+    if free_last:
+        theta[:] = params[:k]
+    else:
+        theta[:k - 1] = params[:k - 1]
+    lam = params[-1] if fit_tie else -np.inf
+    ti = theta[:, None]
+    tj = theta[None, :]
+    half = 0.5 * (ti + tj)
+    stack = [np.broadcast_to(ti, (k, k)), np.broadcast_to(tj, (k, k))]
+    if fit_tie:
+        stack.append(lam + half)
+    log_d = logsumexp(np.stack(stack), axis=0)
+    ll = np.sum(wins * (ti - log_d))
+    p = np.exp(ti - log_d)
+    if fit_tie:
+        ll += 0.5 * np.sum(ties * (lam + half - log_d))
+        q = np.exp(lam + half - log_d)
+    else:
+        q = np.zeros((k, k))
+    ll -= 0.5 * alpha * np.sum(theta**2)
+    g_theta = (wins + 0.5 * ties).sum(axis=1) - (nmat * (p + 0.5 * q)).sum(axis=1) - alpha * theta
+    grad = g_theta if free_last else g_theta[:k - 1]
+    if fit_tie:
+        g_lam = 0.5 * ties.sum() - 0.5 * np.sum(nmat * q)
+        grad = np.append(grad, g_lam)
+    return -ll, -grad
+
+
+def _fit_arrays(wins, ties, ties_mode, alpha, start=None):
+    """(theta centred, nu, loglik, converged, reason) from count matrices."""
+    k = wins.shape[0]
+    if ties_mode == "half":
+        wins = wins + 0.5 * ties
+        ties = np.zeros_like(ties)
+    elif ties_mode == "drop":
+        ties = np.zeros_like(ties)
+    fit_tie = ties_mode == "davidson" and ties.sum() > 0
+    nmat = wins + wins.T + ties
+    if nmat.sum() == 0:
+        return np.full(k, np.nan), np.nan, np.nan, False, "no comparisons"
+    if alpha == 0 and not _exists(wins, ties):
+        return (np.full(k, np.nan), np.nan, np.nan, False,
+                ("maximum likelihood estimate does not exist: some items never beat (or tie "
+                 "with) a group of others, so their strengths diverge; use regularization > 0"))
+    free_last = alpha > 0
+    n_theta = k if free_last else k - 1
+    x0 = np.zeros(n_theta + (1 if fit_tie else 0))
+    if start is not None and np.isfinite(start[0]).all():
+        th0 = start[0] - (0 if free_last else start[0][-1])
+        x0[:n_theta] = th0[:n_theta]
+        if fit_tie and start[1] > 0:
+            x0[-1] = np.log(start[1])
+    elif fit_tie:
+        x0[-1] = np.log(max(ties.sum() / max(nmat.sum(), 1.0), 1e-3))
+    res = optimize.minimize(_nll_grad, x0, jac=True, method="BFGS",
+                            args=(wins, ties, nmat, k, fit_tie, free_last, alpha),
+                            options={"gtol": 1e-9 * max(1.0, nmat.sum()), "maxiter": 10_000})
+    theta = np.zeros(k)
+    theta[:n_theta] = res.x[:n_theta]
+    theta -= theta.mean()
+    nu = float(np.exp(res.x[-1])) if fit_tie else 0.0
+    gnorm = np.max(np.abs(res.jac)) if res.jac is not None else np.inf
+    converged = bool(res.success or gnorm < 1e-6 * max(1.0, nmat.sum()))
+    return theta, nu, float(-res.fun), converged, "" if converged else f"optimiser: {res.message}"
+
+
+def fit_bradley_terry(
+    wins,
+    ties=None,
+    *,
+    ties_model: str = "davidson",
+    regularization: float = 0.0,
+    items: list | None = None,
+) -> BradleyTerryResult:
+    """Maximum likelihood Bradley-Terry strengths from a win matrix, ties by Davidson's model.
+
+    Parameters
+    ----------
+    wins : (k, k) array or DataFrame
+        ``wins[i, j]``: number of comparisons won by ``i`` against ``j``.
+    ties : (k, k) array or DataFrame, optional
+        Symmetric number of ties between ``i`` and ``j`` (each tie counted once in ``[i, j]``
+        and once in ``[j, i]``, as :class:`~storyeval.pairwise.winmatrix.WinMatrix` stores them).
+    ties_model : {"davidson", "half", "drop"}, default "davidson"
+        How ties enter: Davidson's tie outcome (see the module docstring); ``"half"``: each tie
+        is half a win for each side in a plain Bradley-Terry fit; ``"drop"``: ties ignored.
+    regularization : float, default 0
+        Ridge penalty ``regularization / 2 * sum(theta^2)`` on the log-strengths (as choix's
+        ``alpha``); makes the estimate finite when the MLE does not exist.
+    items : list, optional
+        Item labels (default: the DataFrame index, or 0..k-1).
+
+    Returns
+    -------
+    BradleyTerryResult
+        NaN strengths with a ``reason`` and an :class:`UndefinedStatisticWarning` when the MLE
+        does not exist (the "beat or tied" graph is not strongly connected) and
+        ``regularization == 0``.
+
+    Notes
+    -----
+    Log-likelihood (``N = W + W^T + T``, ``nu = exp(lambda)``)::
+
+        l = sum_{i,j} W_ij [theta_i - log D_ij] + 1/2 sum_{i,j} T_ij [lambda + (theta_i +
+            theta_j)/2 - log D_ij],   D_ij = e^theta_i + e^theta_j + nu e^{(theta_i+theta_j)/2}
+
+    maximised by BFGS with the analytic gradient ``dl/dtheta_i = sum_j (W_ij + T_ij/2) -
+    sum_j N_ij (p_ij + q_ij/2)`` (``p_ij = e^theta_i / D_ij``, ``q_ij`` the tie probability),
+    ``dl/dlambda = sum_{i<j} (T_ij - N_ij q_ij)``; the last log-strength is fixed at 0 during
+    the fit and the result centred.
+
+    References
+    ----------
+    .. [1] Bradley, R. A., Terry, M. E. (1952). Rank analysis of incomplete block designs.
+       Biometrika 39.
+    .. [2] Davidson, R. R. (1970). On extending the Bradley-Terry model to accommodate ties in
+       paired comparison experiments. JASA 65(329).
+    .. [3] Ford, L. R. (1957). Solution of a ranking problem from binary comparisons. American
+       Mathematical Monthly 64.
+
+    Validated against ``choix.ilsr_pairwise`` and a statsmodels logistic regression without
+    intercept (no ties), and against Davidson's estimating equations (ties), in
+    tests/test_pairwise_bt.py.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = np.array([[0, 3, 2], [1, 0, 2], [1, 1, 0]])
+    >>> res = fit_bradley_terry(w)
+    >>> [round(float(x), 3) for x in res.log_strength]
+    [0.63, -0.151, -0.479]
+    """
+    if ties_model not in _TIES:
+        raise InputError(f"ties_model must be one of {_TIES}, got {ties_model!r}")
+    if not (np.isscalar(regularization) and np.isfinite(regularization) and regularization >= 0):
+        raise InputError(f"regularization must be a finite number >= 0, got {regularization!r}")
+    w, labels = _as_matrix(wins, "wins", items)
+    if ties is None:
+        t = np.zeros_like(w)
+    else:
+        t, _ = _as_matrix(ties, "ties", items)
+        if t.shape != w.shape:
+            raise InputError(f"ties has shape {t.shape}, wins {w.shape}")
+        if not np.allclose(t, t.T):
+            raise InputError("ties must be symmetric (ties[i, j] == ties[j, i])")
+    if len(labels) != w.shape[0]:
+        raise InputError(f"items has {len(labels)} labels for {w.shape[0]} items")
+    theta, nu, ll, conv, reason = _fit_arrays(w, t, ties_model, float(regularization))
+    if reason:
+        warnings.warn(f"Bradley-Terry: {reason}", UndefinedStatisticWarning, stacklevel=2)
+    n = round(float(w.sum() + t.sum() / 2))
+    return BradleyTerryResult(list(labels), theta, nu, ll, n, ties_model, conv, reason)
+
+
+def bradley_terry(
+    verdicts: pd.DataFrame,
+    *,
+    dimension: str | None = None,
+    by: str = "system",
+    judge: str | None = None,
+    ties: str = "davidson",
+    regularization: float = 0.0,
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+) -> pd.DataFrame:
+    """Bradley-Terry strengths of systems (or stories) on one dimension, with bootstrap CIs.
+
+    Parameters
+    ----------
+    verdicts : DataFrame
+        A verdict table (:mod:`storyeval.pairwise.verdicts`).
+    dimension, by, judge
+        As in :func:`storyeval.pairwise.winmatrix.win_matrix`.
+    ties, regularization
+        As ``ties_model`` / ``regularization`` of :func:`fit_bradley_terry`.
+    n_resamples : int, default 1000
+        Bootstrap resamples of the *prompts* (all verdicts of a drawn prompt enter as many
+        times as it is drawn); 0 for no interval.
+    confidence_level : float, default 0.95
+        Two-sided percentile interval.
+    random_state : int or Generator, optional
+        Seed: ``numpy.random.default_rng(random_state).integers(0, n_prompts, (n_resamples,
+        n_prompts))`` gives the resampled prompts.
+
+    Returns
+    -------
+    DataFrame
+        One row per item: ``dimension, item, log_strength, strength, rank, ci_low, ci_high,
+        wins, losses, ties, n_comparisons, tie_parameter, ties_model, n_resamples,
+        n_resamples_valid, reason``. ``ci_*`` bound the centred log-strength. Resamples in
+        which the MLE does not exist are left out and counted in ``n_resamples_valid``.
+
+    Notes
+    -----
+    Prompts are the resampling unit because the verdicts of one prompt share its stories and
+    its difficulty; resampling verdicts independently would understate the uncertainty.
+
+    Validated as :func:`fit_bradley_terry` (point estimate); the bootstrap is checked for
+    reproducibility and coverage of the point estimate in tests/test_pairwise_bt.py.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> v = pd.DataFrame({"prompt_id": [0, 0, 1, 1], "story_a": ["X/0", "Y/0", "X/1", "Y/1"],
+    ...                   "story_b": ["Y/0", "X/0", "Y/1", "X/1"], "dimension": "Plot",
+    ...                   "verdict": ["A", "B", "B", "same"], "order": "AB"})
+    >>> bradley_terry(v, n_resamples=0)[["item", "wins", "losses", "ties"]].values.tolist()
+    [['X', 2.0, 1.0, 1.0], ['Y', 1.0, 2.0, 1.0]]
+    """
+    if ties not in _TIES:
+        raise InputError(f"ties must be one of {_TIES}, got {ties!r}")
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
+        raise InputError(f"n_resamples must be an integer >= 0, got {n_resamples!r}")
+    if not 0 < confidence_level < 1:
+        raise InputError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    v = select_verdicts(verdicts, dimension=dimension, judge=judge)
+    items, prompts, wins_p, ties_p = _counts(v, by)
+    wins = wins_p.sum(axis=0)
+    tie_m = ties_p.sum(axis=0)
+    fit = fit_bradley_terry(wins, tie_m, ties_model=ties, regularization=regularization,
+                            items=items)
+    k = len(items)
+    low = np.full(k, np.nan)
+    high = np.full(k, np.nan)
+    n_valid = 0
+    if n_resamples > 0 and np.isfinite(fit.log_strength).all():
+        rng = np.random.default_rng(random_state)
+        draws = rng.integers(0, len(prompts), size=(n_resamples, len(prompts)))
+        mult = np.zeros((n_resamples, len(prompts)))
+        np.add.at(mult, (np.repeat(np.arange(n_resamples), len(prompts)), draws.ravel()), 1.0)
+        w_b = np.einsum("bp,pij->bij", mult, wins_p)
+        t_b = np.einsum("bp,pij->bij", mult, ties_p)
+        thetas = np.full((n_resamples, k), np.nan)
+        start = (fit.log_strength, fit.tie_parameter)
+        for b in range(n_resamples):  # one small optimisation per resample
+            th, _, _, conv, _ = _fit_arrays(w_b[b], t_b[b], ties, float(regularization), start)
+            if conv:
+                thetas[b] = th
+        ok = np.isfinite(thetas).all(axis=1)
+        n_valid = int(ok.sum())
+        if n_valid:
+            a = (1 - confidence_level) / 2
+            low, high = np.quantile(thetas[ok], [a, 1 - a], axis=0)
+        if n_valid < n_resamples:
+            warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
+                          f"{n_resamples - n_valid} of {n_resamples} prompt resamples (left out)",
+                          UndefinedStatisticWarning, stacklevel=2)
+    out = fit.to_frame()
+    out.insert(0, "dimension", str(v["dimension"].iloc[0]))
+    out["ci_low"] = low
+    out["ci_high"] = high
+    out["wins"] = wins.sum(axis=1)
+    out["losses"] = wins.sum(axis=0)
+    out["ties"] = tie_m.sum(axis=1)
+    out["n_comparisons"] = out["wins"] + out["losses"] + out["ties"]
+    out["tie_parameter"] = fit.tie_parameter
+    out["ties_model"] = ties
+    out["n_resamples"] = n_resamples
+    out["n_resamples_valid"] = n_valid
+    out["reason"] = fit.reason
+    return out

@@ -1,0 +1,390 @@
+"""Batched weighted correlation kernels for resampling.
+
+A bootstrap resample of stories is a vector of *multiplicities* ``w`` (how many times each story
+is drawn); a resample of prompts (systems) gives every story of prompt ``p`` (system ``s``) the
+multiplicity ``c_p`` (``c_s``), and resampling both gives ``c_s c_p``. Every coefficient is
+computed from the weights, without materialising the resampled vectors:
+
+* **Kendall** (overall level): with ``s_x(i, j) = sign(x_j - x_i)``, the resampled vectors have
+  ``C - D = sum_{i<j} w_i w_j s_x(i,j) s_y(i,j)`` (copies of one story are tied in both
+  variables and drop out) and ``n0 - n1 = sum_{i<j} w_i w_j |s_x(i,j)|`` pairs not tied in x,
+  so ``tau_b = (C - D) / sqrt((n0 - n1)(n0 - n2))``. When the weights depend on the prompt only,
+  ``sum_{i != j} w_i w_j A(i, j) = c^T T c`` with ``T[p, q] = sum_{i in p, j in q} A(i, j)``: the
+  96 x 96 block sums are computed once per measure pair, then every resample costs one small
+  quadratic form (a matrix product over all resamples). Likewise with systems (10 x 10 blocks).
+  Resampling both needs the full story-pair matrix per measure pair (one matrix product per
+  pair over all resamples: slower, O(B n^2) per pair).
+* **tau-c** uses the same ``C - D``, the resampled size ``N = sum w`` and the number of distinct
+  values among the drawn stories.
+* **Pearson**: weighted sums ``sum w x``, ``sum w x^2``, ``sum w x y`` (matrix products).
+* **Spearman**: the mid-rank of story i among the resampled copies is
+  ``sum_j w_j [x_j < x_i] + (sum_j w_j [x_j = x_i] + 1) / 2``; then weighted Pearson.
+* **Small n** (system means, within-prompt correlations): all observation pairs enumerated.
+  Values that differ by less than ``TIE_RTOL`` times the largest absolute value are tied (means
+  of equal sums computed in different orders can differ in the last bit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+KENDALL = ("kendall_b", "kendall_c")
+_CHUNK_BYTES = 48 * 2**20
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = num / den
+    return np.where(den > 0, out, np.nan)
+
+
+def _chunks(total: int, per_item_bytes: int):
+    step = max(1, int(_CHUNK_BYTES // max(per_item_bytes, 1)))
+    for start in range(0, total, step):
+        yield slice(start, min(total, start + step))
+
+
+# ------------------------------------------------------------------------------------------------
+# small n: every pair of observations enumerated
+
+
+# Values computed by averaging (system means) can differ in the last bits although they are
+# mathematically equal; differences below this relative tolerance count as ties.
+TIE_RTOL = 1e-12
+
+
+def _tie_tol(V: np.ndarray) -> np.ndarray:
+    return TIE_RTOL * np.max(np.abs(V), axis=-2, keepdims=True)
+
+
+def _distinct_present(V: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Number of distinct values of V (..., n, K) among observations with w > 0."""
+    Vm = np.where(w[..., None] > 0, V, np.nan)
+    Vs = np.sort(Vm, axis=-2)
+    any_present = (~np.isnan(Vs)).any(axis=-2)
+    return any_present + (np.diff(Vs, axis=-2) > _tie_tol(V)).sum(axis=-2)
+
+
+def _weighted_pearson_cols(V, w, ia, ic):
+    """Weighted Pearson of columns ia vs ic; V (..., n, K), w broadcastable (..., n)."""
+    N = w.sum(axis=-1)[..., None]
+    mean = np.einsum("...n,...nk->...k", w, V) / N
+    D = V - mean[..., None, :]
+    wd = w[..., None] * D
+    var = np.einsum("...nk,...nk->...k", wd, D)
+    cov = np.einsum("...nm,...nm->...m", wd[..., ia], D[..., ic])
+    scale = np.einsum("...nk,...nk->...k", w[..., None] * V, V)
+    var = np.where(var <= 1e-12 * np.maximum(scale, 1e-300), 0.0, var)
+    r = _safe_div(cov, np.sqrt(var[..., ia] * var[..., ic]))
+    return np.clip(r, -1.0, 1.0)
+
+
+def direct(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray, method: str):
+    """Weighted coefficients for small n.
+
+    V : (..., n, K) values; w : (..., n) multiplicities (broadcastable against V[..., 0]);
+    returns (..., M) for the column pairs (ia[m], ic[m]).
+    """
+    n = V.shape[-2]
+    w = np.asarray(w, dtype=np.float64)
+    if method in KENDALL:
+        iu, ju = np.triu_indices(n, k=1)
+        d = V[..., ju, :] - V[..., iu, :]
+        s = np.sign(d) * (np.abs(d) > _tie_tol(V))  # (..., Q, K)
+        wq = (w[..., iu] * w[..., ju])[..., None, :]  # (..., 1, Q)
+        num = np.matmul(wq, s[..., ia] * s[..., ic])[..., 0, :]
+        if method == "kendall_b":
+            den = np.matmul(wq, np.abs(s))[..., 0, :]
+            return _safe_div(num, np.sqrt(den[..., ia] * den[..., ic]))
+        shape = np.broadcast_shapes(w.shape, V.shape[:-1])
+        wb = np.broadcast_to(w, shape)
+        distinct = _distinct_present(np.broadcast_to(V, (*shape, V.shape[-1])), wb)
+        m = np.minimum(distinct[..., ia], distinct[..., ic]).astype(np.float64)
+        N = wb.sum(axis=-1)[..., None]
+        return _safe_div(2.0 * num, N**2 * (m - 1) / np.maximum(m, 1))
+    if method == "pearson":
+        return _weighted_pearson_cols(V, w, ia, ic)
+    # spearman: weighted mid-ranks, then weighted Pearson
+    d = V[..., None, :, :] - V[..., :, None, :]  # [..., i, j, k] = V_j - V_i
+    tol = _tie_tol(V)[..., None, :, :]
+    less = (d < -tol).astype(np.float64)
+    eq = np.abs(d) <= tol
+    R = np.einsum("...j,...ijk->...ik", w, less + 0.5 * eq) + 0.5
+    return _weighted_pearson_cols(R, w, ia, ic)
+
+
+# ------------------------------------------------------------------------------------------------
+# overall level: fixed values, weights factorised over systems and prompts
+
+
+def story_weights(cS: np.ndarray, cP: np.ndarray) -> np.ndarray:
+    """(B, S*P) story multiplicities from system (B, S) and prompt (B, P) multiplicities."""
+    return (cS[:, :, None] * cP[:, None, :]).reshape(cS.shape[0], -1)
+
+
+class OverallKernel:
+    """Correlations of column pairs over all stories under factorised weights.
+
+    Parameters
+    ----------
+    X : (S, P, K) cube; ia, ic : column indices of the M pairs; method;
+    mode : "prompts" (weights vary by prompt only), "systems", or "stories" (general).
+    """
+
+    def __init__(self, X: np.ndarray, ia, ic, method: str, mode: str):
+        self.S, self.P, self.K = X.shape
+        self.X = X
+        self.ia = np.asarray(ia)
+        self.ic = np.asarray(ic)
+        self.method = method
+        self.mode = mode
+        self.cols = np.unique(np.concatenate([self.ia, self.ic]))
+        if method in KENDALL:
+            if mode in ("prompts", "systems"):
+                self._kendall_blocks()
+            if method == "kendall_c":
+                self._distinct_incidence()
+        elif method == "spearman":
+            self._dense_codes()
+
+    # -- Kendall -----------------------------------------------------------------------------
+    def _signs(self, k: int) -> np.ndarray:
+        """Sign tensor arranged (unit pair, within-unit pair) for column k (float32)."""
+        x = self.X[:, :, k]
+        d = np.sign(x[None, None, :, :] - x[:, :, None, None]).astype(np.float32)  # [s,p,u,q]
+        S, P = self.S, self.P
+        if self.mode == "prompts":
+            return d.transpose(1, 3, 0, 2).reshape(P * P, S * S)
+        if self.mode == "systems":
+            return d.transpose(0, 2, 1, 3).reshape(S * S, P * P)
+        return d.reshape(S * P, S * P)
+
+    def _kendall_blocks(self) -> None:
+        U = self.P if self.mode == "prompts" else self.S
+        self.U = U
+        ux, uy = np.unique(self.ia), np.unique(self.ic)
+        Gy = np.stack([self._signs(k) for k in uy])  # (Ky, UU, r)
+        GyT = np.ascontiguousarray(Gy.transpose(1, 2, 0))  # (UU, r, Ky)
+        pos_y = {k: j for j, k in enumerate(uy)}
+        T = np.zeros((U * U, len(self.ia)))
+        absT = {}
+        for k, j in pos_y.items():
+            absT[k] = np.abs(Gy[j]).sum(axis=1, dtype=np.float64)
+        r = Gy.shape[2]
+        per_x = U * U * r * 4 * 3
+        for sl in _chunks(len(ux), per_x):
+            xs = ux[sl]
+            Gx = np.stack([self._signs(k) for k in xs])  # (Kc, UU, r)
+            for k, g in zip(xs, Gx):
+                if k not in absT:
+                    absT[k] = np.abs(g).sum(axis=1, dtype=np.float64)
+            prod = np.matmul(Gx.transpose(1, 0, 2), GyT)  # (UU, Kc, Ky): exact integers
+            pos_x = {k: i for i, k in enumerate(xs)}
+            sel = np.flatnonzero(np.isin(self.ia, xs))
+            T[:, sel] = prod[:, [pos_x[a] for a in self.ia[sel]],
+                             [pos_y[c] for c in self.ic[sel]]]
+        self.T = T.reshape(U, U, -1)
+        self.absT = {k: v.reshape(U, U) for k, v in absT.items()}
+
+    @staticmethod
+    def _quad(C: np.ndarray, T: np.ndarray) -> np.ndarray:
+        """0.5 * c_b^T T[:, :, m] c_b for all b (rows of C) and m: (B, M)."""
+        U, _, M = T.shape
+        out = np.empty((C.shape[0], M))
+        T2 = T.reshape(U, U * M)
+        for sl in _chunks(C.shape[0], U * M * 8):
+            Y = (C[sl] @ T2).reshape(-1, U, M)
+            out[sl] = 0.5 * np.einsum("bhm,bh->bm", Y, C[sl])
+        return out
+
+    def _kendall_num_den(self, cS, cP):
+        if self.mode in ("prompts", "systems"):
+            C = cP if self.mode == "prompts" else cS
+            num = self._quad(C, self.T)
+            absT = np.stack([self.absT[k] for k in self.cols], axis=-1)
+            den_c = self._quad(C, absT)
+            den = {k: den_c[:, i] for i, k in enumerate(self.cols)}
+            return num, den
+        # general weights: one (B x n) @ (n x n) product per measure pair
+        w = story_weights(cS, cP).astype(np.float32)
+        w64 = w.astype(np.float64)
+        cache: dict[int, np.ndarray] = {}
+
+        def signs(k):
+            if k not in cache:
+                if len(cache) > 16:
+                    cache.pop(next(iter(cache)))
+                cache[k] = self._signs(k)
+            return cache[k]
+
+        def quad(A):
+            return 0.5 * np.einsum("bj,bj->b", (w @ A).astype(np.float64), w64)
+
+        num = np.empty((w.shape[0], len(self.ia)))
+        order = np.argsort(self.ia, kind="stable")
+        for m in order:  # one big matrix product per pair (documented O(B n^2) path)
+            num[:, m] = quad(signs(self.ia[m]) * signs(self.ic[m]))
+        den = {k: quad(np.abs(signs(k))) for k in self.cols}
+        return num, den
+
+    def _distinct_incidence(self) -> None:
+        """Sparse incidence (unit x value-group) over all columns, for distinct counts."""
+        S, P = self.S, self.P
+        rows, cols, self.g_offsets = [], [], []
+        offset = 0
+        for k in self.cols:
+            x = self.X[:, :, k]
+            _, codes = np.unique(x, return_inverse=True)
+            codes = codes.reshape(S, P)
+            if self.mode == "prompts":
+                unit = np.broadcast_to(np.arange(P)[None, :], (S, P))
+            elif self.mode == "systems":
+                unit = np.broadcast_to(np.arange(S)[:, None], (S, P))
+            else:
+                unit = np.arange(S * P).reshape(S, P)
+            rows.append(unit.ravel())
+            cols.append(codes.ravel() + offset)
+            self.g_offsets.append(offset)
+            offset += int(codes.max()) + 1
+        n_units = {"prompts": P, "systems": S}.get(self.mode, S * P)
+        data = np.ones(sum(len(r) for r in rows))
+        inc = sparse.csr_matrix((data, (np.concatenate(rows), np.concatenate(cols))),
+                                shape=(n_units, offset))
+        inc.data[:] = 1.0
+        self.incidence = inc
+        self.g_total = offset
+
+    def _distinct(self, cS, cP) -> dict[int, np.ndarray]:
+        if self.mode == "prompts":
+            present = (cP > 0).astype(np.float64)
+        elif self.mode == "systems":
+            present = (cS > 0).astype(np.float64)
+        else:
+            present = (story_weights(cS, cP) > 0).astype(np.float64)
+        hit = np.asarray((self.incidence.T @ present.T).T) > 0  # (B, groups)
+        counts = np.add.reduceat(hit, self.g_offsets, axis=1)
+        return {k: counts[:, i] for i, k in enumerate(self.cols)}
+
+    # -- Spearman ------------------------------------------------------------------------------
+    def _dense_codes(self) -> None:
+        n = self.S * self.P
+        flat = self.X.reshape(n, self.K)
+        codes = np.empty((n, self.K), dtype=np.int64)
+        for k in self.cols:  # one np.unique per column (setup only)
+            _, codes[:, k] = np.unique(flat[:, k], return_inverse=True)
+        self.codes = codes
+        self.gmax = int(codes[:, self.cols].max()) + 1
+        ncol = len(self.cols)
+        col_pos = np.arange(ncol)
+        idx = (col_pos[None, :] * self.gmax + codes[:, self.cols])  # (n, ncol)
+        self.code_index = idx
+        self.indicator = sparse.csr_matrix(
+            (np.ones(idx.size), (np.repeat(np.arange(n), ncol), idx.ravel())),
+            shape=(n, ncol * self.gmax))
+
+    def _spearman(self, w: np.ndarray) -> np.ndarray:
+        ncol = len(self.cols)
+        pos = {k: i for i, k in enumerate(self.cols)}
+        ia = np.array([pos[k] for k in self.ia])
+        ic = np.array([pos[k] for k in self.ic])
+        n = w.shape[1]
+        out = np.empty((w.shape[0], len(ia)))
+        per_b = (ncol * self.gmax + n * ncol + n * len(ia)) * 8 * 2
+        for sl in _chunks(w.shape[0], per_b):
+            wb = w[sl]
+            Wg = np.asarray((self.indicator.T @ wb.T).T).reshape(-1, ncol, self.gmax)
+            mid = np.cumsum(Wg, axis=2) - Wg + (Wg + 1.0) / 2.0
+            R = mid.reshape(wb.shape[0], -1)[:, self.code_index]  # (b, n, ncol)
+            out[sl] = _weighted_pearson_cols(R, wb, ia, ic)
+        return out
+
+    # -- public -----------------------------------------------------------------------------------
+    def statistic(self, cS: np.ndarray, cP: np.ndarray) -> np.ndarray:
+        """(B, M) coefficients for system (B, S) and prompt (B, P) multiplicities."""
+        cS = np.asarray(cS, dtype=np.float64)
+        cP = np.asarray(cP, dtype=np.float64)
+        if self.method in KENDALL:
+            num, den = self._kendall_num_den(cS, cP)
+            if self.method == "kendall_b":
+                dx = np.stack([den[k] for k in self.ia], axis=1)
+                dy = np.stack([den[k] for k in self.ic], axis=1)
+                return _safe_div(num, np.sqrt(dx * dy))
+            distinct = self._distinct(cS, cP)
+            mx = np.stack([distinct[k] for k in self.ia], axis=1)
+            my = np.stack([distinct[k] for k in self.ic], axis=1)
+            m = np.minimum(mx, my).astype(np.float64)
+            N = (cS.sum(axis=1) * cP.sum(axis=1))[:, None]
+            return _safe_div(2.0 * num, N**2 * (m - 1) / np.maximum(m, 1))
+        w = story_weights(cS, cP)
+        if self.method == "pearson":
+            flat = self.X.reshape(-1, self.K)
+            Xc = flat - flat.mean(axis=0)
+            N = w.sum(axis=1)[:, None]
+            S1 = w @ Xc
+            S2 = w @ Xc**2
+            Sxy = w @ (Xc[:, self.ia] * Xc[:, self.ic])
+            var = S2 - S1**2 / N
+            var = np.where(var <= 1e-12 * np.maximum(S2, 1e-300), 0.0, var)
+            cov = Sxy - S1[:, self.ia] * S1[:, self.ic] / N
+            return np.clip(_safe_div(cov, np.sqrt(var[:, self.ia] * var[:, self.ic])), -1, 1)
+        return self._spearman(w)
+
+
+def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallKernel | None = None):
+    """(B, M) coefficients at a level for multiplicities cS (B, S), cP (B, P)."""
+    S, P, K = X.shape
+    cS = np.asarray(cS, dtype=np.float64)
+    cP = np.asarray(cP, dtype=np.float64)
+    B = cS.shape[0]
+    if level == "overall":
+        return kernel.statistic(cS, cP)
+    M = len(ia)
+    out = np.empty((B, M))
+    if level == "system":
+        per_b = (S * K + S * S * K * 2 + S * S * M) * 8
+        for sl in _chunks(B, per_b):
+            means = np.einsum("bp,spk->bsk", cP[sl], X) / cP[sl].sum(axis=1)[:, None, None]
+            out[sl] = direct(means, cS[sl], ia, ic, method)
+        return out
+    # prompt level: within-prompt coefficient over systems (weights cS), mean over prompts (cP)
+    V = X.transpose(1, 0, 2)  # (P, S, K)
+    if np.all(cS == cS[:1]) and np.all(cS[0] == 1):
+        r = direct(V, np.ones(S), ia, ic, method)[None]  # (1, P, M)
+        r = np.broadcast_to(r, (B, P, M))
+        return _prompt_mean(r, cP)
+    if method in KENDALL:
+        # the within-prompt sign products do not depend on the resample: compute them once
+        iu, ju = np.triu_indices(S, k=1)
+        d = V[:, ju, :] - V[:, iu, :]
+        s = np.sign(d) * (np.abs(d) > _tie_tol(V))  # (P, Q, K)
+        Q = len(iu)
+        prod = (s[..., ia] * s[..., ic]).transpose(1, 0, 2).reshape(Q, P * M)
+        absS = np.abs(s).transpose(1, 0, 2).reshape(Q, P * K)
+        for sl in _chunks(B, P * (M + K) * 8 * 4 + P * S * K * 8 * 3):
+            wq = cS[sl][:, iu] * cS[sl][:, ju]  # (b, Q)
+            num = (wq @ prod).reshape(-1, P, M)
+            if method == "kendall_b":
+                den = (wq @ absS).reshape(-1, P, K)
+                r = _safe_div(num, np.sqrt(den[..., ia] * den[..., ic]))
+            else:
+                w = cS[sl][:, None, :]
+                distinct = _distinct_present(np.broadcast_to(V, (w.shape[0], P, S, K)),
+                                             np.broadcast_to(w, (w.shape[0], P, S)))
+                m = np.minimum(distinct[..., ia], distinct[..., ic]).astype(np.float64)
+                N = cS[sl].sum(axis=1)[:, None, None]
+                r = _safe_div(2.0 * num, N**2 * (m - 1) / np.maximum(m, 1))
+            out[sl] = _prompt_mean(r, cP[sl])
+        return out
+    per_b = P * (S * S * K * 2 + S * S * M) * 8
+    for sl in _chunks(B, per_b):
+        r = direct(V[None], cS[sl][:, None, :], ia, ic, method)  # (b, P, M)
+        out[sl] = _prompt_mean(r, cP[sl])
+    return out
+
+
+def _prompt_mean(r: np.ndarray, cP: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(r)
+    wsum = np.einsum("bp,bpm->bm", cP, ok.astype(np.float64))
+    tot = np.einsum("bp,bpm->bm", cP, np.where(ok, r, 0.0))
+    return _safe_div(tot, wsum)

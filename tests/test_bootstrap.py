@@ -1,0 +1,179 @@
+"""Bootstrap CIs: every replicate equals scipy on the explicitly resampled vectors; percentile
+and BCa intervals equal scipy.stats.bootstrap with identical draws."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as st
+
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.resample import bootstrap_correlations, draw_resamples
+
+S, P = 5, 12
+SYSTEMS = [f"sys{i}" for i in range(S)]
+
+
+def _scipy(x, y, method):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant-input warnings of scipy
+        if method == "kendall_b":
+            return st.kendalltau(x, y).statistic
+        if method == "kendall_c":
+            return st.kendalltau(x, y, variant="c").statistic
+        if method == "pearson":
+            return st.pearsonr(x, y).statistic
+        return st.spearmanr(x, y).statistic
+
+
+@pytest.fixture(scope="module")
+def wide():
+    g = np.random.default_rng(0)
+    idx = pd.MultiIndex.from_product([SYSTEMS, range(P)], names=["system", "prompt_id"])
+    h = g.integers(1, 6, S * P).astype(float)  # Likert-like: many ties
+    return pd.DataFrame({
+        "h": h,
+        "h2": g.integers(1, 4, S * P) / 3.0,
+        "m": h + g.normal(size=S * P),
+        "k": g.integers(0, 4, S * P).astype(float),
+    }, index=idx)
+
+
+PAIRS = [("m", "h"), ("k", "h"), ("m", "h2"), ("h", "h2")]
+
+
+def _explicit(wide, cS, cP, level, method):
+    """scipy on the explicitly resampled grid: (B, pairs)."""
+    X = {c: wide[c].to_numpy().reshape(S, P) for c in wide}
+    out = np.empty((cS.shape[0], len(PAIRS)))
+    for b in range(cS.shape[0]):
+        si = np.repeat(np.arange(S), cS[b].astype(int))
+        pi = np.repeat(np.arange(P), cP[b].astype(int))
+        for k, (a, c) in enumerate(PAIRS):
+            xa, xc = X[a][si][:, pi], X[c][si][:, pi]
+            if level == "overall":
+                out[b, k] = _scipy(xa.ravel(), xc.ravel(), method)
+            elif level == "system":
+                # means of equal sums can differ in the last bit depending on the summation
+                # order; rounding makes mathematically tied system means tied for scipy too
+                ma, mc = xa.mean(axis=1), xc.mean(axis=1)
+                if method != "pearson":
+                    ma, mc = np.round(ma, 10), np.round(mc, 10)
+                out[b, k] = _scipy(ma, mc, method)
+            else:
+                r = np.array([_scipy(xa[:, j], xc[:, j], method) for j in range(xa.shape[1])])
+                out[b, k] = np.nanmean(r)
+    return out
+
+
+@pytest.mark.parametrize("resample_by", ["prompts", "systems", "both"])
+@pytest.mark.parametrize("level", ["overall", "system", "prompt"])
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c", "pearson", "spearman"])
+def test_replicates_equal_scipy_on_resampled_vectors(wide, method, level, resample_by):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedStatisticWarning)
+        res, dist = bootstrap_correlations(wide, PAIRS, level=level, method=method,
+                                           n_resamples=4, resample_by=resample_by,
+                                           random_state=11, return_distribution=True)
+    cS, cP = draw_resamples(S, P, n_resamples=4, resample_by=resample_by, random_state=11)
+    expected = _explicit(wide, cS, cP, level, method)
+    np.testing.assert_allclose(dist, expected, rtol=0, atol=1e-12)
+    point = _explicit(wide, np.ones((1, S)), np.ones((1, P)), level, method)[0]
+    np.testing.assert_allclose(res["value"], point, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("ci_method", ["percentile", "BCa"])
+@pytest.mark.parametrize("resample_by", ["prompts", "systems"])
+def test_intervals_equal_scipy_bootstrap(wide, ci_method, resample_by):
+    X = {c: wide[c].to_numpy().reshape(S, P) for c in wide}
+    n_units = P if resample_by == "prompts" else S
+
+    def stat(i):  # i: resampled unit indices (scipy resamples them as one paired sample)
+        if resample_by == "prompts":
+            return st.kendalltau(X["m"][:, i].ravel(), X["h"][:, i].ravel()).statistic
+        return st.kendalltau(X["m"][i].ravel(), X["h"][i].ravel()).statistic
+
+    # scipy draws rng.integers(0, n, (n_resamples, n)) from default_rng(seed): the same
+    # multiplicities as draw_resamples with the same seed
+    ref = st.bootstrap((np.arange(n_units),), stat, n_resamples=300, paired=True,
+                       vectorized=False, method=ci_method, rng=7, confidence_level=0.9)
+    got = bootstrap_correlations(wide, [("m", "h")], n_resamples=300, resample_by=resample_by,
+                                 ci_method=ci_method.lower(), random_state=7,
+                                 confidence_level=0.9)
+    assert got.loc[0, "ci_low"] == pytest.approx(ref.confidence_interval.low, abs=1e-12)
+    assert got.loc[0, "ci_high"] == pytest.approx(ref.confidence_interval.high, abs=1e-12)
+    assert got.loc[0, "se"] == pytest.approx(ref.standard_error, abs=1e-12)
+
+
+def test_shared_resamples_are_paired_and_reproducible(wide):
+    a = bootstrap_correlations(wide, PAIRS, n_resamples=50, random_state=3,
+                               return_distribution=True)
+    b = bootstrap_correlations(wide, PAIRS[::-1][:2], n_resamples=50, random_state=3,
+                               return_distribution=True)
+    # the same seed gives the same resamples whatever the other pairs are
+    np.testing.assert_array_equal(a[1][:, 3], b[1][:, 0])
+    np.testing.assert_array_equal(a[1][:, 2], b[1][:, 1])
+    pd.testing.assert_frame_equal(a[0], bootstrap_correlations(wide, PAIRS, n_resamples=50,
+                                                               random_state=3))
+    c = bootstrap_correlations(wide, PAIRS, n_resamples=50, random_state=4)
+    assert not np.allclose(a[0]["ci_low"], c["ci_low"])
+    assert (a[0]["n_resamples_valid"] == 50).all()
+
+
+def test_draw_resamples_documented_stream():
+    cS, cP = draw_resamples(3, 4, n_resamples=5, resample_by="both", random_state=9)
+    g = np.random.default_rng(9)
+    pr = g.integers(0, 4, (5, 4))
+    sy = g.integers(0, 3, (5, 3))
+    np.testing.assert_array_equal(cP, [np.bincount(r, minlength=4) for r in pr])
+    np.testing.assert_array_equal(cS, [np.bincount(r, minlength=3) for r in sy])
+    assert (cP.sum(axis=1) == 4).all() and (cS.sum(axis=1) == 3).all()
+
+
+def test_undefined_and_bad_input(wide):
+    const = wide.assign(c=1.0)
+    with pytest.warns(UndefinedStatisticWarning, match="undefined on the original data"):
+        res = bootstrap_correlations(const, [("c", "h")], n_resamples=10, random_state=0)
+    assert np.isnan(res.loc[0, "value"]) and res.loc[0, "n_resamples_valid"] == 0
+    with pytest.raises(InputError, match="bca"):
+        bootstrap_correlations(wide, PAIRS, resample_by="both", ci_method="bca")
+    with pytest.raises(InputError, match="resample_by"):
+        bootstrap_correlations(wide, PAIRS, resample_by="stories")
+    with pytest.raises(InputError, match="level"):
+        bootstrap_correlations(wide, PAIRS, level="story")
+    with pytest.raises(InputError, match="unknown method"):
+        bootstrap_correlations(wide, PAIRS, method="kendall_d")
+    with pytest.raises(InputError, match="n_resamples"):
+        bootstrap_correlations(wide, PAIRS, n_resamples=0)
+    with pytest.raises(InputError, match="confidence_level"):
+        bootstrap_correlations(wide, PAIRS, confidence_level=95)
+    with pytest.raises(InputError, match=r"pairs\[0\] must be"):
+        bootstrap_correlations(wide, ["m"])
+    frame_pairs = pd.DataFrame(PAIRS[:2], columns=["measure", "criterion"])
+    pd.testing.assert_frame_equal(
+        bootstrap_correlations(wide, frame_pairs, n_resamples=5, random_state=0),
+        bootstrap_correlations(wide, PAIRS[:2], n_resamples=5, random_state=0))
+    with pytest.raises(InputError, match="not in the score table"):
+        bootstrap_correlations(wide, [("nope", "h")])
+    nan = wide.copy()
+    nan.iloc[3, 2] = np.nan
+    with pytest.raises(InputError, match="missing value.*'m'"):
+        bootstrap_correlations(nan, PAIRS)
+    with pytest.raises(InputError, match="every system to have a story for every prompt"):
+        bootstrap_correlations(wide.iloc[1:], PAIRS)
+
+
+def test_hanna_system_level_interval(hanna_generation_wide):
+    # Beluga-13B (Eval-Prompt 1) vs Relevance, 10 systems, prompts resampled
+    res = bootstrap_correlations(hanna_generation_wide,
+                                 [("Beluga-13B RE 1", "Relevance"), ("BLEU Ξ§", "Relevance")],
+                                 level="system", n_resamples=200, random_state=0)
+    expected = st.kendalltau(
+        hanna_generation_wide.groupby(level="system")["Beluga-13B RE 1"].mean(),
+        hanna_generation_wide.groupby(level="system")["Relevance"].mean()).statistic
+    assert res.loc[0, "value"] == pytest.approx(expected, abs=1e-12)
+    assert (res["ci_low"] <= res["value"]).all() and (res["value"] <= res["ci_high"]).all()
+    assert (res["ci_high"] - res["ci_low"] > 0).all()
