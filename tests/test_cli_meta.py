@@ -104,3 +104,29 @@ def test_python_dash_m_subprocess():
     bad = subprocess.run([sys.executable, "-m", "storyeval", "meta", "--metrics", "nope"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown measure 'nope'" in bad.stderr
+
+
+def test_meta_with_resampling_columns(tmp_path, capsys):
+    out = tmp_path / "res"
+    argv = ["meta", "--metrics", "BLEU,ChatGPT 1", "--criteria", "RE,SU", "--ci", "bootstrap",
+            "--resamples", "50", "--permutations", "50", "--chance", "50", "--seed", "3",
+            "--out", str(out), "--no-figures"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "chance: a random measure reaches" in text
+    assert "paired permutation p (two-sided, 50 permutations" in text
+    corr = pd.read_csv(out / "correlations.csv")
+    assert {"ci_low", "ci_high", "se"} <= set(corr.columns)
+    assert ((corr["ci_low"] <= corr["value"]) & (corr["value"] <= corr["ci_high"])).all()
+    will = pd.read_csv(out / "williams.csv")
+    assert {"perm_p", "perm_p_adjusted"} <= set(will.columns)
+    assert (will["perm_p"] >= 1 / 51).all()  # (1 + extreme) / (1 + B)
+    chance = pd.read_csv(out / "chance.csv")
+    assert set(chance["level"]) == {"overall", "system"}
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["bootstrap"]["resample_by"] == "prompts"
+    # same seed, same intervals
+    assert main(argv + ["--format", "csv"]) == 0
+    again = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    pd.testing.assert_series_equal(again["ci_low"], corr["ci_low"])
+    assert main(["meta", "--metrics", "BLEU", "--resamples", "-1", "--ci", "bootstrap"]) == 2

@@ -82,6 +82,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="test in the direction of the larger |r| (paper) or always a > b")
     tests.add_argument("--sign-convention", choices=["paper", "raw"], default="paper",
                        help="paper: compare |r| (lower-is-better metrics compared fairly)")
+    unc = parser.add_argument_group("uncertainty (resampling)")
+    unc.add_argument("--ci", choices=["none", "bootstrap"], default="none",
+                     help="add bootstrap confidence intervals (ci_low, ci_high) to every "
+                          "correlation")
+    unc.add_argument("--resamples", type=int, default=1000, metavar="B",
+                     help="bootstrap resamples (default: 1000)")
+    unc.add_argument("--resample-by", choices=["prompts", "systems", "both"],
+                     default="prompts", help="what the bootstrap resamples (default: prompts)")
+    unc.add_argument("--ci-method", choices=["percentile", "bca"], default="percentile",
+                     help="bootstrap interval (default: percentile)")
+    unc.add_argument("--confidence-level", type=float, default=0.95, metavar="X",
+                     help="confidence level of intervals and chance bands (default: 0.95)")
+    unc.add_argument("--permutations", type=int, default=0, metavar="N",
+                     help="add a paired permutation test (two-sided, N permutations) next to "
+                          "every Williams test (default: 0, off)")
+    unc.add_argument("--permutation-unit", choices=["story", "prompt", "system"],
+                     help="what the permutation swaps (default: story overall, system at the "
+                          "system level)")
+    unc.add_argument("--chance", type=int, default=0, metavar="N",
+                     help="show the chance baseline of each criterion from N random measures "
+                          "(default: 0, off)")
+    unc.add_argument("--seed", type=int, default=0,
+                     help="random seed of resampling (default: 0)")
     out = parser.add_argument_group("output")
     add_format_option(out)
     add_out_option(out, "correlations.csv, baseline.csv, williams.csv, grids (md, tex, csv), "
@@ -128,8 +151,35 @@ def run(args: argparse.Namespace) -> int:
         direction=args.direction,
         sign_convention=args.sign_convention,
     )
+    result = _add_resampling(result, args)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     if args.out is not None:
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits)
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
+
+
+def _add_resampling(result, args: argparse.Namespace):
+    from storyeval.exceptions import InputError
+
+    for name in ("resamples", "permutations", "chance"):
+        if getattr(args, name) < 0:
+            raise InputError(f"--{name} must be >= 0")
+    if args.ci == "bootstrap":
+        from storyeval.resample.annotate import add_bootstrap_ci
+
+        result = add_bootstrap_ci(result, n_resamples=args.resamples,
+                                  resample_by=args.resample_by, ci_method=args.ci_method,
+                                  confidence_level=args.confidence_level,
+                                  random_state=args.seed)
+    if args.permutations:
+        from storyeval.resample.annotate import add_permutation_pvalues
+
+        result = add_permutation_pvalues(result, n_permutations=args.permutations,
+                                         unit=args.permutation_unit, random_state=args.seed)
+    if args.chance:
+        from storyeval.resample.annotate import add_chance
+
+        result = add_chance(result, n_draws=args.chance,
+                            confidence_level=args.confidence_level, random_state=args.seed)
+    return result

@@ -63,12 +63,19 @@ class MetaResult:
         One row per test, the columns of :data:`WILLIAMS_COLUMNS`.
     settings : dict
         Dataset, systems, stories, coefficient, levels, reference, test and family conventions.
+    dataset : Dataset
+        The stories that were correlated (after the Human and system selection).
+    chance : DataFrame
+        Chance baselines per criterion and level, when requested
+        (:func:`storyeval.resample.annotate.add_chance`).
     """
 
     correlations: pd.DataFrame
     baseline: pd.DataFrame
     williams: pd.DataFrame
     settings: dict = field(default_factory=dict)
+    dataset: Dataset | None = field(default=None, repr=False)
+    chance: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def correlation_grid(self, level: str, *, by: str = "rater") -> pd.DataFrame:
         """Correlations at ``level`` as a grid: one row per rater (LLM raters grouped over their
@@ -82,10 +89,11 @@ class MetaResult:
         grid.columns.name = None
         return grid
 
-    def williams_grid(self, level: str) -> pd.DataFrame:
-        """Adjusted Williams p-values at ``level``: rows compared raters, columns criteria."""
+    def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
+        """Adjusted Williams p-values (or another ``column``) at ``level``: rows compared
+        raters, columns criteria."""
         rows = self.williams[self.williams["level"] == level]
-        grid = rows.pivot_table(index="rater_b", columns="criterion", values="p_adjusted",
+        grid = rows.pivot_table(index="rater_b", columns="criterion", values=column,
                                 sort=False, dropna=False)
         grid = grid.reindex(columns=[c for c in self.settings["criteria"] if c in grid.columns])
         grid.index.name = "compared with"
@@ -199,7 +207,7 @@ def meta_evaluate(
                          include_human_stories, llm_criteria, nan_policy, adjust, family,
                          alternative, direction, sign_convention)
     settings["tie_rtol"] = tie_rtol
-    return MetaResult(correlations, baseline, williams, settings)
+    return MetaResult(correlations, baseline, williams, settings, dataset=dataset)
 
 
 def _check_levels(levels: str | Sequence[str]) -> list[str]:

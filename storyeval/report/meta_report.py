@@ -88,13 +88,52 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     comment = {"table": "# ", "md": "> ", "latex": "% "}[fmt]
     parts.append("\n".join(comment + line for line in settings_lines(result)) + "\n")
     for level in result.settings["levels"]:
-        grid = correlation_grid(result, level).reset_index()
-        parts.append(_titled(level_caption(result, level), grid, fmt, digits))
+        grid = correlation_grid(result, level)
+        if "ci_low" in result.correlations.columns:
+            grid = _with_intervals(result, level, grid, digits)
+        parts.append(_titled(level_caption(result, level), grid.reset_index(), fmt, digits))
+        if not result.chance.empty:
+            parts.append(chance_line(result, level, digits) + "\n")
     for level in result.settings["williams"]["levels"]:
         grid = result.williams_grid(level).reset_index()
         if len(grid):
             parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
+        if "perm_p_adjusted" in result.williams.columns:
+            perm = result.williams_grid(level, column="perm_p_adjusted").reset_index()
+            parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
     return "\n".join(parts)
+
+
+def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
+                    digits: int) -> pd.DataFrame:
+    """Grid cells as "value [low, high]" strings (the human baseline rows keep their value)."""
+    rows = result.correlations[result.correlations["level"] == level]
+    label = rows["rater"].where(rows["kind"] == "llm_rater", rows["display_name"])
+    cells = {(lab, crit): f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+             for lab, crit, v, lo, hi in zip(label, rows["criterion"], rows["value"],
+                                             rows["ci_low"], rows["ci_high"])}
+    text = grid.map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}").astype(object)
+    for (lab, crit), cell in cells.items():
+        if lab in text.index and crit in text.columns:
+            text.loc[lab, crit] = cell
+    return text
+
+
+def chance_line(result: MetaResult, level: str, digits: int = 3) -> str:
+    """One line: how large a random measure's |coefficient| gets at this level."""
+    rows = result.chance[result.chance["level"] == level]
+    conf = result.settings["chance"]["confidence_level"]
+    low, high = rows["abs_high"].min(), rows["abs_high"].max()
+    return (f"chance: a random measure reaches |{SHORT_COEFFICIENT[result.settings['coefficient']]}"
+            f"| up to {low:.{digits}f}-{high:.{digits}f} (by criterion) in {conf:.0%} of "
+            f"{result.settings['chance']['n_draws']} draws at the {level} level")
+
+
+def permutation_caption(result: MetaResult, level: str) -> str:
+    p = result.settings["permutation"]
+    w = result.settings["williams"]
+    return (f"{w['adjustment'].upper()}-adjusted paired permutation p ({p['alternative']}, "
+            f"{p['n_permutations']} permutations, unit {p['unit']}), {level} level")
 
 
 def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
@@ -133,6 +172,8 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     save("correlations.csv", format_table(result.correlations, "csv"))
     save("baseline.csv", format_table(result.baseline, "csv"))
     save("williams.csv", format_table(result.williams, "csv"))
+    if not result.chance.empty:
+        save("chance.csv", format_table(result.chance, "csv"))
     save("settings.json", json.dumps(result.settings, ensure_ascii=False, indent=1))
     coef = result.settings["coefficient"].split("_")[0]
     for level in result.settings["levels"]:
@@ -160,10 +201,3 @@ def _save_grid(save, stem: str, grid: pd.DataFrame, caption: str, digits: int) -
         if fmt == "md":
             text = f"{caption}\n\n{text}"
         save(f"{stem}.{FILE_SUFFIX[fmt]}", text)
-
-
-def finite_range(values: pd.Series) -> tuple[float, float]:
-    """(min, max) of the finite values (for summaries)."""
-    arr = values.to_numpy(dtype=float)
-    arr = arr[np.isfinite(arr)]
-    return (float(arr.min()), float(arr.max())) if arr.size else (np.nan, np.nan)

@@ -51,7 +51,7 @@ def _chunks(total: int, per_item_bytes: int):
 
 # Values computed by averaging (system means) can differ in the last bits although they are
 # mathematically equal; differences below this relative tolerance count as ties.
-TIE_RTOL = 1e-12
+from storyeval.meta.levels import TIE_RTOL  # one tolerance for point estimates and resamples
 
 
 def _tie_tol(V: np.ndarray) -> np.ndarray:

@@ -1,0 +1,110 @@
+"""Add resampling results to a :class:`~storyeval.meta.pipeline.MetaResult`.
+
+``storyeval meta --ci bootstrap`` adds bootstrap confidence intervals to every correlation,
+``--permutations N`` a paired permutation p-value next to every Williams test, and
+``--chance N`` the chance baseline of each criterion. The same stories are used as for the
+point estimates (``result.dataset``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from storyeval.exceptions import InputError
+from storyeval.meta.multitest import adjust_frame
+from storyeval.meta.pipeline import MetaResult
+from storyeval.resample.bootstrap import bootstrap_correlations
+from storyeval.resample.chance import chance_baseline
+from storyeval.resample.permutation import permutation_pvalues
+
+_KEY = ["measure", "criterion", "level"]
+
+
+def _wide(result: MetaResult) -> pd.DataFrame:
+    if result.dataset is None:
+        raise InputError("this MetaResult carries no dataset; run meta_evaluate again")
+    return result.dataset.wide()
+
+
+def add_bootstrap_ci(
+    result: MetaResult,
+    *,
+    n_resamples: int = 1000,
+    resample_by: str = "prompts",
+    ci_method: str = "percentile",
+    confidence_level: float = 0.95,
+    random_state: int | None = None,
+    show_progress: bool | None = None,
+) -> MetaResult:
+    """``result`` with ``ci_low, ci_high, se`` columns on its correlations (paired resamples:
+    every measure sees the same resampled systems / prompts). Prompt-level rows included."""
+    wide = _wide(result)
+    frames = []
+    for level, rows in result.correlations.groupby("level", sort=False):
+        pairs = list(zip(rows["measure"], rows["criterion"]))
+        frames.append(bootstrap_correlations(
+            wide, pairs, level=level, method=result.settings["coefficient"],
+            n_resamples=n_resamples, resample_by=resample_by, ci_method=ci_method,
+            confidence_level=confidence_level, random_state=random_state,
+            show_progress=show_progress))
+    boot = pd.concat(frames, ignore_index=True)
+    keep = [*_KEY, "ci_low", "ci_high", "se"]
+    correlations = result.correlations.merge(boot[keep], on=_KEY, how="left")
+    settings = {**result.settings, "bootstrap": {
+        "n_resamples": n_resamples, "resample_by": resample_by, "ci_method": ci_method,
+        "confidence_level": confidence_level, "random_state": random_state}}
+    return replace(result, correlations=correlations, settings=settings)
+
+
+def add_permutation_pvalues(
+    result: MetaResult,
+    *,
+    n_permutations: int = 1000,
+    unit: str | None = None,
+    alternative: str = "two-sided",
+    random_state: int | None = None,
+) -> MetaResult:
+    """``result`` with ``perm_p`` (paired permutation test of the same comparison as each
+    Williams row) and ``perm_p_adjusted`` (same adjustment and family as the Williams p)."""
+    if result.williams.empty:
+        return result
+    will = result.williams
+    perm = permutation_pvalues(
+        _wide(result), will[["criterion", "measure_a", "measure_b", "level"]],
+        method=result.settings["coefficient"], unit=unit, n_permutations=n_permutations,
+        alternative=alternative, random_state=random_state)
+    williams = will.copy()
+    for column in ("perm_delta", "perm_p", "perm_unit", "perm_n"):
+        williams[column] = perm[column].to_numpy()
+    settings = result.settings["williams"]
+    adjusted = adjust_frame(williams, by=settings["family"], p_col="perm_p",
+                            method=settings["adjustment"], out_col="perm_p_adjusted",
+                            family_col="perm_family")
+    williams["perm_p_adjusted"] = adjusted["perm_p_adjusted"].to_numpy()
+    new_settings = {**result.settings, "permutation": {
+        "n_permutations": n_permutations, "unit": unit or "default per level",
+        "alternative": alternative, "random_state": random_state,
+        "statistic": "difference of |correlation| after standardising both measures"}}
+    return replace(result, williams=williams, settings=new_settings)
+
+
+def add_chance(
+    result: MetaResult,
+    *,
+    n_draws: int = 1000,
+    confidence_level: float = 0.95,
+    random_state: int | None = None,
+) -> MetaResult:
+    """``result`` with :attr:`MetaResult.chance`: per criterion and level, the spread of the
+    coefficient of a random measure (a measured value inside it is indistinguishable from noise)."""
+    wide = _wide(result)
+    frames = [chance_baseline(wide, result.settings["criteria"], level=level,
+                              method=result.settings["coefficient"], n_draws=n_draws,
+                              confidence_level=confidence_level, random_state=random_state)
+              for level in result.settings["levels"]]
+    settings = {**result.settings, "chance": {"n_draws": n_draws,
+                                              "confidence_level": confidence_level,
+                                              "random_state": random_state}}
+    return replace(result, chance=pd.concat(frames, ignore_index=True), settings=settings)
