@@ -29,6 +29,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+# One tie tolerance for point estimates and resamples (see storyeval.meta.levels.TIE_RTOL).
+from storyeval.meta.levels import TIE_RTOL
+
 KENDALL = ("kendall_b", "kendall_c")
 _CHUNK_BYTES = 48 * 2**20
 
@@ -51,7 +54,6 @@ def _chunks(total: int, per_item_bytes: int):
 
 # Values computed by averaging (system means) can differ in the last bits although they are
 # mathematically equal; differences below this relative tolerance count as ties.
-from storyeval.meta.levels import TIE_RTOL  # one tolerance for point estimates and resamples
 
 
 def _tie_tol(V: np.ndarray) -> np.ndarray:
