@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
@@ -60,13 +59,14 @@ def settings_lines(result: MetaResult) -> list[str]:
     """The conventions that produced the numbers, one per line."""
     s, w = result.settings, result.settings["williams"]
     human = "included" if s["include_human_stories"] else "excluded (they are the references)"
+    own = "their own criterion" if s["llm_criteria"] == "matched" else "every criterion"
     lines = [
-        f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories; "
-        f"human-written stories {human}",
-        f"coefficient: {s['coefficient_description']}; levels: {', '.join(s['levels'])}; "
-        f"nan_policy: {s['nan_policy']}",
-        f"measures: {s['measures']}; LLM ratings correlated with "
-        f"{'their own criterion' if s['llm_criteria'] == 'matched' else 'every criterion'}",
+        (f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories; "
+         f"human-written stories {human}"),
+        (f"coefficient: {s['coefficient_description']}; levels: {', '.join(s['levels'])}; "
+         f"nan_policy: {s['nan_policy']}; system means tie within relative "
+         f"{s.get('tie_rtol', 0):g}"),
+        f"measures: {s['measures']}; LLM ratings correlated with {own}",
     ]
     if w["comparison"] != "none":
         lines.append(
