@@ -1,0 +1,193 @@
+"""``storyeval score``: score stories with automatic metrics and write the tidy score table.
+
+Exit codes: 0 ok, 2 usage or input error (unknown metric, missing column, unloadable model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EPILOG = """\
+input columns: story_id (required, unique; built as "{system}/{prompt_id}" when absent and
+both columns exist), story (required), reference (the human story for
+the same prompt; needed by rouge, bleu, chrf, bertscore and BARTScore's ref directions),
+prompt (needed by the prompt measures of surface and BARTScore's prompt directions), system,
+prompt_id (integer; needed by `storyeval meta` for system-level correlations).
+
+output columns: story_id, system, prompt_id, measure, value, reason (why a value is NaN).
+
+metrics: rouge, bleu, chrf, surface, bertscore, bartscore, families lexical, embedding,
+model-based, fast (lexical + surface), all, or evaluate:PATH for any Hugging Face evaluate
+module. Measure names: see docs/metrics.md.
+
+examples:
+  storyeval score --dataset hanna --metrics fast --out hanna_scores.csv
+  storyeval score --input stories.csv --metrics rouge,bertscore --cache .storyeval-cache \\
+      --out scores.csv
+  storyeval meta --scores hanna_scores.csv --include-human-stories
+
+Exit codes: 0 ok, 2 usage or input error."""
+
+_WRITERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl",
+            ".parquet": "parquet", ".pq": "parquet"}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``storyeval score``."""
+    parser = subparsers.add_parser(
+        "score",
+        help="score stories with ROUGE, BLEU, chrF, BERTScore, BARTScore, surface measures",
+        description="Score stories with automatic metrics and write the tidy score table "
+        "(story_id, system, prompt_id, measure, value, reason) that `storyeval meta --scores` "
+        "reads.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    src = parser.add_argument_group("stories").add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", type=Path, metavar="FILE",
+                     help="stories file (CSV, TSV, JSONL or Parquet; columns below)")
+    src.add_argument("--dataset", choices=["hanna"],
+                     help="the stories shipped with storyeval: 96 human HANNA stories and 576 "
+                     "LLM stories (references: the human story of the same prompt)")
+    parser.add_argument("--subset", choices=["all", "human", "llm"], default="all",
+                        help="with --dataset hanna: which stories (default: all 672)")
+    parser.add_argument("--metrics", default="fast", metavar="LIST",
+                        help="comma-separated metrics / families (default: fast = "
+                        "rouge,bleu,chrf,surface)")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="output file; the format follows the suffix (.csv, .tsv, .jsonl, "
+                        ".parquet); default: CSV on standard output")
+    parser.add_argument("--catalogue", type=Path, metavar="FILE",
+                        help="also write the measure catalogue (CSV: measure, display_name, "
+                        "reference, family, ...)")
+    parser.add_argument("--diversity-out", type=Path, metavar="FILE",
+                        help="also write set-level diversity per system (distinct-1/2/3 and "
+                        "inter-story trigram repetition over each system's stories) as CSV")
+    run = parser.add_argument_group("running")
+    run.add_argument("--cache", type=Path, metavar="DIR",
+                     help="score cache folder (one SQLite file per metric configuration); "
+                     "re-runs and interrupted runs only score what is missing")
+    run.add_argument("--device", metavar="DEV", help="torch device for bertscore / bartscore "
+                     "(cpu, cuda, cuda:1; default: cuda if available)")
+    run.add_argument("--batch-size", type=int, default=16, metavar="N",
+                     help="stories per batch (default: 16)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--self-reference", choices=["exclude", "keep"], default="exclude",
+                     help="a story whose reference is itself: NaN for reference-based measures "
+                     "(exclude, default) or score it (keep)")
+    bert = parser.add_argument_group("BERTScore")
+    bert.add_argument("--bertscore-model", metavar="NAME_OR_PATH",
+                      help="encoder (default: all-MiniLM-L6-v2 shipped offline; NOT the paper's "
+                      "roberta-large, which needs the network once)")
+    bert.add_argument("--bertscore-layers", type=int, metavar="N",
+                      help="layer to use (default: bert-score's choice; 6 for MiniLM)")
+    bert.add_argument("--long-texts", choices=["chunk", "truncate"], default="chunk",
+                      help="stories longer than the encoder window: encode in windows (chunk, "
+                      "default) or keep the first window with a warning (truncate)")
+    bert.add_argument("--rescale", action="store_true",
+                      help="add baseline-rescaled BERTScore measures")
+    bert.add_argument("--baseline-path", metavar="FILE",
+                      help="bert-score baseline file (LAYER,P,R,F); default: shipped one, else "
+                      "computed from mismatched pairs")
+    bart = parser.add_argument_group("BARTScore")
+    bart.add_argument("--bartscore-model", metavar="NAME_OR_PATH",
+                      help="seq2seq model (default: facebook/bart-large-cnn, needs the network "
+                      "once)")
+    bart.add_argument("--bartscore-directions", metavar="LIST",
+                      help="comma-separated: ref->story, story->ref, prompt->story, "
+                      "story->prompt, ref<->story, prompt<->story (default: all)")
+    bart.add_argument("--max-length", type=int, metavar="N",
+                      help="BARTScore token limit (default: the model's)")
+    return parser
+
+
+def metric_options(args: argparse.Namespace) -> dict[str, dict]:
+    """Per-metric keyword options from the command-line arguments."""
+    bert: dict = {"long_texts": args.long_texts, "rescale": args.rescale}
+    if args.bertscore_model:
+        bert["model"] = args.bertscore_model
+    if args.bertscore_layers is not None:
+        bert["num_layers"] = args.bertscore_layers
+    if args.baseline_path:
+        bert["baseline_path"] = args.baseline_path
+    bart: dict = {}
+    if args.bartscore_model:
+        bart["model"] = args.bartscore_model
+    if args.bartscore_directions:
+        bart["directions"] = [d.strip() for d in args.bartscore_directions.split(",") if d.strip()]
+    if args.max_length is not None:
+        bart["max_length"] = args.max_length
+    for opts in (bert, bart):
+        if args.device:
+            opts["device"] = args.device
+        opts["batch_size"] = args.batch_size
+    return {"bertscore": bert, "bartscore": bart}
+
+
+def _write(table, path: Path | None) -> None:
+    if path is None:
+        table.to_csv(sys.stdout, index=False)
+        return
+    from storyeval.exceptions import InputError
+
+    fmt = _WRITERS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"--out {path}: unknown suffix {path.suffix!r}; use one of "
+                         f"{sorted(_WRITERS)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        table.to_csv(path, index=False)
+    elif fmt == "tsv":
+        table.to_csv(path, index=False, sep="\t")
+    elif fmt == "jsonl":
+        table.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        from storyeval._optional import import_optional
+
+        import_optional("pyarrow", extra="parquet", purpose="writing Parquet files")
+        table.to_parquet(path, index=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``storyeval score``; returns the exit code."""
+    from storyeval.exceptions import InputError
+    from storyeval.metrics import hanna_stories, score, validate_stories
+
+    if args.batch_size < 1:
+        raise InputError(f"--batch-size: must be >= 1, got {args.batch_size}")
+    if args.dataset == "hanna":
+        stories = hanna_stories(include=args.subset)
+        source = "hanna"
+    else:
+        if args.subset != "all":
+            raise InputError("--subset applies to --dataset hanna only")
+        from storyeval.data.io import read_table
+
+        stories, _ = read_table(args.input)
+        source = str(args.input)
+        stories = validate_stories(stories, source=source)
+    start = time.perf_counter()
+    table, catalogue = score(
+        stories, args.metrics, options=metric_options(args), cache=args.cache,
+        batch_size=args.batch_size, self_reference=args.self_reference,
+        show_progress=False if args.no_progress else None, return_catalogue=True)
+    _write(table, args.out)
+    if args.catalogue is not None:
+        args.catalogue.parent.mkdir(parents=True, exist_ok=True)
+        catalogue.to_csv(args.catalogue, index=False)
+    if args.diversity_out is not None:
+        from storyeval.metrics.surface import system_diversity
+
+        args.diversity_out.parent.mkdir(parents=True, exist_ok=True)
+        system_diversity(stories).to_csv(args.diversity_out, index=False)
+    nan = table[table["value"].isna()]
+    by_reason = "; ".join(f"{r}: {n}" for r, n in nan["reason"].value_counts().items())
+    print(f"storyeval score: {len(stories)} stories from {source}, "
+          f"{table['measure'].nunique()} measures, {len(table)} rows"
+          + (f" to {args.out}" if args.out else "")
+          + f" in {time.perf_counter() - start:.1f} s"
+          + (f"; NaN values: {by_reason}" if len(nan) else ""), file=sys.stderr)
+    return 0

