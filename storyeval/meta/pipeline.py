@@ -89,11 +89,20 @@ class MetaResult:
         grid.columns.name = None
         return grid
 
+    def catalogue_labels(self) -> dict[str, str]:
+        """Short labels of raters for tables and figures: the display name of a metric, the
+        rater group of an LLM rating."""
+        rows = self.correlations.drop_duplicates("rater")
+        labels = rows["rater"].where(rows["kind"] == "llm_rater", rows["display_name"])
+        return dict(zip(rows["rater"], labels))
+
     def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
         """Adjusted Williams p-values (or another ``column``) at ``level``: rows compared
         raters, columns criteria."""
         rows = self.williams[self.williams["level"] == level]
-        grid = rows.pivot_table(index="rater_b", columns="criterion", values=column,
+        shown = self.catalogue_labels()
+        rows = rows.assign(_label=rows["rater_b"].map(lambda r: shown.get(r, r)))
+        grid = rows.pivot_table(index="_label", columns="criterion", values=column,
                                 sort=False, dropna=False)
         grid = grid.reindex(columns=[c for c in self.settings["criteria"] if c in grid.columns])
         grid.index.name = "compared with"

@@ -5,6 +5,7 @@ Matplotlib is used with the non-interactive Agg backend; each figure is written 
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -44,14 +45,13 @@ def heatmap(
     ax.set_xticks(range(n_cols), [str(c) for c in matrix.columns], rotation=45, ha="right",
                   fontsize=8)
     ax.set_yticks(range(n_rows), [str(r) for r in matrix.index], fontsize=7)
-    mid = (vmin + vmax) / 2
-    span = (vmax - vmin) / 2 or 1.0
     for (i, j), value in np.ndenumerate(values):
         if np.isfinite(value):
-            colour = "white" if abs(value - mid) / span > 0.6 else "black"
+            red, green, blue, _ = image.cmap(image.norm(value))
+            luminance = 0.299 * red + 0.587 * green + 0.114 * blue  # readable on any colormap
             ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=6,
-                    color=colour)
-    ax.set_title(title, fontsize=9)
+                    color="black" if luminance > 0.5 else "white")
+    ax.set_title(textwrap.fill(title, width=max(40, int(width * 11))), fontsize=9)
     fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.6)
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
