@@ -153,8 +153,11 @@ def human_baseline(
     if not isinstance(annotators, Mapping) or not annotators:
         raise InputError("annotators must be a non-empty mapping criterion -> annotator columns")
 
-    rows = []
-    for crit, cols in annotators.items():
+    # All criteria share one kernel call per level: every annotator column against every
+    # target column (criterion means and leave-one-out means); the entries needed are picked.
+    frame = pd.DataFrame(index=wide.index)
+    plan = []
+    for c_idx, (crit, cols) in enumerate(annotators.items()):
         cols = [cols] if isinstance(cols, str) else list(cols)
         if len(cols) < 2:
             raise InputError(f"annotators[{crit!r}]: at least two annotator columns are needed, "
@@ -168,12 +171,16 @@ def human_baseline(
                              f"at story {_plain(ratings.index[r])!r}; use nan_policy='omit' or "
                              "'propagate'")
         skip = nan_policy == "omit"
-        frame = pd.DataFrame({f"a{i}": ratings[c] for i, c in enumerate(cols)})
+        ann = [f"{c_idx}:a{i}" for i in range(k)]
+        for name, col in zip(ann, cols):
+            frame[name] = ratings[col]
+        mean = f"{c_idx}:mean"
         if mean_columns is not None and crit in mean_columns:
             _check_columns(wide, [mean_columns[crit]], f"mean_columns[{crit!r}]")
-            frame["mean"] = wide[mean_columns[crit]].astype(np.float64)
+            frame[mean] = wide[mean_columns[crit]].astype(np.float64)
         else:
-            frame["mean"] = ratings.mean(axis=1, skipna=skip)
+            frame[mean] = ratings.mean(axis=1, skipna=skip)
+        loo_names = [f"{c_idx}:l{i}" for i in range(k)]
         if loo_columns is not None and crit in loo_columns:
             loo = [loo_columns[crit]] if isinstance(loo_columns[crit], str) else list(
                 loo_columns[crit])
@@ -182,27 +189,32 @@ def human_baseline(
                                  f"annotators[{crit!r}] has {k}; column i must be the mean of "
                                  "the annotators other than annotator i")
             _check_columns(wide, loo, f"loo_columns[{crit!r}]")
-            for i, c in enumerate(loo):
-                frame[f"l{i}"] = wide[c].astype(np.float64)
+            for name, col in zip(loo_names, loo):
+                frame[name] = wide[col].astype(np.float64)
         else:
-            for i in range(k):
-                others = ratings.drop(columns=cols[i])
-                frame[f"l{i}"] = others.mean(axis=1, skipna=skip)
-        ann = [f"a{i}" for i in range(k)]
-        targets = {"upper_bound": ["mean"], "leave_one_out": [f"l{i}" for i in range(k)]}
-        for lev in levels:
+            for i, name in enumerate(loo_names):
+                frame[name] = ratings.drop(columns=cols[i]).mean(axis=1, skipna=skip)
+        # upper bound: annotator i vs the mean of all; leave-one-out: annotator i vs the others
+        targets = {"upper_bound": [mean] * k, "leave_one_out": loo_names}
+        plan.append((crit, ann, targets))
+    xs = [a for _, ann, _ in plan for a in ann]
+    ys = list(dict.fromkeys(t for _, _, targets in plan for var in variants
+                            for t in targets[var]))
+    rows = []
+    for lev in levels:
+        value, n, n_groups, reason = _correlate_arrays(frame, xs, ys, lev, method, nan_policy,
+                                                       tie_rtol)
+        for crit, ann, targets in plan:
             for var in variants:
-                value, n, n_groups, reason = _correlate_arrays(
-                    frame, ann, targets[var], lev, method, nan_policy, tie_rtol)
-                # upper bound: column "mean" for every annotator; LOO: the diagonal a_i vs l_i
-                pick = (np.arange(k), np.zeros(k, dtype=int)) if var == "upper_bound" else (
-                    np.arange(k), np.arange(k))
+                pick = ([xs.index(a) for a in ann], [ys.index(t) for t in targets[var]])
                 vals = value[pick]
                 why = [r for r in reason[pick] if r]
                 rows.append({
                     "criterion": crit, "level": lev, "coefficient": method, "variant": var,
                     "value": float(np.mean(vals)), "n": int(n[pick].min()),
-                    "n_groups": int(n_groups[pick].min()), "n_annotators": k,
+                    "n_groups": int(n_groups[pick].min()), "n_annotators": len(ann),
                     "reason": "; ".join(dict.fromkeys(why)),
                 })
+    order = {crit: i for i, crit in enumerate(annotators)}
+    rows.sort(key=lambda r: (order[r["criterion"]], levels.index(r["level"])))
     return pd.DataFrame(rows, columns=_COLUMNS)
