@@ -479,3 +479,31 @@ def test_paper_system_level_figures(hanna_generation_wide):
     ref = stats.kendalltau(means["Beluga-13B RE 1"], means["Relevance"]).statistic
     got = correlate(wide, "Beluga-13B RE 1", "Relevance", level="system")["value"].iloc[0]
     assert got == pytest.approx(ref, abs=TOL)
+
+
+@pytest.mark.parametrize("variant", ["b", "c"])
+def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
+    """Few low-cardinality y columns (human criteria) take the counting-by-levels path."""
+    from storyeval.meta.correlation import (
+        _dense_ranks,
+        _few_levels,
+        _kendall_counts_blocks,
+        _kendall_counts_by_levels,
+    )
+
+    rng = np.random.default_rng(11)
+    n = 300
+    x = np.column_stack([rng.integers(0, 7, n), rng.normal(size=n), rng.integers(0, 2, n),
+                         np.repeat(np.arange(30), 10)]).astype(float)
+    y = np.column_stack([rng.integers(3, 16, n) / 3, rng.integers(0, 5, n)]).astype(float)
+    xr = _dense_ranks(x[None]).astype(np.float32)
+    yr = _dense_ranks(y[None]).astype(np.float32)
+    assert _few_levels(yr, n)
+    by_levels = _kendall_counts_by_levels(xr, yr)
+    by_pairs = _kendall_counts_blocks(xr, yr, same=False)
+    for got, expected in zip(by_levels, by_pairs):
+        np.testing.assert_array_equal(got, expected)  # exact integer counts
+    res = pairwise_correlations(x, y, method=f"kendall_{variant}")
+    ref = np.array([[stats.kendalltau(x[:, i], y[:, j], variant=variant).statistic
+                     for j in range(2)] for i in range(4)])
+    np.testing.assert_allclose(res.statistic, ref, rtol=0, atol=TOL)

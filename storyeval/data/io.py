@@ -247,8 +247,7 @@ def read_hanna_wide(path: str | Path, *, name: str | None = None,
         if len(row) != len(header):
             raise InputError(f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
         system = row[sys_idx]
-        values = [_parse_cell(path, line, header[i], cell)
-                  for i, cell in enumerate(row) if i != sys_idx]
+        values = _parse_row(path, line, header, row, sys_idx)
         lengths = {len(v) for v in values}
         if len(lengths) != 1 or (n_prompts is not None and lengths != {n_prompts}):
             raise InputError(f"{path}, line {line} (system {system!r}): lists of different "
@@ -261,6 +260,23 @@ def read_hanna_wide(path: str | Path, *, name: str | None = None,
     index = pd.MultiIndex.from_product([systems, range(n_prompts)], names=["system", "prompt_id"])
     table = pd.DataFrame(np.vstack(blocks), index=index, columns=measures)
     return Dataset(table, None, name or path.stem)
+
+
+def _parse_row(path: Path, line: int, header: list[str], row: list[str],
+               sys_idx: int) -> list[list[float]]:
+    """All the JSON lists of one row; one parse of the whole row when it is well formed (fast),
+    cell by cell otherwise, to name the faulty column."""
+    cells = [cell for i, cell in enumerate(row) if i != sys_idx]
+    try:
+        values = json.loads("[" + ",".join(cells) + "]")
+    except json.JSONDecodeError:
+        values = None
+    if values is not None and len(values) == len(cells) and all(
+            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
+            for v in values):
+        return values
+    return [_parse_cell(path, line, header[i], cell)
+            for i, cell in enumerate(row) if i != sys_idx]
 
 
 def _parse_cell(path: Path, line: int, column: str, cell: str) -> list[float]:

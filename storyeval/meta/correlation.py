@@ -22,8 +22,10 @@ of i's tie group there (masked products of equality matrices).
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +99,16 @@ class CorrelationMatrix:
 
     def __iter__(self):
         return iter((self.statistic, self.n))
+
+    def subset(self, rows: Sequence[int], cols: Sequence[int]) -> CorrelationMatrix:
+        """The block of rows ``rows`` (x measures) and columns ``cols`` (y measures)."""
+        pick = np.ix_(list(rows), list(cols))
+        if self.statistic.ndim == 3:
+            pick = (slice(None), *pick)
+        return CorrelationMatrix(
+            self.statistic[pick], self.n[pick], self.method,
+            tuple(self.x_names[i] for i in rows), tuple(self.y_names[j] for j in cols),
+            self.reason[pick])
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table: ``measure_x, measure_y, coefficient, value, n, reason`` (2-D results) or
@@ -197,6 +209,10 @@ def _kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = Fal
     # (below 2**24) and halve the memory traffic of the pair gathers.
     x = _dense_ranks(x).astype(np.float32)
     y = x if same else _dense_ranks(y).astype(np.float32)
+    if not masked and not same and _few_levels(y, n):
+        return _kendall_counts_by_levels(x, y)
+    if not masked:
+        return _kendall_counts_blocks(x, y, same)
     s = np.zeros((g, p, q))
     tx = np.zeros((g, p, q))
     ty = np.zeros((g, p, q))
@@ -227,6 +243,136 @@ def _kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = Fal
     if same:  # untied-in-y counts of (a, b) are the untied-in-x counts of (b, a)
         ty = tx.transpose(0, 2, 1).copy()
     return s, tx, ty
+
+
+def _kendall_counts_blocks(x: np.ndarray, y: np.ndarray, same: bool):
+    """:func:`_kendall_counts` for NaN-free float32 ranks, by blocks of observation rows.
+
+    A block of rows ``I = [a, b)`` is paired with the rows after it by broadcasting (no index
+    gathers): the square ``I x I`` counts every pair twice (the products and the tie indicators
+    are symmetric, the diagonal is 0), so it enters with weight 1/2 (exact: even integers), and
+    the rectangle ``I x [b, n)`` enters once.
+    """
+    g, n, p = x.shape
+    q = y.shape[2]
+    s = np.zeros((g, p, q))
+    tx = np.zeros((g, p, 1))
+    ty = np.zeros((g, 1, q))
+    width = p + (0 if same else q)
+    rows = int(max(1, min(n, _KENDALL_CHUNK_BYTES // (4 * width * g * n))))
+    rows = int(max(1, min(rows, (_FLOAT32_EXACT - 1) // n)))
+    blocks = [(a, min(n, a + rows), cols, weight)
+              for a in range(0, n - 1, rows)
+              for cols, weight in ((slice(a, min(n, a + rows)), 0.5),
+                                   (slice(min(n, a + rows), n), 1.0))
+              if cols.start < cols.stop]
+
+    def block(args):
+        a, b, cols, weight = args
+        sx = _block_signs(x, a, b, cols)
+        sy = sx if same else _block_signs(y, a, b, cols)
+        part = weight * np.matmul(sx.transpose(0, 2, 1), sy)
+        if same:  # with y = x the untied counts are the diagonal of s
+            return part, None, None
+        return (part, weight * np.count_nonzero(sx, axis=1)[:, :, None],
+                weight * np.count_nonzero(sy, axis=1)[:, None, :])
+
+    # The sign blocks are memory-bound NumPy ufuncs that release the GIL: two threads overlap
+    # them. Every partial sum is an exact integer, so the result does not depend on the order.
+    workers = min(2, os.cpu_count() or 1) if len(blocks) > 2 else 1
+    if workers > 1:
+        # one BLAS thread per worker: nested BLAS threads oversubscribe the cores
+        with _single_threaded_blas(), ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(block, blocks))
+    else:
+        parts = [block(args) for args in blocks]
+    for part, px, py in parts:
+        s += part
+        if not same:
+            tx += px
+            ty += py
+    if same:
+        tx = np.diagonal(s, axis1=1, axis2=2)[:, :, None]
+        ty = tx.transpose(0, 2, 1)
+    return s, np.broadcast_to(tx, (g, p, q)).copy(), np.broadcast_to(ty, (g, p, q)).copy()
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread (threadpoolctl), or a no-op without it."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a core dependency
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _few_levels(y: np.ndarray, n: int) -> bool:
+    """Whether counting by the levels of y beats enumerating pairs of observations: few y
+    columns with few distinct values (human criteria are means of three 1-5 ratings)."""
+    levels = np.nanmax(y, axis=1).sum()  # dense ranks: the maximum is the number of levels
+    return y.shape[0] == 1 and n >= 64 and levels * 4 <= n
+
+
+def _kendall_counts_by_levels(x: np.ndarray, y: np.ndarray):
+    """:func:`_kendall_counts` for NaN-free dense ranks, counting by the levels of y.
+
+    For each x column, observations are put in x order; for each observation j and each y
+    column, the observations strictly before j's x tie group are counted by y level (cumulative
+    one-hot counts), so that (concordant - discordant) = sum_j [#(y < y_j) - #(y > y_j)] among
+    them, with no pair of observations enumerated: O(n p k) per y column with k levels.
+    Untied pair counts come from tie-group sizes: tx = C(n, 2) - sum_t C(t, 2).
+    """
+    _, n, p = x.shape
+    q = y.shape[2]
+    xr, yr = x[0], y[0].astype(np.int64) - 1  # y levels 0..k-1
+    order = np.argsort(xr, axis=0, kind="stable")
+    xs = np.take_along_axis(xr, order, axis=0)
+    new_group = np.vstack([np.ones((1, p), bool), xs[1:] != xs[:-1]])
+    rows = np.arange(n)[:, None]
+    start = np.maximum.accumulate(np.where(new_group, rows, 0), axis=0)  # (n, p)
+    s = np.zeros((p, q))
+    count_type = np.int16 if n < 2**15 else np.int64
+    for c in range(q):  # one y column at a time, vectorised over all x columns
+        k = int(yr[:, c].max()) + 1
+        levels = yr[order, c]  # (n, p): y level of the j-th observation in x order
+        # le[t, a, l] = #(observations among the first t in x order with y level <= l)
+        le = np.zeros((n + 1, p, k), dtype=count_type)
+        np.less_equal(levels[:, :, None], np.arange(k), out=le[1:], casting="unsafe")
+        np.cumsum(le, axis=0, out=le)
+        # ... counted strictly before j's x tie group (pairs tied in x do not count)
+        le = np.take_along_axis(le, start[:, :, None], axis=0).astype(np.int64)
+        at_or_below = np.take_along_axis(le, levels[:, :, None], axis=2)[:, :, 0]
+        below = np.where(levels > 0, np.take_along_axis(
+            le, np.maximum(levels - 1, 0)[:, :, None], axis=2)[:, :, 0], 0)
+        above = le[:, :, -1] - at_or_below
+        s[:, c] = (below - above).sum(axis=0)
+    pairs = n * (n - 1) / 2
+    tx = pairs - _tied_pairs(xr)
+    ty = pairs - _tied_pairs(yr.astype(np.float64))
+    shape = (1, p, q)
+    return (s[None], np.broadcast_to(tx[None, :, None], shape).copy(),
+            np.broadcast_to(ty[None, None, :], shape).copy())
+
+
+def _tied_pairs(a: np.ndarray) -> np.ndarray:
+    """sum over tie groups of C(t, 2), per column of a NaN-free (n, p) array."""
+    srt = np.sort(a, axis=0)
+    n, p = srt.shape
+    edges = np.vstack([np.ones((1, p), bool), srt[1:] != srt[:-1], np.ones((1, p), bool)])
+    out = np.empty(p)
+    for col in range(p):  # per column: group sizes from the positions of value changes
+        sizes = np.diff(np.flatnonzero(edges[:, col]))
+        out[col] = float((sizes * (sizes - 1) // 2).sum())
+    return out
+
+
+def _block_signs(v: np.ndarray, a: int, b: int, cols: slice) -> np.ndarray:
+    """sign(v[j] - v[i]) for rows i in [a, b) and j in ``cols``, as (g, pairs, p) float32."""
+    out = np.subtract(v[:, None, cols, :], v[:, a:b, None, :])
+    np.sign(out, out=out)
+    return out.reshape(v.shape[0], -1, v.shape[2])
 
 
 def _dense_ranks(a: np.ndarray) -> np.ndarray:

@@ -253,8 +253,15 @@ def _correlate_arrays(
                                                          nan_policy=nan_policy,
                                                          tie_rtol=tie_rtol)
         arr = data.to_numpy(dtype=np.float64)
-        res = pairwise_correlations(arr[:, ix], None if ix == iy else arr[:, iy], method=method,
-                                    nan_policy=nan_policy, warn=False)
+        if ix != iy and len(both) ** 2 < len(ix) * len(iy) * 2:
+            # x and y mostly overlap (e.g. all pairs of measures plus a few criteria): one
+            # symmetric problem over their union is cheaper than two sets of sign matrices.
+            res = pairwise_correlations(arr, None, method=method, nan_policy=nan_policy,
+                                        warn=False)
+            res = res.subset(ix, iy)
+        else:
+            res = pairwise_correlations(arr[:, ix], None if ix == iy else arr[:, iy],
+                                        method=method, nan_policy=nan_policy, warn=False)
         _warn_undefined(res, x_measures, y_measures, level)
         n_groups = np.ones(res.n.shape, dtype=np.int64)
         return res.statistic, res.n, n_groups, res.reason

@@ -281,15 +281,18 @@ def _williams_level(table: pd.DataFrame, pairs: pd.DataFrame, refs: dict[str, st
     if not rows:
         return pd.DataFrame(columns=["level", "criterion", "measure_a", "measure_b"])
     comp = pd.DataFrame(rows, columns=["criterion", "measure_a", "measure_b"])
-    lookup = table.set_index(["measure_x", "measure_y"])
-    ha = lookup.loc[list(zip(comp["measure_a"], comp["criterion"]))]
-    hb = lookup.loc[list(zip(comp["measure_b"], comp["criterion"]))]
-    ab = lookup.loc[list(zip(comp["measure_b"], comp["measure_a"]))]
+    keys = pd.MultiIndex.from_arrays([table["measure_x"], table["measure_y"]])
+    value, count = table["value"].to_numpy(), table["n"].to_numpy()
+
+    def find(x: pd.Series, y: pd.Series) -> np.ndarray:
+        return keys.get_indexer(pd.MultiIndex.from_arrays([x, y]))
+
+    ha = find(comp["measure_a"], comp["criterion"])
+    hb = find(comp["measure_b"], comp["criterion"])
+    ab = find(comp["measure_b"], comp["measure_a"])
     comp["level"] = level
-    comp["r_a"] = ha["value"].to_numpy()
-    comp["r_b"] = hb["value"].to_numpy()
-    comp["r_ab"] = ab["value"].to_numpy()
-    comp["n"] = np.minimum.reduce([ha["n"].to_numpy(), hb["n"].to_numpy(), ab["n"].to_numpy()])
+    comp["r_a"], comp["r_b"], comp["r_ab"] = value[ha], value[hb], value[ab]
+    comp["n"] = np.minimum.reduce([count[ha], count[hb], count[ab]])
     return comp
 
 
