@@ -359,7 +359,7 @@ def _kendall_counts_by_levels(x: np.ndarray, y: np.ndarray):
 def _tied_pairs(a: np.ndarray) -> np.ndarray:
     """sum over tie groups of C(t, 2), per column of a NaN-free (n, p) array."""
     srt = np.sort(a, axis=0)
-    n, p = srt.shape
+    p = srt.shape[1]
     edges = np.vstack([np.ones((1, p), bool), srt[1:] != srt[:-1], np.ones((1, p), bool)])
     out = np.empty(p)
     for col in range(p):  # per column: group sizes from the positions of value changes
