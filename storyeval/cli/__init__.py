@@ -29,7 +29,6 @@ COMMANDS: tuple[str, ...] = (
     "pairwise",
     "contamination",
     "explain",
-    "report",
 )
 
 
