@@ -227,7 +227,12 @@ def test_alpha_declared_domain_matches_package_value_domain(level):
 def test_alpha_hand_worked_nominal():
     # Coincidences of SMALL: o_00 = 3, o_01 = o_10 = 1, o_11 = 7; n_0 = 4, n_1 = 8, n = 12.
     # alpha = 1 - (n-1) * (o_01 + o_10) / (2 n_0 n_1) = 1 - 11*2/64 = 21/32.
-    assert krippendorff_alpha(SMALL).statistic == pytest.approx(21 / 32, abs=1e-15)
+    res = krippendorff_alpha(SMALL)
+    assert res.statistic == pytest.approx(21 / 32, abs=1e-15)
+    # D_o = (o_01 + o_10) / n = 2/12; D_e = 2 n_0 n_1 / (n (n-1)) = 64/132; alpha = 1 - D_o/D_e
+    assert res.observed_disagreement == pytest.approx(2 / 12, abs=1e-15)
+    assert res.expected_disagreement == pytest.approx(64 / 132, abs=1e-15)
+    assert np.isnan(res.percent_agreement) and np.isnan(res.chance_agreement)
 
 
 def test_alpha_ordinal_string_labels_follow_declared_order():

@@ -167,8 +167,8 @@ def test_bradley_terry_from_verdicts_with_bootstrap():
     direct = fit_bradley_terry(m.wins, m.ties)
     np.testing.assert_allclose(res["log_strength"], direct.log_strength)
     assert res["item"].tolist() == list("ABCD")
-    assert (res["ci_low"] <= res["log_strength"]).all()
-    assert (res["log_strength"] <= res["ci_high"]).all()
+    assert (res["log_strength_ci_low"] <= res["log_strength"]).all()
+    assert (res["log_strength"] <= res["log_strength_ci_high"]).all()
     assert res["rank"].tolist() == [1, 2, 3, 4]
     assert (res["n_resamples_valid"] == 200).all()
     again = bradley_terry(v, n_resamples=200, random_state=3)

@@ -188,3 +188,20 @@ def test_snap_ties_groups_near_equal_values():
     assert snap_ties(values, 0) is values
     with pytest.raises(InputError, match="tie_rtol"):
         snap_ties(values, -1)
+
+
+def test_grids_never_merge_measures_that_share_a_display_name():
+    ds = load_hanna()
+    mine = ds.wide(["Repetition-1 ¤§"]).reset_index()
+    mine["story_id"] = mine["system"] + "/" + mine["prompt_id"].astype(str)
+    # a user's own "Repetition-1": same display name as HANNA's, different values
+    scores = pd.DataFrame({"story_id": mine["story_id"], "measure": "Repetition-1",
+                           "value": -mine["Repetition-1 ¤§"] ** 2})
+    res = meta_evaluate(ds.with_scores(scores), measures="Repetition-1 ¤§,Repetition-1",
+                        levels="overall", reference="none")
+    grid = res.correlation_grid("overall")
+    assert len(grid) == 2 and grid.index.is_unique
+    assert set(grid.attrs["ids"]) == {"Repetition-1 ¤§", "Repetition-1"}
+    tidy = res.correlations.set_index(["measure", "criterion"])["value"]
+    for label, key in zip(grid.index, grid.attrs["ids"]):
+        assert grid.loc[label, "Relevance"] == tidy[(key, "Relevance")]

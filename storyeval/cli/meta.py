@@ -98,8 +98,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="add a paired permutation test (two-sided, N permutations) next to "
                           "every Williams test (default: 0, off)")
     unc.add_argument("--permutation-unit", choices=["story", "prompt", "system"],
-                     help="what the permutation swaps (default: story overall, system at the "
-                          "system level)")
+                     help="what the permutation swaps the two measures' scores by "
+                          "(default: prompt, at every level; recorded in the output)")
     unc.add_argument("--chance", type=int, default=0, metavar="N",
                      help="show the chance baseline of each criterion from N random measures "
                           "(default: 0, off)")

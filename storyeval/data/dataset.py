@@ -134,9 +134,15 @@ class Dataset:
         own_ids = pd.Index(self.story_ids)
         unknown = new.index.difference(own_ids)
         if len(unknown):
+            systems = sorted({str(i).rsplit("/", 1)[0] for i in unknown} - set(self.systems))
+            hint = (f"; systems {systems[:6]} have no stories (and no human ratings) in it"
+                    if systems else "")
+            if self.name == "hanna" and systems:
+                hint += (" - HANNA's ratings cover its 11 original systems only, so score "
+                         "the human stories (storyeval score --dataset hanna --subset human)")
             raise InputError(
                 f"{len(unknown)} story_id(s) in the new scores are not in dataset {self.name!r}, "
-                f"e.g. {list(unknown[:3])}; story ids look like {own_ids[0]!r}"
+                f"e.g. {list(unknown[:3])}; story ids look like {own_ids[0]!r}{hint}"
             )
         aligned = new.reindex(own_ids)
         aligned.index = self.table.index

@@ -53,7 +53,11 @@ class AgreementResult:
     method : str
         ``"gwet_ac1"``, ``"fleiss_kappa"`` or ``"krippendorff_alpha"`` (with the level).
     percent_agreement, chance_agreement : float
-        pa and pe of the coefficient (observed and expected disagreement for alpha).
+        pa and pe of the coefficient (NaN for Krippendorff's alpha, which is defined by
+        disagreements).
+    observed_disagreement, expected_disagreement : float
+        D_o and D_e of Krippendorff's alpha (alpha = 1 - D_o / D_e); NaN for the other
+        coefficients.
     n_items : int
         Items used (items without any rating are excluded and counted in ``n_items_excluded``).
     n_raters : int
@@ -77,6 +81,8 @@ class AgreementResult:
     df: float = math.nan
     n_items_excluded: int = 0
     reason: str = ""
+    observed_disagreement: float = math.nan
+    expected_disagreement: float = math.nan
 
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
@@ -107,7 +113,9 @@ class AgreementResult:
                 "method": self.method, "statistic": self.statistic,
                 "standard_error": self.standard_error, "ci_low": low, "ci_high": high,
                 "pvalue": self.pvalue, "percent_agreement": self.percent_agreement,
-                "chance_agreement": self.chance_agreement, "n_items": self.n_items,
+                "chance_agreement": self.chance_agreement,
+                "observed_disagreement": self.observed_disagreement,
+                "expected_disagreement": self.expected_disagreement, "n_items": self.n_items,
                 "n_raters": self.n_raters, "n_categories": self.n_categories,
                 "confidence_level": self.confidence_level, "reason": self.reason,
             }]
@@ -471,9 +479,9 @@ def krippendorff_alpha(
     Returns
     -------
     AgreementResult
-        ``statistic`` alpha; ``percent_agreement`` is the observed disagreement D_o and
-        ``chance_agreement`` the expected disagreement D_e (alpha = 1 - D_o/D_e). No analytic
-        standard error (bootstrap it), so ``standard_error``/``pvalue`` are NaN.
+        ``statistic`` alpha, ``observed_disagreement`` D_o and ``expected_disagreement`` D_e
+        (alpha = 1 - D_o/D_e; ``percent_agreement`` and ``chance_agreement`` are NaN). No
+        analytic standard error (bootstrap it), so ``standard_error``/``pvalue`` are NaN.
 
     Notes
     -----
@@ -538,8 +546,10 @@ def krippendorff_alpha(
         return AgreementResult(math.nan, percent_agreement=math.nan, chance_agreement=math.nan,
                                reason=reason, **base)
     alpha = 1.0 - (n_total - 1.0) * d_obs / d_exp
-    return AgreementResult(float(alpha), percent_agreement=d_obs / n_total,
-                           chance_agreement=d_exp / (n_total * (n_total - 1.0)), **base)
+    return AgreementResult(float(alpha), percent_agreement=math.nan,
+                           chance_agreement=math.nan,
+                           observed_disagreement=d_obs / n_total,
+                           expected_disagreement=d_exp / (n_total * (n_total - 1.0)), **base)
 
 
 # ----------------------------------------------------------------------------- HANNA annotators

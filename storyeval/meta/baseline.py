@@ -157,7 +157,7 @@ def human_baseline(
     # target column (criterion means and leave-one-out means); the entries needed are picked.
     frame = pd.DataFrame(index=wide.index)
     plan = []
-    for c_idx, (crit, cols) in enumerate(annotators.items()):
+    for crit, cols in annotators.items():
         cols = [cols] if isinstance(cols, str) else list(cols)
         if len(cols) < 2:
             raise InputError(f"annotators[{crit!r}]: at least two annotator columns are needed, "
@@ -171,16 +171,18 @@ def human_baseline(
                              f"at story {_plain(ratings.index[r])!r}; use nan_policy='omit' or "
                              "'propagate'")
         skip = nan_policy == "omit"
-        ann = [f"{c_idx}:a{i}" for i in range(k)]
+        # frame columns carry the data's names, so that warnings name real measures
+        ann = list(cols)
         for name, col in zip(ann, cols):
             frame[name] = ratings[col]
-        mean = f"{c_idx}:mean"
+        mean = (mean_columns[crit] if mean_columns is not None and crit in mean_columns
+                else f"mean of the {crit} annotators")
         if mean_columns is not None and crit in mean_columns:
             _check_columns(wide, [mean_columns[crit]], f"mean_columns[{crit!r}]")
             frame[mean] = wide[mean_columns[crit]].astype(np.float64)
         else:
             frame[mean] = ratings.mean(axis=1, skipna=skip)
-        loo_names = [f"{c_idx}:l{i}" for i in range(k)]
+        loo_names = [f"mean of the {crit} annotators but {col}" for col in cols]
         if loo_columns is not None and crit in loo_columns:
             loo = [loo_columns[crit]] if isinstance(loo_columns[crit], str) else list(
                 loo_columns[crit])
@@ -189,6 +191,7 @@ def human_baseline(
                                  f"annotators[{crit!r}] has {k}; column i must be the mean of "
                                  "the annotators other than annotator i")
             _check_columns(wide, loo, f"loo_columns[{crit!r}]")
+            loo_names = list(loo)
             for name, col in zip(loo_names, loo):
                 frame[name] = wide[col].astype(np.float64)
         else:

@@ -77,36 +77,53 @@ class MetaResult:
     dataset: Dataset | None = field(default=None, repr=False)
     chance: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    def correlation_grid(self, level: str, *, by: str = "rater") -> pd.DataFrame:
-        """Correlations at ``level`` as a grid: one row per rater (LLM raters grouped over their
-        criterion-matched measures, as in the paper's figures), one column per criterion."""
-        rows = self.correlations[self.correlations["level"] == level]
-        label = rows[by].where(rows["kind"] == "llm_rater", rows["display_name"])
-        grid = rows.assign(_label=label).pivot_table(
-            index="_label", columns="criterion", values="value", sort=False, dropna=False)
-        grid = grid.reindex(columns=[c for c in self.settings["criteria"] if c in grid.columns])
-        grid.index.name = "measure"
-        grid.columns.name = None
-        return grid
+    def _row_keys(self, rows: pd.DataFrame) -> pd.Series:
+        """One key per grid row: the rater group when LLM ratings are criterion-matched (the
+        paper's layout), else the measure itself."""
+        if self.settings.get("llm_criteria", "matched") == "matched":
+            return rows["rater"]
+        return rows["measure"]
 
     def catalogue_labels(self) -> dict[str, str]:
-        """Short labels of raters for tables and figures: the display name of a metric, the
-        rater group of an LLM rating."""
-        rows = self.correlations.drop_duplicates("rater")
-        labels = rows["rater"].where(rows["kind"] == "llm_rater", rows["display_name"])
-        return dict(zip(rows["rater"], labels))
+        """Unique short labels of the grid rows: the display name of a metric, the rater group of
+        an LLM rating; where two keys would share a label, their identifiers are used."""
+        rows = self.correlations.drop_duplicates("measure")
+        keys = self._row_keys(rows)
+        short = rows["rater"].where(rows["kind"] == "llm_rater", rows["display_name"])
+        if self.settings.get("llm_criteria", "matched") != "matched":
+            short = rows["display_name"]
+        labels = dict(zip(keys, short))
+        clashes = pd.Series(labels).duplicated(keep=False)
+        return {key: (key if clashes[key] else label) for key, label in labels.items()}
+
+    def correlation_grid(self, level: str) -> pd.DataFrame:
+        """Correlations at ``level`` as a grid: one row per rater (LLM ratings grouped over their
+        criterion-matched measures, as in the paper's figures), one column per criterion. The
+        index holds unique labels (:meth:`catalogue_labels`); ``grid.attrs["ids"]`` the keys."""
+        rows = self.correlations[self.correlations["level"] == level]
+        grid = rows.assign(_key=self._row_keys(rows)).pivot(
+            index="_key", columns="criterion", values="value")
+        grid = grid.reindex(index=list(dict.fromkeys(self._row_keys(rows))),
+                            columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
+        return self._labelled(grid, "measure")
 
     def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
         """Adjusted Williams p-values (or another ``column``) at ``level``: rows compared
         raters, columns criteria."""
         rows = self.williams[self.williams["level"] == level]
-        shown = self.catalogue_labels()
-        rows = rows.assign(_label=rows["rater_b"].map(lambda r: shown.get(r, r)))
-        grid = rows.pivot_table(index="_label", columns="criterion", values=column,
-                                sort=False, dropna=False)
-        grid = grid.reindex(columns=[c for c in self.settings["criteria"] if c in grid.columns])
-        grid.index.name = "compared with"
+        key = "rater_b" if self.settings.get("llm_criteria", "matched") == "matched" \
+            else "measure_b"
+        grid = rows.pivot(index=key, columns="criterion", values=column)
+        grid = grid.reindex(index=list(dict.fromkeys(rows[key])),
+                            columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
+        return self._labelled(grid, "compared with")
+
+    def _labelled(self, grid: pd.DataFrame, name: str) -> pd.DataFrame:
+        labels = self.catalogue_labels()
+        ids = list(grid.index)
+        grid.index = pd.Index([labels.get(k, k) for k in ids], name=name)
         grid.columns.name = None
+        grid.attrs["ids"] = ids
         return grid
 
 
@@ -232,6 +249,11 @@ def _select_stories(dataset: Dataset, include_human: bool,
     exclude = [] if include_human or HUMAN_SYSTEM not in dataset.systems else [HUMAN_SYSTEM]
     if systems is None and not exclude:
         return dataset
+    if exclude and set(dataset.systems) == {HUMAN_SYSTEM}:
+        raise InputError(
+            f"dataset {dataset.name!r} holds only human-written stories, which are left out by "
+            "default (they are the references of reference-based metrics); pass "
+            "include_human_stories=True (--include-human-stories) to evaluate them")
     return dataset.select_systems(systems, exclude=exclude)
 
 

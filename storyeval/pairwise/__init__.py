@@ -9,6 +9,7 @@ from storyeval.pairwise.bradley_terry import (
     fit_bradley_terry,
 )
 from storyeval.pairwise.consistency import position_consistency
+from storyeval.pairwise.judge import JudgePlan, JudgeRun, judge_pairs, make_pairs, plan_judging
 from storyeval.pairwise.template import (
     load_dimensions,
     parse_side_by_side,
@@ -23,12 +24,17 @@ __all__ = [
     "VERDICTS",
     "VERDICT_COLUMNS",
     "BradleyTerryResult",
+    "JudgePlan",
+    "JudgeRun",
     "WinMatrix",
     "bradley_terry",
     "fit_bradley_terry",
     "judge_accuracy",
+    "judge_pairs",
     "load_dimensions",
+    "make_pairs",
     "parse_side_by_side",
+    "plan_judging",
     "pointwise_pairwise_accuracy",
     "position_consistency",
     "read_verdicts",

@@ -155,7 +155,11 @@ def pointwise_pairwise_accuracy(
     -------
     DataFrame
         ``measure, criterion, accuracy, n_pairs, n_human_ties, n_measure_ties, human_ties,
-        tie_credit``; ``n_pairs`` counts the pairs scored.
+        tie_credit``. ``n_pairs`` counts the pairs scored (the denominator of ``accuracy``);
+        ``n_measure_ties`` counts the measure ties *among those scored pairs* (with
+        ``"exclude"``: the pairs earning ``tie_credit``); ``n_human_ties`` counts the pairs the
+        humans tied (left out with ``"exclude"``, scored with ``"include"``), so with
+        ``"exclude"`` ``n_pairs + n_human_ties`` is the number of story pairs.
 
     Notes
     -----
@@ -208,6 +212,7 @@ def pointwise_pairwise_accuracy(
         total = score.sum(axis=0) + credit * (meas_tie & decided).sum(axis=0)
         n_pairs = decided.sum(axis=0)
     else:
+        decided = np.ones_like(human_tie)
         total = (m == h).sum(axis=0)
         n_pairs = np.full(len(pairs), n_all)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -220,6 +225,7 @@ def pointwise_pairwise_accuracy(
         "measure": [p[0] for p in pairs], "criterion": [p[1] for p in pairs],
         "accuracy": acc.astype(float), "n_pairs": n_pairs.astype(np.int64),
         "n_human_ties": human_tie.sum(axis=0).astype(np.int64),
-        "n_measure_ties": meas_tie.sum(axis=0).astype(np.int64),
+        # measure ties among the scored pairs only, like n_pairs and the tie credit
+        "n_measure_ties": (meas_tie & decided).sum(axis=0).astype(np.int64),
         "human_ties": human_ties, "tie_credit": credit,
     })

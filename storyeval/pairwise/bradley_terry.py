@@ -81,11 +81,13 @@ class BradleyTerryResult:
         return pd.DataFrame(p, index=self.items, columns=self.items)
 
     def to_frame(self) -> pd.DataFrame:
-        """``item, log_strength, strength, rank`` (rank 1 = strongest)."""
+        """``item, log_strength, strength, rank`` (rank 1 = strongest; an integer column,
+        ``<NA>`` when the strengths are NaN)."""
         th = self.log_strength
         order = pd.Series(th).rank(ascending=False, method="min")
+        rank = order.astype("Int64").array  # integer ranks; <NA> when the MLE does not exist
         return pd.DataFrame({"item": self.items, "log_strength": th, "strength": np.exp(th),
-                             "rank": order.to_numpy()})
+                             "rank": rank})
 
 
 def _as_matrix(m, name: str, items: list | None) -> tuple[np.ndarray, list]:
@@ -308,10 +310,15 @@ def bradley_terry(
     Returns
     -------
     DataFrame
-        One row per item: ``dimension, item, log_strength, strength, rank, ci_low, ci_high,
-        wins, losses, ties, n_comparisons, tie_parameter, ties_model, n_resamples,
-        n_resamples_valid, reason``. ``ci_*`` bound the centred log-strength. Resamples in
-        which the MLE does not exist are left out and counted in ``n_resamples_valid``.
+        One row per item: ``dimension, item, log_strength, log_strength_ci_low,
+        log_strength_ci_high, strength, strength_ci_low, strength_ci_high, rank, wins, losses,
+        ties, n_comparisons, tie_parameter, ties_model, n_resamples, n_resamples_valid,
+        reason``. ``log_strength*`` are on the log scale (centred ``theta``), ``strength*`` on
+        the strength scale (``exp(theta)``, geometric mean 1); the strength interval is the
+        exponential of the log-strength interval (percentile intervals commute with monotone
+        maps). ``rank`` (1 = strongest, ties share the best rank) and the counts are integers.
+        Resamples in which the MLE does not exist are left out and counted in
+        ``n_resamples_valid``.
 
     Notes
     -----
@@ -328,7 +335,7 @@ def bradley_terry(
     ...                   "story_b": ["Y/0", "X/0", "Y/1", "X/1"], "dimension": "Plot",
     ...                   "verdict": ["A", "B", "B", "same"], "order": "AB"})
     >>> bradley_terry(v, n_resamples=0)[["item", "wins", "losses", "ties"]].values.tolist()
-    [['X', 2.0, 1.0, 1.0], ['Y', 1.0, 2.0, 1.0]]
+    [['X', 2, 1, 1], ['Y', 1, 2, 1]]
     """
     if ties not in _TIES:
         raise InputError(f"ties must be one of {_TIES}, got {ties!r}")
@@ -368,13 +375,25 @@ def bradley_terry(
             warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
                           f"{n_resamples - n_valid} of {n_resamples} prompt resamples (left out)",
                           UndefinedStatisticWarning, stacklevel=2)
-    out = fit.to_frame()
-    out.insert(0, "dimension", str(v["dimension"].iloc[0]))
-    out["ci_low"] = low
-    out["ci_high"] = high
-    out["wins"] = wins.sum(axis=1)
-    out["losses"] = wins.sum(axis=0)
-    out["ties"] = tie_m.sum(axis=1)
+    fr = fit.to_frame()
+
+    def _count(x: np.ndarray) -> np.ndarray:  # verdict counts are whole numbers
+        return np.rint(x).astype(np.int64)
+
+    out = pd.DataFrame({
+        "dimension": str(v["dimension"].iloc[0]),
+        "item": fr["item"],
+        "log_strength": fr["log_strength"],
+        "log_strength_ci_low": low,
+        "log_strength_ci_high": high,
+        "strength": fr["strength"],
+        "strength_ci_low": np.exp(low),
+        "strength_ci_high": np.exp(high),
+        "rank": fr["rank"],
+        "wins": _count(wins.sum(axis=1)),
+        "losses": _count(wins.sum(axis=0)),
+        "ties": _count(tie_m.sum(axis=1)),
+    })
     out["n_comparisons"] = out["wins"] + out["losses"] + out["ties"]
     out["tie_parameter"] = fit.tie_parameter
     out["ties_model"] = ties

@@ -25,14 +25,18 @@ def correlation_grid(result: MetaResult, level: str, *, with_mean: bool = True,
     """Raters x criteria at ``level``, the human baseline rows first, then a ``Mean`` column
     (mean over the criteria; for |tau| comparisons use the signed values shown)."""
     grid = result.correlation_grid(level)
+    ids = list(grid.attrs["ids"])
     if with_baseline and not result.baseline.empty:
         base = result.baseline[result.baseline["level"] == level]
-        rows = base.pivot_table(index="variant", columns="criterion", values="value",
-                                sort=False).rename(index=BASELINE_LABELS)
-        grid = pd.concat([rows.reindex(columns=grid.columns), grid])
+        rows = base.pivot(index="variant", columns="criterion", values="value")
+        rows = rows.reindex(index=[v for v in BASELINE_LABELS if v in rows.index])
+        ids = [f"human_baseline:{v}" for v in rows.index] + ids
+        grid = pd.concat([rows.rename(index=BASELINE_LABELS).reindex(columns=grid.columns),
+                          grid])
     if with_mean:
         grid["Mean"] = grid.mean(axis=1, skipna=False)
     grid.index.name = "measure"
+    grid.attrs["ids"] = ids
     return grid
 
 
@@ -69,12 +73,31 @@ def settings_lines(result: MetaResult) -> list[str]:
         f"measures: {s['measures']}; LLM ratings correlated with {own}",
     ]
     if w["comparison"] != "none":
+        where = ", ".join(w["levels"]) or "none of the requested levels"
         lines.append(
-            f"Williams tests: {w['comparison']}; {w['p_value']}; run in the direction of "
+            f"Williams tests ({where} level; prompt-level values are averages of per-prompt "
+            f"correlations and are not tested): {w['comparison']}; {w['p_value']}; "
+            f"run in the direction of "
             f"{'the larger |r|' if w['direction'] == 'larger' else 'a > b'}; sign convention "
             f"{w['sign_convention']!r}; {w['adjustment'].upper()} over family {w['family']!r}")
         if w["note"]:
             lines.append(f"note: {w['note']}")
+    if "bootstrap" in s:
+        b = s["bootstrap"]
+        lines.append(f"bootstrap: {b['ci_method']} {b['confidence_level']:.0%} intervals [low, "
+                     f"high] from {b['n_resamples']} resamples of {b['resample_by']} (the same "
+                     f"resamples for every measure), seed {b['random_state']}")
+    if "permutation" in s:
+        p = s["permutation"]
+        units = ", ".join(f"{lev}: {unit}" for lev, unit in p["unit"].items())
+        lines.append(f"permutation tests: {p['alternative']}, {p['n_permutations']} "
+                     f"permutations swapping the two measures' standardised scores per {units}; "
+                     f"p = (1 + #extreme) / (1 + N); seed {p['random_state']}")
+    if "chance" in s:
+        c = s["chance"]
+        lines.append(f"chance: the {c['confidence_level']:.0%} band of |coefficient| of "
+                     f"{c['n_draws']} random measures per criterion and level (column "
+                     f"chance_abs_high), seed {c['random_state']}")
     return lines
 
 
@@ -92,8 +115,11 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
         if "ci_low" in result.correlations.columns:
             grid = _with_intervals(result, level, grid, digits)
         parts.append(_titled(level_caption(result, level), grid.reset_index(), fmt, digits))
+        notes = [*undefined_lines(result, level)]
         if not result.chance.empty:
-            parts.append(chance_line(result, level, digits) + "\n")
+            notes.append(chance_line(result, level, digits))
+        if notes:
+            parts.append("\n".join(comment + line for line in notes) + "\n")
     for level in result.settings["williams"]["levels"]:
         grid = result.williams_grid(level).reset_index()
         if len(grid):
@@ -108,15 +134,24 @@ def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
                     digits: int) -> pd.DataFrame:
     """Grid cells as "value [low, high]" strings (the human baseline rows keep their value)."""
     rows = result.correlations[result.correlations["level"] == level]
-    label = rows["rater"].where(rows["kind"] == "llm_rater", rows["display_name"])
-    cells = {(lab, crit): f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-             for lab, crit, v, lo, hi in zip(label, rows["criterion"], rows["value"],
+    keys = result._row_keys(rows)
+    cells = {(key, crit): f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+             for key, crit, v, lo, hi in zip(keys, rows["criterion"], rows["value"],
                                              rows["ci_low"], rows["ci_high"])}
     text = grid.map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}").astype(object)
-    for (lab, crit), cell in cells.items():
-        if lab in text.index and crit in text.columns:
-            text.loc[lab, crit] = cell
+    position = {key: i for i, key in enumerate(grid.attrs["ids"])}
+    for (key, crit), cell in cells.items():
+        if key in position and crit in text.columns:
+            text.iloc[position[key], text.columns.get_loc(crit)] = cell
     return text
+
+
+def undefined_lines(result: MetaResult, level: str) -> list[str]:
+    """Why cells of a level's grid are blank (NaN), or were averaged over fewer prompts."""
+    rows = result.correlations[(result.correlations["level"] == level)
+                               & (result.correlations["reason"] != "")]
+    return [f"{count} value(s): {reason}"
+            for reason, count in rows["reason"].value_counts(sort=False).items()]
 
 
 def chance_line(result: MetaResult, level: str, digits: int = 3) -> str:
@@ -133,7 +168,8 @@ def permutation_caption(result: MetaResult, level: str) -> str:
     p = result.settings["permutation"]
     w = result.settings["williams"]
     return (f"{w['adjustment'].upper()}-adjusted paired permutation p ({p['alternative']}, "
-            f"{p['n_permutations']} permutations, unit {p['unit']}), {level} level")
+            f"{p['n_permutations']} permutations, unit {p['unit'].get(level, '?')}), "
+            f"{level} level")
 
 
 def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
@@ -196,6 +232,7 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
 
 def _save_grid(save, stem: str, grid: pd.DataFrame, caption: str, digits: int) -> None:
     table = grid.reset_index()
+    table.insert(1, "id", grid.attrs.get("ids", list(grid.index)))  # the data's identifiers
     for fmt in ("md", "latex", "csv"):
         text = format_table(table, fmt, digits=digits, caption=caption if fmt == "latex" else None)
         if fmt == "md":

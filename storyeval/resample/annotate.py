@@ -50,7 +50,8 @@ def add_bootstrap_ci(
             confidence_level=confidence_level, random_state=random_state,
             show_progress=show_progress))
     boot = pd.concat(frames, ignore_index=True)
-    keep = [*_KEY, "ci_low", "ci_high", "se"]
+    keep = [*_KEY, "ci_low", "ci_high", "se", "ci_method", "confidence_level", "n_resamples",
+            "resample_by"]
     correlations = result.correlations.merge(boot[keep], on=_KEY, how="left")
     settings = {**result.settings, "bootstrap": {
         "n_resamples": n_resamples, "resample_by": resample_by, "ci_method": ci_method,
@@ -83,8 +84,10 @@ def add_permutation_pvalues(
                             method=settings["adjustment"], out_col="perm_p_adjusted",
                             family_col="perm_family")
     williams["perm_p_adjusted"] = adjusted["perm_p_adjusted"].to_numpy()
+    units = williams.groupby("level", sort=False)["perm_unit"].agg(
+        lambda u: ", ".join(dict.fromkeys(map(str, u))))
     new_settings = {**result.settings, "permutation": {
-        "n_permutations": n_permutations, "unit": unit or "default per level",
+        "n_permutations": n_permutations, "unit": units.to_dict(),
         "alternative": alternative, "random_state": random_state,
         "statistic": "difference of |correlation| after standardising both measures"}}
     return replace(result, williams=williams, settings=new_settings)
@@ -107,4 +110,10 @@ def add_chance(
     settings = {**result.settings, "chance": {"n_draws": n_draws,
                                               "confidence_level": confidence_level,
                                               "random_state": random_state}}
-    return replace(result, chance=pd.concat(frames, ignore_index=True), settings=settings)
+    chance = pd.concat(frames, ignore_index=True)
+    # next to each measured value: how far a random measure reaches for that criterion and level
+    band = chance[["criterion", "level", "abs_high"]].rename(columns={"abs_high":
+                                                                      "chance_abs_high"})
+    correlations = result.correlations.drop(columns=["chance_abs_high"], errors="ignore")
+    correlations = correlations.merge(band, on=["criterion", "level"], how="left")
+    return replace(result, chance=chance, correlations=correlations, settings=settings)
