@@ -130,3 +130,17 @@ def test_meta_with_resampling_columns(tmp_path, capsys):
     again = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     pd.testing.assert_series_equal(again["ci_low"], corr["ci_low"])
     assert main(["meta", "--metrics", "BLEU", "--resamples", "-1", "--ci", "bootstrap"]) == 2
+
+
+def test_bootstrap_intervals_for_the_human_baseline():
+    from storyeval.meta.pipeline import meta_evaluate
+    from storyeval.resample.annotate import add_bootstrap_ci
+
+    res = add_bootstrap_ci(meta_evaluate(measures="BLEU", criteria="RE,CX", levels="overall"),
+                           n_resamples=60, random_state=1)
+    base = res.baseline
+    assert base[["ci_low", "ci_high"]].notna().all().all()
+    assert (base["ci_low"] < base["ci_high"]).all()
+    # overall level with 960 stories: the interval brackets the point estimate
+    assert ((base["ci_low"] <= base["value"]) & (base["value"] <= base["ci_high"])).all()
+    assert set(base["ci_method"]) == {"percentile"}

@@ -11,10 +11,12 @@ import pytest
 from storyeval.exceptions import InputError
 from storyeval.llm.extract import (
     PARSER_VERSION,
+    PARSERS,
     STATUSES,
     parse_many,
     parse_rating,
     parser_accuracy,
+    parser_id,
 )
 
 # Ratings of the 100 explanations of storyeval/data/hanna/user_study.csv (one per 3 rows, in file
@@ -77,6 +79,22 @@ def test_user_study_explanations_drop_the_rating(explanations):
     ("After careful thought: 4/5.", 4),
     ("4\n\nThe story lacks a stronger connection with the audience to rate a 5.", 4),
     ("4\n\nI would rate the story a 4 on the Surprise scale.", 4),
+    # numbered-list markers are not ratings; the summary label after them is
+    ("1. The story... 2. The ending... Overall 4", 4),
+    ("1) The plot is thin.\n2) The ending is flat.\n\nRating: 2", 2),
+    ("4\n\n1. Plot: good. 2. Characters: flat.", 4),
+    ("3. The story is mostly coherent.", 3),  # a lone "3." is a rating, not a list
+    # number words
+    ("Three.", 3),
+    ("I'd give it a four", 4),
+    ("Four out of five. The ending works.", 4),
+    ("Two\n\nThe story is predictable.", 2),
+    ("I'd give this one a 4.", 4),  # "this one" is not a rating
+    # the scale is not a rating
+    ("out of 5, I'd say 2", 2),
+    ("On a scale from 1 to 5, I would rate it 4.", 4),
+    ("Rating (out of 5): 4", 4),
+    ("Final score: 3/5", 3),
 ])
 def test_ok(text, rating):
     p = parse_rating(text)
@@ -99,6 +117,19 @@ def test_ok(text, rating):
     ("3.5", "ambiguous"),
     ("I would rate it 3. On reflection I give it a 4.", "ambiguous"),
     ("4\n\nActually, I would rate it a 2.", "ambiguous"),
+    ("between 3 and 4", "ambiguous"),
+    ("Somewhere between 3 and 4.", "ambiguous"),
+    ("I'd rate it between a 3 and a 4.", "ambiguous"),
+    ("I would rate it 3-4.", "ambiguous"),
+    ("3 and 4", "ambiguous"),
+    ("3\n\nOverall 4", "ambiguous"),
+    ("I would rate this story a 1. The plot is thin. I would give it a 2.", "ambiguous"),
+    ("1. The story is weak.\n2. The ending is flat.", "no_number"),  # only list markers
+    ("One of the best stories I read.", "no_number"),
+    ("The story has four characters.", "no_number"),
+    ("Overall, the 2 characters are flat.", "no_number"),
+    ("I would say the 2 characters are flat.", "no_number"),
+    ("Out of 5, I'd say seven.", "out_of_range"),
 ])
 def test_failures(text, status):
     p = parse_rating(text)
@@ -114,13 +145,62 @@ def test_out_of_range_keeps_candidate_and_scale_is_an_argument():
     assert parse_rating("8/10", scale=(1, 10)).rating == 8.0
 
 
-def test_first_number_method_is_the_papers_rule():
-    # the paper took the first number, right or wrong
-    assert parse_rating("The story has 2 characters. I would give it a 4.",
-                        method="first_number").rating == 2.0
-    assert parse_rating("3-4", method="first_number").rating == 3.0
+def _paper_rule(text: str) -> float:
+    """The paper's rule written as a character scan (independent of the parser's regexes):
+    the first run of digits, with a decimal part if one follows; none or off 1..5 -> 3."""
+    i = 0
+    while i < len(text) and not text[i].isdigit():
+        i += 1
+    if i == len(text):
+        return 3.0
+    j = i
+    while j < len(text) and text[j].isdigit():
+        j += 1
+    if j + 1 < len(text) and text[j] == "." and text[j + 1].isdigit():
+        j += 1
+        while j < len(text) and text[j].isdigit():
+            j += 1
+    v = float(text[i:j])
+    return v if 1 <= v <= 5 else 3.0
+
+
+PAPER_CASES = [  # (answer, the paper's rating worked by hand)
+    ("The story has 2 characters. I would give it a 4.", 2.0),  # right or wrong: the first
+    ("3-4", 3.0),
+    ("none", 3.0),  # no number -> 3
+    ("9", 3.0),  # off the scale -> 3
+    ("Rating: 8/10", 3.0),
+    ("0 - nothing happens", 3.0),
+    ("3.5", 3.5),  # kept: HANNA's released LLM means include x.5 tries (e.g. 5.5/3)
+    ("Three.", 3.0),  # a number word is not a number for the paper: none -> 3
+    ("1. The story... 2. The ending... Overall 4", 1.0),
+    ("Story2 is a 5", 2.0),
+]
+
+
+@pytest.mark.parametrize("text, expected", PAPER_CASES)
+def test_first_number_with_midpoint_is_the_papers_rule(text, expected):
+    assert _paper_rule(text) == expected  # the reference agrees with the hand-worked value
+    p = parse_rating(text, method="first_number")
+    assert p.status in ("ok", "no_number", "out_of_range")  # never ambiguous
+    got = p.rating if p.status == "ok" else 3.0  # what on_unparsed="midpoint" does
+    assert got == expected
+
+
+def test_first_number_statuses():
     assert parse_rating("none", method="first_number").status == "no_number"
-    assert parse_rating("9", method="first_number").status == "out_of_range"
+    p = parse_rating("9", method="first_number")
+    assert (p.status, p.candidate) == ("out_of_range", 9.0)
+    p = parse_rating("3.5 — fine", method="first_number")
+    assert (p.status, p.rating, p.explanation) == ("ok", 3.5, "fine")
+
+
+def test_parser_tags():
+    assert PARSERS == ("strict", "first_number")
+    assert PARSER_VERSION == "2"  # bumped with the rules of this version
+    assert parser_id() == "strict-2" and parser_id("first_number") == "first_number-2"
+    with pytest.raises(InputError, match="method"):
+        parser_id("last")
 
 
 def test_parse_many_and_unpacking():

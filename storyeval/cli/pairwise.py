@@ -12,10 +12,15 @@ Sub-commands::
     storyeval pairwise pointwise [--data FILE] [--measures LIST] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
     storyeval pairwise template --prompt FILE --story-a FILE --story-b FILE [--dimensions LIST]
+    storyeval pairwise judge --backend openai|hf|vllm --model NAME [--base-url URL]
+                             (--stories FILE | --dataset hanna) [--systems LIST] [--limit N]
+                             [--dimensions LIST] [--no-overall] [--one-order] [--tries N]
+                             --cache PATH --out VERDICTS.csv [--dry-run] [--cache-only]
 
 Verdict files: CSV, TSV or JSON lines with ``prompt_id, story_a, story_b, dimension, verdict
 (A/B/same), order (AB/BA)`` and optional ``judge``, ``system_a``, ``system_b``
-(see :mod:`storyeval.pairwise.verdicts`). Exit codes: 0 ok, 2 usage or input error.
+(see :mod:`storyeval.pairwise.verdicts`). Exit codes: 0 ok, 1 ``judge``: some requests failed
+after their retries (rerun to resume), 2 usage or input error.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from storyeval.cli.common import add_format_option
 
-_ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "pointwise", "template")
+_ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "pointwise", "template", "judge")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -39,7 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser = subparsers.add_parser(
         "pairwise", help="pairwise judging: win matrices, Bradley-Terry, judge accuracy",
         description=__doc__.split("\n\n")[0],
-        epilog="Exit codes: 0 ok, 2 usage or input error.")
+        epilog="Exit codes: 0 ok, 1 judge: some requests failed (rerun to resume), 2 usage or "
+               "input error.")
     sub = parser.add_subparsers(dest="pairwise_action", metavar="ACTION")
 
     def verdict_parser(name: str, help_: str) -> argparse.ArgumentParser:
@@ -110,8 +116,199 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "Language Use)")
     p.add_argument("--no-overall", action="store_true", help="do not ask for an overall line")
     p.add_argument("--template", type=Path, metavar="FILE", help="a replacement template file")
+    _add_judge_parser(sub)
     parser.set_defaults(_pairwise_parser=parser)
     return parser
+
+
+def _add_judge_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "judge", help="judge story pairs side by side with an LLM (both orders, cached, "
+                      "resumable)",
+        description="Judge every pair of systems within each prompt side by side, in both "
+                    "presentation orders, through an OpenAI-compatible server, a local Hugging "
+                    "Face model or the vLLM engine. Answers go to the --cache file the moment "
+                    "they arrive (the cache of `storyeval rate`); rerunning resumes and sends "
+                    "only what is missing. Writes the verdict table (--out) that the matrix, "
+                    "strengths, consistency and accuracy actions read, and the failures "
+                    "(unreadable answers with their raw text, failed requests) next to it.",
+        epilog="exit codes: 0 ok, 1 some requests failed after retries (rerun to resume), 2 "
+               "usage or input error.")
+    m = p.add_argument_group("model")
+    m.add_argument("--backend", choices=("openai", "hf", "vllm"), default="openai",
+                   help="openai: any OpenAI-compatible chat server (default); hf: local "
+                        "transformers; vllm: vLLM offline engine")
+    m.add_argument("--model", required=True,
+                   help="served model name (openai) or model folder/name (hf, vllm)")
+    m.add_argument("--judge", metavar="LABEL",
+                   help="judge label in the verdicts (default: --model, or the folder name of "
+                        "a local path)")
+    d = p.add_argument_group("stories")
+    src = d.add_mutually_exclusive_group()
+    src.add_argument("--dataset", choices=("hanna",), default=None,
+                     help="hanna: the released HANNA texts (96 prompts x Human + 6 LLMs; "
+                          "default when --stories is not given)")
+    src.add_argument("--stories", type=Path, metavar="FILE",
+                     help="CSV/JSONL/Parquet with story_id, system, prompt_id, prompt, story")
+    d.add_argument("--systems", metavar="LIST", help="comma-separated systems to pair")
+    d.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N prompts (all their pairs)")
+    w = p.add_argument_group("what to ask")
+    w.add_argument("--dimensions", metavar="LIST",
+                   help="comma-separated dimensions (default: Plot, Creativity, Development, "
+                        "Language Use)")
+    w.add_argument("--no-overall", action="store_true", help="do not ask for an overall line")
+    w.add_argument("--one-order", action="store_true",
+                   help="show each pair once (story_a first) instead of in both orders")
+    w.add_argument("--tries", type=int, default=1,
+                   help="answers per pair and order (default: 1); tries > 1 get judge labels "
+                        "'LABEL tryT'")
+    w.add_argument("--template", type=Path, metavar="FILE", help="a replacement template file")
+    w.add_argument("--dimensions-file", type=Path, metavar="FILE",
+                   help="a replacement dimensions JSON file")
+    s = p.add_argument_group("sampling (recorded and part of the cache key)")
+    s.add_argument("--temperature", type=float, default=0.7, help="(default: 0.7)")
+    s.add_argument("--top-p", type=float, default=1.0, help="(default: 1.0)")
+    s.add_argument("--max-tokens", type=int, default=1024,
+                   help="(default: 1024; the assessment comes before the verdicts)")
+    s.add_argument("--seed", type=int, default=0, help="base seed; try t uses seed + t")
+    s.add_argument("--no-seed", action="store_true", help="send no seed")
+    o = p.add_argument_group("openai backend")
+    o.add_argument("--base-url", default="http://localhost:8000/v1",
+                   help="server root (default: http://localhost:8000/v1)")
+    o.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="environment variable holding the API key (default: OPENAI_API_KEY; "
+                        "unset: no Authorization header)")
+    o.add_argument("--concurrency", type=int, default=16, help="requests in flight (default: 16)")
+    o.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
+    h = p.add_argument_group("hf / vllm backends")
+    h.add_argument("--batch-size", type=int, default=8, help="hf batch size (default: 8)")
+    h.add_argument("--device", help="hf device, e.g. cuda or cpu (default: cuda if available)")
+    h.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), help="hf weights dtype")
+    h.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm (default: 1)")
+    c = p.add_argument_group("cache and output")
+    c.add_argument("--cache", type=Path, default=Path("storyeval-llm-cache.sqlite"),
+                   help="answer cache (SQLite, shared with `storyeval rate`; default: "
+                        "./storyeval-llm-cache.sqlite)")
+    c.add_argument("--cache-only", action="store_true",
+                   help="send nothing; use stored answers")
+    c.add_argument("--dry-run", action="store_true",
+                   help="print the number of requests and a token estimate, send nothing")
+    c.add_argument("--out", type=Path, metavar="FILE",
+                   help="verdict table to write (.csv, .tsv or .jsonl; required unless "
+                        "--dry-run); failures go to FILE's stem + '.failures' + suffix")
+    c.add_argument("--json", action="store_true", help="print the summary as JSON")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    c.add_argument("-v", "--verbose", action="store_true", help="log every retry")
+    return p
+
+
+def _write_table(frame, path: Path) -> None:
+    from storyeval.exceptions import InputError
+
+    suffix = path.suffix.lower()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".tsv":
+        frame.to_csv(path, sep="\t", index=False)
+    elif suffix in (".jsonl", ".json"):
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        raise InputError(f"--out {str(path)!r}: unsupported file type {suffix!r}; use .csv, "
+                         ".tsv or .jsonl")
+
+
+def _run_judge(args: argparse.Namespace) -> int:
+    import json
+    import logging
+
+    from storyeval.exceptions import InputError
+    from storyeval.llm.backends import BackendError, SamplingParams, make_backend
+    from storyeval.llm.stories import load_stories
+    from storyeval.pairwise.judge import judge_pairs, make_pairs, plan_judging
+
+    if args.tries < 1:
+        raise InputError(f"--tries must be >= 1, got {args.tries}")
+    if args.dry_run and args.cache_only:
+        raise InputError("--dry-run and --cache-only cannot be combined")
+    if not args.dry_run and args.out is None:
+        raise InputError("--out FILE is required (or use --dry-run)")
+    if args.out is not None and args.out.suffix.lower() not in (".csv", ".tsv", ".jsonl",
+                                                                 ".json"):
+        raise InputError(f"--out {str(args.out)!r}: use a .csv, .tsv or .jsonl file")
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be >= 1, got {args.limit}")
+    sampling = SamplingParams(temperature=args.temperature, top_p=args.top_p,
+                              max_tokens=args.max_tokens,
+                              seed=None if args.no_seed else args.seed)
+    if args.backend == "openai":
+        backend = make_backend("openai", args.model, base_url=args.base_url,
+                               api_key_env=args.api_key_env, concurrency=args.concurrency,
+                               timeout=args.timeout, max_retries=args.max_retries)
+    elif args.backend == "hf":
+        backend = make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
+                               dtype=args.dtype)
+    else:
+        if args.tensor_parallel_size < 1:
+            raise InputError("--tensor-parallel-size must be >= 1")
+        backend = make_backend("vllm", args.model,
+                               engine_kwargs={"tensor_parallel_size": args.tensor_parallel_size})
+    stories = load_stories(args.stories if args.stories is not None else (args.dataset or "hanna"))
+    pairs = make_pairs(stories, systems=_split(args.systems) if args.systems else None,
+                       limit=args.limit)
+    common = {"dimensions": _split(args.dimensions) if args.dimensions else None,
+              "overall": not args.no_overall, "both_orders": not args.one_order,
+              "tries": args.tries, "sampling": sampling, "judge": args.judge,
+              "template": args.template, "dimensions_file": args.dimensions_file}
+    if args.dry_run:
+        the_plan = plan_judging(pairs, backend, cache=args.cache, **common)
+        print(json.dumps(the_plan.to_dict(), indent=2) if args.json else the_plan.summary())
+        return 0
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("storyeval pairwise judge: %(message)s"))
+    log = logging.getLogger("storyeval.llm")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO if args.verbose else logging.WARNING)
+    try:
+        try:
+            result = judge_pairs(pairs, backend, cache=args.cache, cache_only=args.cache_only,
+                                 show_progress=False if args.no_progress else None, **common)
+        except BackendError as exc:
+            print(f"storyeval pairwise judge: error: {exc}", file=sys.stderr)
+            print("storyeval pairwise judge: answers received so far are in the cache; rerun "
+                  "to resume", file=sys.stderr)
+            return 1
+    finally:
+        log.removeHandler(handler)
+    j = result.judgments
+    ok = j["status"] == "ok"
+    fail_path = args.out.with_name(args.out.stem + ".failures" + args.out.suffix)
+    if ok.any():
+        _write_table(result.verdicts, args.out)
+    else:
+        print("storyeval pairwise judge: warning: no usable verdict; the verdict file is not "
+              "written", file=sys.stderr)
+    _write_table(j[~ok], fail_path)
+    fails = result.failures()
+    summary = {"plan": result.plan.to_dict(), "sent": result.n_sent,
+               "answered": result.n_answered, "request_failures": result.n_request_failures,
+               "statuses": {k: int(v) for k, v in j["status"].value_counts().items()},
+               "settings": result.settings, "cache": str(args.cache),
+               "out": str(args.out) if ok.any() else None, "failures_file": str(fail_path)}
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        pl = result.plan
+        print(f"{pl.model}: {pl.n_requests} requests, {pl.n_cached} from the cache, "
+              f"{result.n_sent} sent, {result.n_answered} answered, "
+              f"{result.n_request_failures} failed")
+        print("judgments per judge x dimension:")
+        print(fails.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(f"wrote {int(ok.sum())} verdicts to {args.out} and {int((~ok).sum())} failures "
+              f"to {fail_path}")
+    return 1 if result.n_request_failures else 0
 
 
 def _read(path: Path) -> str:
@@ -166,6 +363,8 @@ def run(args: argparse.Namespace) -> int:
                                    overall=not args.no_overall, template=args.template)
         sys.stdout.write(text)
         return 0
+    if action == "judge":
+        return _run_judge(args)
     if action == "pointwise":
         from storyeval.cli.common import load_dataset_arg
         from storyeval.pairwise import pointwise_pairwise_accuracy

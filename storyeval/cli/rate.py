@@ -26,6 +26,9 @@ examples:
   storyeval rate --backend openai --base-url http://localhost:8000/v1 --model my-model \\
       --eval-prompts 1-4 --criteria all --tries 3 --dataset hanna --out runs/my-model
   storyeval rate --backend hf --model ./tiny-model --stories stories.csv --eval-prompts 1 --dry-run
+  # the paper's extraction (first number; none or off the scale -> 3), from the cache only:
+  storyeval rate --model my-model --dataset hanna --cache-only --parser first_number \
+      --on-unparsed midpoint --out runs/my-model-paper
 
 exit codes: 0 ok, 1 some requests failed after retries (rerun to resume), 2 usage or input error.
 """
@@ -99,9 +102,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.add_argument("--out", type=Path, metavar="DIR",
                    help="write ratings.csv, scores.csv, failures.csv, judge_systems.csv, "
                         "consistency.csv and settings.json to DIR")
+    c.add_argument("--parser", choices=("strict", "first_number"), default="strict",
+                   help="rating extraction: strict (default; documented rules, failures "
+                        "counted) or first_number (the paper's: the first number in the "
+                        "answer). Changing it re-parses the stored answers, sending nothing")
     c.add_argument("--on-unparsed", choices=("nan", "midpoint"), default="nan",
                    help="scores: leave failed answers out (default) or count parse failures "
-                        "as the scale midpoint, as the paper did")
+                        "as the scale midpoint, as the paper did; --parser first_number "
+                        "--on-unparsed midpoint is the paper's rule exactly")
     c.add_argument("--json", action="store_true", help="print the run summary as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.add_argument("-v", "--verbose", action="store_true", help="log every retry")
@@ -182,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 try:
                     result = rate(stories, backend, cache=args.cache, cache_only=args.cache_only,
+                                  parser=args.parser,
                                   show_progress=False if args.no_progress else None, **common)
                 except BackendError as exc:
                     print(f"storyeval rate: error: {exc}", file=sys.stderr)
@@ -203,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             "plan": result.plan.to_dict(), "sent": result.n_sent, "answered": result.n_answered,
             "request_failures": result.n_request_failures, "settings": result.settings,
             "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
-            "on_unparsed": args.on_unparsed, "cache": str(args.cache),
+            "parser": args.parser, "on_unparsed": args.on_unparsed, "cache": str(args.cache),
         }
         if args.out is not None:
             out = Path(args.out)

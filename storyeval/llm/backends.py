@@ -401,8 +401,11 @@ class HFBackend(Backend):
     -----
     The chat template of the tokenizer is used when it has one; otherwise the messages'
     contents are joined with blank lines. Requests are grouped by try index, so a batch shares
-    one seed: ``torch.manual_seed(seed + batch number)``; results are reproducible for the same
-    requests, batch size and hardware, not per request.
+    one seed: before batch ``b`` (counted from 0 over all batches of one :meth:`run` call, in
+    order) it calls ``torch.manual_seed(s * 1_000_003 + b)``, where ``s`` is the try's seed
+    (``sampling.seed + try_index``); the factor keeps the seeds of different tries apart.
+    Results are reproducible for the same requests (so the same set of answers still missing
+    from the cache), batch size and hardware, not per request.
     """
 
     kind = "hf"

@@ -21,7 +21,7 @@ import pandas as pd
 from storyeval.exceptions import InputError, StoryevalWarning
 from storyeval.llm.backends import Answer, Backend, Request, SamplingParams
 from storyeval.llm.cache import AnswerCache, key_from_prefix, key_prefix, messages_digest
-from storyeval.llm.extract import PARSER_VERSION, parse_rating
+from storyeval.llm.extract import PARSER_VERSION, PARSERS, parse_rating, parser_id
 from storyeval.llm.prompts import (
     CriterionSpec,
     Guidelines,
@@ -38,7 +38,7 @@ __all__ = ["RATING_COLUMNS", "RatingPlan", "RatingRun", "parse_range", "plan", "
 #: Columns of the tidy ratings table, in order.
 RATING_COLUMNS: tuple[str, ...] = (
     "story_id", "system", "prompt_id", "model", "eval_prompt", "criterion", "code", "try",
-    "rating", "status", "explanation", "error", "key",
+    "rating", "status", "explanation", "error", "key", "parser",
 )
 
 #: Characters per token of the dry-run estimate (a rule of thumb for English with BPE tokenizers).
@@ -321,7 +321,7 @@ def plan(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
 def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = None,
          eval_prompts="1-4", criteria=None, tries: int = 3,
          sampling: SamplingParams | None = None, templates=None, guidelines=None,
-         criteria_file=None, cache=None, cache_only: bool = False,
+         criteria_file=None, cache=None, cache_only: bool = False, parser: str = "strict",
          show_progress: bool | None = None) -> RatingRun:
     """Rate stories with an LLM: every (story, Eval-Prompt, criterion) asked ``tries`` times.
 
@@ -329,6 +329,11 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     ----------""" + _BUILD_DOC_PARAMS + """
     cache_only : bool, default False
         Send nothing; requests without a stored answer get status ``"missing"``.
+    parser : {"strict", "first_number"}, default "strict"
+        The rating extraction method of :func:`storyeval.llm.extract.parse_rating`.
+        ``"first_number"`` with ``on_unparsed="midpoint"`` in
+        :func:`~storyeval.llm.outputs.to_scores` is the paper's rule (the first number; none or
+        off the scale: 3). Recorded in the ``parser`` column and ``settings``.
     show_progress : bool, optional
         Progress bar (default: only on a terminal).
 
@@ -341,13 +346,17 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
         ``error`` (the request failed after its retries; message in ``error``), ``missing``
         (``cache_only`` and not stored) and ``no_reference`` (an Eval-Prompt showing the human
         story, for a story without one, e.g. HANNA's human stories; not sent, with a
-        :class:`~storyeval.exceptions.StoryevalWarning`). Nothing is imputed.
+        :class:`~storyeval.exceptions.StoryevalWarning`). Nothing is imputed. The ``parser``
+        column holds the tag of the parser that read the answer (:func:`parser_id`, e.g.
+        ``"strict-2"``), empty for answers that were not parsed.
 
     Notes
     -----
-    Each answer is committed to the cache as soon as it arrives, with its raw text and the
-    parser version; answers stored by an older parser are re-parsed from the raw text without
-    any request. Try ``t`` uses seed ``sampling.seed + t``.
+    Each answer is committed to the cache as soon as it arrives, with its raw text and the tag
+    of the parser that read it (method and version, :func:`parser_id`); answers stored under
+    another tag (an older version, or the other method) are re-parsed from the raw text
+    without any request, and the cache keeps the latest parse. Try ``t`` uses seed
+    ``sampling.seed + t``.
 
     Validated against a local OpenAI-compatible test server with scripted answers, rate limits,
     server errors and malformed answers, and a run killed with SIGKILL and resumed
@@ -359,20 +368,24 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     >>> run = rate(load_stories("hanna"), OpenAIBackend("my-model"), cache="answers.sqlite")  # doctest: +SKIP
     >>> scores = run.scores()  # doctest: +SKIP
     """
+    if parser not in PARSERS:
+        raise InputError(f"parser must be one of {', '.join(map(repr, PARSERS))}, got {parser!r}")
     sampling = sampling or SamplingParams()
     job = _build(stories, backend, model_name=model_name, eval_prompts=eval_prompts,
                  criteria=criteria, tries=tries, sampling=sampling, templates=templates,
                  guidelines=guidelines, criteria_file=criteria_file)
     store, owned = _open_cache(cache)
     try:
-        return _execute(job, store, cache_only=cache_only, show_progress=show_progress)
+        return _execute(job, store, cache_only=cache_only, parser=parser,
+                        show_progress=show_progress)
     finally:
         if owned:
             store.close()
 
 
-def _execute(job: _Job, store: AnswerCache, *, cache_only: bool,
+def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
              show_progress: bool | None) -> RatingRun:
+    tag = parser_id(parser)
     items = job.items
     keys = items["key"].tolist()
     stored = store.get_many([k for k in keys if k])
@@ -392,16 +405,16 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool,
         backend = job.backend
 
         def on_answer(req: Request, ans: Answer) -> None:
-            p = parse_rating(ans.text, scale=job.scale)
+            p = parse_rating(ans.text, scale=job.scale, method=parser)
             rating = None if math.isnan(p.rating) else p.rating
             store.put(key=req.key, backend=backend.kind, model=backend.model,
                       messages_sha=messages_digest(req.messages), sampling=skey,
                       try_index=req.try_index, seed=req.seed, raw=ans.text,
                       finish_reason=ans.finish_reason, prompt_tokens=ans.prompt_tokens,
                       completion_tokens=ans.completion_tokens, latency_s=ans.latency_s,
-                      attempts=ans.attempts, parser_version=PARSER_VERSION, rating=rating,
+                      attempts=ans.attempts, parser_version=tag, rating=rating,
                       status=p.status, explanation=p.explanation)
-            fresh[req.key] = {"raw": ans.text, "parser_version": PARSER_VERSION,
+            fresh[req.key] = {"raw": ans.text, "parser_version": tag,
                               "rating": rating, "status": p.status, "explanation": p.explanation}
 
         def on_failure(req: Request, message: str) -> None:
@@ -410,22 +423,23 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool,
         backend.run(todo, on_answer, on_failure, show_progress=show_progress)
     stored.update(fresh)
 
-    # Re-parse answers stored by another parser version (no request needed).
+    # Re-parse answers stored under another parser tag (method or version; no request needed).
     reparsed = []
     for k, row in stored.items():
-        if row.get("parser_version") != PARSER_VERSION or row.get("status") is None:
-            p = parse_rating(row["raw"], scale=job.scale)
+        if row.get("parser_version") != tag or row.get("status") is None:
+            p = parse_rating(row["raw"], scale=job.scale, method=parser)
             row.update(rating=None if math.isnan(p.rating) else p.rating, status=p.status,
-                       explanation=p.explanation, parser_version=PARSER_VERSION)
+                       explanation=p.explanation, parser_version=tag)
             reparsed.append((k, row["rating"], p.status, p.explanation))
     if reparsed:
-        store.update_parsed(reparsed, PARSER_VERSION)
+        store.update_parsed(reparsed, tag)
 
     n = len(keys)
     rating = np.full(n, np.nan)
     status = np.empty(n, dtype=object)
     explanation = np.empty(n, dtype=object)
     error = np.empty(n, dtype=object)
+    parsed_by = np.full(n, "", dtype=object)
     for i, k in enumerate(keys):
         row = stored.get(k)
         if row is not None:
@@ -434,6 +448,7 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool,
             status[i] = row["status"]
             explanation[i] = row["explanation"] or ""
             error[i] = ""
+            parsed_by[i] = tag
         elif not k:
             status[i], explanation[i], error[i] = "no_reference", "", ""
         elif k in failures:
@@ -456,10 +471,12 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool,
         "explanation": explanation,
         "error": error,
         "key": [k or None for k in keys],
+        "parser": parsed_by,
     })
     settings = {**job.backend.describe(), "model_name": job.model_label,
                 **{f"sampling_{k}": v for k, v in job.sampling.__dict__.items()},
-                "tries": job.tries, "parser_version": PARSER_VERSION}
+                "tries": job.tries, "parser": parser, "parser_version": PARSER_VERSION,
+                "parser_id": tag}
     return RatingRun(ratings=ratings, plan=the_plan, n_sent=n_sent, n_answered=len(fresh),
                      n_request_failures=len(failures), settings=settings)
 

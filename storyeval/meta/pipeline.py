@@ -356,17 +356,25 @@ def _finish_williams(tests: list[pd.DataFrame], info: pd.DataFrame, method: str,
     return comp.loc[:, WILLIAMS_COLUMNS]
 
 
-def _baseline(dataset: Dataset, crits: list[str], levels: list[str], method: str,
-              nan_policy: str, tie_rtol: float) -> pd.DataFrame:
-    cat = dataset.catalogue
+def annotator_columns(catalogue: pd.DataFrame, crits: Sequence[str],
+                      ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per criterion, the individual annotators' measures (two or more) and, when the data has
+    one per annotator, their leave-one-out means (HANNA: ``Human i RE``, ``Human Avg i RE``)."""
     annotators, loo = {}, {}
     for crit in crits:
-        ann = cat[(cat["kind"] == "annotator") & (cat["criterion"] == crit)]
+        ann = catalogue[(catalogue["kind"] == "annotator") & (catalogue["criterion"] == crit)]
         if len(ann) >= 2:
             annotators[crit] = ann.sort_values("annotator")["measure"].tolist()
-            own = cat[(cat["kind"] == "annotator_loo") & (cat["criterion"] == crit)]
+            own = catalogue[(catalogue["kind"] == "annotator_loo")
+                            & (catalogue["criterion"] == crit)]
             if len(own) == len(ann):
                 loo[crit] = own.sort_values("annotator")["measure"].tolist()
+    return annotators, loo
+
+
+def _baseline(dataset: Dataset, crits: list[str], levels: list[str], method: str,
+              nan_policy: str, tie_rtol: float) -> pd.DataFrame:
+    annotators, loo = annotator_columns(dataset.catalogue, crits)
     if not annotators:
         return pd.DataFrame(columns=["criterion", "level", "coefficient", "variant", "value",
                                      "n", "n_groups", "n_annotators", "reason"])

@@ -132,12 +132,19 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
 
 def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
                     digits: int) -> pd.DataFrame:
-    """Grid cells as "value [low, high]" strings (the human baseline rows keep their value)."""
+    """Grid cells as "value [low, high]" strings (the Mean column keeps its value)."""
     rows = result.correlations[result.correlations["level"] == level]
     keys = result._row_keys(rows)
     cells = {(key, crit): f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
              for key, crit, v, lo, hi in zip(keys, rows["criterion"], rows["value"],
                                              rows["ci_low"], rows["ci_high"])}
+    if "ci_low" in result.baseline.columns:
+        base = result.baseline[result.baseline["level"] == level]
+        cells.update({(f"human_baseline:{var}", crit):
+                      f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+                      for var, crit, v, lo, hi in zip(base["variant"], base["criterion"],
+                                                      base["value"], base["ci_low"],
+                                                      base["ci_high"])})
     text = grid.map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}").astype(object)
     position = {key: i for i, key in enumerate(grid.attrs["ids"])}
     for (key, crit), cell in cells.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError
@@ -49,6 +50,9 @@ def add_bootstrap_ci(
             n_resamples=n_resamples, resample_by=resample_by, ci_method=ci_method,
             confidence_level=confidence_level, random_state=random_state,
             show_progress=show_progress))
+    baseline = _baseline_intervals(result, wide, n_resamples=n_resamples,
+                                   resample_by=resample_by, confidence_level=confidence_level,
+                                   random_state=random_state)
     boot = pd.concat(frames, ignore_index=True)
     keep = [*_KEY, "ci_low", "ci_high", "se", "ci_method", "confidence_level", "n_resamples",
             "resample_by"]
@@ -56,7 +60,50 @@ def add_bootstrap_ci(
     settings = {**result.settings, "bootstrap": {
         "n_resamples": n_resamples, "resample_by": resample_by, "ci_method": ci_method,
         "confidence_level": confidence_level, "random_state": random_state}}
-    return replace(result, correlations=correlations, settings=settings)
+    return replace(result, correlations=correlations, baseline=baseline, settings=settings)
+
+
+def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: int,
+                        resample_by: str, confidence_level: float,
+                        random_state: int | None) -> pd.DataFrame:
+    """Percentile intervals of the human baseline, from the same resamples as the measures: per
+    resample, the mean over annotators of corr(annotator i, target i) (target: the criterion
+    mean for the upper bound, the mean of the others for leave-one-out)."""
+    from storyeval.meta.pipeline import annotator_columns
+
+    base = result.baseline
+    if base.empty:
+        return base
+    annotators, loo = annotator_columns(result.dataset.catalogue, result.settings["criteria"])
+    rows = []
+    for level, part in base.groupby("level", sort=False):
+        groups, pairs = [], []
+        for crit, variant in zip(part["criterion"], part["variant"]):
+            targets = ([crit] * len(annotators[crit]) if variant == "upper_bound"
+                       else loo.get(crit))
+            if targets is None:  # leave-one-out means computed, not in the data: no interval
+                groups.append([])
+                continue
+            groups.append(list(range(len(pairs), len(pairs) + len(targets))))
+            pairs += list(zip(annotators[crit], targets))
+        _, theta = bootstrap_correlations(
+            wide, pairs, level=level, method=result.settings["coefficient"],
+            n_resamples=n_resamples, resample_by=resample_by, confidence_level=confidence_level,
+            random_state=random_state, return_distribution=True)
+        alpha = (1 - confidence_level) / 2
+        for index, cols in zip(part.index, groups):
+            if cols:
+                means = theta[:, cols].mean(axis=1)
+                low, high = np.nanquantile(means, [alpha, 1 - alpha])
+            else:
+                low = high = np.nan
+            rows.append((index, low, high))
+    out = base.copy()
+    where = [r[0] for r in rows]
+    out.loc[where, "ci_low"] = [r[1] for r in rows]
+    out.loc[where, "ci_high"] = [r[2] for r in rows]
+    out["ci_method"] = "percentile"
+    return out
 
 
 def add_permutation_pvalues(
