@@ -70,6 +70,51 @@ def test_full_run_writes_tables_meta_can_read(tmp_path, stories_csv, capsys):
     assert settings["settings"]["parser_version"]
 
 
+def test_parser_option_reparses_the_cache_and_gives_the_papers_rule(tmp_path, stories_csv,
+                                                                     capsys):
+    answers = ("The story has 2 characters. I would give it a 4.", "No idea.", "9", "3.5",
+               "Three.")
+
+    def scripted(payload, key):
+        return answers[int(key[:8], 16) % len(answers)]
+
+    common = ("--eval-prompts", "1", "--criteria", "RE", "--tries", "3")
+    with StubServer(Script(answer=scripted)) as srv:
+        assert main(_args(srv, stories_csv, tmp_path, *common, "--out",
+                          str(tmp_path / "strict"))) == 0
+        n = sum(srv.state.received.values())
+        assert n == 12
+        capsys.readouterr()
+        # same cache, the paper's rule: re-parsed, nothing sent
+        assert main(_args(srv, stories_csv, tmp_path, *common, "--parser", "first_number",
+                          "--on-unparsed", "midpoint", "--out", str(tmp_path / "paper"),
+                          "--json")) == 0
+        assert sum(srv.state.received.values()) == n
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["sent"] == 0 and summary["parser"] == "first_number"
+    assert summary["settings"]["parser_id"] == "first_number-2"
+    settings = json.loads((tmp_path / "paper" / "settings.json").read_text())
+    assert settings["settings"]["parser"] == "first_number"
+    ratings = pd.read_csv(tmp_path / "paper" / "ratings.csv")
+    assert set(ratings["parser"]) == {"first_number-2"}
+    assert set(pd.read_csv(tmp_path / "strict" / "ratings.csv")["parser"]) == {"strict-2"}
+    # the paper's rule worked by hand for each answer: first number, none/off-scale -> 3
+    paper = {answers[0]: 2.0, answers[1]: 3.0, answers[2]: 3.0, answers[3]: 3.5, answers[4]: 3.0}
+    want = (ratings.assign(v=[paper[scripted(None, k)] for k in ratings["key"]])
+            .groupby("story_id")["v"].mean())
+    scores = pd.read_csv(tmp_path / "paper" / "scores.csv")
+    got = scores[scores["measure"] == "Stub RE 1"].set_index("story_id")["value"]
+    pd.testing.assert_series_equal(got.sort_index(), want.sort_index(), check_names=False,
+                                   rtol=0, atol=1e-12)
+
+
+def test_bad_parser_is_a_usage_error(tmp_path, stories_csv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["rate", "--model", "m", "--stories", str(stories_csv), "--parser", "last"])
+    assert exc.value.code == 2
+    assert "--parser" in capsys.readouterr().err
+
+
 def test_failed_requests_exit_1(tmp_path, stories_csv, capsys):
     with StubServer(Script(status_override=503)) as srv:
         code = main(_args(srv, stories_csv, tmp_path, "--eval-prompts", "1", "--criteria", "RE",

@@ -14,7 +14,8 @@ from _openai_stub_server import Script, StubServer
 
 from storyeval.exceptions import InputError, StoryevalWarning
 from storyeval.llm import OpenAIBackend, load_stories, rate
-from storyeval.llm.extract import PARSER_VERSION
+from storyeval.llm.extract import parser_id
+from storyeval.llm.outputs import to_scores
 from storyeval.llm.runner import parse_range
 
 
@@ -46,7 +47,79 @@ def test_new_parser_version_reparses_stored_answers_without_requests(tmp_path):
         assert again.n_sent == 0 and sum(srv.state.received.values()) == 8
     pd.testing.assert_frame_equal(again.ratings, first.ratings)
     con = sqlite3.connect(db)
-    assert {r[0] for r in con.execute("SELECT parser_version FROM answers")} == {PARSER_VERSION}
+    assert {r[0] for r in con.execute("SELECT parser_version FROM answers")} == {parser_id()}
+    con.close()
+
+
+# Answers on which the two parsers disagree, chosen per request from its cache key.
+ANSWERS = (
+    "The story has 2 characters. I would give it a 4.",  # strict 4, first_number 2
+    "I cannot rate this.",                               # no number for both
+    "3.5 - between good and fine",                       # strict ambiguous, first_number 3.5
+    "7",                                                  # out of range for both
+    " 4 \u2014 The ending surprised you.",               # 4 for both
+    "Three. The plot is thin.",                          # strict 3, first_number none
+    "1. The plot... 2. The ending... Overall 5",         # strict 5, first_number 1
+)
+
+
+def _scripted(payload, key):
+    return ANSWERS[int(key[:8], 16) % len(ANSWERS)]
+
+
+def _paper_value(text):
+    # the paper's rule, hand-coded: first number (decimal part kept), none or off 1..5 -> 3
+    import re
+
+    m = re.search(r"[0-9]+(?:[.][0-9]+)?", text)
+    v = float(m.group()) if m else 3.0
+    return v if 1 <= v <= 5 else 3.0
+
+
+def test_switching_parser_reparses_the_cache_without_requests(tmp_path):
+    db = tmp_path / "c.sqlite"
+    kw = dict(eval_prompts="1,2", criteria="RE,CH,SU", tries=3, cache=db)
+    with StubServer(Script(answer=_scripted)) as srv:
+        strict = rate(_stories(4), _backend(srv), **kw)
+        n = sum(srv.state.received.values())
+        assert n == strict.n_sent == 4 * 2 * 3 * 3
+        paper = rate(_stories(4), _backend(srv), parser="first_number", **kw)
+        assert paper.n_sent == 0 and sum(srv.state.received.values()) == n
+        back = rate(_stories(4), _backend(srv), parser="strict", **kw)
+        assert back.n_sent == 0 and sum(srv.state.received.values()) == n
+    pd.testing.assert_frame_equal(back.ratings, strict.ratings)
+    assert set(strict.ratings["parser"]) == {"strict-2"}
+    assert set(paper.ratings["parser"]) == {"first_number-2"}
+    assert paper.settings["parser"] == "first_number" and paper.settings["parser_id"] == "first_number-2"
+    assert strict.settings["parser"] == "strict" and strict.settings["parser_version"] == "2"
+    texts = [_scripted(None, k) for k in strict.ratings["key"]]
+    assert set(texts) == set(ANSWERS)  # every kind of answer occurs
+    # both parsers, per answer, as documented
+    want_strict = {ANSWERS[0]: 4.0, ANSWERS[4]: 4.0, ANSWERS[5]: 3.0, ANSWERS[6]: 5.0}
+    for t, r, st in zip(texts, strict.ratings["rating"], strict.ratings["status"]):
+        if t in want_strict:
+            assert (st, r) == ("ok", want_strict[t])
+        else:
+            assert st != "ok"
+    # the paper's rule exactly: first_number + on_unparsed="midpoint", against a hand-coded rule
+    for t, r, st in zip(texts, paper.ratings["rating"], paper.ratings["status"]):
+        assert (r if st == "ok" else 3.0) == _paper_value(t)
+    sc = to_scores(paper.ratings, on_unparsed="midpoint", include_avg=False)
+    ref = (paper.ratings.assign(v=[_paper_value(t) for t in texts])
+           .groupby(["story_id", "code", "eval_prompt"])["v"].mean())
+    got = sc.set_index(["story_id", "measure"])["value"]
+    for (sid, code, ep), v in ref.items():
+        assert got[(sid, f"m {code} {ep}")] == pytest.approx(v, abs=1e-12)
+    assert sc["value"].notna().all()
+    # the cache holds the latest parse
+    con = sqlite3.connect(db)
+    assert {r[0] for r in con.execute("SELECT parser_version FROM answers")} == {"strict-2"}
+    con.close()
+
+
+def test_bad_parser():
+    with pytest.raises(InputError, match="parser"):
+        rate(_stories(), OpenAIBackend("m"), eval_prompts="1", criteria="RE", parser="last")
 
 
 def test_missing_reference_is_a_counted_status_not_a_request(tmp_path):

@@ -89,7 +89,7 @@ def test_measure_validation():
 def test_validate_stories_errors_name_columns_and_rows():
     with pytest.raises(InputError, match=r"my.csv: missing required column\(s\) \['story'\]"):
         validate_stories(pd.DataFrame({"story_id": ["a"], "text": ["t"]}), source="my.csv")
-    with pytest.raises(InputError, match="duplicates .*'a' in rows \\[0, 1\\]"):
+    with pytest.raises(InputError, match="duplicates .*'a' in data rows \\[0, 1\\]"):
         validate_stories(pd.DataFrame({"story_id": ["a", "a"], "story": ["t", "u"]}))
     with pytest.raises(InputError, match="column 'reference' must hold text; row 1"):
         validate_stories(pd.DataFrame({"story_id": ["a", "b"], "story": ["t", "u"],

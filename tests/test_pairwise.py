@@ -195,11 +195,12 @@ def test_judge_accuracy_tie_credit():
 
 def _loop_accuracy(wide, measure, criterion, human_ties, credit):
     """Reference: a plain loop over every pair of stories of each prompt."""
-    total, n = 0.0, 0
+    total, n, n_mtie, n_htie = 0.0, 0, 0, 0
     for _, g in wide.groupby(level="prompt_id"):
         x, c = g[measure].to_numpy(), g[criterion].to_numpy()
         for i, j in itertools.combinations(range(len(g)), 2):
             h, m = np.sign(c[i] - c[j]), np.sign(x[i] - x[j])
+            n_htie += h == 0
             if human_ties == "exclude":
                 if h == 0:
                     continue
@@ -207,7 +208,8 @@ def _loop_accuracy(wide, measure, criterion, human_ties, credit):
             else:
                 total += float(m == h)
             n += 1
-    return total / n, n
+            n_mtie += m == 0  # measure ties among the scored pairs only
+    return total / n, n, n_mtie, n_htie
 
 
 @pytest.mark.parametrize("human_ties, credit", [("exclude", 0.5), ("exclude", 0.0),
@@ -219,9 +221,27 @@ def test_pointwise_pairwise_accuracy_matches_loop(hanna_generation_wide, human_t
              ("Text length ¤§", "Complexity")]
     res = pointwise_pairwise_accuracy(wide, pairs, human_ties=human_ties, tie_credit=credit)
     for k, (m, c) in enumerate(pairs):
-        acc, n = _loop_accuracy(wide, m, c, human_ties, credit)
+        acc, n, n_mtie, n_htie = _loop_accuracy(wide, m, c, human_ties, credit)
         assert res.loc[k, "accuracy"] == pytest.approx(acc, abs=1e-12)
         assert res.loc[k, "n_pairs"] == n
+        assert res.loc[k, "n_measure_ties"] == n_mtie
+        assert res.loc[k, "n_human_ties"] == n_htie
+
+
+def test_pointwise_measure_ties_counted_on_scored_pairs_only():
+    # hand-worked: one prompt, 3 stories -> pairs (0,1), (0,2), (1,2)
+    # human c = 1, 1, 2: h = 0, -1, -1 (pair (0,1) a human tie)
+    # measure x = 5, 5, 5: m = 0, 0, 0 (every pair a measure tie)
+    idx = pd.MultiIndex.from_product([["S0", "S1", "S2"], [0]], names=["system", "prompt_id"])
+    wide = pd.DataFrame({"c": [1.0, 1.0, 2.0], "x": [5.0, 5.0, 5.0]}, index=idx)
+    ex = pointwise_pairwise_accuracy(wide, [("x", "c")], human_ties="exclude", tie_credit=0.5)
+    # 2 decided pairs, both measure ties earning 0.5: accuracy 0.5; the human-tied pair is out
+    assert ex.loc[0, ["n_pairs", "n_measure_ties", "n_human_ties"]].tolist() == [2, 2, 1]
+    assert ex.loc[0, "accuracy"] == 0.5
+    inc = pointwise_pairwise_accuracy(wide, [("x", "c")], human_ties="include")
+    # every pair scored; only the human-tied pair is matched by the measure tie
+    assert inc.loc[0, ["n_pairs", "n_measure_ties", "n_human_ties"]].tolist() == [3, 3, 1]
+    assert inc.loc[0, "accuracy"] == pytest.approx(1 / 3)
 
 
 def test_pointwise_pairwise_accuracy_on_all_hanna_pairs(hanna_generation_wide):

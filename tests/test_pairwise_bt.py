@@ -176,6 +176,15 @@ def test_bradley_terry_from_verdicts_with_bootstrap():
     # the wins/losses/ties columns are the win-matrix margins
     np.testing.assert_array_equal(res["wins"], m.wins.sum(axis=1))
     np.testing.assert_array_equal(res["ties"], m.ties.sum(axis=1))
+    # counts and ranks are integers; the strength interval is exp of the log-strength one
+    for col in ("wins", "losses", "ties", "n_comparisons", "rank"):
+        assert pd.api.types.is_integer_dtype(res[col]), col
+    np.testing.assert_allclose(res["strength"], np.exp(res["log_strength"]))
+    np.testing.assert_allclose(res["strength_ci_low"], np.exp(res["log_strength_ci_low"]))
+    np.testing.assert_allclose(res["strength_ci_high"], np.exp(res["log_strength_ci_high"]))
+    assert (res["strength_ci_low"] <= res["strength"]).all()
+    assert (res["strength"] <= res["strength_ci_high"]).all()
+    assert "ci_low" not in res.columns  # no unlabelled interval next to an exp-scale strength
 
 
 def test_bootstrap_leaves_out_resamples_without_mle():

@@ -381,3 +381,53 @@ def test_cli_subprocess_on_hanna(tmp_path):
     # "Plot: A" names the story shown first: story_a in order AB, story_b in order BA
     plot = v[v["dimension"] == "Plot"]
     assert (plot["verdict"] == np.where(plot["order"] == "AB", "A", "B")).all()
+
+
+def test_cli_hf_backend_tiny_model(tmp_path, capsys):
+    """The transformers backend end to end on a tiny random GPT-2 built here (no download): its
+    answers are noise, so they must come back as recorded failures (or, by chance, verdicts),
+    each stored once in the cache."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    import torch
+
+    corpus = ["Plot: A. Overall: B. Same story, better plot.", "A tale by S0 for prompt 1."] * 20
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    tok.train_from_iterator(corpus, tokenizers.trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<unk>", "<eos>"],
+        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet()))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>",
+                                                unk_token="<unk>")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=len(fast), n_positions=1024, n_embd=32, n_layer=1,
+                                  n_head=2, bos_token_id=fast.eos_token_id,
+                                  eos_token_id=fast.eos_token_id)
+    model_dir = tmp_path / "tiny-judge"
+    transformers.GPT2LMHeadModel(cfg).save_pretrained(model_dir)
+    fast.save_pretrained(model_dir)
+    template = tmp_path / "short.txt"
+    template.write_text("$dimensions\n$answer_lines\nP: $prompt\nA: $story_a\nB: $story_b\n")
+    dims = tmp_path / "dims.json"
+    dims.write_text(json.dumps({"dimensions": [{"name": "Plot", "description": "the plot"}],
+                                "overall": "Overall"}))
+    stories = tmp_path / "stories.csv"
+    _stories(2, ["S0", "S1", "S2"]).to_csv(stories, index=False)
+    args = ["pairwise", "judge", "--backend", "hf", "--model", str(model_dir), "--device", "cpu",
+            "--stories", str(stories), "--template", str(template), "--dimensions-file",
+            str(dims), "--max-tokens", "6", "--temperature", "1.0", "--cache",
+            str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "v.csv"), "--no-progress",
+            "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["answered"] == 12 and summary["request_failures"] == 0
+    assert summary["settings"]["judge"] == "tiny-judge"
+    assert set(summary["statuses"]) <= {"ok", "unparsed"}
+    assert sum(summary["statuses"].values()) == 12 * 2  # Plot + Overall per answer
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["sent"] == 0
+    fails = pd.read_csv(tmp_path / "v.failures.csv")
+    assert len(fails) == summary["statuses"].get("unparsed", 0)
+    assert {"raw", "error", "status"} <= set(fails.columns)

@@ -76,13 +76,15 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories") -> pd.Da
     df = stories.copy()
     if df["story_id"].isna().any():
         row = int(np.flatnonzero(df["story_id"].isna().to_numpy())[0])
-        raise InputError(f"{source}: column 'story_id' is empty in row {row}")
+        raise InputError(f"{source}: column 'story_id' is empty in data row {row} "
+                         "(0-based, header excluded)")
     df["story_id"] = df["story_id"].astype(str)
     dup = df["story_id"].duplicated(keep=False)
     if dup.any():
         rows = np.flatnonzero(dup.to_numpy())[:5].tolist()
         raise InputError(f"{source}: column 'story_id' has duplicates "
-                         f"({df['story_id'].iloc[rows[0]]!r} in rows {rows})")
+                         f"({df['story_id'].iloc[rows[0]]!r} in data rows {rows}, 0-based, "
+                         "header excluded)")
     for col in ("story", "reference", "prompt"):
         if col not in df.columns:
             df[col] = None
@@ -90,8 +92,8 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories") -> pd.Da
         bad = [i for i, v in enumerate(df[col]) if v is not None and v is not pd.NA
                and not isinstance(v, str) and not (isinstance(v, float) and math.isnan(v))]
         if bad:
-            raise InputError(f"{source}: column {col!r} must hold text; row {bad[0]} holds "
-                             f"{df[col].iloc[bad[0]]!r}")
+            raise InputError(f"{source}: column {col!r} must hold text; data row {bad[0]} "
+                             f"(0-based, header excluded) holds {df[col].iloc[bad[0]]!r}")
     if "system" not in df.columns:
         df["system"] = pd.NA
     df["system"] = df["system"].astype("string")
