@@ -91,7 +91,7 @@ def test_validate_stories_errors_name_columns_and_rows():
         validate_stories(pd.DataFrame({"story_id": ["a"], "text": ["t"]}), source="my.csv")
     with pytest.raises(InputError, match="duplicates .*'a' in data rows \\[0, 1\\]"):
         validate_stories(pd.DataFrame({"story_id": ["a", "a"], "story": ["t", "u"]}))
-    with pytest.raises(InputError, match="column 'reference' must hold text; row 1"):
+    with pytest.raises(InputError, match="column 'reference' must hold text; data row 1"):
         validate_stories(pd.DataFrame({"story_id": ["a", "b"], "story": ["t", "u"],
                                        "reference": ["r", 3]}))
     built = validate_stories(pd.DataFrame({"system": ["A"], "prompt_id": [3], "story": ["t"]}))

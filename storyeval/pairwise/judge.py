@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,10 @@ import pandas as pd
 from storyeval.exceptions import InputError
 from storyeval.pairwise.template import load_dimensions, parse_side_by_side, side_by_side_messages
 from storyeval.pairwise.verdicts import validate_verdicts
+
+if TYPE_CHECKING:  # the LLM stack is imported only when judging runs
+    from storyeval.llm.backends import Backend, SamplingParams
+    from storyeval.llm.cache import AnswerCache
 
 __all__ = [
     "JUDGMENT_COLUMNS",
@@ -366,7 +370,52 @@ def _open_cache(cache):
     return AnswerCache(":memory:" if cache is None else cache), True
 
 
-_PARAMS_DOC = """
+def plan_judging(pairs: pd.DataFrame, backend: Backend, *,
+                 dimensions: Sequence[str] | str | None = None, overall: bool = True,
+                 both_orders: bool = True, tries: int = 1,
+                 sampling: SamplingParams | None = None, judge: str | None = None,
+                 template: str | Path | None = None, dimensions_file: str | Path | None = None,
+                 cache: str | Path | AnswerCache | None = None) -> JudgePlan:
+    """Count the requests a :func:`judge_pairs` call would send, without sending any.
+
+    Parameters
+    ----------
+    pairs, backend, dimensions, overall, both_orders, tries, sampling, judge, template,
+    dimensions_file, cache
+        As in :func:`judge_pairs`.
+
+    Returns
+    -------
+    JudgePlan
+        A missing cache file is not created.
+    """
+    job = _build(pairs, backend, dimensions=dimensions, overall=overall,
+                 both_orders=both_orders, tries=tries, sampling=sampling, judge=judge,
+                 template=template, dimensions_file=dimensions_file)
+    from storyeval.llm.cache import AnswerCache
+
+    if cache is not None and not isinstance(cache, AnswerCache) and not Path(cache).exists():
+        return _make_plan(job, set())
+    store, owned = _open_cache(cache)
+    try:
+        cached = set(store.get_many(job.items["key"].tolist(), columns=("try_index",)))
+    finally:
+        if owned:
+            store.close()
+    return _make_plan(job, cached)
+
+
+def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
+                dimensions: Sequence[str] | str | None = None, overall: bool = True,
+                both_orders: bool = True, tries: int = 1,
+                sampling: SamplingParams | None = None, judge: str | None = None,
+                template: str | Path | None = None, dimensions_file: str | Path | None = None,
+                cache: str | Path | AnswerCache | None = None, cache_only: bool = False,
+                show_progress: bool | None = None) -> JudgeRun:
+    """Judge story pairs side by side with an LLM, in both orders, through the answer cache.
+
+    Parameters
+    ----------
     pairs : DataFrame
         Columns ``prompt_id, prompt, story_a, text_a, story_b, text_b`` (ids and texts),
         optionally ``system_a, system_b``; one row per unordered pair (see :func:`make_pairs`).
@@ -394,47 +443,7 @@ _PARAMS_DOC = """
         :func:`~storyeval.pairwise.template.render_side_by_side`).
     cache : str, Path or AnswerCache, optional
         The LLM raters' answer cache (SQLite); default an in-memory cache (nothing persists).
-        The same file can hold ratings and side-by-side answers (their keys differ)."""
-
-
-def plan_judging(pairs: pd.DataFrame, backend, *, dimensions=None, overall: bool = True,
-                 both_orders: bool = True, tries: int = 1, sampling=None,
-                 judge: str | None = None, template=None, dimensions_file=None,
-                 cache=None) -> JudgePlan:
-    """Count the requests a :func:`judge_pairs` call would send, without sending any.
-
-    Parameters
-    ----------""" + _PARAMS_DOC + """
-
-    Returns
-    -------
-    JudgePlan
-        A missing cache file is not created.
-    """
-    job = _build(pairs, backend, dimensions=dimensions, overall=overall,
-                 both_orders=both_orders, tries=tries, sampling=sampling, judge=judge,
-                 template=template, dimensions_file=dimensions_file)
-    from storyeval.llm.cache import AnswerCache
-
-    if cache is not None and not isinstance(cache, AnswerCache) and not Path(cache).exists():
-        return _make_plan(job, set())
-    store, owned = _open_cache(cache)
-    try:
-        cached = set(store.get_many(job.items["key"].tolist(), columns=("try_index",)))
-    finally:
-        if owned:
-            store.close()
-    return _make_plan(job, cached)
-
-
-def judge_pairs(pairs: pd.DataFrame, backend, *, dimensions=None, overall: bool = True,
-                both_orders: bool = True, tries: int = 1, sampling=None,
-                judge: str | None = None, template=None, dimensions_file=None, cache=None,
-                cache_only: bool = False, show_progress: bool | None = None) -> JudgeRun:
-    """Judge story pairs side by side with an LLM, in both orders, through the answer cache.
-
-    Parameters
-    ----------""" + _PARAMS_DOC + """
+        The same file can hold ratings and side-by-side answers (their keys differ).
     cache_only : bool, default False
         Send nothing; requests without a stored answer get status ``"missing"``.
     show_progress : bool, optional
