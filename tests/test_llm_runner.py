@@ -78,7 +78,7 @@ def _paper_value(text):
 
 def test_switching_parser_reparses_the_cache_without_requests(tmp_path):
     db = tmp_path / "c.sqlite"
-    kw = dict(eval_prompts="1,2", criteria="RE,CH,SU", tries=3, cache=db)
+    kw = {"eval_prompts": "1,2", "criteria": "RE,CH,SU", "tries": 3, "cache": db}
     with StubServer(Script(answer=_scripted)) as srv:
         strict = rate(_stories(4), _backend(srv), **kw)
         n = sum(srv.state.received.values())

@@ -44,8 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser = subparsers.add_parser(
         "pairwise", help="pairwise judging: win matrices, Bradley-Terry, judge accuracy",
         description=__doc__.split("\n\n")[0],
-        epilog="Exit codes: 0 ok, 1 judge: some requests failed (rerun to resume), 2 usage or "
-               "input error.")
+        epilog="Exit codes: 0 ok, 2 usage or input error.")
     sub = parser.add_subparsers(dest="pairwise_action", metavar="ACTION")
 
     def verdict_parser(name: str, help_: str) -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ examples:
       --eval-prompts 1-4 --criteria all --tries 3 --dataset hanna --out runs/my-model
   storyeval rate --backend hf --model ./tiny-model --stories stories.csv --eval-prompts 1 --dry-run
   # the paper's extraction (first number; none or off the scale -> 3), from the cache only:
-  storyeval rate --model my-model --dataset hanna --cache-only --parser first_number \
+  storyeval rate --model my-model --dataset hanna --cache-only --parser first_number \\
       --on-unparsed midpoint --out runs/my-model-paper
 
 exit codes: 0 ok, 1 some requests failed after retries (rerun to resume), 2 usage or input error.

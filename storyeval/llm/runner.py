@@ -290,6 +290,15 @@ _BUILD_DOC_PARAMS = """
         The answer cache (SQLite file); default an in-memory cache (nothing persists)."""
 
 
+def _shared_params(func):
+    """Insert the parameters shared by :func:`plan` and :func:`rate` into the docstring (a
+    docstring cannot be an expression, so the text is filled in after definition)."""
+    if func.__doc__:  # None under python -OO
+        func.__doc__ = func.__doc__.replace("\n    __BUILD_PARAMS__", _BUILD_DOC_PARAMS)
+    return func
+
+
+@_shared_params
 def plan(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = None,
          eval_prompts="1-4", criteria=None, tries: int = 3,
          sampling: SamplingParams | None = None, templates=None, guidelines=None,
@@ -297,7 +306,8 @@ def plan(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     """Count the requests a :func:`rate` call would send, without sending any.
 
     Parameters
-    ----------""" + _BUILD_DOC_PARAMS + """
+    ----------
+    __BUILD_PARAMS__
 
     Returns
     -------
@@ -318,6 +328,7 @@ def plan(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     return _make_plan(job, cached)
 
 
+@_shared_params
 def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = None,
          eval_prompts="1-4", criteria=None, tries: int = 3,
          sampling: SamplingParams | None = None, templates=None, guidelines=None,
@@ -326,7 +337,8 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     """Rate stories with an LLM: every (story, Eval-Prompt, criterion) asked ``tries`` times.
 
     Parameters
-    ----------""" + _BUILD_DOC_PARAMS + """
+    ----------
+    __BUILD_PARAMS__
     cache_only : bool, default False
         Send nothing; requests without a stored answer get status ``"missing"``.
     parser : {"strict", "first_number"}, default "strict"
