@@ -30,6 +30,12 @@ import sys
 from pathlib import Path
 
 from storyeval.cli.common import add_format_option
+from storyeval.cli.llm_options import (
+    add_backend_model_options,
+    add_sampling_and_transport_options,
+    backend_from_args,
+    sampling_from_args,
+)
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "pointwise", "template", "judge")
 
@@ -134,11 +140,7 @@ def _add_judge_parser(sub) -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 some requests failed after retries (rerun to resume), 2 "
                "usage or input error.")
     m = p.add_argument_group("model")
-    m.add_argument("--backend", choices=("openai", "hf", "vllm"), default="openai",
-                   help="openai: any OpenAI-compatible chat server (default); hf: local "
-                        "transformers; vllm: vLLM offline engine")
-    m.add_argument("--model", required=True,
-                   help="served model name (openai) or model folder/name (hf, vllm)")
+    add_backend_model_options(m)
     m.add_argument("--judge", metavar="LABEL",
                    help="judge label in the verdicts (default: --model, or the folder name of "
                         "a local path)")
@@ -165,27 +167,8 @@ def _add_judge_parser(sub) -> argparse.ArgumentParser:
     w.add_argument("--template", type=Path, metavar="FILE", help="a replacement template file")
     w.add_argument("--dimensions-file", type=Path, metavar="FILE",
                    help="a replacement dimensions JSON file")
-    s = p.add_argument_group("sampling (recorded and part of the cache key)")
-    s.add_argument("--temperature", type=float, default=0.7, help="(default: 0.7)")
-    s.add_argument("--top-p", type=float, default=1.0, help="(default: 1.0)")
-    s.add_argument("--max-tokens", type=int, default=1024,
-                   help="(default: 1024; the assessment comes before the verdicts)")
-    s.add_argument("--seed", type=int, default=0, help="base seed; try t uses seed + t")
-    s.add_argument("--no-seed", action="store_true", help="send no seed")
-    o = p.add_argument_group("openai backend")
-    o.add_argument("--base-url", default="http://localhost:8000/v1",
-                   help="server root (default: http://localhost:8000/v1)")
-    o.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key (default: OPENAI_API_KEY; "
-                        "unset: no Authorization header)")
-    o.add_argument("--concurrency", type=int, default=16, help="requests in flight (default: 16)")
-    o.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
-    o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
-    h = p.add_argument_group("hf / vllm backends")
-    h.add_argument("--batch-size", type=int, default=8, help="hf batch size (default: 8)")
-    h.add_argument("--device", help="hf device, e.g. cuda or cpu (default: cuda if available)")
-    h.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), help="hf weights dtype")
-    h.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm (default: 1)")
+    add_sampling_and_transport_options(
+        p, max_tokens=1024, max_tokens_note="; the assessment comes before the verdicts")
     c = p.add_argument_group("cache and output")
     c.add_argument("--cache", type=Path, default=Path("storyeval-llm-cache.sqlite"),
                    help="answer cache (SQLite, shared with `storyeval rate`; default: "
@@ -224,7 +207,7 @@ def _run_judge(args: argparse.Namespace) -> int:
     import logging
 
     from storyeval.exceptions import InputError
-    from storyeval.llm.backends import BackendError, SamplingParams, make_backend
+    from storyeval.llm.backends import BackendError
     from storyeval.llm.stories import load_stories
     from storyeval.pairwise.judge import judge_pairs, make_pairs, plan_judging
 
@@ -239,21 +222,8 @@ def _run_judge(args: argparse.Namespace) -> int:
         raise InputError(f"--out {str(args.out)!r}: use a .csv, .tsv or .jsonl file")
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1, got {args.limit}")
-    sampling = SamplingParams(temperature=args.temperature, top_p=args.top_p,
-                              max_tokens=args.max_tokens,
-                              seed=None if args.no_seed else args.seed)
-    if args.backend == "openai":
-        backend = make_backend("openai", args.model, base_url=args.base_url,
-                               api_key_env=args.api_key_env, concurrency=args.concurrency,
-                               timeout=args.timeout, max_retries=args.max_retries)
-    elif args.backend == "hf":
-        backend = make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
-                               dtype=args.dtype)
-    else:
-        if args.tensor_parallel_size < 1:
-            raise InputError("--tensor-parallel-size must be >= 1")
-        backend = make_backend("vllm", args.model,
-                               engine_kwargs={"tensor_parallel_size": args.tensor_parallel_size})
+    sampling = sampling_from_args(args)
+    backend = backend_from_args(args)
     stories = load_stories(args.stories if args.stories is not None else (args.dataset or "hanna"))
     pairs = make_pairs(stories, systems=_split(args.systems) if args.systems else None,
                        limit=args.limit)

@@ -12,6 +12,13 @@ import logging
 import sys
 from pathlib import Path
 
+from storyeval.cli.llm_options import (
+    add_backend_model_options,
+    add_sampling_and_transport_options,
+    backend_from_args,
+    sampling_from_args,
+)
+
 DESCRIPTION = """\
 Rate every story on each criterion with each Eval-Prompt, `--tries` times, through an
 OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI), a local Hugging Face model or the
@@ -40,11 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     m = p.add_argument_group("model")
-    m.add_argument("--backend", choices=("openai", "hf", "vllm"), default="openai",
-                   help="openai: any OpenAI-compatible chat server (default); hf: local "
-                        "transformers; vllm: vLLM offline engine")
-    m.add_argument("--model", required=True,
-                   help="served model name (openai) or model folder/name (hf, vllm)")
+    add_backend_model_options(m)
     m.add_argument("--model-name", metavar="LABEL",
                    help="label in the ratings and measure names (default: --model, or the "
                         "folder name of a local path)")
@@ -70,28 +73,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="guidelines JSON for Eval-Prompt 3 (default: packaged)")
     w.add_argument("--criteria-file", type=Path, metavar="FILE",
                    help="criteria JSON {name: {code, definition}} (default: HANNA's six)")
-    s = p.add_argument_group("sampling (recorded and part of the cache key)")
-    s.add_argument("--temperature", type=float, default=0.7, help="(default: 0.7)")
-    s.add_argument("--top-p", type=float, default=1.0, help="(default: 1.0)")
-    s.add_argument("--max-tokens", type=int, default=256, help="(default: 256)")
-    s.add_argument("--seed", type=int, default=0,
-                   help="base seed; try t uses seed + t (default: 0)")
-    s.add_argument("--no-seed", action="store_true", help="send no seed")
-    o = p.add_argument_group("openai backend")
-    o.add_argument("--base-url", default="http://localhost:8000/v1",
-                   help="server root (default: http://localhost:8000/v1)")
-    o.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key (default: OPENAI_API_KEY; "
-                        "unset: no Authorization header)")
-    o.add_argument("--concurrency", type=int, default=16,
-                   help="requests in flight (default: 16; raise to keep a large server busy)")
-    o.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default: 120)")
-    o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
-    h = p.add_argument_group("hf / vllm backends")
-    h.add_argument("--batch-size", type=int, default=8, help="hf batch size (default: 8)")
-    h.add_argument("--device", help="hf device, e.g. cuda or cpu (default: cuda if available)")
-    h.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), help="hf weights dtype")
-    h.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm (default: 1)")
+    add_sampling_and_transport_options(p, max_tokens=256)
     c = p.add_argument_group("cache and output")
     c.add_argument("--cache", type=Path, default=Path("storyeval-llm-cache.sqlite"),
                    help="answer cache (SQLite; default: ./storyeval-llm-cache.sqlite)")
@@ -120,22 +102,6 @@ def _split(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
-def _backend(args: argparse.Namespace):
-    from storyeval.exceptions import InputError
-    from storyeval.llm.backends import HFBackend, OpenAIBackend, VLLMBackend
-
-    if args.backend == "openai":
-        return OpenAIBackend(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                             concurrency=args.concurrency, timeout=args.timeout,
-                             max_retries=args.max_retries)
-    if args.backend == "hf":
-        return HFBackend(args.model, batch_size=args.batch_size, device=args.device,
-                         dtype=args.dtype)
-    if args.tensor_parallel_size < 1:
-        raise InputError("--tensor-parallel-size must be >= 1")
-    return VLLMBackend(args.model, engine_kwargs={"tensor_parallel_size": args.tensor_parallel_size})
-
-
 def _stories(args: argparse.Namespace):
     from storyeval.exceptions import InputError
     from storyeval.llm.stories import load_stories
@@ -161,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
     from storyeval.exceptions import InputError, StoryevalWarning
     from storyeval.llm import outputs
-    from storyeval.llm.backends import BackendError, SamplingParams
+    from storyeval.llm.backends import BackendError
     from storyeval.llm.runner import plan, rate
 
     if args.tries < 1:
@@ -174,10 +140,8 @@ def run(args: argparse.Namespace) -> int:
     log.addHandler(handler)
     log.setLevel(logging.INFO if args.verbose else logging.WARNING)
     try:
-        sampling = SamplingParams(temperature=args.temperature, top_p=args.top_p,
-                                  max_tokens=args.max_tokens,
-                                  seed=None if args.no_seed else args.seed)
-        backend = _backend(args)
+        sampling = sampling_from_args(args)
+        backend = backend_from_args(args)
         stories = _stories(args)
         common = {"model_name": args.model_name, "eval_prompts": args.eval_prompts,
                       "criteria": args.criteria, "tries": args.tries, "sampling": sampling,

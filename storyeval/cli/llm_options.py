@@ -1,0 +1,73 @@
+"""Command-line options shared by the sub-commands that send requests to an LLM
+(``storyeval rate`` and ``storyeval pairwise judge``): backend, sampling and transport."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_backend_model_options(group: argparse._ArgumentGroup) -> None:
+    """``--backend`` and ``--model``."""
+    group.add_argument("--backend", choices=("openai", "hf", "vllm"), default="openai",
+                       help="openai: any OpenAI-compatible chat server (default); hf: local "
+                            "transformers; vllm: vLLM offline engine")
+    group.add_argument("--model", required=True,
+                       help="served model name (openai) or model folder/name (hf, vllm)")
+
+
+def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
+                                       max_tokens: int, max_tokens_note: str = "") -> None:
+    """The sampling group (recorded and part of the cache key), the OpenAI transport group and
+    the local-backend group."""
+    s = parser.add_argument_group("sampling (recorded and part of the cache key)")
+    s.add_argument("--temperature", type=float, default=0.7, help="(default: 0.7)")
+    s.add_argument("--top-p", type=float, default=1.0, help="(default: 1.0)")
+    s.add_argument("--max-tokens", type=int, default=max_tokens,
+                   help=f"(default: {max_tokens}{max_tokens_note})")
+    s.add_argument("--seed", type=int, default=0,
+                   help="base seed; try t uses seed + t (default: 0)")
+    s.add_argument("--no-seed", action="store_true", help="send no seed")
+    o = parser.add_argument_group("openai backend")
+    o.add_argument("--base-url", default="http://localhost:8000/v1",
+                   help="server root (default: http://localhost:8000/v1)")
+    o.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="environment variable holding the API key (default: OPENAI_API_KEY; "
+                        "unset: no Authorization header)")
+    o.add_argument("--concurrency", type=int, default=16,
+                   help="requests in flight (default: 16; raise to keep a large server busy)")
+    o.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds per request (default: 120)")
+    o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
+    h = parser.add_argument_group("hf / vllm backends")
+    h.add_argument("--batch-size", type=int, default=8, help="hf batch size (default: 8)")
+    h.add_argument("--device", help="hf device, e.g. cuda or cpu (default: cuda if available)")
+    h.add_argument("--dtype", choices=("float16", "bfloat16", "float32"),
+                   help="hf weights dtype")
+    h.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm (default: 1)")
+
+
+def sampling_from_args(args: argparse.Namespace):
+    """The :class:`~storyeval.llm.backends.SamplingParams` the options ask for."""
+    from storyeval.llm.backends import SamplingParams
+
+    return SamplingParams(temperature=args.temperature, top_p=args.top_p,
+                          max_tokens=args.max_tokens, seed=None if args.no_seed else args.seed)
+
+
+def backend_from_args(args: argparse.Namespace):
+    """The backend the options ask for (the API key is read from ``--api-key-env`` later, at
+    request time, and never stored)."""
+    from storyeval.exceptions import InputError
+    from storyeval.llm.backends import make_backend
+
+    if args.backend == "openai":
+        return make_backend("openai", args.model, base_url=args.base_url,
+                            api_key_env=args.api_key_env, concurrency=args.concurrency,
+                            timeout=args.timeout, max_retries=args.max_retries)
+    if args.backend == "hf":
+        return make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
+                            dtype=args.dtype)
+    if args.tensor_parallel_size < 1:
+        raise InputError("--tensor-parallel-size must be >= 1")
+    return make_backend("vllm", args.model,
+                        engine_kwargs={"tensor_parallel_size": args.tensor_parallel_size})
