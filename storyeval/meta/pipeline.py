@@ -44,6 +44,7 @@ FAMILIES = ("paper", "criterion", "level", "all")
 WILLIAMS_COLUMNS = [
     "level", "criterion", "measure_a", "measure_b", "r_a", "r_b", "r_ab", "n", "t", "p",
     "p_adjusted", "family", "rater_a", "rater_b", "coefficient", "alternative", "hypothesis",
+    "swapped",
     "reason", "note",
 ]
 
@@ -346,6 +347,7 @@ def _finish_williams(tests: list[pd.DataFrame], info: pd.DataFrame, method: str,
         coefficient=method,
         alternative=alternative,
         hypothesis=np.broadcast_to(hypothesis, len(comp)),
+        swapped=np.broadcast_to(np.asarray(result.swapped, dtype=bool), len(comp)),
         reason=np.broadcast_to(np.asarray(result.reason, dtype=object), len(comp)),
         note=WILLIAMS_NOTE if method != "pearson" else "",
     )

@@ -31,9 +31,11 @@ def heatmap(
     vmax: float = 1.0,
     colorbar_label: str = "",
     digits: int = 2,
+    marks: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Draw ``matrix`` (rows x columns, floats, NaN left blank) with its values written in the
-    cells; save ``path_stem``.png and .pdf and return both paths."""
+    cells; save ``path_stem``.png and .pdf and return both paths. ``marks`` (same shape,
+    booleans) appends a ``*`` to the marked cells' values (explain it in the title)."""
     plt = _pyplot()
     n_rows, n_cols = matrix.shape
     width = max(4.0, 1.1 + 0.62 * n_cols + 0.075 * max(len(str(r)) for r in matrix.index))
@@ -49,7 +51,8 @@ def heatmap(
         if np.isfinite(value):
             red, green, blue, _ = image.cmap(image.norm(value))
             luminance = 0.299 * red + 0.587 * green + 0.114 * blue  # readable on any colormap
-            ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=6,
+            star = "*" if marks is not None and bool(marks.iat[i, j]) else ""
+            ax.text(j, i, f"{value:.{digits}f}{star}", ha="center", va="center", fontsize=6,
                     color="black" if luminance > 0.5 else "white")
     ax.set_title(textwrap.fill(title, width=max(40, int(width * 11))), fontsize=9)
     fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.6)

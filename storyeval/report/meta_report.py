@@ -231,9 +231,15 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
             continue
         _save_grid(save, f"williams_{level}", grid, williams_caption(result, level), digits)
         if figures:
+            # the paper's direction rule tests whichever of the two correlates better: mark the
+            # cells where that is the compared measure, not the reference
+            swapped = result.williams_grid(level, column="swapped").reindex(
+                index=grid.index, columns=grid.columns).fillna(False).astype(bool)
             written += heatmap(grid, out / f"williams_{level}",
-                               title=williams_caption(result, level), cmap="viridis",
-                               vmin=0.0, vmax=1.0, colorbar_label="adjusted p")
+                               title=williams_caption(result, level)
+                               + "; * the compared measure has the larger |r|",
+                               cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
+                               marks=swapped)
     return written
 
 
