@@ -69,3 +69,14 @@ def test_rater_resolution_and_pairs(catalogue):
     pairs = criterion_pairs(catalogue, ["Beluga-13B RE 1"], select_criteria("all"),
                             llm_criteria="all")
     assert len(pairs) == 6
+
+
+def test_identifier_wins_over_another_measures_display_name():
+    import pandas as pd
+
+    from storyeval.data import infer_catalogue
+
+    cat = infer_catalogue(["Repetition-1 ¤§", "Repetition-1", "Relevance"])
+    assert select_measures(cat, "Repetition-1") == ["Repetition-1"]
+    assert select_measures(cat, "Repetition-1 ¤§") == ["Repetition-1 ¤§"]
+    assert isinstance(cat, pd.DataFrame)

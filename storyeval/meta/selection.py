@@ -11,7 +11,8 @@ A measure specification is a comma-separated list of tokens, united in catalogue
   ``embedding``, ``model-based``; families join with ``&`` for an intersection
   (``reference-free&lexical``);
 - an LLM rater group (``"Beluga-13B 1"``: model and Eval-Prompt) or a model (``"Beluga-13B"``);
-- a measure identifier or display name (``"BLEU Ξ§"``, ``"BLEU"``), or a glob pattern
+- a measure identifier or display name (``"BLEU Ξ§"``, ``"BLEU"``; an identifier wins when
+  a display name of another measure is the same), or a glob pattern
   (``"ROUGE-*"``, ``"*F1*"``) matched against both.
 
 An unknown token is an error that suggests close matches.
@@ -89,8 +90,10 @@ def _match_token(scored: pd.DataFrame, token: str) -> list[str]:
             column, value = FAMILY_TOKENS[part.strip()]
             mask &= scored[column] == value
         return list(scored.loc[mask, "measure"])
-    exact = scored[(scored["measure"] == token) | (scored["display_name"] == token)
-                   | (scored["rater"] == token) | (scored["model"] == token)]
+    if (scored["measure"] == token).any():  # an identifier wins over a display name
+        return [token]
+    exact = scored[(scored["display_name"] == token) | (scored["rater"] == token)
+                   | (scored["model"] == token)]
     if not exact.empty:
         if token in set(scored["model"]):  # a model name means its criterion-specific ratings
             exact = exact[exact["criterion"] != "AVG"]
