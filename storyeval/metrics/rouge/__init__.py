@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, register
+from storyeval.metrics.base import Measure, Metric, reference_rows, register
 from storyeval.metrics.evaluate_module import load_evaluate_module
 
 __all__ = ["MODULE_PATH", "RougeMetric"]
@@ -73,12 +73,11 @@ class RougeMetric(Metric):
                 "module": "storyeval/rouge v1"}
 
     def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
-        out = np.full((len(stories), len(measures)), np.nan)
-        rows = [i for i, r in enumerate(references) if r is not None]
+        out, rows, preds, refs = reference_rows(stories, references, len(measures))
         if not rows:
             return out
         res = load_evaluate_module(MODULE_PATH).compute(
-            predictions=[stories[i] for i in rows], references=[references[i] for i in rows],
+            predictions=preds, references=refs,
             rouge_types=list(self.rouge_types), use_stemmer=self.use_stemmer)
         keys = [f"{t}_{k}" for t in self.rouge_types for k, _ in _PARTS]
         by_name = {m.name: k for m, k in zip(self.measures(), keys)}
