@@ -18,6 +18,7 @@ from scipy import stats
 from storyeval.data.criteria import CRITERIA, CRITERION_CODES
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.meta import correlation as corr_mod
+from storyeval.meta import kendall as kendall_mod
 from storyeval.meta.correlation import METHODS, pairwise_correlations, resolve_method
 from storyeval.meta.levels import correlate, correlation_matrix, level_data, snap_ties
 
@@ -130,7 +131,7 @@ def test_batched_groups_equal_separate_calls(method):
 
 def test_kendall_exact_across_many_chunks(monkeypatch):
     # Force chunks of ~256 pairs: the result must not depend on the chunking.
-    monkeypatch.setattr(corr_mod, "_KENDALL_CHUNK_BYTES", 1)
+    monkeypatch.setattr(kendall_mod, "_KENDALL_CHUNK_BYTES", 1)
     rng = np.random.default_rng(5)
     x, y = make_data("ties", rng, n=120)
     for method in ("kendall_b", "kendall_c"):
@@ -484,11 +485,11 @@ def test_paper_system_level_figures(hanna_generation_wide):
 @pytest.mark.parametrize("variant", ["b", "c"])
 def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
     """Few low-cardinality y columns (human criteria) take the counting-by-levels path."""
-    from storyeval.meta.correlation import (
-        _dense_ranks,
+    from storyeval.meta.kendall import (
         _few_levels,
         _kendall_counts_blocks,
         _kendall_counts_by_levels,
+        dense_ranks,
     )
 
     rng = np.random.default_rng(11)
@@ -496,9 +497,9 @@ def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
     x = np.column_stack([rng.integers(0, 7, n), rng.normal(size=n), rng.integers(0, 2, n),
                          np.repeat(np.arange(30), 10)]).astype(float)
     y = np.column_stack([rng.integers(3, 16, n) / 3, rng.integers(0, 5, n)]).astype(float)
-    xr = _dense_ranks(x[None]).astype(np.float32)
-    yr = _dense_ranks(y[None]).astype(np.float32)
-    assert _few_levels(yr, n)
+    xr = dense_ranks(x[None]).astype(np.float32)
+    yr = dense_ranks(y[None]).astype(np.float32)
+    assert _few_levels(yr, n, p=x.shape[1])
     by_levels = _kendall_counts_by_levels(xr, yr)
     by_pairs = _kendall_counts_blocks(xr, yr, same=False)
     for got, expected in zip(by_levels, by_pairs):
@@ -507,3 +508,39 @@ def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
     ref = np.array([[stats.kendalltau(x[:, i], y[:, j], variant=variant).statistic
                      for j in range(2)] for i in range(4)])
     np.testing.assert_allclose(res.statistic, ref, rtol=0, atol=TOL)
+
+
+def test_tied_pair_counts_equal_brute_force():
+    from storyeval.meta.kendall import _tied_pairs
+
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 4, size=(3, 25, 5)).astype(float)
+    a[1, :, 2] = 1.0  # one constant column: every pair tied
+    expected = np.zeros((3, 5))
+    for g in range(3):
+        for c in range(5):
+            _, counts = np.unique(a[g, :, c], return_counts=True)
+            expected[g, c] = (counts * (counts - 1) // 2).sum()
+    np.testing.assert_array_equal(_tied_pairs(a), expected)
+    assert _tied_pairs(a)[1, 2] == 25 * 24 / 2
+
+
+def test_correlation_grid_is_correlate_as_arrays():
+    from storyeval.meta.levels import correlation_grid
+
+    rng = np.random.default_rng(8)
+    idx = pd.MultiIndex.from_product([list("ABCD"), range(6)], names=["system", "prompt_id"])
+    wide = pd.DataFrame(rng.integers(1, 6, size=(24, 3)).astype(float), index=idx,
+                        columns=["m1", "m2", "h"])
+    for level in ("overall", "system", "prompt"):
+        grid = correlation_grid(wide, ["m1", "m2"], ["h", "m1"], level=level)
+        pd.testing.assert_frame_equal(grid.to_frame(), correlate(wide, ["m1", "m2"], ["h", "m1"],
+                                                                 level=level))
+        picked = grid.take(["m2", "m1", "m2"], ["h", "h", "m1"])
+        table = correlate(wide, ["m1", "m2"], ["h", "m1"], level=level).set_index(
+            ["measure_x", "measure_y"])
+        expected = table.loc[[("m2", "h"), ("m1", "h"), ("m2", "m1")], "value"].to_numpy()
+        np.testing.assert_array_equal(picked["value"], expected)
+    with pytest.raises(InputError, match="'h2' is not among the grid's y measures"):
+        grid.take(["m1"], ["h2"])
+    assert grid.take([], [])["value"].shape == (0,)

@@ -306,3 +306,16 @@ def test_adjust_frame_missing_group_value_and_bad_p():
         adjust_frame(bad, by="paper")
     with pytest.raises(InputError, match="DataFrame"):
         adjust_frame(frame.to_dict(), by="paper")
+
+
+def test_adjust_frame_numeric_keys_and_interleaved_families():
+    frame = pd.DataFrame({"k": [2.0, 1.0, 2.0, 1.5, 1.0], "j": [7, 7, 7, 7, 8],
+                          "p": [0.04, 0.01, 0.02, 0.5, 0.3]})
+    out = adjust_frame(frame, by=["k", "j"])
+    assert out["family"].tolist() == [
+        "bh over rows | k=2, j=7 (m=2)", "bh over rows | k=1, j=7 (m=1)",
+        "bh over rows | k=2, j=7 (m=2)", "bh over rows | k=1.5, j=7 (m=1)",
+        "bh over rows | k=1, j=8 (m=1)",
+    ]
+    np.testing.assert_allclose(out["p_adjusted"], [0.04, 0.01, 0.04, 0.5, 0.3], rtol=0,
+                               atol=1e-15)

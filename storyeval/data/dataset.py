@@ -57,7 +57,7 @@ class Dataset:
     @property
     def systems(self) -> list[str]:
         """Systems in order of first appearance."""
-        return list(dict.fromkeys(self.table.index.get_level_values("system")))
+        return self.table.index.get_level_values("system").unique().tolist()
 
     @property
     def prompts(self) -> list[int]:
@@ -97,10 +97,11 @@ class Dataset:
     def select_systems(self, systems: Iterable[str] | None = None, *,
                        exclude: Iterable[str] = ()) -> Dataset:
         """A dataset with only ``systems`` (all if None), minus ``exclude``."""
-        keep = list(self.systems if systems is None else systems)
-        unknown = [s for s in list(keep) + list(exclude) if s not in self.systems]
+        known = self.systems
+        keep = list(known if systems is None else systems)
+        unknown = [s for s in list(keep) + list(exclude) if s not in known]
         if unknown:
-            raise InputError(f"unknown system(s) {unknown}; the dataset has {self.systems}")
+            raise InputError(f"unknown system(s) {unknown}; the dataset has {known}")
         keep = [s for s in keep if s not in set(exclude)]
         if not keep:
             raise InputError("no system left after selection")

@@ -155,7 +155,7 @@ def human_baseline(
 
     # All criteria share one kernel call per level: every annotator column against every
     # target column (criterion means and leave-one-out means); the entries needed are picked.
-    frame = pd.DataFrame(index=wide.index)
+    columns: dict[str, pd.Series] = {}  # one frame at the end: pandas inserts are slow
     plan = []
     for crit, cols in annotators.items():
         cols = [cols] if isinstance(cols, str) else list(cols)
@@ -174,14 +174,14 @@ def human_baseline(
         # frame columns carry the data's names, so that warnings name real measures
         ann = list(cols)
         for name, col in zip(ann, cols):
-            frame[name] = ratings[col]
+            columns[name] = ratings[col]
         mean = (mean_columns[crit] if mean_columns is not None and crit in mean_columns
                 else f"mean of the {crit} annotators")
         if mean_columns is not None and crit in mean_columns:
             _check_columns(wide, [mean_columns[crit]], f"mean_columns[{crit!r}]")
-            frame[mean] = wide[mean_columns[crit]].astype(np.float64)
+            columns[mean] = wide[mean_columns[crit]].astype(np.float64)
         else:
-            frame[mean] = ratings.mean(axis=1, skipna=skip)
+            columns[mean] = ratings.mean(axis=1, skipna=skip)
         loo_names = [f"mean of the {crit} annotators but {col}" for col in cols]
         if loo_columns is not None and crit in loo_columns:
             loo = [loo_columns[crit]] if isinstance(loo_columns[crit], str) else list(
@@ -193,13 +193,14 @@ def human_baseline(
             _check_columns(wide, loo, f"loo_columns[{crit!r}]")
             loo_names = list(loo)
             for name, col in zip(loo_names, loo):
-                frame[name] = wide[col].astype(np.float64)
+                columns[name] = wide[col].astype(np.float64)
         else:
             for i, name in enumerate(loo_names):
-                frame[name] = ratings.drop(columns=cols[i]).mean(axis=1, skipna=skip)
+                columns[name] = ratings.drop(columns=cols[i]).mean(axis=1, skipna=skip)
         # upper bound: annotator i vs the mean of all; leave-one-out: annotator i vs the others
         targets = {"upper_bound": [mean] * k, "leave_one_out": loo_names}
         plan.append((crit, ann, targets))
+    frame = pd.DataFrame(columns, index=wide.index)
     xs = [a for _, ann, _ in plan for a in ann]
     ys = list(dict.fromkeys(t for _, _, targets in plan for var in variants
                             for t in targets[var]))

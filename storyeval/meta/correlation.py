@@ -5,10 +5,11 @@ optionally for a batch of independent groups at once (a 3-D ``(groups, n_obs, p)
 per-prompt correlations). No Python loop runs over pairs of measures or pairs of observations in
 the fast path:
 
-* **Kendall**: the upper triangle of observation pairs is visited in bounded chunks; each chunk
-  gives sign matrices ``Sx = sign(x_j - x_i)`` (pairs x p) and ``Sy`` (pairs x q) and one matrix
-  product ``Sx.T @ Sy`` adds the concordant-minus-discordant count of every measure pair.
-  Non-tied pair counts (the tau-b denominator) are non-zero counts of the sign matrices.
+* **Kendall** (:mod:`storyeval.meta.kendall`): the upper triangle of observation pairs is
+  visited in bounded chunks; each chunk gives sign matrices ``Sx = sign(x_j - x_i)`` (pairs x p)
+  and ``Sy`` (pairs x q) and one matrix product ``Sx.T @ Sy`` adds the concordant-minus-discordant
+  count of every measure pair. Non-tied pair counts (the tau-b denominator) come from each
+  column's tie groups.
 * **Pearson**: one product of column-standardised matrices.
 * **Spearman**: Pearson on average ranks (``scipy.stats.rankdata`` along the observation axis).
 
@@ -22,10 +23,8 @@ of i's tie group there (masked products of equality matrices).
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.meta.kendall import dense_ranks, kendall_counts
 
 __all__ = [
     "METHODS",
@@ -48,10 +48,6 @@ _ALIASES = {"kendall": "kendall_b", "tau_b": "kendall_b", "tau_c": "kendall_c", 
             "kendall-c": "kendall_c"}
 NAN_POLICIES: tuple[str, ...] = ("raise", "omit", "propagate")
 
-# Working-memory budget of one chunk of observation pairs in the Kendall kernel (bytes).
-_KENDALL_CHUNK_BYTES = 64 * 2**20
-# float32 products of +-1/0 entries are exact while every partial sum stays below 2**24.
-_FLOAT32_EXACT = 2**24
 
 
 def resolve_method(method: str) -> str:
@@ -175,221 +171,6 @@ def _raise_on_nan(arr: np.ndarray, names: Sequence[str], argname: str) -> None:
                          "use nan_policy='omit' for pairwise deletion or 'propagate' for NaN results")
 
 
-# --------------------------------------------------------------------------------------------
-# complete-data kernels, batched over a leading group axis: x (g, n, p), y (g, n, q)
-
-
-def _pair_chunks(n: int, max_pairs: int):
-    """Yield (i, j) index arrays covering the pairs i < j of ``range(n)`` in row blocks of at
-    most ``max_pairs`` pairs (at least one row per block)."""
-    counts = np.arange(n - 1, 0, -1, dtype=np.int64)  # pairs whose first index is i
-    start = 0
-    while start < n - 1:
-        cum = np.cumsum(counts[start:])
-        stop = start + max(1, int(np.searchsorted(cum, max_pairs, side="right")))
-        rows = np.arange(start, stop, dtype=np.int64)
-        c = counts[start:stop]
-        i = np.repeat(rows, c)
-        offsets = np.arange(i.size, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
-        yield i, i + 1 + offsets
-        start = stop
-
-
-def _kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = False):
-    """Concordant-minus-discordant counts and non-tied pair counts.
-
-    Returns ``s`` (g, p, q), ``tx`` and ``ty`` (g, p, q): pairs untied in x (resp. y) among the
-    pairs of observations where both measures are present. With ``masked=False`` the inputs must
-    be NaN-free and tx/ty only depend on one side. ``same=True`` (y is x) computes the sign
-    matrices once.
-    """
-    g, n, p = x.shape
-    q = y.shape[2]
-    # Signs of differences are those of dense-rank differences; float32 dense ranks are exact
-    # (below 2**24) and halve the memory traffic of the pair gathers.
-    x = _dense_ranks(x).astype(np.float32)
-    y = x if same else _dense_ranks(y).astype(np.float32)
-    if not masked and not same and _few_levels(y, n):
-        return _kendall_counts_by_levels(x, y)
-    if not masked:
-        return _kendall_counts_blocks(x, y, same)
-    s = np.zeros((g, p, q))
-    tx = np.zeros((g, p, q))
-    ty = np.zeros((g, p, q))
-    width = (p + (0 if same else q)) * (3 if masked else 1) + 1
-    max_pairs = int(min(_FLOAT32_EXACT - 1, max(256, _KENDALL_CHUNK_BYTES // (4 * width * g))))
-    for i, j in _pair_chunks(n, max_pairs):
-        sx = np.sign(x[:, j, :] - x[:, i, :])
-        sy = sx if same else np.sign(y[:, j, :] - y[:, i, :])
-        if masked:
-            vx = ~np.isnan(sx)
-            sx = np.where(vx, sx, np.float32(0.0))
-            vxf = vx.astype(np.float32)
-            if same:
-                sy, vyf = sx, vxf
-            else:
-                vy = ~np.isnan(sy)
-                sy = np.where(vy, sy, np.float32(0.0))
-                vyf = vy.astype(np.float32)
-            s += np.matmul(sx.transpose(0, 2, 1), sy)
-            tx += np.matmul(np.abs(sx).transpose(0, 2, 1), vyf)
-            if not same:
-                ty += np.matmul(vxf.transpose(0, 2, 1), np.abs(sy))
-        else:
-            s += np.matmul(sx.transpose(0, 2, 1), sy)
-            tx += np.count_nonzero(sx, axis=1)[:, :, None]
-            if not same:
-                ty += np.count_nonzero(sy, axis=1)[:, None, :]
-    if same:  # untied-in-y counts of (a, b) are the untied-in-x counts of (b, a)
-        ty = tx.transpose(0, 2, 1).copy()
-    return s, tx, ty
-
-
-def _kendall_counts_blocks(x: np.ndarray, y: np.ndarray, same: bool):
-    """:func:`_kendall_counts` for NaN-free float32 ranks, by blocks of observation rows.
-
-    A block of rows ``I = [a, b)`` is paired with the rows after it by broadcasting (no index
-    gathers): the square ``I x I`` counts every pair twice (the products and the tie indicators
-    are symmetric, the diagonal is 0), so it enters with weight 1/2 (exact: even integers), and
-    the rectangle ``I x [b, n)`` enters once.
-    """
-    g, n, p = x.shape
-    q = y.shape[2]
-    s = np.zeros((g, p, q))
-    tx = np.zeros((g, p, 1))
-    ty = np.zeros((g, 1, q))
-    width = p + (0 if same else q)
-    rows = int(max(1, min(n, _KENDALL_CHUNK_BYTES // (4 * width * g * n))))
-    rows = int(max(1, min(rows, (_FLOAT32_EXACT - 1) // n)))
-    blocks = [(a, min(n, a + rows), cols, weight)
-              for a in range(0, n - 1, rows)
-              for cols, weight in ((slice(a, min(n, a + rows)), 0.5),
-                                   (slice(min(n, a + rows), n), 1.0))
-              if cols.start < cols.stop]
-
-    def block(args):
-        a, b, cols, weight = args
-        sx = _block_signs(x, a, b, cols)
-        sy = sx if same else _block_signs(y, a, b, cols)
-        part = weight * np.matmul(sx.transpose(0, 2, 1), sy)
-        if same:  # with y = x the untied counts are the diagonal of s
-            return part, None, None
-        return (part, weight * np.count_nonzero(sx, axis=1)[:, :, None],
-                weight * np.count_nonzero(sy, axis=1)[:, None, :])
-
-    # The sign blocks are memory-bound NumPy ufuncs that release the GIL: two threads overlap
-    # them. Every partial sum is an exact integer, so the result does not depend on the order.
-    workers = min(2, os.cpu_count() or 1) if len(blocks) > 2 else 1
-    if workers > 1:
-        # one BLAS thread per worker: nested BLAS threads oversubscribe the cores
-        with _single_threaded_blas(), ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(block, blocks))
-    else:
-        parts = [block(args) for args in blocks]
-    for part, px, py in parts:
-        s += part
-        if not same:
-            tx += px
-            ty += py
-    if same:
-        tx = np.diagonal(s, axis1=1, axis2=2)[:, :, None]
-        ty = tx.transpose(0, 2, 1)
-    return s, np.broadcast_to(tx, (g, p, q)).copy(), np.broadcast_to(ty, (g, p, q)).copy()
-
-
-def _single_threaded_blas():
-    """Context limiting BLAS to one thread (threadpoolctl), or a no-op without it."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl is a core dependency
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _few_levels(y: np.ndarray, n: int) -> bool:
-    """Whether counting by the levels of y beats enumerating pairs of observations: few y
-    columns with few distinct values (human criteria are means of three 1-5 ratings)."""
-    levels = np.nanmax(y, axis=1).sum()  # dense ranks: the maximum is the number of levels
-    return y.shape[0] == 1 and n >= 64 and levels * 4 <= n
-
-
-def _kendall_counts_by_levels(x: np.ndarray, y: np.ndarray):
-    """:func:`_kendall_counts` for NaN-free dense ranks, counting by the levels of y.
-
-    For each x column, observations are put in x order; for each observation j and each y
-    column, the observations strictly before j's x tie group are counted by y level (cumulative
-    one-hot counts), so that (concordant - discordant) = sum_j [#(y < y_j) - #(y > y_j)] among
-    them, with no pair of observations enumerated: O(n p k) per y column with k levels.
-    Untied pair counts come from tie-group sizes: tx = C(n, 2) - sum_t C(t, 2).
-    """
-    _, n, p = x.shape
-    q = y.shape[2]
-    xr, yr = x[0], y[0].astype(np.int64) - 1  # y levels 0..k-1
-    order = np.argsort(xr, axis=0, kind="stable")
-    xs = np.take_along_axis(xr, order, axis=0)
-    new_group = np.vstack([np.ones((1, p), bool), xs[1:] != xs[:-1]])
-    rows = np.arange(n)[:, None]
-    start = np.maximum.accumulate(np.where(new_group, rows, 0), axis=0)  # (n, p)
-    s = np.zeros((p, q))
-    count_type = np.int16 if n < 2**15 else np.int64
-    for c in range(q):  # one y column at a time, vectorised over all x columns
-        k = int(yr[:, c].max()) + 1
-        levels = yr[order, c]  # (n, p): y level of the j-th observation in x order
-        # le[t, a, l] = #(observations among the first t in x order with y level <= l)
-        le = np.zeros((n + 1, p, k), dtype=count_type)
-        np.less_equal(levels[:, :, None], np.arange(k), out=le[1:], casting="unsafe")
-        np.cumsum(le, axis=0, out=le)
-        # ... counted strictly before j's x tie group (pairs tied in x do not count)
-        le = np.take_along_axis(le, start[:, :, None], axis=0).astype(np.int64)
-        at_or_below = np.take_along_axis(le, levels[:, :, None], axis=2)[:, :, 0]
-        below = np.where(levels > 0, np.take_along_axis(
-            le, np.maximum(levels - 1, 0)[:, :, None], axis=2)[:, :, 0], 0)
-        above = le[:, :, -1] - at_or_below
-        s[:, c] = (below - above).sum(axis=0)
-    pairs = n * (n - 1) / 2
-    tx = pairs - _tied_pairs(xr)
-    ty = pairs - _tied_pairs(yr.astype(np.float64))
-    shape = (1, p, q)
-    return (s[None], np.broadcast_to(tx[None, :, None], shape).copy(),
-            np.broadcast_to(ty[None, None, :], shape).copy())
-
-
-def _tied_pairs(a: np.ndarray) -> np.ndarray:
-    """sum over tie groups of C(t, 2), per column of a NaN-free (n, p) array."""
-    srt = np.sort(a, axis=0)
-    p = srt.shape[1]
-    edges = np.vstack([np.ones((1, p), bool), srt[1:] != srt[:-1], np.ones((1, p), bool)])
-    out = np.empty(p)
-    for col in range(p):  # per column: group sizes from the positions of value changes
-        sizes = np.diff(np.flatnonzero(edges[:, col]))
-        out[col] = float((sizes * (sizes - 1) // 2).sum())
-    return out
-
-
-def _block_signs(v: np.ndarray, a: int, b: int, cols: slice) -> np.ndarray:
-    """sign(v[j] - v[i]) for rows i in [a, b) and j in ``cols``, as (g, pairs, p) float32."""
-    out = np.subtract(v[:, None, cols, :], v[:, a:b, None, :])
-    np.sign(out, out=out)
-    return out.reshape(v.shape[0], -1, v.shape[2])
-
-
-def _dense_ranks(a: np.ndarray) -> np.ndarray:
-    """Dense ranks 1..k of the values of each column of a (g, n, p) array, NaN kept as NaN."""
-    m = ~np.isnan(a)
-    filled = np.where(m, a, np.inf)
-    order = np.argsort(filled, axis=1, kind="stable")
-    srt = np.take_along_axis(filled, order, axis=1)
-    step = np.ones(srt.shape, dtype=np.float64)
-    if srt.shape[1] > 1:
-        with np.errstate(invalid="ignore"):  # inf - inf between missing values
-            step[:, 1:] = np.diff(srt, axis=1) != 0
-    dense = np.empty_like(step)
-    np.put_along_axis(dense, order, np.cumsum(step, axis=1), axis=1)
-    return np.where(m, dense, np.nan)
-
-
 def _n_distinct(a: np.ndarray) -> np.ndarray:
     """Number of distinct values of each column of a NaN-free (g, n, p) array -> (g, p)."""
     if a.shape[1] == 0:
@@ -440,7 +221,7 @@ def _complete(x: np.ndarray, y: np.ndarray, method: str,
         return _pearson_complete(x, y)
     if method == "spearman":
         return _pearson_complete(_rank(x), _rank(y))
-    s, tx, ty = _kendall_counts(x, y, masked=False, same=same)
+    s, tx, ty = kendall_counts(x, y, masked=False, same=same)
     if method == "kendall_b":
         undefined = (tx == 0) | (ty == 0)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -473,7 +254,7 @@ def _pearson_masked(x: np.ndarray, y: np.ndarray):
     def prep(a, m):
         z = np.where(m, a, 0.0)
         # dense ranks (1..k) of each column's values, 0 where missing
-        dense = np.where(m, _dense_ranks(a), 0).astype(np.int64)
+        dense = np.where(m, dense_ranks(a), 0).astype(np.int64)
         return z, dense
 
     zx, dx = prep(x, mx)
@@ -509,7 +290,7 @@ def _pearson_masked(x: np.ndarray, y: np.ndarray):
 
 
 def _kendall_b_masked(x: np.ndarray, y: np.ndarray, same: bool = False):
-    s, tx, ty = _kendall_counts(x, y, masked=True, same=same)
+    s, tx, ty = kendall_counts(x, y, masked=True, same=same)
     mx = (~np.isnan(x)).astype(np.float64)
     my = (~np.isnan(y)).astype(np.float64)
     n = np.matmul(mx.transpose(0, 2, 1), my).astype(np.int64)
@@ -523,7 +304,7 @@ def _kendall_c_masked(x: np.ndarray, y: np.ndarray, same: bool = False):
     """tau-c with pairwise deletion: masked sign products for S, and the number of distinct
     values of each measure within each pair's subset as sum_i 1 / t_i, t_i the size of i's tie
     group in the subset (:func:`_masked_ranks` with ``ties=True``), rounded to the integer."""
-    s, _, _ = _kendall_counts(x, y, masked=True, same=same)
+    s, _, _ = kendall_counts(x, y, masked=True, same=same)
     mx = ~np.isnan(x)
     my = ~np.isnan(y)
     n = np.matmul(mx.astype(np.float64).transpose(0, 2, 1), my.astype(np.float64))
@@ -688,7 +469,7 @@ def pairwise_correlations(
     * Pearson r = sum z_x z_y with z the centred, unit-norm columns;
     * Spearman rho = Pearson r of average ranks.
 
-    The Kendall sums are accumulated over chunks of at most ~64 MB of float32 sign matrices
+    The Kendall sums are accumulated over chunks of about 4 MB of float32 sign matrices
     (exact: every partial sum is an integer below 2**24) with one matrix product per chunk, so
     memory stays bounded whatever the number of observations. Kendall costs O(n^2 p q / 2)
     multiply-adds; Pearson and complete-data Spearman O(n p q).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,8 @@ from storyeval.meta.correlation import (
     resolve_method,
 )
 
-__all__ = ["LEVELS", "correlate", "correlation_matrix", "level_data"]
+__all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
+           "level_data"]
 
 LEVELS: tuple[str, ...] = ("overall", "system", "prompt")
 
@@ -39,6 +41,9 @@ Means of Likert ratings that are equal in exact arithmetic (e.g. two systems who
 to the same total) can differ in the last bits once summed in floating point, and the order of
 summation decides whether a rank coefficient sees a tie. Snapping means that agree to 1e-12
 (relative) restores the exact ties. ``tie_rtol=0`` keeps the raw float means."""
+
+# the NaN reason that is not an undefined coefficient (no warning for it)
+_PROPAGATED = "missing values (nan_policy='propagate')"
 
 _TIDY_COLUMNS = ["measure_x", "measure_y", "level", "coefficient", "value", "n", "n_groups",
                  "reason"]
@@ -92,7 +97,7 @@ def _validate(wide: pd.DataFrame, measures: list[str], nan_policy: str) -> pd.Da
         raise InputError(f"wide has duplicated story index {dup!r}; each (system, prompt_id) "
                          "must appear once")
     sub = wide.loc[:, measures]
-    bad = [m for m in measures if not pd.api.types.is_numeric_dtype(sub[m])]
+    bad = [m for m, dtype in zip(measures, sub.dtypes) if not pd.api.types.is_numeric_dtype(dtype)]
     if bad:
         raise InputError(f"non-numeric measure column(s): {bad}")
     sub = sub.astype(np.float64)
@@ -246,8 +251,9 @@ def _correlate_arrays(
     """(value, n, n_groups, reason) arrays of shape (p, q) at a level."""
     both = list(dict.fromkeys([*x_measures, *y_measures]))
     sub = _validate(wide, both, nan_policy)
-    ix = [both.index(m) for m in x_measures]
-    iy = [both.index(m) for m in y_measures]
+    position = {m: i for i, m in enumerate(both)}
+    ix = [position[m] for m in x_measures]
+    iy = [position[m] for m in y_measures]
     if level in ("overall", "system"):
         data = sub if level == "overall" else level_data(sub, both, level="system",
                                                          nan_policy=nan_policy,
@@ -269,7 +275,7 @@ def _correlate_arrays(
     res = pairwise_correlations(cube[:, :, ix], None if ix == iy else cube[:, :, iy],
                                 method=method, nan_policy=nan_policy, warn=False)
     stat, n, reason = res.statistic, res.n, res.reason
-    undefined = np.isnan(stat) & (reason != "missing values (nan_policy='propagate')")
+    undefined = np.isnan(stat) & (reason != _PROPAGATED)
     defined = ~np.isnan(stat)
     n_groups = defined.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -284,7 +290,7 @@ def _correlate_arrays(
     if nan_policy == "propagate":
         prop = (np.isnan(stat) & ~undefined).any(axis=0)
         value = np.where(prop, np.nan, value)
-        out_reason[prop] = "missing values (nan_policy='propagate')"
+        out_reason[prop] = _PROPAGATED
     if n_undefined.any():
         where = np.argwhere(n_undefined > 0)
         examples = ", ".join(f"({x_measures[a]!r}, {y_measures[b]!r}): "
@@ -299,7 +305,7 @@ def _correlate_arrays(
 
 
 def _warn_undefined(res: CorrelationMatrix, xm: list[str], ym: list[str], level: str) -> None:
-    undefined = np.isnan(res.statistic) & (res.reason != "missing values (nan_policy='propagate')")
+    undefined = np.isnan(res.statistic) & (res.reason != _PROPAGATED)
     if undefined.any():
         where = np.argwhere(undefined)
         examples = ", ".join(f"({xm[a]!r}, {ym[b]!r})" for a, b in where[:3])
@@ -373,6 +379,100 @@ def correlate(
     >>> correlate(wide, "m", "h", level="system")[["level", "value", "n"]].values.tolist()
     [['system', 1.0, 3]]
     """
+    return correlation_grid(wide, x_measures, y_measures, level=level, method=method,
+                            nan_policy=nan_policy, tie_rtol=tie_rtol).to_frame()
+
+
+@dataclass(frozen=True)
+class CorrelationGrid:
+    """Coefficients of every x measure with every y measure at one level, as arrays.
+
+    The array form of :func:`correlate` for code that looks up many entries (the Williams
+    tests): :meth:`take` picks entries by measure names without building the tidy table.
+
+    Attributes
+    ----------
+    x, y : tuple of str
+        Measure names of the rows and columns.
+    level, method : str
+    value, n, n_groups, reason : ndarray, shape (len(x), len(y))
+        As the columns of the same names in :func:`correlate`.
+    """
+
+    x: tuple[str, ...]
+    y: tuple[str, ...]
+    level: str
+    method: str
+    value: np.ndarray
+    n: np.ndarray
+    n_groups: np.ndarray
+    reason: np.ndarray = field(repr=False)
+
+    def positions(self, x_names: Sequence[str], y_names: Sequence[str],
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column positions of the entries (x_names[i], y_names[i]); InputError
+        naming the first measure that is not in the grid."""
+        rows = positions(self.x, x_names, "the grid's x")
+        cols = positions(self.y, y_names, "the grid's y")
+        return rows, cols
+
+    def take(self, x_names: Sequence[str], y_names: Sequence[str]) -> dict[str, np.ndarray]:
+        """``value, n, n_groups, reason`` of the entries (x_names[i], y_names[i])."""
+        rows, cols = self.positions(x_names, y_names)
+        return {"value": self.value[rows, cols], "n": self.n[rows, cols],
+                "n_groups": self.n_groups[rows, cols], "reason": self.reason[rows, cols]}
+
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy table of :func:`correlate` (x-major)."""
+        p, q = self.value.shape
+        return pd.DataFrame({
+            "measure_x": np.repeat(np.asarray(self.x, dtype=object), q),
+            "measure_y": np.tile(np.asarray(self.y, dtype=object), p),
+            "level": self.level,
+            "coefficient": self.method,
+            "value": self.value.ravel(),
+            "n": self.n.ravel(),
+            "n_groups": self.n_groups.ravel(),
+            "reason": self.reason.ravel(),
+        }, columns=_TIDY_COLUMNS)
+
+
+def positions(names: Sequence[str], wanted: Sequence[str], where: str) -> np.ndarray:
+    """Position in ``names`` of every measure of ``wanted``; InputError naming the first
+    measure not found (``where`` says where it was looked for).
+
+    For many lookups of few distinct names (Williams tests): only the distinct names are
+    looked up, which beats ``pd.Index.get_indexer`` on pandas' Arrow strings by far.
+    """
+    codes, distinct = pd.factorize(np.asarray(wanted, dtype=object))
+    lookup = {name: i for i, name in enumerate(names)}
+    missing = [name for name in distinct if name not in lookup]
+    if missing:
+        raise InputError(f"measure {missing[0]!r} is not among {where} measures")
+    return np.array([lookup[name] for name in distinct], dtype=np.intp)[codes]
+
+
+def correlation_grid(
+    wide: pd.DataFrame,
+    x_measures: Sequence[str] | str,
+    y_measures: Sequence[str] | str | None = None,
+    *,
+    level: str = "overall",
+    method: str = "kendall_b",
+    nan_policy: str = "raise",
+    tie_rtol: float = TIE_RTOL,
+) -> CorrelationGrid:
+    """:func:`correlate` as a :class:`CorrelationGrid` of arrays (same arguments, same numbers).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_product([["A", "B", "C"], [0, 1]], names=["system", "prompt_id"])
+    >>> wide = pd.DataFrame({"h": [1., 2., 2., 3., 4., 5.], "m": [1., 1., 3., 2., 5., 4.]}, idx)
+    >>> grid = correlation_grid(wide, ["m", "h"], "h", level="overall")
+    >>> grid.take(["m"], ["h"])["value"].round(3).tolist()
+    [0.643]
+    """
     level = _check_level(level)
     method = resolve_method(method)
     nan_policy = _check_nan_policy(nan_policy)
@@ -380,17 +480,7 @@ def correlate(
     ym = xm if y_measures is None else _select(wide, y_measures, "y_measures")
     value, n, n_groups, reason = _correlate_arrays(wide, xm, ym, level, method, nan_policy,
                                                    tie_rtol)
-    p, q = value.shape
-    return pd.DataFrame({
-        "measure_x": np.repeat(np.asarray(xm, dtype=object), q),
-        "measure_y": np.tile(np.asarray(ym, dtype=object), p),
-        "level": level,
-        "coefficient": method,
-        "value": value.ravel(),
-        "n": n.ravel(),
-        "n_groups": n_groups.ravel(),
-        "reason": reason.ravel(),
-    }, columns=_TIDY_COLUMNS)
+    return CorrelationGrid(tuple(xm), tuple(ym), level, method, value, n, n_groups, reason)
 
 
 def correlation_matrix(

@@ -198,6 +198,30 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
+def _formatted(values: np.ndarray) -> list[str]:
+    if values.dtype.kind == "f":  # 1.0 -> "1"
+        return [_format_value(v) for v in values]
+    return [str(v) for v in values]
+
+
+def _frame_families(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Family number of every row (in order of first appearance) and, per key, each family's
+    grouping value formatted for the family text."""
+    if not keys:
+        return np.zeros(len(df), dtype=np.intp), []
+    values = [df[k].to_numpy() for k in keys]
+    combined = np.zeros(len(df), dtype=np.int64)
+    for column in values:  # mixed-radix code of the key tuple, renumbered to stay < rows
+        codes, uniques = pd.factorize(column)
+        combined = pd.factorize(combined * len(uniques) + codes)[0].astype(np.int64)
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    # renumber the families in order of first appearance
+    appearance = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+    codes = appearance[inverse.ravel()].astype(np.intp)
+    first = np.sort(first)
+    return codes, [np.asarray(_formatted(column[first]), dtype=object) for column in values]
+
+
 def adjust_frame(
     df: pd.DataFrame,
     *,
@@ -317,12 +341,7 @@ def adjust_frame(
             raise InputError(f"{func}: grouping column {k!r} has a missing value at row {label!r}")
 
     p = _validated_pvalues(df[p_col].to_numpy(), func, name=f"column {p_col!r}")
-    if keys:
-        codes, uniques = pd.MultiIndex.from_frame(df[keys]).factorize()
-        codes = np.asarray(codes, dtype=np.intp)
-    else:
-        codes = np.zeros(len(df), dtype=np.intp)
-        uniques = [()]
+    codes, uniques = _frame_families(df, keys)
     adjusted = adjust_pvalues(p, method=method, family=codes)
 
     if over is None:
@@ -338,14 +357,20 @@ def adjust_frame(
             ]
             over = ", ".join(varying) if varying else "rows"
 
-    m = np.bincount(codes[~np.isnan(p)], minlength=len(uniques))
-    texts = []
-    for j, values in enumerate(uniques):
-        values = values if isinstance(values, tuple) else (values,)
-        where = ", ".join(f"{k}={_format_value(v)}" for k, v in zip(keys, values))
-        texts.append(f"{method} over {over}" + (f" | {where}" if where else "") + f" (m={m[j]})")
-
+    m = np.bincount(codes[~np.isnan(p)], minlength=int(codes.max()) + 1 if codes.size else 0)
+    texts = _family_texts(f"{method} over {over}", keys, uniques, m)
     out = df.copy()
     out[out_col] = adjusted
-    out[family_col] = np.asarray(texts, dtype=object)[codes]
+    out[family_col] = pd.Series(texts[codes], index=out.index, dtype=object)
     return out
+
+
+def _family_texts(head: str, keys: list[str], uniques: list[np.ndarray],
+                  m: np.ndarray) -> np.ndarray:
+    """``"<head> | k1=v1, k2=v2 (m=<m>)"`` per family, with NumPy's vectorised string ops."""
+    text = np.full(len(m), head)
+    for i, (key, values) in enumerate(zip(keys, uniques)):
+        text = np.char.add(np.char.add(text, (" | " if i == 0 else ", ") + f"{key}="),
+                              values.astype(np.str_))
+    text = np.char.add(np.char.add(text, " (m="), m.astype(np.str_))
+    return np.char.add(text, ")").astype(object)

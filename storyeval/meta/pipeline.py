@@ -23,7 +23,7 @@ from storyeval.data import HUMAN_SYSTEM, PAPER_REFERENCE_RATER, Dataset, load_ha
 from storyeval.exceptions import InputError
 from storyeval.meta.baseline import human_baseline
 from storyeval.meta.correlation import resolve_method
-from storyeval.meta.levels import LEVELS, TIE_RTOL, correlate
+from storyeval.meta.levels import LEVELS, TIE_RTOL, CorrelationGrid, correlation_grid, positions
 from storyeval.meta.multitest import adjust_frame
 from storyeval.meta.selection import (
     criterion_pairs,
@@ -221,12 +221,12 @@ def meta_evaluate(
         # One kernel call per level: measures x (criteria + what the Williams tests need).
         partners = (list(refs.values()) if refs else xs) if tested else []
         ys = list(dict.fromkeys([*crits, *partners]))
-        table = correlate(wide, xs, ys, level=level, method=method, nan_policy=nan_policy,
-                          tie_rtol=tie_rtol)
-        corr_frames.append(table)
+        grid = correlation_grid(wide, xs, ys, level=level, method=method,
+                                nan_policy=nan_policy, tie_rtol=tie_rtol)
+        corr_frames.append(_level_correlations(grid, pairs))
         if tested:
-            tests.append(_williams_level(table, pairs, refs, level))
-    correlations = _tidy_correlations(pd.concat(corr_frames, ignore_index=True), pairs, info)
+            tests.append(_williams_level(grid, pairs, refs))
+    correlations = _tidy_correlations(pd.concat(corr_frames, ignore_index=True), info)
     williams = _finish_williams(tests, info, method, adjust, family, alternative, direction,
                                 sign_convention)
     baseline = _baseline(dataset, crits, levels, method, nan_policy, tie_rtol)
@@ -270,107 +270,128 @@ def _resolve_reference(catalogue: pd.DataFrame, reference: str | None) -> str | 
     return str(rows["rater"].iloc[0])
 
 
-def _tidy_correlations(table: pd.DataFrame, pairs: pd.DataFrame,
-                       info: pd.DataFrame) -> pd.DataFrame:
-    keep = table.merge(pairs[["measure", "criterion"]], left_on=["measure_x", "measure_y"],
-                       right_on=["measure", "criterion"], how="inner")
-    out = pd.DataFrame({
-        "measure": keep["measure_x"],
-        "criterion": keep["measure_y"],
-        "level": keep["level"],
-        "coefficient": keep["coefficient"],
-        "value": keep["value"].astype(float),
-        "n": keep["n"].astype(int),
-        "n_groups": keep["n_groups"].astype(int),
-        "display_name": info.loc[keep["measure_x"], "display_name"].to_numpy(),
-        "kind": info.loc[keep["measure_x"], "kind"].to_numpy(),
-        "rater": info.loc[keep["measure_x"], "rater"].to_numpy(),
-        "reason": keep["reason"],
+def _level_correlations(grid: CorrelationGrid, pairs: pd.DataFrame) -> pd.DataFrame:
+    """The (measure, criterion) entries of one level's grid, in grid order (x-major)."""
+    rows, cols = grid.positions(pairs["measure"], pairs["criterion"])
+    order = np.lexsort((cols, rows))
+    rows, cols = rows[order], cols[order]
+    return pd.DataFrame({
+        "measure": np.asarray(grid.x, dtype=object)[rows],
+        "criterion": np.asarray(grid.y, dtype=object)[cols],
+        "level": grid.level,
+        "coefficient": grid.method,
+        "value": grid.value[rows, cols].astype(float),
+        "n": grid.n[rows, cols].astype(int),
+        "n_groups": grid.n_groups[rows, cols].astype(int),
+        "reason": grid.reason[rows, cols],
     })
+
+
+def _tidy_correlations(table: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    at = info.index.get_indexer(table["measure"])
+    out = table.loc[:, ["measure", "criterion", "level", "coefficient", "value", "n",
+                        "n_groups"]]
+    for col in ("display_name", "kind", "rater"):
+        out[col] = info[col].to_numpy()[at]
+    out["reason"] = table["reason"].to_numpy()
     return out.reset_index(drop=True)
 
 
-def _williams_level(table: pd.DataFrame, pairs: pd.DataFrame, refs: dict[str, str],
-                    level: str) -> pd.DataFrame:
+def _williams_level(grid: CorrelationGrid, pairs: pd.DataFrame,
+                    refs: dict[str, str]) -> dict[str, np.ndarray]:
     """The (a, b, criterion) comparisons of one level with their three correlations, looked
-    up in ``table`` (measures x (criteria + partners) at this level)."""
+    up in the level's grid (measures x (criteria + partners)), as columns of arrays (one
+    DataFrame is built at the end: string columns are costly to convert back and forth)."""
     if refs:
         ref_raters = set(pairs.loc[pairs["measure"].isin(refs.values()), "rater"])
         ref_raters |= set(refs.values())
         rows = [(c, refs[c], b) for b, c, rb in pairs.itertuples(index=False)
                 if rb not in ref_raters and b != refs[c]]
+        crit, a, b = (np.array(col, dtype=object) for col in zip(*rows)) if rows else (
+            np.array([], dtype=object),) * 3
     else:
-        rows = _all_pairs(pairs)
-    if not rows:
-        return pd.DataFrame(columns=["level", "criterion", "measure_a", "measure_b"])
-    comp = pd.DataFrame(rows, columns=["criterion", "measure_a", "measure_b"])
-    keys = pd.MultiIndex.from_arrays([table["measure_x"], table["measure_y"]])
-    value, count = table["value"].to_numpy(), table["n"].to_numpy()
-
-    def find(x: pd.Series, y: pd.Series) -> np.ndarray:
-        return keys.get_indexer(pd.MultiIndex.from_arrays([x, y]))
-
-    ha = find(comp["measure_a"], comp["criterion"])
-    hb = find(comp["measure_b"], comp["criterion"])
-    ab = find(comp["measure_b"], comp["measure_a"])
-    comp["level"] = level
-    comp["r_a"], comp["r_b"], comp["r_ab"] = value[ha], value[hb], value[ab]
-    comp["n"] = np.minimum.reduce([count[ha], count[hb], count[ab]])
-    return comp
+        crit, a, b = _all_pairs(pairs)
+    with_a, with_b, a_b = grid.take(a, crit), grid.take(b, crit), grid.take(b, a)
+    return {
+        "level": _constant(grid.level, len(a)),
+        "criterion": crit, "measure_a": a, "measure_b": b,
+        "r_a": with_a["value"], "r_b": with_b["value"], "r_ab": a_b["value"],
+        "n": np.minimum.reduce([with_a["n"], with_b["n"], a_b["n"]]),
+    }
 
 
-def _all_pairs(pairs: pd.DataFrame) -> list[tuple[str, str, str]]:
-    rows = []
+def _all_pairs(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(criterion, a, b) for every pair (a, b), a before b, of the measures correlated with
+    each criterion."""
+    crit, first, second = [], [], []
     for criterion, group in pairs.groupby("criterion", sort=False):
-        names = group["measure"].tolist()
-        rows += [(criterion, names[i], names[j])
-                 for i in range(len(names)) for j in range(i + 1, len(names))]
-    return rows
+        names = group["measure"].to_numpy(dtype=object)
+        i, j = np.triu_indices(len(names), k=1)
+        crit.append(_constant(criterion, len(i)))
+        first.append(names[i])
+        second.append(names[j])
+    if not crit:
+        return (np.array([], dtype=object),) * 3
+    return np.concatenate(crit), np.concatenate(first), np.concatenate(second)
 
 
-def _finish_williams(tests: list[pd.DataFrame], info: pd.DataFrame, method: str, adjust: str,
-                     family: str | Sequence[str], alternative: str, direction: str,
-                     sign_convention: str) -> pd.DataFrame:
-    comp = pd.concat(tests, ignore_index=True) if tests else pd.DataFrame()
-    if comp.empty:
+def _constant(value: object, size: int) -> np.ndarray:
+    """An object array repeating ``value`` (np.full is slow for object arrays)."""
+    out = np.empty(size, dtype=object)
+    out.fill(value)
+    return out
+
+
+def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, method: str,
+                     adjust: str, family: str | Sequence[str], alternative: str,
+                     direction: str, sign_convention: str) -> pd.DataFrame:
+    comp = {key: np.concatenate([t[key] for t in tests]) for key in tests[0]} if tests else {}
+    if not comp or not len(comp["level"]):
         return pd.DataFrame(columns=WILLIAMS_COLUMNS)
-    result = williams_test(comp["r_a"].to_numpy(), comp["r_b"].to_numpy(),
-                           comp["r_ab"].to_numpy(), comp["n"].to_numpy(),
+    result = williams_test(comp["r_a"], comp["r_b"], comp["r_ab"], comp["n"],
                            alternative=alternative, direction=direction,
                            sign_convention=sign_convention)
-    hypothesis = np.asarray(result.hypothesis, dtype=object)
-    comp = comp.assign(
+    size = len(comp["level"])
+    rater = info["rater"].to_numpy(dtype=object)
+    comp.update(
         t=np.asarray(result.statistic, dtype=float),
         p=np.asarray(result.pvalue, dtype=float),
-        rater_a=info.loc[comp["measure_a"], "rater"].to_numpy(),
-        rater_b=info.loc[comp["measure_b"], "rater"].to_numpy(),
-        coefficient=method,
-        alternative=alternative,
-        hypothesis=np.broadcast_to(hypothesis, len(comp)),
-        swapped=np.broadcast_to(np.asarray(result.swapped, dtype=bool), len(comp)),
-        reason=np.broadcast_to(np.asarray(result.reason, dtype=object), len(comp)),
-        note=WILLIAMS_NOTE if method != "pearson" else "",
+        rater_a=rater[positions(info.index, comp["measure_a"], "catalogue")],
+        rater_b=rater[positions(info.index, comp["measure_b"], "catalogue")],
+        coefficient=_constant(method, size),
+        alternative=_constant(alternative, size),
+        hypothesis=np.broadcast_to(np.asarray(result.hypothesis, dtype=object), size),
+        swapped=np.broadcast_to(np.asarray(result.swapped, dtype=bool), size),
+        reason=np.broadcast_to(np.asarray(result.reason, dtype=object), size),
+        note=_constant(WILLIAMS_NOTE if method != "pearson" else "", size),
     )
     # Named families ("paper" groups LLM ratings by rater, so a rater's six criteria form one
     # family) are defined in storyeval.meta.multitest.adjust_frame.
     by = family if isinstance(family, str) else list(family)
-    comp = adjust_frame(comp, by=by, p_col="p", method=adjust)
-    return comp.loc[:, WILLIAMS_COLUMNS]
+    # Text columns stay NumPy object arrays: converting ~10 columns of 50,000 strings (all
+    # pairs) to pandas' Arrow strings would cost more than the Williams tests themselves.
+    frame = pd.DataFrame({key: pd.Series(values, dtype=values.dtype, copy=False)
+                          for key, values in comp.items()})
+    frame = adjust_frame(frame, by=by, p_col="p", method=adjust)
+    return frame.loc[:, WILLIAMS_COLUMNS]
 
 
 def annotator_columns(catalogue: pd.DataFrame, crits: Sequence[str],
                       ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Per criterion, the individual annotators' measures (two or more) and, when the data has
     one per annotator, their leave-one-out means (HANNA: ``Human i RE``, ``Human Avg i RE``)."""
+    human = catalogue[catalogue["kind"].isin(["annotator", "annotator_loo"])]
+    human = human.sort_values("annotator", kind="stable")
+    by_kind = {kind: dict(list(rows.groupby("criterion", sort=False)["measure"]))
+               for kind, rows in human.groupby("kind", sort=False)}
     annotators, loo = {}, {}
     for crit in crits:
-        ann = catalogue[(catalogue["kind"] == "annotator") & (catalogue["criterion"] == crit)]
-        if len(ann) >= 2:
-            annotators[crit] = ann.sort_values("annotator")["measure"].tolist()
-            own = catalogue[(catalogue["kind"] == "annotator_loo")
-                            & (catalogue["criterion"] == crit)]
-            if len(own) == len(ann):
-                loo[crit] = own.sort_values("annotator")["measure"].tolist()
+        ann = by_kind.get("annotator", {}).get(crit)
+        if ann is not None and len(ann) >= 2:
+            annotators[crit] = ann.tolist()
+            own = by_kind.get("annotator_loo", {}).get(crit)
+            if own is not None and len(own) == len(ann):
+                loo[crit] = own.tolist()
     return annotators, loo
 
 

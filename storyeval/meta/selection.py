@@ -159,12 +159,15 @@ def criterion_pairs(catalogue: pd.DataFrame, measures: Iterable[str], criteria: 
     if llm_criteria not in ("matched", "all"):
         raise InputError(f"llm_criteria must be 'matched' or 'all', got {llm_criteria!r}")
     info = catalogue.set_index("measure")
+    # plain dicts: scalar lookups in a DataFrame cost microseconds each
+    own = dict(zip(info.index, info["criterion"]))
+    kind = dict(zip(info.index, info["kind"]))
+    rater = dict(zip(info.index, info["rater"]))
     rows = []
     for measure in measures:
-        own = info.at[measure, "criterion"]
-        specific = info.at[measure, "kind"] == "llm_rater" and own in CRITERIA
+        specific = kind[measure] == "llm_rater" and own[measure] in CRITERIA
         for criterion in criteria:
-            if specific and llm_criteria == "matched" and own != criterion:
+            if specific and llm_criteria == "matched" and own[measure] != criterion:
                 continue
-            rows.append((measure, criterion, info.at[measure, "rater"]))
+            rows.append((measure, criterion, rater[measure]))
     return pd.DataFrame(rows, columns=["measure", "criterion", "rater"])
