@@ -17,6 +17,8 @@ _LAZY = {
     "CorrelationMatrix": "correlation",
     "correlate": "levels",
     "correlation_matrix": "levels",
+    "correlation_grid": "levels",
+    "CorrelationGrid": "levels",
     "level_data": "levels",
     "human_baseline": "baseline",
     "williams_test": "williams",

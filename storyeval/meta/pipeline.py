@@ -288,7 +288,7 @@ def _level_correlations(grid: CorrelationGrid, pairs: pd.DataFrame) -> pd.DataFr
 
 
 def _tidy_correlations(table: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
-    at = info.index.get_indexer(table["measure"])
+    at = positions(info.index, table["measure"], "the catalogue's")
     out = table.loc[:, ["measure", "criterion", "level", "coefficient", "value", "n",
                         "n_groups"]]
     for col in ("display_name", "kind", "rater"):
@@ -307,8 +307,7 @@ def _williams_level(grid: CorrelationGrid, pairs: pd.DataFrame,
         ref_raters |= set(refs.values())
         rows = [(c, refs[c], b) for b, c, rb in pairs.itertuples(index=False)
                 if rb not in ref_raters and b != refs[c]]
-        crit, a, b = (np.array(col, dtype=object) for col in zip(*rows)) if rows else (
-            np.array([], dtype=object),) * 3
+        crit, a, b = np.array(rows, dtype=object).reshape(-1, 3).T
     else:
         crit, a, b = _all_pairs(pairs)
     with_a, with_b, a_b = grid.take(a, crit), grid.take(b, crit), grid.take(b, a)
@@ -356,8 +355,8 @@ def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, met
     comp.update(
         t=np.asarray(result.statistic, dtype=float),
         p=np.asarray(result.pvalue, dtype=float),
-        rater_a=rater[positions(info.index, comp["measure_a"], "catalogue")],
-        rater_b=rater[positions(info.index, comp["measure_b"], "catalogue")],
+        rater_a=rater[positions(info.index, comp["measure_a"], "the catalogue's")],
+        rater_b=rater[positions(info.index, comp["measure_b"], "the catalogue's")],
         coefficient=_constant(method, size),
         alternative=_constant(alternative, size),
         hypothesis=np.broadcast_to(np.asarray(result.hypothesis, dtype=object), size),
