@@ -544,3 +544,19 @@ def test_correlation_grid_is_correlate_as_arrays():
     with pytest.raises(InputError, match="'h2' is not among the grid's y measures"):
         grid.take(["m1"], ["h2"])
     assert grid.take([], [])["value"].shape == (0,)
+
+
+def test_grid_lookup_of_a_missing_name_is_an_error_not_a_row():
+    from storyeval.meta.levels import positions
+
+    assert positions(["a", "b", "c"], ["c", "a", "c"], "x").tolist() == [2, 0, 2]
+    for bad in ([None], ["a", None, "b"], ["a", float("nan")]):
+        with pytest.raises(InputError, match="is not among the test's measures"):
+            positions(["a", "b", "c"], bad, "the test's")
+
+
+def test_duplicated_measure_columns_are_rejected():
+    idx = pd.MultiIndex.from_product([["A", "B"], range(3)], names=["system", "prompt_id"])
+    wide = pd.DataFrame(np.arange(18.0).reshape(6, 3) % 4, index=idx, columns=["m", "m", "h"])
+    with pytest.raises(InputError, match=r"duplicated measure column\(s\) \['m'\]"):
+        correlate(wide, ["m", "h"], ["h"])

@@ -319,3 +319,10 @@ def test_adjust_frame_numeric_keys_and_interleaved_families():
     ]
     np.testing.assert_allclose(out["p_adjusted"], [0.04, 0.01, 0.04, 0.5, 0.3], rtol=0,
                                atol=1e-15)
+
+
+def test_adjust_frame_formats_floats_in_object_columns():
+    frame = pd.DataFrame({"k": pd.Series([1.0, "a", 2.5], dtype=object), "p": [0.1, 0.2, 0.3]})
+    out = adjust_frame(frame, by=["k"])
+    assert out["family"].tolist() == ["bh over rows | k=1 (m=1)", "bh over rows | k=a (m=1)",
+                                      "bh over rows | k=2.5 (m=1)"]

@@ -96,6 +96,10 @@ def _validate(wide: pd.DataFrame, measures: list[str], nan_policy: str) -> pd.Da
         dup = _plain(wide.index[wide.index.duplicated()][0])
         raise InputError(f"wide has duplicated story index {dup!r}; each (system, prompt_id) "
                          "must appear once")
+    repeated = sorted(set(measures) & set(wide.columns[wide.columns.duplicated()]))
+    if repeated:
+        raise InputError(f"wide has duplicated measure column(s) {repeated}; each measure must "
+                         "be one column")
     sub = wide.loc[:, measures]
     bad = [m for m, dtype in zip(measures, sub.dtypes) if not pd.api.types.is_numeric_dtype(dtype)]
     if bad:
@@ -444,7 +448,8 @@ def positions(names: Sequence[str], wanted: Sequence[str], where: str) -> np.nda
     For many lookups of few distinct names (Williams tests): only the distinct names are
     looked up, which beats ``pd.Index.get_indexer`` on pandas' Arrow strings by far.
     """
-    codes, distinct = pd.factorize(np.asarray(wanted, dtype=object))
+    # use_na_sentinel=False: a missing name (None, NaN) is a distinct name, reported below
+    codes, distinct = pd.factorize(np.asarray(wanted, dtype=object), use_na_sentinel=False)
     lookup = {name: i for i, name in enumerate(names)}
     missing = [name for name in distinct if name not in lookup]
     if missing:

@@ -198,13 +198,7 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _formatted(values: np.ndarray) -> list[str]:
-    if values.dtype.kind == "f":  # 1.0 -> "1"
-        return [_format_value(v) for v in values]
-    return [str(v) for v in values]
-
-
-def _frame_families(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+def _frame_families(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, list[list[str]]]:
     """Family number of every row (in order of first appearance) and, per key, each family's
     grouping value formatted for the family text."""
     if not keys:
@@ -219,7 +213,7 @@ def _frame_families(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, list
     appearance = np.argsort(np.argsort(first, kind="stable"), kind="stable")
     codes = appearance[inverse.ravel()].astype(np.intp)
     first = np.sort(first)
-    return codes, [np.asarray(_formatted(column[first]), dtype=object) for column in values]
+    return codes, [[_format_value(v) for v in column[first]] for column in values]
 
 
 def adjust_frame(
@@ -361,16 +355,13 @@ def adjust_frame(
     texts = _family_texts(f"{method} over {over}", keys, uniques, m)
     out = df.copy()
     out[out_col] = adjusted
-    out[family_col] = pd.Series(texts[codes], index=out.index, dtype=object)
+    out[family_col] = texts[codes]
     return out
 
 
-def _family_texts(head: str, keys: list[str], uniques: list[np.ndarray],
+def _family_texts(head: str, keys: list[str], uniques: list[list[str]],
                   m: np.ndarray) -> np.ndarray:
-    """``"<head> | k1=v1, k2=v2 (m=<m>)"`` per family, with NumPy's vectorised string ops."""
-    text = np.full(len(m), head)
-    for i, (key, values) in enumerate(zip(keys, uniques)):
-        text = np.char.add(np.char.add(text, (" | " if i == 0 else ", ") + f"{key}="),
-                              values.astype(np.str_))
-    text = np.char.add(np.char.add(text, " (m="), m.astype(np.str_))
-    return np.char.add(text, ")").astype(object)
+    """``"<head> | k1=v1, k2=v2 (m=<m>)"`` per family (object array)."""
+    pairs = [[f"{key}={value}" for value in values] for key, values in zip(keys, uniques)]
+    where = [" | " + ", ".join(parts) for parts in zip(*pairs)] if keys else [""] * len(m)
+    return np.array([f"{head}{w} (m={count})" for w, count in zip(where, m)], dtype=object)

@@ -301,7 +301,8 @@ def _williams_level(grid: CorrelationGrid, pairs: pd.DataFrame,
                     refs: dict[str, str]) -> dict[str, np.ndarray]:
     """The (a, b, criterion) comparisons of one level with their three correlations, looked
     up in the level's grid (measures x (criteria + partners)), as columns of arrays (one
-    DataFrame is built at the end: string columns are costly to convert back and forth)."""
+    DataFrame is built at the end: pandas string columns are costly to convert back and
+    forth)."""
     if refs:
         ref_raters = set(pairs.loc[pairs["measure"].isin(refs.values()), "rater"])
         ref_raters |= set(refs.values())
@@ -367,11 +368,7 @@ def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, met
     # Named families ("paper" groups LLM ratings by rater, so a rater's six criteria form one
     # family) are defined in storyeval.meta.multitest.adjust_frame.
     by = family if isinstance(family, str) else list(family)
-    # Text columns stay NumPy object arrays: converting ~10 columns of 50,000 strings (all
-    # pairs) to pandas' Arrow strings would cost more than the Williams tests themselves.
-    frame = pd.DataFrame({key: pd.Series(values, dtype=values.dtype, copy=False)
-                          for key, values in comp.items()})
-    frame = adjust_frame(frame, by=by, p_col="p", method=adjust)
+    frame = adjust_frame(pd.DataFrame(comp), by=by, p_col="p", method=adjust)
     return frame.loc[:, WILLIAMS_COLUMNS]
 
 
