@@ -9,7 +9,7 @@ Sub-commands::
                                           [--resamples 1000] [--confidence-level 0.95] [--seed N]
     storyeval pairwise consistency VERDICTS
     storyeval pairwise accuracy VERDICTS --reference HUMAN_VERDICTS [--tie-credit 0]
-    storyeval pairwise pointwise [--data FILE] [--measures LIST] [--criteria LIST]
+    storyeval pairwise pointwise [--data FILE] [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
     storyeval pairwise template --prompt FILE --story-a FILE --story-b FILE [--dimensions LIST]
     storyeval pairwise judge --backend openai|hf|vllm --model NAME [--base-url URL]
@@ -99,10 +99,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="score table (default: embedded HANNA, generation systems only)")
     p.add_argument("--include-human-stories", action="store_true",
                    help="HANNA: keep the human-written stories (left out by default)")
-    p.add_argument("--measures", default="all", metavar="LIST",
-                   help="comma-separated measures or LLM rater groups (e.g. 'Beluga-13B 1', "
-                        "resolved to the criterion-matched rating); default: every metric and "
-                        "LLM rater group")
+    p.add_argument("--metrics", "--measures", dest="metrics", default="all", metavar="SPEC",
+                   help="measures, as in `storyeval meta --metrics`: all, llm, non-llm, a "
+                        "taxonomy family, LLM rater groups (e.g. 'Beluga-13B 1': each "
+                        "criterion with its matched rating), names or glob patterns "
+                        "(default: all). --measures is an alias")
     p.add_argument("--criteria", default="all", metavar="LIST",
                    help="comma-separated criteria or codes (default: all six)")
     p.add_argument("--human-ties", choices=["exclude", "include"], default="exclude")
@@ -288,32 +289,13 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _pointwise_pairs(dataset, measures: list[str] | None, criteria: list[str] | None):
-    from storyeval.data import CRITERIA, resolve_criterion
-    from storyeval.exceptions import InputError
+def _pointwise_pairs(dataset, metrics: str, criteria: str) -> list[tuple[str, str]]:
+    """(measure, criterion) pairs chosen as ``storyeval meta`` chooses them."""
+    from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
 
     cat = dataset.catalogue
-    crits = list(CRITERIA) if criteria is None else [resolve_criterion(c) for c in criteria]
-    if measures is None:
-        metrics = cat.loc[cat["kind"] == "metric", "measure"].tolist()
-        groups = cat.loc[(cat["kind"] == "llm_rater") & cat["criterion"].isin(CRITERIA),
-                         "rater"].drop_duplicates().tolist()
-        measures = metrics + groups
-    pairs = []
-    for m in measures:
-        rows = cat[cat["rater"] == m]
-        if rows.empty:
-            raise InputError(f"unknown measure or rater group {m!r}")
-        for c in crits:
-            if len(rows) == 1 and rows.iloc[0]["measure"] == m and \
-                    rows.iloc[0]["kind"] != "llm_rater":
-                pairs.append((m, c))
-                continue
-            match = rows[rows["criterion"] == c]
-            if match.empty:
-                raise InputError(f"rater group {m!r} has no rating for criterion {c!r}")
-            pairs.append((str(match.iloc[0]["measure"]), c))
-    return pairs
+    pairs = criterion_pairs(cat, select_measures(cat, metrics), select_criteria(criteria))
+    return list(zip(pairs["measure"], pairs["criterion"]))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -341,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
         dataset = load_dataset_arg(args.data, None)
         if args.data is None and not args.include_human_stories:
             dataset = dataset.select_systems(exclude=["Human"])
-        pairs = _pointwise_pairs(dataset, _split(args.measures), _split(args.criteria))
+        pairs = _pointwise_pairs(dataset, args.metrics, args.criteria)
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
                                              tie_credit=args.tie_credit)
         sys.stdout.write(format_table(result, args.format, digits=args.digits))
