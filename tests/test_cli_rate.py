@@ -92,12 +92,12 @@ def test_parser_option_reparses_the_cache_and_gives_the_papers_rule(tmp_path, st
         assert sum(srv.state.received.values()) == n
     summary = json.loads(capsys.readouterr().out)
     assert summary["sent"] == 0 and summary["parser"] == "first_number"
-    assert summary["settings"]["parser_id"] == "first_number-2"
+    assert summary["settings"]["parser_id"] == "first_number-3"
     settings = json.loads((tmp_path / "paper" / "settings.json").read_text())
     assert settings["settings"]["parser"] == "first_number"
     ratings = pd.read_csv(tmp_path / "paper" / "ratings.csv")
-    assert set(ratings["parser"]) == {"first_number-2"}
-    assert set(pd.read_csv(tmp_path / "strict" / "ratings.csv")["parser"]) == {"strict-2"}
+    assert set(ratings["parser"]) == {"first_number-3"}
+    assert set(pd.read_csv(tmp_path / "strict" / "ratings.csv")["parser"]) == {"strict-3"}
     # the paper's rule worked by hand for each answer: first number, none/off-scale -> 3
     paper = {answers[0]: 2.0, answers[1]: 3.0, answers[2]: 3.0, answers[3]: 3.5, answers[4]: 3.0}
     want = (ratings.assign(v=[paper[scripted(None, k)] for k in ratings["key"]])

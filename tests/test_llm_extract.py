@@ -84,6 +84,11 @@ def test_user_study_explanations_drop_the_rating(explanations):
     ("1) The plot is thin.\n2) The ending is flat.\n\nRating: 2", 2),
     ("4\n\n1. Plot: good. 2. Characters: flat.", 4),
     ("3. The story is mostly coherent.", 3),  # a lone "3." is a rating, not a list
+    # ... also in Markdown emphasis
+    ("**1.** The plot is thin.\n**2.** The ending is flat.\n\nRating: 2", 2),
+    ("**1. Plot:** thin. **2. Ending:** flat. Overall 4", 4),
+    ("__1)__ weak\n__2)__ flat\nScore: 3", 3),
+    ("**4**\n\nThe story is coherent.", 4),
     # number words
     ("Three.", 3),
     ("I'd give it a four", 4),
@@ -125,6 +130,7 @@ def test_ok(text, rating):
     ("3\n\nOverall 4", "ambiguous"),
     ("I would rate this story a 1. The plot is thin. I would give it a 2.", "ambiguous"),
     ("1. The story is weak.\n2. The ending is flat.", "no_number"),  # only list markers
+    ("**1.** The story is weak.\n**2.** The ending is flat.", "no_number"),
     ("One of the best stories I read.", "no_number"),
     ("The story has four characters.", "no_number"),
     ("Overall, the 2 characters are flat.", "no_number"),
@@ -197,8 +203,8 @@ def test_first_number_statuses():
 
 def test_parser_tags():
     assert PARSERS == ("strict", "first_number")
-    assert PARSER_VERSION == "2"  # bumped with the rules of this version
-    assert parser_id() == "strict-2" and parser_id("first_number") == "first_number-2"
+    assert PARSER_VERSION == "3"  # bumped with the rules of this version
+    assert parser_id() == "strict-3" and parser_id("first_number") == "first_number-3"
     with pytest.raises(InputError, match="method"):
         parser_id("last")
 

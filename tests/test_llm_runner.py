@@ -88,10 +88,10 @@ def test_switching_parser_reparses_the_cache_without_requests(tmp_path):
         back = rate(_stories(4), _backend(srv), parser="strict", **kw)
         assert back.n_sent == 0 and sum(srv.state.received.values()) == n
     pd.testing.assert_frame_equal(back.ratings, strict.ratings)
-    assert set(strict.ratings["parser"]) == {"strict-2"}
-    assert set(paper.ratings["parser"]) == {"first_number-2"}
-    assert paper.settings["parser"] == "first_number" and paper.settings["parser_id"] == "first_number-2"
-    assert strict.settings["parser"] == "strict" and strict.settings["parser_version"] == "2"
+    assert set(strict.ratings["parser"]) == {"strict-3"}
+    assert set(paper.ratings["parser"]) == {"first_number-3"}
+    assert paper.settings["parser"] == "first_number" and paper.settings["parser_id"] == "first_number-3"
+    assert strict.settings["parser"] == "strict" and strict.settings["parser_version"] == "3"
     texts = [_scripted(None, k) for k in strict.ratings["key"]]
     assert set(texts) == set(ANSWERS)  # every kind of answer occurs
     # both parsers, per answer, as documented
@@ -113,7 +113,7 @@ def test_switching_parser_reparses_the_cache_without_requests(tmp_path):
     assert sc["value"].notna().all()
     # the cache holds the latest parse
     con = sqlite3.connect(db)
-    assert {r[0] for r in con.execute("SELECT parser_version FROM answers")} == {"strict-2"}
+    assert {r[0] for r in con.execute("SELECT parser_version FROM answers")} == {"strict-3"}
     con.close()
 
 

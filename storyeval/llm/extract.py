@@ -43,7 +43,7 @@ __all__ = [
 
 #: Version of the extraction rules, bumped whenever they change. The cache stores it with the
 #: method (:func:`parser_id`), and a run re-parses every stored answer whose tag differs.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 #: The extraction methods of :func:`parse_rating`.
 PARSERS: tuple[str, ...] = ("strict", "first_number")
@@ -113,7 +113,9 @@ _SCALE = re.compile(rf"\b(?:on\s+)?(?:a\s+)?scale\s+(?:from\s+|of\s+)?{_NUM}\s*(
                     _I)
 _SCALE_DEN = re.compile(rf"(?:/|\bout\s+of)\s*{_NUM}", _I)
 _NUM_BEFORE = re.compile(rf"(?:(?<![\w.]){_DIGITS}|\b(?:{'|'.join(_WORD_VALUES)}))\Z", _I)
-_MARKER = re.compile(r"(?:^|(?<=[.!?:;] ))[ \t]*(?P<num>\d+)[.)](?=[ \t]+[^\d\s])", re.MULTILINE)
+# (Markdown emphasis around a marker, "**1.**" or "__2)__", is part of it.)
+_MARKER = re.compile(r"(?:^|(?<=[.!?:;] ))[ \t]*(?:\*\*|__|\*|_)?(?P<num>\d+)[.)](?:\*\*|__|\*|_)?"
+                     r"(?=[ \t]+[^\d\s])", re.MULTILINE)
 # The paper's rule: the first number anywhere.
 _FIRST = re.compile(r"\d+(?:\.\d+)?")
 _LEAD_SEP = re.compile(r"^[\s*_\"'`)\]:.,;\u2014\u2013-]+")

@@ -360,7 +360,7 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
         story, for a story without one, e.g. HANNA's human stories; not sent, with a
         :class:`~storyeval.exceptions.StoryevalWarning`). Nothing is imputed. The ``parser``
         column holds the tag of the parser that read the answer (:func:`parser_id`, e.g.
-        ``"strict-2"``), empty for answers that were not parsed.
+        ``"strict-3"``), empty for answers that were not parsed.
 
     Notes
     -----
