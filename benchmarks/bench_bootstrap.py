@@ -28,11 +28,10 @@ import scipy.stats as st
 
 
 def _pairs(dataset):
-    from storyeval.data import CRITERIA
     from storyeval.meta.selection import criterion_pairs, select_measures
 
     chosen = select_measures(dataset.catalogue, "all")
-    pairs = criterion_pairs(dataset.catalogue, chosen, list(CRITERIA))
+    pairs = criterion_pairs(dataset.catalogue, chosen, dataset.criteria)
     return list(zip(pairs["measure"], pairs["criterion"]))
 
 

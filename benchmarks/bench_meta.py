@@ -40,7 +40,7 @@ def per_pair_loop() -> tuple[pd.DataFrame, pd.DataFrame]:
     """What an analysis notebook would do: scipy per pair, Williams per test, BH per family."""
     dataset = load_hanna(include_human_stories=False)
     wide = dataset.wide()
-    crits = select_criteria("all")
+    crits = select_criteria(dataset, "all")
     pairs = criterion_pairs(dataset.catalogue, select_measures(dataset.catalogue, "all"), crits)
     means = wide.groupby(level="system", sort=False).mean()
     # the same tie rule as the core (system means equal to 1e-12 are ties)

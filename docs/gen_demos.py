@@ -22,10 +22,13 @@ commands get ``--projection pca``: the projection is only drawn, no number depen
 UMAP's numba compilation (about 10 s) is skipped.
 
 Determinism: torch runs on the CPU with one intra-op thread, deterministic algorithms and fixed
-seeds (training, bootstrap, permutations, UMAP). The Markdown has no dates, paths or timings, so
-``tests/test_docs_demos.py`` regenerates it into a temporary folder and compares it byte for byte
-with the committed snippets. The snippets live in their own folder because
-``docs/gen_pages.py`` owns (and prunes) the ``*.md`` files directly under ``docs/generated/``.
+seeds (training, bootstrap, permutations, UMAP): two runs on one machine write identical bytes.
+The Markdown has no dates, paths or timings, so ``tests/test_docs_demos.py`` regenerates it into
+a temporary folder and compares it with the committed snippets token by token: everything
+exactly except the 3-decimal statistics, which may differ by 2 units of the last digit (torch's
+CPU arithmetic differs between machines; see that test's docstring). The snippets live in
+their own folder because ``docs/gen_pages.py`` owns (and prunes) the ``*.md`` files directly
+under ``docs/generated/``.
 """
 
 from __future__ import annotations

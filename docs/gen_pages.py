@@ -173,7 +173,9 @@ def numpy_system_means():
     system's 96 stories computed by ``np.mean`` on that 1-D column, in floating point, with no
     tie handling. Correlating these rows at the overall level gives system-level correlations
     whose ties between equal means are broken by rounding, as in the paper's analysis."""
-    from storyeval.data import HUMAN_SYSTEM, Dataset, load_hanna
+    from dataclasses import replace
+
+    from storyeval.data import HUMAN_SYSTEM, load_hanna
 
     hanna = load_hanna().select_systems(None, exclude=[HUMAN_SYSTEM])
     wide = hanna.wide()
@@ -186,7 +188,7 @@ def numpy_system_means():
     index = pd.MultiIndex.from_arrays([systems, [0] * len(systems)],
                                       names=["system", "prompt_id"])
     table = pd.DataFrame(rows, index=index, columns=wide.columns)
-    return Dataset(table, hanna.catalogue, "hanna, np.mean system means")
+    return replace(hanna, table=table, name="hanna, np.mean system means")
 
 
 def system_ties(write, result) -> None:
@@ -291,10 +293,10 @@ def annotator_agreement(write) -> None:
     from storyeval.data import load_hanna
     from storyeval.meta.agreement import annotator_icc
 
-    wide = load_hanna().wide()
+    hanna = load_hanna()
     frames = []
     for label, exclude in (("all 1,056 stories", ()), ("960 generated stories", ("Human",))):
-        icc = annotator_icc(wide, exclude_systems=exclude)
+        icc = annotator_icc(hanna, exclude_systems=exclude)
         frames.append(pd.DataFrame({
             "stories": label, "criterion": icc["criterion"], "ICC2k": icc["icc2k"],
             "95% CI": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(icc["ci_low"],

@@ -13,6 +13,7 @@ __all__ = [
     "MissingDependencyError",
     "StoryevalWarning",
     "UndefinedStatisticWarning",
+    "SuspiciousDataWarning",
 ]
 
 
@@ -39,4 +40,11 @@ class UndefinedStatisticWarning(StoryevalWarning):
     """A statistic is undefined for the given input and was returned as NaN with a reason.
 
     Examples: a correlation with a constant vector, a Williams test with n <= 3.
+    """
+
+
+class SuspiciousDataWarning(StoryevalWarning):
+    """The data are valid but look wrong in a way that changes results.
+
+    Example: every story's annotator ratings are sorted, so who rated what was lost.
     """

@@ -1,5 +1,6 @@
 """Tests of storyeval.meta.agreement: Gwet's AC1, Fleiss' kappa, Krippendorff's alpha, and the
-HANNA annotators' ICC(2,k)."""
+annotators' ICC(2,k) (on the HANNA data and small wide tables; a synthetic ragged dataset is in
+tests/test_agreement_data.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from storyeval.meta.agreement import (
     AgreementResult,
     annotator_icc,
     category_counts,
-    default_annotator_columns,
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha,
@@ -257,21 +257,28 @@ def test_alpha_undefined_and_bad_input():
 
 # ----------------------------------------------------------------------------- HANNA annotators
 @pytest.fixture(scope="module")
-def hanna_wide():
+def hanna():
     from storyeval.data import load_hanna
 
-    return load_hanna().wide()
+    return load_hanna()
 
 
-def test_annotator_icc_equals_pingouin_per_criterion(hanna_wide):
+@pytest.fixture(scope="module")
+def hanna_wide(hanna):
+    return hanna.wide()
+
+
+def test_annotator_icc_equals_pingouin_per_criterion(hanna, hanna_wide):
     pg = pytest.importorskip("pingouin")
-    table = annotator_icc(hanna_wide)
-    assert table["criterion"].tolist() == list(default_annotator_columns())
+    table = annotator_icc(hanna)
+    columns = hanna.annotators()
+    assert table["criterion"].tolist() == list(columns) == hanna.criteria
     assert (table["n_items"] == 1056).all() and (table["k"] == 3).all()
+    assert (table["n_items_omitted"] == 0).all()
+    pd.testing.assert_frame_equal(annotator_icc(hanna_wide, columns), table)
     for crit in ("Relevance", "Complexity"):
-        cols = default_annotator_columns()[crit]
-        long = hanna_wide[cols].reset_index(drop=True).rename_axis("story").reset_index().melt(
-            id_vars="story", var_name="annotator", value_name="rating")
+        long = hanna_wide[columns[crit]].reset_index(drop=True).rename_axis("story").reset_index(
+            ).melt(id_vars="story", var_name="annotator", value_name="rating")
         ref = pg.intraclass_corr(long, targets="story", raters="annotator",
                                  ratings="rating").set_index("Type")
         row = "ICC(A,k)" if "ICC(A,k)" in ref.index else "ICC2k"
@@ -279,24 +286,79 @@ def test_annotator_icc_equals_pingouin_per_criterion(hanna_wide):
         assert got == pytest.approx(float(ref.at[row, "ICC"]), abs=1e-10)
 
 
-def test_annotator_icc_excluding_human_stories(hanna_wide):
-    table = annotator_icc(hanna_wide, exclude_systems=["Human"])
+def test_annotator_icc_pinned_hanna_values(hanna):
+    # The numbers `storyeval agreement` has always printed (tests/test_cli_agreement.py).
+    icc = annotator_icc(hanna).set_index("criterion")["icc2k"].round(3).to_dict()
+    assert icc == {"Relevance": 0.325, "Coherence": -0.179, "Empathy": 0.282, "Surprise": 0.139,
+                   "Engagement": 0.397, "Complexity": 0.536}
+
+
+def test_annotator_icc_excluding_human_stories(hanna, hanna_wide):
+    table = annotator_icc(hanna, exclude_systems=["Human"])
     assert (table["n_items"] == 960).all()
-    cols = default_annotator_columns()["Engagement"]
+    cols = hanna.annotators()["Engagement"]
     generated = hanna_wide.drop(index="Human", level="system")[cols].to_numpy()
     from storyeval.meta.icc import icc2k
 
     assert table.set_index("criterion").at["Engagement", "icc2k"] == pytest.approx(
         icc2k(generated).statistic, abs=1e-12)
+    pd.testing.assert_frame_equal(
+        annotator_icc(hanna_wide, hanna.annotators(), exclude_systems=["Human"]), table)
 
 
-def test_annotator_icc_bad_input(hanna_wide):
+def test_annotator_icc_different_k_per_criterion():
+    from storyeval.meta.icc import icc2k
+
+    rng = np.random.default_rng(5)
+    wide = pd.DataFrame(rng.integers(1, 6, size=(30, 5)).astype(float),
+                        columns=["a1", "a2", "b1", "b2", "b3"])
+    table = annotator_icc(wide, {"A": ["a1", "a2"], "B": ["b1", "b2", "b3"]})
+    assert table["k"].tolist() == [2, 3]
+    assert table["icc2k"].tolist() == pytest.approx(
+        [icc2k(wide[["a1", "a2"]]).statistic, icc2k(wide[["b1", "b2", "b3"]]).statistic],
+        abs=1e-12)
+
+
+def test_annotator_icc_ragged_omit_and_raise():
+    from storyeval.meta.icc import icc2k
+
+    rng = np.random.default_rng(6)
+    index = pd.MultiIndex.from_product([["s1", "s2"], range(10)], names=["system", "prompt_id"])
+    wide = pd.DataFrame(rng.integers(1, 6, size=(20, 3)).astype(float), index=index,
+                        columns=["x", "y", "z"])
+    wide.iloc[[3, 12], 1] = np.nan
+    wide.iloc[15, 2] = np.nan
+    table = annotator_icc(wide, {"Fun": ["x", "y", "z"]}, nan_policy="omit")
+    assert (table.at[0, "n_items"], table.at[0, "n_items_omitted"]) == (17, 3)
+    assert table.at[0, "icc2k"] == pytest.approx(icc2k(wide.dropna()).statistic, abs=1e-12)
+    with pytest.raises(InputError, match=r"criterion 'Fun': annotator column 'y' has no rating "
+                                         r"for story 's1/3'.*3 of 20 stories"):
+        annotator_icc(wide, {"Fun": ["x", "y", "z"]})
+
+
+def test_annotator_icc_bad_input(hanna, hanna_wide):
     with pytest.raises(InputError, match="unknown system"):
-        annotator_icc(hanna_wide, exclude_systems=["GPT-5"])
+        annotator_icc(hanna_wide, hanna.annotators(), exclude_systems=["GPT-5"])
+    with pytest.raises(InputError, match="unknown system"):
+        annotator_icc(hanna, exclude_systems=["GPT-5"])
     with pytest.raises(InputError, match="not in wide"):
         annotator_icc(hanna_wide, {"Relevance": ["Human 1 RE", "Human 9 RE"]})
-    with pytest.raises(InputError, match="same number"):
-        annotator_icc(hanna_wide, {"Relevance": ["Human 1 RE", "Human 2 RE"],
-                                   "Coherence": ["Human 1 CH", "Human 2 CH", "Human 3 CH"]})
+    with pytest.raises(InputError, match="annotators is required"):
+        annotator_icc(hanna_wide)
+    with pytest.raises(InputError, match="at least 2 distinct annotator columns"):
+        annotator_icc(hanna_wide, {"Relevance": ["Human 1 RE"]})
+    with pytest.raises(InputError, match="annotators is empty"):
+        annotator_icc(hanna_wide, {})
+    with pytest.raises(InputError, match="nan_policy"):
+        annotator_icc(hanna, nan_policy="drop")
     with pytest.raises(InputError, match="DataFrame"):
         annotator_icc(hanna_wide.to_numpy())
+
+
+def test_annotator_icc_dataset_without_annotators():
+    from storyeval.data import ratings_to_dataset
+
+    ratings = pd.DataFrame({"system": ["A", "A", "B", "B"], "prompt_id": [0, 1, 0, 1],
+                            "criterion": "Fun", "value": [1, 2, 4, 5]})
+    with pytest.raises(InputError, match="no criterion rated by at least 2 annotators"):
+        annotator_icc(ratings_to_dataset(ratings))

@@ -9,7 +9,8 @@ from scipy import stats
 
 from storyeval.data.criteria import CRITERIA
 from storyeval.exceptions import InputError
-from storyeval.meta.baseline import hanna_annotator_columns, human_baseline
+from storyeval.data.hanna import hanna_annotator_columns
+from storyeval.meta.baseline import human_baseline
 
 
 def test_paper_human_baseline(hanna_generation_wide):

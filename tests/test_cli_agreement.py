@@ -22,12 +22,15 @@ def test_json_output_pinned(capsys):
     code, out, err = run_cli(capsys, "--format", "json")
     assert code == 0, err
     payload = json.loads(out)
-    assert set(payload) == {"annotators", "user_study", "confidence_level"}
+    assert set(payload) == {"annotators", "user_study", "confidence_level", "dataset",
+                            "nan_policy", "notes"}
     assert payload["confidence_level"] == 0.95
+    assert (payload["dataset"], payload["nan_policy"]) == ("hanna", "omit")
     ann = payload["annotators"]
     assert [r["criterion"] for r in ann] == ["Relevance", "Coherence", "Empathy", "Surprise",
                                             "Engagement", "Complexity"]
-    assert list(ann[0]) == ["criterion", "icc2k", "ci_low", "ci_high", "n_items", "k"]
+    assert list(ann[0])[:7] == ["criterion", "n_items", "k", "ratings_per_item", "icc2k",
+                                "icc2k_ci_low", "icc2k_ci_high"]
     assert all(r["n_items"] == 1056 and r["k"] == 3 for r in ann)
     # Pinned: ICC(2,k) of the three HANNA annotators over the 1,056 stories (computed by
     # storyeval, cross-checked against pingouin in tests/test_agreement.py).
@@ -49,7 +52,7 @@ def test_annotators_exclude_human_stories(capsys):
                            "--exclude-human-stories")
     assert code == 0
     payload = json.loads(out)
-    assert set(payload) == {"annotators", "confidence_level"}
+    assert set(payload) == {"annotators", "confidence_level", "dataset", "nan_policy", "notes"}
     assert all(r["n_items"] == 960 for r in payload["annotators"])
 
 

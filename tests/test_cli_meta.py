@@ -28,7 +28,7 @@ def test_meta_table_output(capsys):
     assert main(["meta", "--metrics", "paper", "--levels", "system"]) == 0
     out = capsys.readouterr().out
     assert "Kendall tau-b (tie-corrected" in out
-    assert "human-written stories excluded" in out
+    assert "stories of 'Human' excluded (they are the references)" in out
     assert "Human (upper bound)" in out and "Beluga-13B 1" in out
     assert "BH-adjusted Williams p" in out
 

@@ -123,8 +123,8 @@ def test_read_scores_csv_jsonl_parquet(tmp_path):
     ("system,prompt_id,value\nA,0,1\n", r"missing column\(s\) \['measure'\]"),
     ("system,prompt_id,measure,value\nA,0,m,1\nA,1,m,oops\n",
      r"line 3: column 'value' is not a number: 'oops'"),
-    ("system,prompt_id,measure,value\nA,0,m,1\nA,x,m,1\n",
-     r"line 3: column 'prompt_id' must be an integer"),
+    ("system,prompt_id,measure,value\nA,0,m,1\nA,,m,1\n",
+     r"line 3: column 'prompt_id' is empty"),
     ("system,prompt_id,measure,value\nA,0,m,1\nA,0,m,2\n",
      r"duplicate score for story 'A/0' and measure 'm' at .*line 2 and line 3"),
     ("system,prompt_id,measure,value\nA,0,m,1\nA,1,m,1\nB,0,m,1\nB,2,m,1\n",
@@ -188,11 +188,15 @@ def test_read_hanna_wide_validation(tmp_path):
 
 
 def test_catalogue_inference_for_user_names():
-    cat = infer_catalogue(["Relevance", "MyLLM CH 2", "MyLLM AVG 2", "my metric"]).set_index(
-        "measure")
+    cat = infer_catalogue(["Relevance", "MyLLM CH 2", "MyLLM AVG 2", "my metric"],
+                          criteria=["Relevance", "Coherence"],
+                          codes={"Coherence": "CH"}).set_index("measure")
     assert cat.loc["Relevance", "kind"] == "human_criterion"
     assert (cat.loc["MyLLM CH 2", "rater"], cat.loc["MyLLM CH 2", "criterion"]) == \
         ("MyLLM 2", "Coherence")
+    # without declared criteria nothing is a human criterion or a criterion-specific rating
+    plain = infer_catalogue(["Relevance", "MyLLM CH 2"]).set_index("measure")
+    assert set(plain["kind"]) == {"metric"}
     assert cat.loc["MyLLM AVG 2", "criterion"] == "AVG"
     assert (cat.loc["my metric", "kind"], cat.loc["my metric", "reference"]) == ("metric", "")
     assert set(CRITERIA) == set(load_hanna().catalogue.query("kind == 'human_criterion'").measure)

@@ -306,16 +306,19 @@ def test_cli_pairwise_template_and_pointwise(tmp_path, capsys):
     assert main(["pairwise", "template", "--prompt", str(tmp_path / "p.txt"), "--story-a",
                  str(tmp_path / "a.txt"), "--story-b", str(tmp_path / "b.txt")]) == 0
     assert "[Story A]\nStory one." in capsys.readouterr().out
-    for flag in ("--metrics", "--measures"):  # --measures is an alias
-        assert main(["pairwise", "pointwise", flag, "BLEU Ξ§,Beluga-13B 1",
-                     "--criteria", "RE,CH", "--format", "csv"]) == 0
-        res = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
-        # a rater group resolves to its criterion-matched column; metrics pair with every
-        # criterion; rows in catalogue order, as in `storyeval meta`
-        got = sorted(zip(res["measure"], res["criterion"]))
-        assert got == sorted([("BLEU Ξ§", "Relevance"), ("BLEU Ξ§", "Coherence"),
-                              ("Beluga-13B RE 1", "Relevance"),
-                              ("Beluga-13B CH 1", "Coherence")])
+    assert main(["pairwise", "pointwise", "--metrics", "BLEU Ξ§,Beluga-13B 1",
+                 "--criteria", "RE,CH", "--format", "csv"]) == 0
+    res = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    # a rater group resolves to its criterion-matched column; metrics pair with every
+    # criterion; rows in catalogue order, as in `storyeval meta`
+    got = sorted(zip(res["measure"], res["criterion"]))
+    assert got == sorted([("BLEU Ξ§", "Relevance"), ("BLEU Ξ§", "Coherence"),
+                          ("Beluga-13B RE 1", "Relevance"),
+                          ("Beluga-13B CH 1", "Coherence")])
+    assert (res["n_missing"] == 0).all()
+    # --measures is now the data option naming a wide table's score columns (as in `meta`)
+    assert main(["pairwise", "pointwise", "--measures", "BLEU*", "--criteria", "RE"]) == 2
+    assert "--data" in capsys.readouterr().err
     # the same specifications as `meta --metrics`: globs, and suggestions for a typo
     assert main(["pairwise", "pointwise", "--metrics", "ROUGE-1*", "--criteria", "RE",
                  "--format", "csv"]) == 0

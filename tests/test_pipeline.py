@@ -129,14 +129,16 @@ def test_all_pairs_on_user_data_without_reference():
                      (system, prompt, "good", h + rng.normal(scale=0.5)),
                      (system, prompt, "bad", rng.normal()),
                      (system, prompt, "worse", rng.normal())]
-    ds = scores_to_dataset(pd.DataFrame(rows, columns=["system", "prompt_id", "measure", "value"]))
-    res = meta_evaluate(ds, criteria="RE")
+    ds = scores_to_dataset(pd.DataFrame(rows, columns=["system", "prompt_id", "measure", "value"]),
+                           criteria=["Relevance"])
+    res = meta_evaluate(ds, criteria="relevance")
     assert res.settings["williams"]["comparison"] == "all pairs of selected raters"
     assert len(res.williams) == 2 * 3  # two levels x three pairs
     good_vs_bad = res.williams.query("level == 'overall' and measure_a == 'good' "
                                      "and measure_b == 'bad'").iloc[0]
     assert good_vs_bad["p"] < 0.01
-    with pytest.raises(InputError, match="no human ratings for"):
+    with pytest.raises(InputError, match="unknown criterion 'CH'; dataset 'custom' has: "
+                                         "Relevance"):
         meta_evaluate(ds, criteria="CH")
 
 

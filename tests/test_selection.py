@@ -52,11 +52,12 @@ def test_unknown_measure_suggests_close_matches(catalogue):
 
 
 def test_criteria(catalogue):
-    assert select_criteria("all") == ["Relevance", "Coherence", "Empathy", "Surprise",
-                                      "Engagement", "Complexity"]
-    assert select_criteria("cx, re") == ["Relevance", "Complexity"]
+    hanna = load_hanna()
+    assert select_criteria(hanna, "all") == ["Relevance", "Coherence", "Empathy", "Surprise",
+                                             "Engagement", "Complexity"]
+    assert select_criteria(hanna, "cx, re") == ["Relevance", "Complexity"]
     with pytest.raises(InputError, match="unknown criterion 'fun'"):
-        select_criteria("fun")
+        select_criteria(hanna, "fun")
 
 
 def test_rater_resolution_and_pairs(catalogue):
@@ -64,9 +65,9 @@ def test_rater_resolution_and_pairs(catalogue):
     assert resolve_rater(catalogue, "BLEU", "Surprise") == "BLEU Ξ§"
     with pytest.raises(InputError, match="unknown reference"):
         resolve_rater(catalogue, "GPT-9 1", "Surprise")
-    pairs = criterion_pairs(catalogue, ["BLEU Ξ§", "Beluga-13B RE 1"], select_criteria("all"))
+    pairs = criterion_pairs(catalogue, ["BLEU Ξ§", "Beluga-13B RE 1"], select_criteria(load_hanna(), "all"))
     assert len(pairs) == 6 + 1  # metric x 6 criteria, LLM rating only with its own criterion
-    pairs = criterion_pairs(catalogue, ["Beluga-13B RE 1"], select_criteria("all"),
+    pairs = criterion_pairs(catalogue, ["Beluga-13B RE 1"], select_criteria(load_hanna(), "all"),
                             llm_criteria="all")
     assert len(pairs) == 6
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 from storyeval._version import __version__
-from storyeval.exceptions import InputError, MissingDependencyError
+from storyeval.exceptions import InputError, MissingDependencyError, StoryevalWarning
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -22,6 +23,7 @@ EXIT_USAGE = 2
 # Sub-command modules, in the order `storyeval --help` lists them. Modules are imported only
 # to register their parser; heavy dependencies are imported inside `run`.
 COMMANDS: tuple[str, ...] = (
+    "describe",
     "meta",
     "agreement",
     "score",
@@ -54,6 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _short_warnings(command: str) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints storyeval's own warnings as one line
+    ``storyeval CMD: warning: ...`` (they are addressed to the user, not to a developer)."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        if issubclass(category, StoryevalWarning):
+            print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -61,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return EXIT_USAGE
+    saved = warnings.showwarning
+    warnings.showwarning = _short_warnings(args.command)
     try:
         return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError, FileNotFoundError) as exc:
@@ -69,3 +86,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"storyeval {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = saved

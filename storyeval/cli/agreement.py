@@ -1,4 +1,5 @@
-"""``storyeval agreement``: the human annotators' ICC(2,k) and the user-study agreement table.
+"""``storyeval agreement``: the agreement of a dataset's human annotators per criterion, and the
+user-study agreement table of the embedded HANNA data.
 
 Exit codes: 0 ok, 2 usage or input error.
 """
@@ -7,67 +8,139 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from storyeval.cli.common import add_format_option, add_out_option
+from storyeval.cli.common import (
+    add_data_options,
+    add_format_option,
+    add_out_option,
+    load_dataset_args,
+)
+
+if TYPE_CHECKING:
+    from storyeval.data.dataset import Dataset
 
 EXTENSIONS = {"table": "txt", "md": "md", "csv": "csv", "latex": "tex", "json": "json"}
-
-ANNOTATOR_COLUMNS = ["criterion", "icc2k", "ci_low", "ci_high", "n_items", "k"]
+COMMENT = {"table": "# ", "md": "> "}
 USER_STUDY_COLUMNS = [
     "display_name", "error_rate", "error_rate_majority", "ac1", "standard_error", "ci_low",
     "ci_high", "n_explanations",
 ]
+USER_STUDY_TITLE = "User study (Beluga-13B explanations): error rate and Gwet's AC1"
+
+DESCRIPTION = """\
+Agreement of the human annotators of a dataset, per criterion, with the stories as items:
+ICC(2,k) (two-way random effects, absolute agreement, mean of k annotators; Shrout and Fleiss),
+Krippendorff's alpha (interval and ordinal), Fleiss' kappa and Gwet's AC1 (nominal; the
+categories are the rating values observed). Works on any dataset with one rating per annotator
+(--data: long ratings with an 'annotator' column, or a wide table with --annotators; ragged
+annotators allowed). Without --data it uses the embedded HANNA data, and also prints the
+agreement table of its user study (error rate and Gwet's AC1 per error category).
+"""
+
+EPILOG = """\
+examples:
+  storyeval agreement                                   # embedded HANNA data + user study
+  storyeval agreement --what annotators --exclude-human-stories
+  storyeval agreement --data ratings.csv --criteria Fun,Clarity --format md
+  storyeval agreement --data wide.csv --id system=model,prompt_id=item \\
+      --annotators 'Overall=rater_*' --nan-policy raise
+
+Exit codes: 0 ok, 2 usage or input error.
+"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``storyeval agreement``."""
     parser = subparsers.add_parser(
         "agreement",
-        help="inter-annotator agreement: HANNA annotators' ICC(2,k), user-study AC1",
-        description="Print the HANNA human annotators' ICC(2,k) per criterion (stories as "
-        "items, the three annotators as raters) and the user-study table (error rate and "
-        "Gwet's AC1 with its interval per error category).",
-        epilog="Exit codes: 0 ok, 2 usage or input error.",
+        help="inter-annotator agreement per criterion (ICC(2,k), Krippendorff's alpha, "
+             "Fleiss' kappa, Gwet's AC1); HANNA's user study",
+        description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--what", choices=("annotators", "user-study", "all"), default="all",
-                        help="which table(s) to compute (default: all)")
-    add_format_option(parser)
-    add_out_option(parser, "one file per table (annotators.EXT, user_study.EXT) instead of "
-                   "printing")
-    parser.add_argument("--exclude-human-stories", action="store_true",
-                        help="annotator ICC over the 960 generated stories only (default: all "
-                        "1,056 stories)")
-    parser.add_argument("--confidence-level", type=float, default=0.95,
-                        help="level of the intervals (default: 0.95)")
+    data = parser.add_argument_group("data")
+    add_data_options(data, scores=False)
+    data.add_argument("--criteria", default="all", metavar="LIST",
+                      help="human criteria, names or codes (default: all of the dataset's); "
+                           "for a wide table, the columns that hold them")
+    data.add_argument("--exclude-human-stories", "--exclude-reference-stories",
+                      dest="exclude_human_stories", action="store_true",
+                      help="leave out the stories of the dataset's reference system (HANNA: "
+                           "the 96 human-written stories); an error if it has none")
+    what = parser.add_argument_group("what to compute")
+    what.add_argument("--what", choices=("annotators", "user-study", "all"), default="all",
+                      help="annotators: the annotators' agreement per criterion; user-study: "
+                           "the embedded HANNA user study (not with --data); all (default): "
+                           "both for the embedded data, the annotators table for --data")
+    what.add_argument("--nan-policy", choices=("omit", "raise"), default="omit",
+                      help="stories not rated by every annotator: ICC(2,k) leaves them out "
+                           "(omit, default; counted in n_items_omitted) or they are an error "
+                           "(raise); the other coefficients use every rating")
+    what.add_argument("--confidence-level", type=float, default=0.95, metavar="X",
+                      help="level of the intervals (default: 0.95)")
+    out = parser.add_argument_group("output")
+    add_format_option(out)
+    add_out_option(out, "one file per table instead of printing (annotators.EXT; "
+                        "user_study.EXT for the embedded data)")
     return parser
 
 
-def _hanna_wide() -> pd.DataFrame:
-    from storyeval.data import load_hanna
+# ----------------------------------------------------------------------------- computing
+def _check_request(args: argparse.Namespace) -> None:
+    from storyeval.exceptions import InputError
 
-    return load_hanna().wide()
+    if not 0 < args.confidence_level < 1:
+        raise InputError(f"--confidence-level must be in (0, 1), got {args.confidence_level}")
+    if args.data is not None and args.what == "user-study":
+        raise InputError(f"--what user-study is the user study embedded with HANNA; it does not "
+                         f"apply to --data {args.data}: use --what annotators")
+
+
+def excluded_systems(dataset: Dataset, exclude_human_stories: bool) -> list[str]:
+    """``[dataset.reference_system]`` when asked; an error if the dataset has none."""
+    from storyeval.exceptions import InputError
+
+    if not exclude_human_stories:
+        return []
+    if dataset.reference_system is None:
+        raise InputError(f"--exclude-human-stories: dataset {dataset.name!r} has no reference "
+                         "system (human-written stories); name one with --reference-system")
+    return [dataset.reference_system]
 
 
 def compute_tables(
-    what: str, *, exclude_human_stories: bool = False, confidence_level: float = 0.95
+    what: str,
+    dataset: Dataset | None = None,
+    *,
+    embedded: bool | None = None,
+    criteria: str = "all",
+    exclude_human_stories: bool = False,
+    confidence_level: float = 0.95,
+    nan_policy: str = "omit",
 ) -> dict[str, pd.DataFrame]:
-    """The tables ``storyeval agreement`` prints, keyed ``annotators`` / ``user_study``."""
+    """The tables ``storyeval agreement`` prints, keyed ``annotators`` / ``user_study``.
+
+    ``dataset`` None is the embedded HANNA data. Only the embedded data (``embedded``; default:
+    ``dataset is None``) has the user study; a user's dataset has only the annotators table."""
     from storyeval.exceptions import InputError
 
     if not 0 < confidence_level < 1:
         raise InputError(f"--confidence-level must be in (0, 1), got {confidence_level}")
     tables: dict[str, pd.DataFrame] = {}
     if what in ("annotators", "all"):
-        from storyeval.meta.agreement import annotator_icc
+        from storyeval.data import load_hanna
+        from storyeval.meta.annotators import annotator_agreement
 
-        exclude = ["Human"] if exclude_human_stories else []
-        tables["annotators"] = annotator_icc(
-            _hanna_wide(), exclude_systems=exclude, confidence_level=confidence_level
-        )[ANNOTATOR_COLUMNS]
-    if what in ("user-study", "all"):
+        data = load_hanna() if dataset is None else dataset
+        tables["annotators"] = annotator_agreement(
+            data, criteria=criteria, exclude_systems=excluded_systems(data, exclude_human_stories),
+            confidence_level=confidence_level, nan_policy=nan_policy)
+    if what in ("user-study", "all") and (dataset is None if embedded is None else embedded):
         from storyeval.meta.user_study import user_study_table
 
         tables["user_study"] = user_study_table(confidence_level=confidence_level)[
@@ -76,38 +149,122 @@ def compute_tables(
     return tables
 
 
-TITLES = {
-    "annotators": "HANNA human annotators: ICC(2,k) per criterion",
-    "user_study": "User study (Beluga-13B explanations): error rate and Gwet's AC1",
-}
+# ----------------------------------------------------------------------------- rendering
+def annotator_title(dataset: Dataset, excluded: list[str]) -> str:
+    left_out = f", stories of {excluded[0]!r} left out" if excluded else ""
+    return (f"{dataset.name}: agreement of the human annotators per criterion "
+            f"(items: the stories{left_out})")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Compute and print (or write) the agreement tables; returns the exit code."""
+def annotator_notes(dataset: Dataset, nan_policy: str, confidence_level: float) -> list[str]:
+    """The dataset's notes and what the coefficients are."""
+    icc = ("stories not rated by every annotator are left out (n_items_omitted; "
+           "--nan-policy raise to make them an error)" if nan_policy == "omit"
+           else "every story must be rated by every annotator (--nan-policy raise)")
+    return [
+        *dataset.notes,
+        "ICC(2,k): two-way random effects, absolute agreement, mean of the k annotators "
+        f"(Shrout and Fleiss); {icc}",
+        "Krippendorff's alpha (interval, ordinal) uses every rating; Fleiss' kappa and Gwet's "
+        "AC1 are nominal, their categories the rating values observed (column categories)",
+        f"intervals: {confidence_level:.0%}",
+    ]
+
+
+def _estimate(value: float, low: float = math.nan, high: float = math.nan,
+              digits: int = 3) -> str:
+    if math.isnan(value):
+        return ""
+    interval = "" if math.isnan(low) else f" [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{value:.{digits}f}{interval}"
+
+
+def display_annotators(table: pd.DataFrame, confidence_level: float) -> pd.DataFrame:
+    """The annotators table for reading: estimates with their intervals, no reason column."""
+    ci = f"[{confidence_level:.0%} CI]"
+    rows = table.to_dict("records")
+    return pd.DataFrame({
+        "criterion": table["criterion"], "stories": table["n_items"], "k": table["k"],
+        "ratings/story": table["ratings_per_item"],
+        f"ICC(2,k) {ci}": [_estimate(r["icc2k"], r["icc2k_ci_low"], r["icc2k_ci_high"])
+                           for r in rows],
+        "ICC omitted": table["n_items_omitted"],
+        "alpha interval": [_estimate(v) for v in table["alpha_interval"]],
+        "alpha ordinal": [_estimate(v) for v in table["alpha_ordinal"]],
+        "Fleiss kappa": [_estimate(v) for v in table["fleiss_kappa"]],
+        f"AC1 {ci}": [_estimate(r["ac1"], r["ac1_ci_low"], r["ac1_ci_high"]) for r in rows],
+        "categories": table["categories"],
+    })
+
+
+def undefined_lines(table: pd.DataFrame) -> list[str]:
+    """``criterion: reason`` of every undefined value."""
+    shown = table[table["reason"] != ""]
+    return [f"undefined for {c}: {r}" for c, r in zip(shown["criterion"], shown["reason"])]
+
+
+def render(name: str, table: pd.DataFrame, fmt: str, notes: list[str],
+           confidence_level: float) -> str:
+    """One table in ``fmt``; table and md get the notes above and the undefined values below."""
     from storyeval.report.tables import format_table
 
+    if name != "annotators" or fmt in ("csv", "json"):
+        return format_table(table, fmt)
+    text = format_table(display_annotators(table, confidence_level), fmt)
+    if fmt not in COMMENT:
+        return text
+    above = [COMMENT[fmt] + line + "\n" for line in notes]
+    below = [COMMENT[fmt] + line + "\n" for line in undefined_lines(table)]
+    return "".join(above) + ("\n" if above else "") + text + ("\n" if below else "") + "".join(
+        below)
+
+
+# ----------------------------------------------------------------------------- command
+def run(args: argparse.Namespace) -> int:
+    """Compute and print (or write) the agreement tables; returns the exit code."""
+    _check_request(args)
+    dataset = (load_dataset_args(args, criteria=args.criteria)
+               if args.what != "user-study" else None)
     tables = compute_tables(
-        args.what,
+        args.what, dataset, embedded=args.data is None, criteria=args.criteria,
         exclude_human_stories=args.exclude_human_stories,
-        confidence_level=args.confidence_level,
+        confidence_level=args.confidence_level, nan_policy=args.nan_policy,
     )
+    notes, titles = [], {"user_study": USER_STUDY_TITLE}
+    if dataset is not None:
+        notes = annotator_notes(dataset, args.nan_policy, args.confidence_level)
+        titles["annotators"] = annotator_title(
+            dataset, excluded_systems(dataset, args.exclude_human_stories))
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for name, df in tables.items():
-            path = args.out / f"{name}.{EXTENSIONS[args.format]}"
-            text = format_table(df, args.format)
-            path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-            print(path)
-        return 0
+        return _write(tables, args, notes)
     if args.format == "json":
-        payload = {name: json.loads(format_table(df, "json")) for name, df in tables.items()}
-        payload["confidence_level"] = args.confidence_level
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-        return 0
+        return _print_json(tables, args, dataset, notes)
     for i, (name, df) in enumerate(tables.items()):
-        if args.format in ("table", "md"):
+        if args.format in COMMENT:
             prefix = "## " if args.format == "md" else ""
-            sys.stdout.write(("\n" if i else "") + prefix + TITLES[name] + "\n\n")
-        text = format_table(df, args.format)
+            sys.stdout.write(("\n" if i else "") + prefix + titles[name] + "\n\n")
+        text = render(name, df, args.format, notes, args.confidence_level)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: list[str]) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        path = args.out / f"{name}.{EXTENSIONS[args.format]}"
+        text = render(name, df, args.format, notes, args.confidence_level)
+        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        print(path)
+    return 0
+
+
+def _print_json(tables: dict[str, pd.DataFrame], args: argparse.Namespace,
+                dataset: Dataset | None, notes: list[str]) -> int:
+    from storyeval.report.tables import format_table
+
+    payload = {name: json.loads(format_table(df, "json")) for name, df in tables.items()}
+    payload["confidence_level"] = args.confidence_level
+    if "annotators" in tables:
+        payload.update(dataset=dataset.name, nan_policy=args.nan_policy, notes=notes)
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     return 0

@@ -17,24 +17,67 @@ def add_out_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--out", metavar="DIR", type=Path, help=f"write {what} to DIR")
 
 
-def load_dataset_arg(data: Path | None, scores: Path | None, *, allow_unbalanced: bool = False):
-    """The dataset named by ``--data`` (default: embedded HANNA) joined with ``--scores``."""
-    from storyeval.data import load_hanna, read_hanna_wide, read_score_table, read_scores
-
-    if data is None:
-        dataset = load_hanna()
-    elif _looks_like_hanna_wide(data):
-        dataset = read_hanna_wide(data)
-    else:
-        dataset = read_scores(data, require_same_prompts=not allow_unbalanced)
-    if scores is not None:
-        dataset = dataset.with_scores(read_score_table(scores))
-    return dataset
+DATA_HELP = """\
+data (any dataset; without --data/--ratings the embedded HANNA data is used):
+  --data FILE       human judgments (and possibly scores), CSV/TSV/JSONL/Parquet, in one of:
+                    long ratings (system, prompt_id | story_id, criterion, annotator, value),
+                    a long score table (..., measure, value; name its human criteria with
+                    --criteria), or a wide table (one row per story) read with --id,
+                    --criteria, --annotators, --measures
+  --scores FILE     automatic scores (story_id | system+prompt_id, measure, value); repeatable
+"""
 
 
-def _looks_like_hanna_wide(path: Path) -> bool:
-    if path.suffix.lower() != ".csv" or not path.exists():
-        return False
-    with path.open(encoding="utf-8") as handle:
-        header = handle.readline()
-    return header.startswith("Model,") and "measure" not in header.split(",")
+def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                     scores: bool = True) -> None:
+    """The options that say where a dataset is and which column is which."""
+    parser.add_argument("--data", "--ratings", dest="data", type=Path, metavar="FILE",
+                        help="human judgments (long ratings, a long score table or a wide "
+                             "table; CSV/TSV/JSONL/Parquet) or HANNA's wide CSV; default: the "
+                             "embedded HANNA data")
+    if scores:
+        parser.add_argument("--scores", type=Path, metavar="FILE", action="append",
+                            default=[],
+                            help="automatic per-story scores (story_id or system+prompt_id, "
+                                 "measure, value; e.g. from `storyeval score`); repeatable, "
+                                 "merged; only the stories they cover are used")
+    parser.add_argument("--id", metavar="MAP",
+                        help="wide table: the story's columns, e.g. system=model,prompt_id=item "
+                             "(or story_id=COLUMN with ids SYSTEM/PROMPT)")
+    parser.add_argument("--annotators", metavar="[CRIT=]GLOB", action="append", default=[],
+                        help="wide table: columns holding one annotator's ratings each, e.g. "
+                             "'rater_*' or 'Overall=ov_*'; repeatable")
+    parser.add_argument("--measures", metavar="GLOBS",
+                        help="wide table: the automatic score columns (comma-separated globs; "
+                             "default: every other numeric column)")
+    parser.add_argument("--annotator-ids", choices=("auto", "ids", "slots"), default="auto",
+                        help="long ratings: 'ids' = one column per annotator id; 'slots' = the "
+                             "k-th rating of each story is annotator k; auto (default): slots "
+                             "when there are more annotators than ratings per story")
+    parser.add_argument("--reference-system", metavar="NAME",
+                        help="a system whose stories are the references of reference-based "
+                             "metrics (left out unless --include-human-stories)")
+    parser.add_argument("--allow-unbalanced", action="store_true",
+                        help="accept systems with different prompt sets")
+
+
+def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
+    """The dataset the data options of ``args`` name (see :func:`add_data_options`).
+
+    ``criteria`` (the command's ``--criteria``) also declares which columns of a wide or long
+    score table are human criteria."""
+    from storyeval.data import read_dataset
+
+    measures = getattr(args, "measures", None)
+    return read_dataset(
+        args.data,
+        scores=list(getattr(args, "scores", None) or []),
+        id=args.id,
+        criteria=criteria or (),
+        annotators=list(args.annotators),
+        measures=None if measures is None else [m.strip() for m in measures.split(",")
+                                                if m.strip()],
+        annotator_mode=args.annotator_ids,
+        reference_system=args.reference_system,
+        require_same_prompts=not args.allow_unbalanced,
+    )

@@ -5,14 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from storyeval.cli.common import add_format_option, add_out_option, load_dataset_arg
+from storyeval.cli.common import (
+    add_data_options,
+    add_format_option,
+    add_out_option,
+    load_dataset_args,
+)
 
 DESCRIPTION = """\
 Meta-evaluate measures against human judgments: for every selected measure, its correlation
 with each human criterion at the overall (story) and system levels, the human baseline, and
-one-sided Williams tests against a reference rater with Benjamini-Hochberg adjusted p-values.
-Without --data it uses the HANNA data shipped with storyeval (10 generation systems x 96
-prompts; the human-written stories are left out unless --include-human-stories).
+Williams tests (against the dataset's default reference rater, else all pairs) with
+Benjamini-Hochberg adjusted p-values. Works on any dataset (--data, --scores; see
+`storyeval describe`); without --data it uses the HANNA data shipped with storyeval (10
+generation systems x 96 prompts; the human-written stories are left out unless
+--include-human-stories).
 """
 
 EPILOG = """\
@@ -26,6 +33,9 @@ examples:
   storyeval meta --metrics paper --levels overall,system --out results/
   storyeval meta --metrics 'BLEU,chrF,Beluga-13B 1' --coef spearman --format md
   storyeval meta --scores my_scores.csv --metrics my-metric --include-human-stories
+  storyeval meta --data ratings.csv --scores bleu.csv --scores mine.csv
+  storyeval meta --data wide.csv --id system=model,prompt_id=item --criteria Overall \
+      --annotators 'rater_*'
 """
 
 
@@ -35,23 +45,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     data = parser.add_argument_group("data")
-    data.add_argument("--data", type=_path, metavar="FILE",
-                      help="score table in long format (CSV/TSV/JSONL/Parquet) or HANNA's wide "
-                           "CSV; default: the embedded HANNA data")
-    data.add_argument("--scores", type=_path, metavar="FILE",
-                      help="extra per-story scores (story_id, measure, value; e.g. from "
-                           "`storyeval score`) joined on story_id; only the stories they cover "
-                           "are used")
-    data.add_argument("--include-human-stories", action="store_true",
-                      help="keep the 'Human' system's stories (the paper leaves them out)")
+    add_data_options(data)
+    data.add_argument("--include-human-stories", "--include-reference-stories",
+                      dest="include_human_stories", action="store_true",
+                      help="keep the reference system's stories (HANNA: 'Human', which the "
+                           "paper leaves out)")
     data.add_argument("--systems", metavar="LIST", help="comma-separated systems to keep")
-    data.add_argument("--allow-unbalanced", action="store_true",
-                      help="accept systems with different prompt sets in --data")
     what = parser.add_argument_group("what to compute")
     what.add_argument("--metrics", default="all", metavar="SPEC",
                       help="measures to evaluate (default: all; see below)")
     what.add_argument("--criteria", default="all", metavar="LIST",
-                      help="human criteria, names or codes (default: all six)")
+                      help="human criteria, names or codes (default: all of the dataset's); "
+                           "for a wide or long score table, the columns that hold them")
     what.add_argument("--levels", default="overall,system", metavar="LIST",
                       help="comma-separated among overall, system, prompt "
                            "(default: overall,system)")
@@ -69,8 +74,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     tests = parser.add_argument_group("Williams tests")
     tests.add_argument("--reference", default="auto", metavar="RATER",
                        help="rater the tests compare every other measure against; 'auto' "
-                            "(default) is the paper's 'Beluga-13B 1' when present, else all "
-                            "pairs; 'all' for all pairs; 'none' for no tests")
+                            "(default) is the dataset's default reference (HANNA: the paper's "
+                            "'Beluga-13B 1'), else all pairs; 'all' for all pairs; 'none' for "
+                            "no tests")
     tests.add_argument("--adjust", choices=["bh", "by", "bonferroni", "holm", "none"],
                        default="bh", help="p-value adjustment (default: bh)")
     tests.add_argument("--family", default="paper", metavar="FAMILY",
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_figures and args.out is None:
         raise InputError("--no-figures needs --out")
     family = args.family if args.family in FAMILIES else _split(args.family)
-    dataset = load_dataset_arg(args.data, args.scores, allow_unbalanced=args.allow_unbalanced)
+    dataset = load_dataset_args(args, criteria=args.criteria)
     result = meta_evaluate(
         dataset,
         measures=args.metrics,

@@ -9,7 +9,8 @@ Sub-commands::
                                           [--resamples 1000] [--confidence-level 0.95] [--seed N]
     storyeval pairwise consistency VERDICTS
     storyeval pairwise accuracy VERDICTS --reference HUMAN_VERDICTS [--tie-credit 0]
-    storyeval pairwise pointwise [--data FILE] [--metrics SPEC] [--criteria LIST]
+    storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
+                                 [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
     storyeval pairwise template --prompt FILE --story-a FILE --story-b FILE [--dimensions LIST]
     storyeval pairwise judge --backend openai|hf|vllm --model NAME [--base-url URL]
@@ -28,14 +29,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from storyeval.cli.common import add_format_option
+from storyeval.cli.common import add_data_options, add_format_option
 from storyeval.cli.llm_options import (
     add_backend_model_options,
     add_sampling_and_transport_options,
     backend_from_args,
     sampling_from_args,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "pointwise", "template", "judge")
 
@@ -93,24 +100,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
 
-    p = sub.add_parser("pointwise", help="pairwise accuracy of pointwise measures (all story "
-                                         "pairs of each prompt)")
-    p.add_argument("--data", type=Path, metavar="FILE",
-                   help="score table (default: embedded HANNA, generation systems only)")
-    p.add_argument("--include-human-stories", action="store_true",
-                   help="HANNA: keep the human-written stories (left out by default)")
-    p.add_argument("--metrics", "--measures", dest="metrics", default="all", metavar="SPEC",
-                   help="measures, as in `storyeval meta --metrics`: all, llm, non-llm, a "
-                        "taxonomy family, LLM rater groups (e.g. 'Beluga-13B 1': each "
-                        "criterion with its matched rating), names or glob patterns "
-                        "(default: all). --measures is an alias")
-    p.add_argument("--criteria", default="all", metavar="LIST",
-                   help="comma-separated criteria or codes (default: all six)")
-    p.add_argument("--human-ties", choices=["exclude", "include"], default="exclude")
-    p.add_argument("--tie-credit", type=float, default=0.5,
-                   help="credit for a measure tie on a human-decided pair (default 0.5)")
-    add_format_option(p)
-    p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    _add_pointwise_parser(sub)
 
     p = sub.add_parser("template", help="print the side-by-side judging prompt for one pair")
     p.add_argument("--prompt", type=Path, required=True, metavar="FILE",
@@ -125,6 +115,67 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     _add_judge_parser(sub)
     parser.set_defaults(_pairwise_parser=parser)
     return parser
+
+
+POINTWISE_DESCRIPTION = """\
+Pairwise accuracy of pointwise measures: how often a measure orders two stories as people do.
+The human side is either the per-story human scores of each criterion (every pair of stories
+of one prompt; default) or a file of explicit preferences (--preferences: any pairs, even
+across prompts). A measure prefers the story it scores higher; nothing is flipped, so a
+lower-is-better measure scores below 0.5. Works on any dataset (--data, --scores); without
+--data it uses the embedded HANNA data (generation systems only unless
+--include-human-stories).
+"""
+
+POINTWISE_EPILOG = """\
+preference files (CSV/TSV/JSONL/Parquet): story_a, story_b, winner (a, b, tie, or the id of
+the preferred story), optional criterion (without it: one overall criterion, reported as
+'preference') and annotator (several preferences of one pair: majority; a draw is a human
+tie). Story ids are SYSTEM/PROMPT_ID and must be stories of the data.
+
+examples:
+  storyeval pairwise pointwise --metrics "Beluga-13B 1,BLEU" --criteria RE,CH
+  storyeval pairwise pointwise --data ratings.csv --scores bleu.csv --scores mine.csv
+  storyeval pairwise pointwise --data ratings.csv --scores mine.csv --preferences prefs.csv
+
+exit codes: 0 ok, 2 usage or input error.
+"""
+
+
+def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "pointwise", help="pairwise accuracy of pointwise measures against human ratings or "
+                          "preferences",
+        description=POINTWISE_DESCRIPTION, epilog=POINTWISE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = p.add_argument_group("data")
+    add_data_options(data)
+    data.add_argument("--include-human-stories", "--include-reference-stories",
+                      dest="include_human_stories", action="store_true",
+                      help="keep the reference system's stories (HANNA: 'Human'; left out by "
+                           "default)")
+    data.add_argument("--preferences", type=Path, metavar="FILE",
+                      help="human preferences (story_a, story_b, winner[, criterion, "
+                           "annotator]) to compare with, instead of the pairs derived from the "
+                           "per-story human scores")
+    what = p.add_argument_group("what to compute")
+    what.add_argument("--metrics", default="all", metavar="SPEC",
+                      help="measures, as in `storyeval meta --metrics`: all, llm, non-llm, a "
+                           "taxonomy family, LLM rater groups (e.g. 'Beluga-13B 1': each "
+                           "criterion with its matched rating), names or glob patterns "
+                           "(default: all)")
+    what.add_argument("--criteria", default="all", metavar="LIST",
+                      help="comma-separated criteria or codes (default: all of the dataset's, "
+                           "or with --preferences all of the file's)")
+    what.add_argument("--human-ties", choices=["exclude", "include"], default="exclude",
+                      help="pairs people rated equal: left out (default) or scored as a third "
+                           "outcome a measure must match")
+    what.add_argument("--tie-credit", type=float, default=0.5,
+                      help="credit for a measure tie on a human-decided pair (default 0.5)")
+    out = p.add_argument_group("output")
+    add_format_option(out)
+    out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    return p
 
 
 def _add_judge_parser(sub) -> argparse.ArgumentParser:
@@ -289,13 +340,125 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _pointwise_pairs(dataset, metrics: str, criteria: str) -> list[tuple[str, str]]:
+def _pointwise_pairs(dataset: Dataset, metrics: str, criteria: str) -> list[tuple[str, str]]:
     """(measure, criterion) pairs chosen as ``storyeval meta`` chooses them."""
     from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
 
     cat = dataset.catalogue
-    pairs = criterion_pairs(cat, select_measures(cat, metrics), select_criteria(criteria))
+    pairs = criterion_pairs(cat, select_measures(cat, metrics, presets=dataset.presets),
+                            select_criteria(dataset, criteria))
     return list(zip(pairs["measure"], pairs["criterion"]))
+
+
+def _pointwise_stories(dataset: Dataset, include_reference: bool) -> tuple[Dataset, str]:
+    """The dataset without its reference system's stories (unless asked), and a hint for
+    preferences naming one of them."""
+    from storyeval.exceptions import InputError
+
+    ref = dataset.reference_system
+    if include_reference or ref not in dataset.systems:
+        return dataset, ""
+    if set(dataset.systems) == {ref}:
+        raise InputError(f"the data hold only the stories of the reference system {ref!r}, "
+                         "left out by default; pass --include-human-stories to use them")
+    return (dataset.select_systems(exclude=[ref]),
+            f"; the stories of the reference system {ref!r} are left out unless "
+            "--include-human-stories")
+
+
+def _dataset_criterion(dataset: Dataset, label: str) -> str | None:
+    """The dataset criterion that ``label`` names (name or code, case-insensitive), if any."""
+    key = label.strip().lower()
+    for crit in dataset.criteria:
+        if key in (crit.lower(), str(dataset.criterion_codes.get(crit, crit)).lower()):
+            return crit
+    return None
+
+
+def _preference_criteria(dataset: Dataset, labels: list[str], spec: str,
+                         source: str) -> list[str]:
+    """The criteria of a preference file selected by ``--criteria`` (names or codes)."""
+    from storyeval.exceptions import InputError
+    from storyeval.meta.selection import split_spec
+
+    tokens = split_spec(spec)
+    if [t.lower() for t in tokens] == ["all"]:
+        return labels
+    chosen = set()
+    for token in tokens:
+        found = [c for c in labels if token.lower() == c.lower()
+                 or _dataset_criterion(dataset, token) == c]
+        if not found:
+            raise InputError(f"--criteria: {source} has no preferences about {token!r}; its "
+                             f"criteria are {labels}")
+        chosen.update(found)
+    return [c for c in labels if c in chosen]
+
+
+def _preference_pairs(dataset: Dataset, metrics: str,
+                      criteria: list[str]) -> list[tuple[str, str]]:
+    """(measure, criterion) pairs for preference criteria: a criterion of the dataset pairs as
+    in ``storyeval meta`` (an LLM rating with its own criterion); any other criterion (such as
+    the overall ``preference``) pairs with every selected measure."""
+    from storyeval.meta.selection import criterion_pairs, select_measures
+
+    cat = dataset.catalogue
+    measures = select_measures(cat, metrics, presets=dataset.presets)
+    known = [c for c in criteria if c in dataset.criteria]
+    matched = criterion_pairs(cat, measures, known)
+    other = [(m, c) for c in criteria if c not in known for m in measures]
+    return list(zip(matched["measure"], matched["criterion"])) + other
+
+
+def _preference_result(dataset: Dataset, args: argparse.Namespace, hint: str
+                       ) -> pd.DataFrame:
+    """Accuracy of the selected measures against the preferences of ``--preferences``."""
+    from storyeval.pairwise import preference_accuracy, read_preferences, story_index
+
+    source = str(args.preferences)
+    prefs = read_preferences(args.preferences, story_ids=story_index(dataset.wide()),
+                             missing_hint=hint)
+    labels = list(dict.fromkeys(prefs["criterion"]))
+    canonical = {c: _dataset_criterion(dataset, c) or c for c in labels}
+    prefs = prefs.assign(criterion=prefs["criterion"].map(canonical))
+    criteria = _preference_criteria(dataset, list(dict.fromkeys(canonical.values())),
+                                    args.criteria, source)
+    prefs = prefs[prefs["criterion"].isin(criteria)].reset_index(drop=True)
+    pairs = _preference_pairs(dataset, args.metrics, criteria)
+    return preference_accuracy(dataset.wide(), prefs, pairs, human_ties=args.human_ties,
+                               tie_credit=args.tie_credit, source=source)
+
+
+def _pointwise_note(args: argparse.Namespace) -> str:
+    """What the table compares and how ties count (printed under text tables)."""
+    human = (f"human preferences of {args.preferences} (majority per pair of stories)"
+             if args.preferences is not None else
+             "per-story human scores (every pair of stories of one prompt)")
+    ties = ("human ties left out; a measure tie on a human-decided pair earns "
+            f"{args.tie_credit:g}" if args.human_ties == "exclude" else
+            "human ties included: a tie is a third outcome the measure must match")
+    return (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
+            "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
+
+
+def _run_pointwise(args: argparse.Namespace) -> int:
+    from storyeval.cli.common import load_dataset_args
+    from storyeval.pairwise import pointwise_pairwise_accuracy
+    from storyeval.report.tables import format_table
+
+    use_prefs = args.preferences is not None
+    dataset = load_dataset_args(args, criteria=None if use_prefs else args.criteria)
+    dataset, hint = _pointwise_stories(dataset, args.include_human_stories)
+    if use_prefs:
+        result = _preference_result(dataset, args, hint)
+    else:
+        pairs = _pointwise_pairs(dataset, args.metrics, args.criteria)
+        result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
+                                             tie_credit=args.tie_credit)
+    sys.stdout.write(format_table(result, args.format, digits=args.digits))
+    if args.format in ("table", "md"):
+        sys.stdout.write(_pointwise_note(args))
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -317,17 +480,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "judge":
         return _run_judge(args)
     if action == "pointwise":
-        from storyeval.cli.common import load_dataset_arg
-        from storyeval.pairwise import pointwise_pairwise_accuracy
-
-        dataset = load_dataset_arg(args.data, None)
-        if args.data is None and not args.include_human_stories:
-            dataset = dataset.select_systems(exclude=["Human"])
-        pairs = _pointwise_pairs(dataset, args.metrics, args.criteria)
-        result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
-                                             tie_credit=args.tie_credit)
-        sys.stdout.write(format_table(result, args.format, digits=args.digits))
-        return 0
+        return _run_pointwise(args)
 
     from storyeval import pairwise as pw
 

@@ -1,84 +1,136 @@
-"""The measure catalogue: what each measure is (kind, criterion, taxonomy, LLM, display name).
+"""The measure catalogue: what each column of a dataset is (its role), and how it is shown.
 
-HANNA encodes its metric taxonomy in trailing symbols of the column names
-(``Ξ`` reference-based, ``¤`` reference-free; ``§`` lexical, ``ε`` embedding, ``Δ`` model-based),
-its annotators as ``Human {i} {CODE}``, leave-one-out means as ``Human Avg {i} {CODE}`` and LLM
-ratings as ``{model} {CODE|AVG} {eval_prompt}``. :func:`infer_catalogue` reads those conventions;
-any other name is an automatic metric with an unknown taxonomy.
+Roles (the ``kind`` column):
+
+- ``human_criterion``: the per-story human score of a criterion (mean of its annotators);
+- ``annotator``: one annotator's (or annotator slot's) ratings of one criterion;
+- ``annotator_loo``: the mean of the other annotators (leave-one-out), when a dataset ships it;
+- ``metric``: an automatic measure;
+- ``llm_rater``: an LLM rating; criterion-specific when its ``criterion`` is one of the
+  dataset's criteria, criterion-independent (``AVG``) otherwise.
+
+Roles are declared by the reader of a dataset (:mod:`storyeval.data.io`), never guessed from
+a dataset's own vocabulary. Two naming conventions of storyeval's own outputs are understood
+for automatic scores:
+
+- an LLM rating ``"{model} {criterion} {eval_prompt}"`` (``criterion`` a criterion name or
+  code of the dataset, or ``AVG``), as ``storyeval rate`` writes them;
+- a metric name ending in a taxonomy suffix (``Ξ`` reference-based, ``¤`` reference-free;
+  ``§`` lexical, ``ε`` embedding, ``Δ`` model-based), as ``storyeval score`` writes them.
+
+Any other name is an automatic metric with an unknown taxonomy.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
-
-from storyeval.data.criteria import CODE_TO_CRITERION, CRITERIA
 
 CATALOGUE_COLUMNS = (
     "measure", "display_name", "kind", "criterion", "annotator", "reference", "family",
     "model", "eval_prompt", "rater",
 )
 KINDS = ("human_criterion", "annotator", "annotator_loo", "metric", "llm_rater")
+HUMAN_KINDS = ("human_criterion", "annotator", "annotator_loo")
 
 REFERENCE_SYMBOLS = {"Ξ": "reference-based", "¤": "reference-free"}
 FAMILY_SYMBOLS = {"§": "lexical", "ε": "embedding", "Δ": "model-based"}
+AVG = "AVG"
+"""The criterion token of an LLM rating averaged over all criteria."""
 
-_CODES = "|".join(CODE_TO_CRITERION)
-_ANNOTATOR = re.compile(rf"^Human (?P<loo>Avg )?(?P<i>\d+) (?P<code>{_CODES})$")
-_LLM = re.compile(rf"^(?P<model>.+?) (?P<code>{_CODES}|AVG) (?P<ep>\d+)$")
 _TAXONOMY = re.compile(r"^(?P<name>.*\S)\s+(?P<ref>[Ξ¤])(?P<fam>[§εΔ])$")
+_LLM = re.compile(r"^(?P<model>.+?) (?P<crit>\S+) (?P<ep>\d+)$")
 
 
-def describe_measure(measure: str) -> dict[str, object]:
-    """One catalogue row for a measure name, following HANNA's naming conventions."""
+def _blank_row(measure: str) -> dict[str, object]:
     row: dict[str, object] = dict.fromkeys(CATALOGUE_COLUMNS, "")
     row.update(measure=measure, display_name=measure, annotator=pd.NA, eval_prompt=pd.NA,
                rater=measure)
-    if measure in CRITERIA:
-        row.update(kind="human_criterion", criterion=measure)
-    elif match := _ANNOTATOR.match(measure):
-        criterion = CODE_TO_CRITERION[match["code"]]
-        loo = bool(match["loo"])
-        row.update(
-            kind="annotator_loo" if loo else "annotator",
-            criterion=criterion,
-            annotator=int(match["i"]),
-        )
-    elif match := _LLM.match(measure):
-        code = match["code"]
-        row.update(
-            kind="llm_rater",
-            criterion="AVG" if code == "AVG" else CODE_TO_CRITERION[code],
-            model=match["model"],
-            eval_prompt=int(match["ep"]),
-            rater=f"{match['model']} {match['ep']}" if code != "AVG" else measure,
-        )
-    else:
-        row["kind"] = "metric"
-        if match := _TAXONOMY.match(measure):
-            row.update(
-                display_name=match["name"],
-                reference=REFERENCE_SYMBOLS[match["ref"]],
-                family=FAMILY_SYMBOLS[match["fam"]],
-            )
     return row
 
 
-def infer_catalogue(measures: Iterable[str]) -> pd.DataFrame:
-    """The catalogue of ``measures`` inferred from their names (see the module docstring).
+def criterion_row(name: str) -> dict[str, object]:
+    """The catalogue row of a human criterion's per-story score."""
+    row = _blank_row(name)
+    row.update(kind="human_criterion", criterion=name)
+    return row
+
+
+def annotator_row(measure: str, criterion: str, annotator: object, *,
+                  leave_one_out: bool = False) -> dict[str, object]:
+    """The catalogue row of one annotator's ratings (or their leave-one-out mean)."""
+    row = _blank_row(measure)
+    row.update(kind="annotator_loo" if leave_one_out else "annotator", criterion=criterion,
+               annotator=annotator)
+    return row
+
+
+def describe_measure(measure: str, criteria: Mapping[str, str] | None = None
+                     ) -> dict[str, object]:
+    """The catalogue row of an automatic score's name (see the module docstring).
+
+    ``criteria`` maps the tokens that name a criterion of the dataset (its names and codes) to
+    the criterion; an LLM rating is only recognised with one of them (or ``AVG``).
+    """
+    row = _blank_row(measure)
+    tokens = dict(criteria or {})
+    match = _LLM.match(measure)
+    if match and (match["crit"] in tokens or match["crit"] == AVG) and tokens:
+        crit = match["crit"]
+        row.update(
+            kind="llm_rater",
+            criterion=AVG if crit == AVG else tokens[crit],
+            model=match["model"],
+            eval_prompt=int(match["ep"]),
+            rater=f"{match['model']} {match['ep']}" if crit != AVG else measure,
+        )
+        return row
+    row["kind"] = "metric"
+    if match := _TAXONOMY.match(measure):
+        row.update(display_name=match["name"], reference=REFERENCE_SYMBOLS[match["ref"]],
+                   family=FAMILY_SYMBOLS[match["fam"]])
+    return row
+
+
+def criterion_tokens(criteria: Sequence[str], codes: Mapping[str, str] | None = None
+                     ) -> dict[str, str]:
+    """Token -> criterion for LLM rating names: every criterion's name and code."""
+    tokens = {c: c for c in criteria if " " not in c}
+    tokens.update({code: crit for crit, code in (codes or {}).items() if crit in criteria})
+    return tokens
+
+
+def catalogue_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
+    """A catalogue DataFrame from rows (dicts with the :data:`CATALOGUE_COLUMNS`)."""
+    frame = pd.DataFrame(list(rows), columns=list(CATALOGUE_COLUMNS))
+    frame["annotator"] = frame["annotator"].astype(object)
+    frame["eval_prompt"] = frame["eval_prompt"].astype("Int64")
+    return frame
+
+
+def infer_catalogue(measures: Iterable[str], *, criteria: Sequence[str] = (),
+                    codes: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The catalogue of columns ``measures``: those in ``criteria`` are human criteria, the
+    others automatic scores named as the module docstring says.
 
     Returns
     -------
     pandas.DataFrame
         One row per measure with the columns of :data:`CATALOGUE_COLUMNS`.
+
+    Examples
+    --------
+    >>> cat = infer_catalogue(["Overall", "my-metric", "gpt-4o Overall 1"], criteria=["Overall"])
+    >>> cat[["measure", "kind", "criterion", "rater"]].values.tolist()
+    [['Overall', 'human_criterion', 'Overall', 'Overall'], ['my-metric', 'metric', '', \
+'my-metric'], ['gpt-4o Overall 1', 'llm_rater', 'Overall', 'gpt-4o 1']]
     """
-    rows = [describe_measure(m) for m in measures]
-    frame = pd.DataFrame(rows, columns=list(CATALOGUE_COLUMNS))
-    frame["annotator"] = frame["annotator"].astype("Int64")
-    frame["eval_prompt"] = frame["eval_prompt"].astype("Int64")
-    return frame
+    crits = set(criteria)
+    tokens = criterion_tokens(list(criteria), codes)
+    return catalogue_frame(criterion_row(m) if m in crits else describe_measure(m, tokens)
+                           for m in measures)
 
 
 def merge_catalogues(base: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:

@@ -2,51 +2,129 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from storyeval.data.catalogue import infer_catalogue, merge_catalogues
+from storyeval.data.catalogue import HUMAN_KINDS, infer_catalogue, merge_catalogues
 from storyeval.exceptions import InputError
 
 SCORE_COLUMNS = ("story_id", "system", "prompt_id", "measure", "value")
 
 
-def make_story_id(system: str, prompt_id: int) -> str:
+def make_story_id(system: str, prompt_id: int | str) -> str:
     """The story key used across storyeval: ``"{system}/{prompt_id}"`` (e.g. ``"GPT-2/17"``)."""
-    return f"{system}/{int(prompt_id)}"
+    if isinstance(prompt_id, (int, np.integer)):
+        prompt_id = int(prompt_id)
+    return f"{system}/{prompt_id}"
 
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """Scores of many measures on a set of stories, with a measure catalogue.
+    """Human judgments and automatic scores of a set of stories, with the role of each column.
 
-    The scores are held in wide form: one row per story, indexed by ``(system, prompt_id)``,
-    one float column per measure. :attr:`scores` gives the tidy long table (``story_id, system,
-    prompt_id, measure, value``), the common currency between storyeval steps.
+    The data are held in wide form: one row per story, indexed by ``(system, prompt_id)``, one
+    float column per measure. The catalogue says what each column is (a human criterion, one
+    annotator's ratings, an automatic metric, an LLM rating; see
+    :mod:`storyeval.data.catalogue`). :attr:`scores` gives the tidy long table (``story_id,
+    system, prompt_id, measure, value``), the common currency between storyeval steps.
+
+    Build one with a reader (:func:`storyeval.data.read_dataset`,
+    :func:`storyeval.data.ratings_to_dataset`, :func:`storyeval.data.scores_to_dataset`)
+    rather than by hand.
 
     Parameters
     ----------
     table : pandas.DataFrame
         Wide scores, index a MultiIndex named ``("system", "prompt_id")``.
     catalogue : pandas.DataFrame, optional
-        Measure catalogue (see :mod:`storyeval.data.catalogue`); inferred from the names if omitted.
+        Measure catalogue; without it every column is an automatic metric.
     name : str
-        A short name shown in reports (``"hanna"`` for the embedded data).
+        A short name shown in reports.
+    reference_system : str, optional
+        A system whose stories are the references of reference-based metrics (HANNA: the
+        human-written stories); meta-evaluation leaves it out unless asked. None: no such system.
+    default_reference : str, optional
+        The rater that Williams tests compare the others with when none is named (HANNA: the
+        paper's ``"Beluga-13B 1"``); None: all pairs.
+    criterion_codes : mapping, optional
+        Short codes accepted for criteria (HANNA: ``{"Relevance": "RE", ...}``).
+    presets : mapping, optional
+        Named measure selections usable in measure specifications (HANNA: ``paper``).
+    notes : tuple of str
+        What the reader understood that changes numbers (shown by ``storyeval describe`` and
+        in report headers), e.g. how per-story human scores were computed.
     """
 
     table: pd.DataFrame
     catalogue: pd.DataFrame = field(default=None)  # type: ignore[assignment]
     name: str = "custom"
+    reference_system: str | None = None
+    default_reference: str | None = None
+    criterion_codes: Mapping[str, str] = field(default_factory=dict)
+    presets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if list(self.table.index.names) != ["system", "prompt_id"]:
             raise InputError("Dataset.table must be indexed by (system, prompt_id)")
         if self.catalogue is None:
             object.__setattr__(self, "catalogue", infer_catalogue(self.table.columns))
+
+    def _derived(self, table: pd.DataFrame, catalogue: pd.DataFrame | None = None) -> Dataset:
+        """A dataset with other rows or columns and the same settings."""
+        return replace(self, table=table,
+                       catalogue=self.catalogue if catalogue is None else catalogue)
+
+    # ----- roles ---------------------------------------------------------------------------
+    @property
+    def criteria(self) -> list[str]:
+        """The human criteria (columns holding a per-story human score), in catalogue order."""
+        cat = self.catalogue
+        return cat.loc[cat["kind"] == "human_criterion", "measure"].tolist()
+
+    def annotators(self, kind: str = "annotator") -> dict[str, list[str]]:
+        """Per criterion, the columns of its individual annotators (``kind="annotator"``) or of
+        their leave-one-out means (``kind="annotator_loo"``), in catalogue order."""
+        cat = self.catalogue[self.catalogue["kind"] == kind]
+        return {crit: rows.tolist() for crit, rows in
+                cat.groupby("criterion", sort=False)["measure"]}
+
+    def resolve_criterion(self, name: str) -> str:
+        """A criterion of this dataset from its name or code (case-insensitive)."""
+        key = name.strip().lower()
+        for crit in self.criteria:
+            if key in (crit.lower(), str(self.criterion_codes.get(crit, crit)).lower()):
+                return crit
+        if not self.criteria:
+            raise InputError(
+                f"dataset {self.name!r} has no human criteria; declare them when reading the "
+                "data (ratings in long form, or --criteria / --annotators for a wide table)")
+        valid = ", ".join(f"{c} ({self.criterion_codes[c]})" if c in self.criterion_codes
+                          else c for c in self.criteria)
+        raise InputError(f"unknown criterion {name!r}; dataset {self.name!r} has: {valid}")
+
+    def with_criteria(self, criteria: Sequence[str]) -> Dataset:
+        """This dataset with the columns ``criteria`` declared human criteria (per-story human
+        scores), e.g. for a long score table that also holds human scores."""
+        missing = [c for c in criteria if c not in self.table.columns]
+        if missing:
+            raise InputError(f"--criteria: no column {missing[0]!r} in dataset {self.name!r}; "
+                             f"columns are {self.measures[:8]}")
+        cat = self.catalogue.copy()
+        chosen = cat["measure"].isin(list(criteria))
+        cat.loc[chosen, "kind"] = "human_criterion"
+        cat.loc[chosen, "criterion"] = cat.loc[chosen, "measure"]
+        # LLM ratings named after the new criteria become criterion-specific
+        automatic = ~cat["kind"].isin(HUMAN_KINDS)
+        names = self.criteria + [c for c in criteria if c not in self.criteria]
+        fresh = infer_catalogue(cat.loc[automatic, "measure"], criteria=names,
+                                codes=self.criterion_codes)
+        cat.loc[automatic, list(fresh.columns)] = fresh.to_numpy()
+        return self._derived(self.table, cat)
 
     # ----- views ---------------------------------------------------------------------------
     @property
@@ -106,7 +184,7 @@ class Dataset:
         if not keep:
             raise InputError("no system left after selection")
         mask = self.table.index.get_level_values("system").isin(keep)
-        return Dataset(self.table.loc[mask], self.catalogue, self.name)
+        return self._derived(self.table.loc[mask])
 
     def with_scores(self, scores: pd.DataFrame, *, how: str = "inner",
                     catalogue: pd.DataFrame | None = None) -> Dataset:
@@ -138,9 +216,9 @@ class Dataset:
             systems = sorted({str(i).rsplit("/", 1)[0] for i in unknown} - set(self.systems))
             hint = (f"; systems {systems[:6]} have no stories (and no human ratings) in it"
                     if systems else "")
-            if self.name == "hanna" and systems:
-                hint += (" - HANNA's ratings cover its 11 original systems only, so score "
-                         "the human stories (storyeval score --dataset hanna --subset human)")
+            if self.reference_system is not None and systems:
+                hint += (f" - score the stories of the rated systems (the references are "
+                         f"system {self.reference_system!r})")
             raise InputError(
                 f"{len(unknown)} story_id(s) in the new scores are not in dataset {self.name!r}, "
                 f"e.g. {list(unknown[:3])}; story ids look like {own_ids[0]!r}{hint}"
@@ -150,8 +228,9 @@ class Dataset:
         table = pd.concat([self.table, aligned.astype(float)], axis=1)
         if how == "inner":
             table = table.loc[np.asarray(own_ids.isin(new.index))]
-        extra = catalogue if catalogue is not None else infer_catalogue(new.columns)
-        return Dataset(table, merge_catalogues(self.catalogue, extra), self.name)
+        extra = catalogue if catalogue is not None else infer_catalogue(
+            new.columns, criteria=self.criteria, codes=self.criterion_codes)
+        return self._derived(table, merge_catalogues(self.catalogue, extra))
 
     def __repr__(self) -> str:
         return (f"Dataset(name={self.name!r}, stories={len(self.table)}, "

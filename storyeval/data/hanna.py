@@ -9,12 +9,24 @@
 
 from __future__ import annotations
 
+import csv
+import json
+import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from storyeval.data.catalogue import (
+    annotator_row,
+    catalogue_frame,
+    criterion_row,
+    criterion_tokens,
+    describe_measure,
+)
+from storyeval.data.criteria import CODE_TO_CRITERION, CRITERIA, CRITERION_CODES
 from storyeval.data.dataset import Dataset, make_story_id
 from storyeval.exceptions import InputError
 
@@ -45,6 +57,62 @@ USER_STUDY_LABELS = {
 WORKERS_PER_EXPLANATION = 3
 
 
+# HANNA's column names: annotators ``Human {i} {CODE}``, their leave-one-out means
+# ``Human Avg {i} {CODE}``; LLM ratings ``{model} {CODE|AVG} {eval_prompt}``.
+_ANNOTATOR = re.compile(rf"^Human (?P<loo>Avg )?(?P<i>\d+) (?P<code>{'|'.join(CODE_TO_CRITERION)})$")
+
+
+def hanna_catalogue(columns: list[str]) -> pd.DataFrame:
+    """The catalogue of HANNA's columns, read from HANNA's naming conventions."""
+    tokens = criterion_tokens(list(CRITERIA), CRITERION_CODES)
+    rows = []
+    for name in columns:
+        if name in CRITERIA:
+            rows.append(criterion_row(name))
+        elif match := _ANNOTATOR.match(name):
+            rows.append(annotator_row(name, CODE_TO_CRITERION[match["code"]], int(match["i"]),
+                                      leave_one_out=bool(match["loo"])))
+        else:
+            rows.append(describe_measure(name, tokens))
+    return catalogue_frame(rows)
+
+
+def as_hanna(dataset: Dataset, name: str = "hanna") -> Dataset:
+    """``dataset`` (with HANNA's columns) with HANNA's roles and settings: the six criteria,
+    annotators, the Human reference system, the paper's reference rater and ``paper`` preset."""
+    return Dataset(dataset.table, hanna_catalogue(list(dataset.table.columns)), name,
+                   reference_system=HUMAN_SYSTEM, default_reference=PAPER_REFERENCE_RATER,
+                   criterion_codes=dict(CRITERION_CODES),
+                   presets={"paper": (*PAPER_METRICS, *PAPER_LLM_RATERS)},
+                   notes=("human criteria: the mean of HANNA's three annotators per story",))
+
+
+def hanna_annotator_columns(
+    criteria: list[str] | None = None,
+) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
+    """HANNA's annotator, leave-one-out and criterion-mean column names.
+
+    Returns
+    -------
+    annotators, loo_columns, mean_columns
+        ``{"Relevance": ["Human 1 RE", "Human 2 RE", "Human 3 RE"], ...}``,
+        ``{"Relevance": ["Human Avg 1 RE", ...], ...}`` (mean of the two other annotators) and
+        ``{"Relevance": "Relevance", ...}``.
+
+    Examples
+    --------
+    >>> ann, loo, means = hanna_annotator_columns(["Relevance"])
+    >>> ann["Relevance"], loo["Relevance"][0], means["Relevance"]
+    (['Human 1 RE', 'Human 2 RE', 'Human 3 RE'], 'Human Avg 1 RE', 'Relevance')
+    """
+    from storyeval.data.criteria import resolve_criterion
+
+    crits = list(CRITERIA) if criteria is None else [resolve_criterion(c) for c in criteria]
+    ann = {c: [f"Human {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in crits}
+    loo = {c: [f"Human Avg {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in crits}
+    return ann, loo, {c: c for c in crits}
+
+
 def hanna_path(filename: str) -> Path:
     """Path of a file shipped in ``storyeval/data/hanna``."""
     path = resources.files("storyeval.data").joinpath("hanna", filename)
@@ -53,8 +121,6 @@ def hanna_path(filename: str) -> Path:
 
 @lru_cache(maxsize=1)
 def _load_hanna_cached() -> Dataset:
-    from storyeval.data.io import read_hanna_wide
-
     return read_hanna_wide(hanna_path("hanna_metric_scores_llm.csv"), name="hanna")
 
 
@@ -153,3 +219,83 @@ def load_user_study() -> pd.DataFrame:
     labels = list(USER_STUDY_LABELS.values())
     frame[labels] = frame[labels].astype(int)
     return frame[["explanation_id", "worker", "story_id", "explanation", *labels]]
+
+
+def is_hanna_wide(path: Path) -> bool:
+    """Whether ``path`` looks like a table in HANNA's released wide format (a CSV whose first
+    column is ``Model``)."""
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        header = handle.readline().decode("utf-8", errors="replace")
+    return header.startswith("Model,") and "measure" not in header.split(",")
+
+
+def read_hanna_wide(path: str | Path, *, name: str | None = None,
+                    system_column: str = "Model") -> Dataset:
+    """Read a table in HANNA's released wide format into a :class:`Dataset` with HANNA's roles.
+
+    One row per system (column ``system_column``); every other cell is a JSON list with one value
+    per story-prompt, in the same prompt order for every row. Prompt ids are 0..N-1 in that order.
+    Columns are given their roles by HANNA's names (:func:`hanna_catalogue`).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    csv.field_size_limit(2**31 - 1)
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    if len(rows) < 2:
+        raise InputError(f"{path}: no data rows")
+    header, body = rows[0], rows[1:]
+    if system_column not in header:
+        raise InputError(f"{path}: missing column {system_column!r}; found {header[:5]}...")
+    sys_idx = header.index(system_column)
+    measures = [h for i, h in enumerate(header) if i != sys_idx]
+    blocks, systems, n_prompts = [], [], None
+    for line, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise InputError(f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
+        system = row[sys_idx]
+        values = _parse_row(path, line, header, row, sys_idx)
+        lengths = {len(v) for v in values}
+        if len(lengths) != 1 or (n_prompts is not None and lengths != {n_prompts}):
+            raise InputError(f"{path}, line {line} (system {system!r}): lists of different "
+                             f"lengths {sorted(lengths)}; every cell needs one value per prompt")
+        n_prompts = lengths.pop()
+        blocks.append(np.array(values, dtype=float).T)
+        systems.append(system)
+    if len(set(systems)) != len(systems):
+        raise InputError(f"{path}: duplicate system names in column {system_column!r}")
+    index = pd.MultiIndex.from_product([systems, range(n_prompts)], names=["system", "prompt_id"])
+    table = pd.DataFrame(np.vstack(blocks), index=index, columns=measures)
+    return as_hanna(Dataset(table), name or path.stem)
+
+
+def _parse_row(path: Path, line: int, header: list[str], row: list[str],
+               sys_idx: int) -> list[list[float]]:
+    """All the JSON lists of one row; one parse of the whole row when it is well formed (fast),
+    cell by cell otherwise, to name the faulty column."""
+    cells = [cell for i, cell in enumerate(row) if i != sys_idx]
+    try:
+        values = json.loads("[" + ",".join(cells) + "]")
+    except json.JSONDecodeError:
+        values = None
+    if values is not None and len(values) == len(cells) and all(
+            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
+            for v in values):
+        return values
+    return [_parse_cell(path, line, header[i], cell)
+            for i, cell in enumerate(row) if i != sys_idx]
+
+
+def _parse_cell(path: Path, line: int, column: str, cell: str) -> list[float]:
+    try:
+        values = json.loads(cell)
+    except json.JSONDecodeError:
+        raise InputError(f"{path}, line {line}, column {column!r}: not a JSON list: "
+                         f"{cell[:40]!r}") from None
+    if not isinstance(values, list) or not all(
+            isinstance(v, (int, float)) or v is None for v in values):
+        raise InputError(f"{path}, line {line}, column {column!r}: expected a JSON list of numbers")
+    return [np.nan if v is None else v for v in values]

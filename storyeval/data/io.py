@@ -72,6 +72,11 @@ def read_table(path: str | Path, *, format: str | None = None) -> tuple[pd.DataF
     return frame, fmt
 
 
+def row_label(source: str, index: int, fmt: str | None) -> str:
+    """How a user finds data row ``index`` (0-based) of ``source``: a line or a row number."""
+    return _row_label(source, index, fmt)
+
+
 def validate_scores(
     frame: pd.DataFrame,
     *,
@@ -82,7 +87,7 @@ def validate_scores(
     """Check and normalise a tidy score table; returns a clean copy.
 
     Checks, each with an error naming ``source``, the column and the row: no rows; missing
-    columns; ``prompt_id`` not an integer; ``value`` not numeric (empty cells are missing values,
+    columns; an empty ``prompt_id`` (integer ids stay integers, others are strings); ``value`` not numeric (empty cells are missing values,
     kept as NaN); one ``story_id`` with several (system, prompt_id); duplicate (story, measure).
     """
     if len(frame) == 0:
@@ -90,11 +95,14 @@ def validate_scores(
     frame = frame.copy()
     if "story_id" not in frame.columns and {"system", "prompt_id"} <= set(frame.columns):
         frame.insert(0, "story_id", None)  # filled after prompt_id is checked
+    if "system" in require and "story_id" in frame.columns and not (
+            {"system", "prompt_id"} & set(frame.columns)):
+        split_story_ids(frame, source, fmt)
     missing = [c for c in require if c not in frame.columns]
     if missing:
         raise InputError(f"{source}: missing column(s) {missing}; found {list(frame.columns)}")
     if "prompt_id" in frame.columns:
-        frame["prompt_id"] = _integer_column(frame["prompt_id"], "prompt_id", source, fmt)
+        frame["prompt_id"] = prompt_column(frame["prompt_id"], source, fmt)
     if "system" in frame.columns:
         frame["system"] = _string_column(frame["system"], "system", source, fmt)
     if "story_id" in frame.columns:
@@ -108,6 +116,32 @@ def validate_scores(
     return frame.reset_index(drop=True)
 
 
+def string_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
+    """``col`` as strings; an empty cell is an error naming the first such row."""
+    return _string_column(col, name, source, fmt)
+
+
+def numeric_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
+    """``col`` as floats; empty cells are NaN, any other non-number an error naming the row."""
+    return _numeric_column(col, name, source, fmt)
+
+
+def split_story_ids(frame: pd.DataFrame, source: str, fmt: str | None) -> None:
+    """Add ``system`` and ``prompt_id`` columns from story ids ``"{system}/{prompt_id}"``
+    (split at the last ``/``), in place; a story id without ``/`` is an error."""
+    ids = _string_column(frame["story_id"], "story_id", source, fmt)
+    bad = np.flatnonzero(~ids.str.contains("/", regex=False).to_numpy())
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(
+            f"{_row_label(source, i, fmt)}: story_id {ids.iloc[i]!r} does not say its system; "
+            "give 'system' and 'prompt_id' columns (system-level correlations need them) or "
+            "story ids of the form SYSTEM/PROMPT")
+    parts = ids.str.rsplit("/", n=1, expand=True)
+    frame["system"] = parts[0].to_numpy()
+    frame["prompt_id"] = prompt_column(parts[1], source, fmt)
+
+
 def _string_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
     bad = np.flatnonzero(col.isna().to_numpy() | (col.astype(str).str.strip() == "").to_numpy())
     if len(bad):
@@ -116,15 +150,14 @@ def _string_column(col: pd.Series, name: str, source: str, fmt: str | None) -> p
     return col.astype(str)
 
 
-def _integer_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
+def prompt_column(col: pd.Series, source: str, fmt: str | None, name: str = "prompt_id"
+                  ) -> pd.Series:
+    """Prompt ids: integers when every id is a whole number (``7``, ``"7"``, ``7.0``), else
+    strings (``"item-7"``); an empty id is an error naming the row."""
     numeric = pd.to_numeric(col, errors="coerce")
-    ok = numeric.notna() & (numeric == np.round(numeric))
-    bad = np.flatnonzero(~ok.to_numpy())
-    if len(bad):
-        i = int(bad[0])
-        raise InputError(f"{_row_label(source, i, fmt)}: column {name!r} must be an integer, "
-                         f"got {col.iloc[i]!r} ({len(bad)} row(s) in all)")
-    return numeric.astype(np.int64)
+    if (numeric.notna() & (numeric == np.round(numeric))).all():
+        return numeric.astype(np.int64)
+    return _string_column(col, name, source, fmt).str.strip()
 
 
 def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
@@ -167,22 +200,36 @@ def scores_to_dataset(
     fmt: str | None = None,
     require_same_prompts: bool = True,
     catalogue: pd.DataFrame | None = None,
+    criteria: Sequence[str] = (),
 ) -> Dataset:
     """A :class:`Dataset` from a tidy long table (validated, see :func:`validate_scores`).
 
     ``require_same_prompts`` (default) checks that every system has the same set of prompts:
-    system-level correlations compare means over different prompts otherwise.
+    system-level correlations compare means over different prompts otherwise. ``criteria``
+    names the measures that are per-story human scores (every other measure is automatic).
+    Ratings of individual annotators are read with :func:`storyeval.data.ratings_to_dataset`.
     """
     frame = validate_scores(frame, source=source, fmt=fmt)
     order = list(dict.fromkeys(frame["system"]))
     table = frame.pivot(index=["system", "prompt_id"], columns="measure", values="value")
     table = table.reindex(columns=list(dict.fromkeys(frame["measure"])))
-    systems = pd.CategoricalIndex(table.index.get_level_values("system"), categories=order)
-    table = table.iloc[np.lexsort((table.index.get_level_values("prompt_id"), systems.codes))]
+    table = sort_stories(table, order, list(dict.fromkeys(frame["prompt_id"])))
     if require_same_prompts:
         _check_same_prompts(table, source)
     table.columns.name = None
-    return Dataset(table.astype(float), catalogue, name)
+    dataset = Dataset(table.astype(float), catalogue, name)
+    return dataset.with_criteria(list(criteria)) if criteria else dataset
+
+
+def sort_stories(table: pd.DataFrame, systems: list, prompts: list) -> pd.DataFrame:
+    """Rows ordered by system (in the given order), then by prompt: integer ids numerically,
+    other ids in the given (file) order."""
+    if all(isinstance(p, (int, np.integer)) for p in prompts):
+        prompts = sorted(prompts)
+    level = table.index.get_level_values
+    sys_codes = pd.Categorical(level("system"), categories=systems).codes
+    prompt_codes = pd.Categorical(level("prompt_id"), categories=prompts).codes
+    return table.iloc[np.lexsort((prompt_codes, sys_codes))]
 
 
 def _check_same_prompts(table: pd.DataFrame, source: str) -> None:
@@ -218,74 +265,3 @@ def read_score_table(path: str | Path, *, format: str | None = None) -> pd.DataF
     frame, fmt = read_table(path, format=format)
     return validate_scores(frame, source=str(path), fmt=fmt,
                            require=("story_id", "measure", "value"))
-
-
-def read_hanna_wide(path: str | Path, *, name: str | None = None,
-                    system_column: str = "Model") -> Dataset:
-    """Read a table in HANNA's released wide format into a :class:`Dataset`.
-
-    One row per system (column ``system_column``); every other cell is a JSON list with one value
-    per story-prompt, in the same prompt order for every row. Prompt ids are 0..N-1 in that order.
-    """
-    import csv
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    csv.field_size_limit(2**31 - 1)
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
-    if len(rows) < 2:
-        raise InputError(f"{path}: no data rows")
-    header, body = rows[0], rows[1:]
-    if system_column not in header:
-        raise InputError(f"{path}: missing column {system_column!r}; found {header[:5]}...")
-    sys_idx = header.index(system_column)
-    measures = [h for i, h in enumerate(header) if i != sys_idx]
-    blocks, systems, n_prompts = [], [], None
-    for line, row in enumerate(body, start=2):
-        if len(row) != len(header):
-            raise InputError(f"{path}, line {line}: {len(row)} cells, header has {len(header)}")
-        system = row[sys_idx]
-        values = _parse_row(path, line, header, row, sys_idx)
-        lengths = {len(v) for v in values}
-        if len(lengths) != 1 or (n_prompts is not None and lengths != {n_prompts}):
-            raise InputError(f"{path}, line {line} (system {system!r}): lists of different "
-                             f"lengths {sorted(lengths)}; every cell needs one value per prompt")
-        n_prompts = lengths.pop()
-        blocks.append(np.array(values, dtype=float).T)
-        systems.append(system)
-    if len(set(systems)) != len(systems):
-        raise InputError(f"{path}: duplicate system names in column {system_column!r}")
-    index = pd.MultiIndex.from_product([systems, range(n_prompts)], names=["system", "prompt_id"])
-    table = pd.DataFrame(np.vstack(blocks), index=index, columns=measures)
-    return Dataset(table, None, name or path.stem)
-
-
-def _parse_row(path: Path, line: int, header: list[str], row: list[str],
-               sys_idx: int) -> list[list[float]]:
-    """All the JSON lists of one row; one parse of the whole row when it is well formed (fast),
-    cell by cell otherwise, to name the faulty column."""
-    cells = [cell for i, cell in enumerate(row) if i != sys_idx]
-    try:
-        values = json.loads("[" + ",".join(cells) + "]")
-    except json.JSONDecodeError:
-        values = None
-    if values is not None and len(values) == len(cells) and all(
-            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
-            for v in values):
-        return values
-    return [_parse_cell(path, line, header[i], cell)
-            for i, cell in enumerate(row) if i != sys_idx]
-
-
-def _parse_cell(path: Path, line: int, column: str, cell: str) -> list[float]:
-    try:
-        values = json.loads(cell)
-    except json.JSONDecodeError:
-        raise InputError(f"{path}, line {line}, column {column!r}: not a JSON list: "
-                         f"{cell[:40]!r}") from None
-    if not isinstance(values, list) or not all(
-            isinstance(v, (int, float)) or v is None for v in values):
-        raise InputError(f"{path}, line {line}, column {column!r}: expected a JSON list of numbers")
-    return [np.nan if v is None else v for v in values]

@@ -1,10 +1,11 @@
 """Inter-rater agreement for labels: Gwet's AC1, Fleiss' kappa, Krippendorff's alpha; and the
-ICC(2,k) of HANNA's human annotators.
+ICC(2,k) of a dataset's human annotators (:func:`annotator_icc`).
 
 All label functions take the same input: an ``(n_items, n_raters)`` table of labels with NaN /
 None for a missing rating, plus the declared ``categories``; or, with ``data_format="counts"``,
 an ``(n_items, q)`` matrix of how many raters chose each category. ICC lives in
-:mod:`storyeval.meta.icc` and is re-exported here.
+:mod:`storyeval.meta.icc` and is re-exported here; all coefficients per criterion of a dataset
+are in :func:`storyeval.meta.annotators.annotator_agreement`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ __all__ = [
     "ICCResult",
     "annotator_icc",
     "category_counts",
-    "default_annotator_columns",
     "fleiss_kappa",
     "gwet_ac1",
     "icc2k",
@@ -552,16 +552,13 @@ def krippendorff_alpha(
                            expected_disagreement=d_exp / (n_total * (n_total - 1.0)), **base)
 
 
-# ----------------------------------------------------------------------------- HANNA annotators
-def default_annotator_columns() -> dict[str, list[str]]:
-    """``{criterion: ["Human 1 RE", "Human 2 RE", "Human 3 RE"], ...}`` for the six criteria."""
-    from storyeval.data.criteria import CRITERIA, CRITERION_CODES
-
-    return {c: [f"Human {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in CRITERIA}
+# ----------------------------------------------------------------------------- annotators
+ICC_COLUMNS = ["criterion", "icc2k", "ci_low", "ci_high", "icc21", "pvalue", "n_items",
+               "n_items_omitted", "k", "reason"]
 
 
 def annotator_icc(
-    wide: pd.DataFrame,
+    data: Any,
     annotators: Mapping[str, Sequence[str]] | None = None,
     *,
     exclude_systems: Iterable[str] = (),
@@ -572,67 +569,149 @@ def annotator_icc(
 
     Parameters
     ----------
-    wide : pandas.DataFrame
-        One row per story, indexed by (system, prompt_id) (as ``load_hanna().wide()``), with one
-        column per annotator rating.
+    data : storyeval.data.Dataset or pandas.DataFrame
+        A dataset (its :meth:`~storyeval.data.Dataset.annotators` are the default
+        ``annotators``), or a wide table with one row per story and one column per annotator
+        rating (e.g. ``Dataset.wide()``, indexed by ``(system, prompt_id)``).
     annotators : mapping of criterion to list of column names, optional
-        Default :func:`default_annotator_columns` (``Human {1,2,3} {code}``). All lists must
-        have the same length k >= 2.
+        The annotator columns of each criterion (at least 2 each; criteria may have different
+        numbers). Required with a DataFrame; default for a Dataset: ``dataset.annotators()``.
     exclude_systems : iterable of str, default ()
-        Systems (index level ``system``) to leave out, e.g. ``["Human"]`` for the 960 generated
-        stories. Default: all 1,056 HANNA stories (11 systems x 96 prompts) are the items.
+        Systems (index level ``system``) to leave out, e.g. the reference system whose stories
+        are human-written references.
     confidence_level : float, default 0.95
     nan_policy : {"raise", "omit"}, default "raise"
+        ICC(2,k) needs every story rated by every annotator of the criterion. ``"raise"``: a
+        missing rating is an error naming the criterion, the column and a story. ``"omit"``:
+        incomplete stories are left out of that criterion, counted in ``n_items_omitted``.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``criterion, icc2k, ci_low, ci_high, icc21, pvalue, n_items, k, reason``.
+        Columns ``criterion, icc2k, ci_low, ci_high, icc21, pvalue, n_items, n_items_omitted,
+        k, reason`` (``n_items`` the stories used, ``k`` the annotator columns).
 
     Notes
     -----
-    The annotators are the raters, the stories the items; see :func:`icc2k_many`. In HANNA,
-    "annotator 1" is a slot (different crowd workers fill it on different stories), which is
-    what the random-raters assumption of the two-way random-effects model describes.
+    The annotators are the raters, the stories the items; each criterion is a separate
+    two-way random-effects ANOVA (see :func:`icc2k_many`). When an "annotator" is a slot (the
+    k-th rating of each story, given by different people on different stories), the
+    random-raters assumption of the two-way random-effects model describes it well.
 
     Examples
     --------
     >>> wide = pd.DataFrame({"a": [1, 3, 5, 2], "b": [2, 3, 4, 2], "c": [1, 4, 5, 2]})
-    >>> annotator_icc(wide, {"Relevance": ["a", "b", "c"]})["icc2k"].round(3).tolist()
+    >>> annotator_icc(wide, {"Fun": ["a", "b", "c"]})["icc2k"].round(3).tolist()
     [0.962]
 
-    Validated against ``pingouin.intraclass_corr`` per criterion (tests/test_agreement.py).
+    Validated against ``pingouin.intraclass_corr`` per criterion (tests/test_agreement.py,
+    tests/test_agreement_data.py).
     """
-    if not isinstance(wide, pd.DataFrame):
-        raise InputError(f"wide must be a pandas DataFrame, got {type(wide).__name__}")
-    cols = dict(default_annotator_columns() if annotators is None else annotators)
-    if not cols:
-        raise InputError("annotators is empty")
-    sizes = {len(v) for v in cols.values()}
-    if len(sizes) != 1:
-        raise InputError(f"every criterion needs the same number of annotator columns, got {cols}")
-    absent = [c for v in cols.values() for c in v if c not in wide.columns]
-    if absent:
-        raise InputError(f"annotator column(s) {absent} not in wide")
-    exclude = list(exclude_systems)
-    if exclude:
-        if "system" not in (wide.index.names or []):
-            raise InputError("exclude_systems needs wide indexed by a 'system' level")
-        systems = wide.index.get_level_values("system")
-        unknown = sorted(set(exclude) - set(systems))
-        if unknown:
-            raise InputError(
-                f"exclude_systems has unknown system(s) {unknown}; systems are "
-                f"{sorted(set(systems))}"
-            )
-        wide = wide[~systems.isin(exclude)]
-    try:
-        y = np.stack([wide[list(v)].to_numpy(dtype=float) for v in cols.values()])
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"annotator columns must be numeric: {exc}") from None
-    res = icc2k_many(y, confidence_level=confidence_level, nan_policy=nan_policy,
-                     groups=list(cols))
-    out = res.reset_index().rename(columns={"group": "criterion"})
-    return out[["criterion", "icc2k", "ci_low", "ci_high", "icc21", "pvalue", "n_items", "k",
-                "reason"]]
+    _check_level(confidence_level)
+    if nan_policy not in ("raise", "omit"):
+        raise InputError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
+    wide, columns = _annotator_inputs(data, annotators)
+    wide = _drop_systems(wide, exclude_systems)
+    rows = [_criterion_icc(wide, crit, cols, confidence_level, nan_policy)
+            for crit, cols in columns.items()]
+    return pd.concat(rows, ignore_index=True).loc[:, ICC_COLUMNS]
 
+
+def _annotator_inputs(
+    data: Any, annotators: Mapping[str, Sequence[str]] | None
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """The wide table and the validated ``{criterion: [annotator columns]}`` mapping."""
+    from storyeval.data.dataset import Dataset
+
+    if isinstance(data, Dataset):
+        wide = data.wide()
+        if annotators is None:
+            annotators = data.annotators()
+            if not annotators:
+                raise InputError(
+                    f"dataset {data.name!r} has no criterion rated by at least 2 annotators; "
+                    "agreement needs one rating per annotator (long ratings with an "
+                    "'annotator' column, or annotator columns of a wide table)")
+    elif isinstance(data, pd.DataFrame):
+        if annotators is None:
+            raise InputError(
+                "annotators is required with a wide DataFrame: pass {criterion: [annotator "
+                "columns]}, or pass the Dataset itself (its annotators() are the default)")
+        wide = data
+    else:
+        raise InputError("data must be a storyeval Dataset or a pandas DataFrame, got "
+                         f"{type(data).__name__}")
+    return wide, _checked_columns(wide, annotators)
+
+
+def _checked_columns(
+    wide: pd.DataFrame, annotators: Mapping[str, Sequence[str]]
+) -> dict[str, list[str]]:
+    columns = {str(crit): list(cols) for crit, cols in dict(annotators).items()}
+    if not columns:
+        raise InputError("annotators is empty")
+    few = {crit: cols for crit, cols in columns.items() if len(set(cols)) < 2}
+    if few:
+        crit = next(iter(few))
+        raise InputError(f"criterion {crit!r} needs at least 2 distinct annotator columns, got "
+                         f"{few[crit]}")
+    absent = [c for cols in columns.values() for c in cols if c not in wide.columns]
+    if absent:
+        raise InputError(f"annotator column(s) {absent} not in wide; columns are "
+                         f"{list(wide.columns)[:12]}")
+    return columns
+
+
+def _drop_systems(wide: pd.DataFrame, exclude_systems: Iterable[str]) -> pd.DataFrame:
+    exclude = list(exclude_systems)
+    if not exclude:
+        return wide
+    if "system" not in (wide.index.names or []):
+        raise InputError("exclude_systems needs wide indexed by a 'system' level")
+    systems = wide.index.get_level_values("system")
+    unknown = sorted(set(exclude) - set(systems))
+    if unknown:
+        raise InputError(
+            f"exclude_systems has unknown system(s) {unknown}; systems are "
+            f"{sorted(set(systems))}"
+        )
+    return wide[~systems.isin(exclude)]
+
+
+def _story_label(key: Any) -> str:
+    if isinstance(key, tuple) and len(key) == 2:
+        from storyeval.data.dataset import make_story_id
+
+        return repr(make_story_id(*key))
+    return repr(key)
+
+
+def _require_complete(y: np.ndarray, index: pd.Index, criterion: str,
+                      columns: Sequence[str]) -> None:
+    """InputError naming the criterion, the column and the story of the first missing rating."""
+    missing = np.isnan(y)
+    if not missing.any():
+        return
+    i, j = np.argwhere(missing)[0]
+    n_bad = int(missing.any(axis=1).sum())
+    raise InputError(
+        f"criterion {criterion!r}: annotator column {columns[j]!r} has no rating for story "
+        f"{_story_label(index[i])}; ICC(2,k) needs every story rated by every annotator "
+        f"({n_bad} of {len(y)} stories are incomplete): use nan_policy='omit' (command line: "
+        "--nan-policy omit) to leave them out"
+    )
+
+
+def _criterion_icc(wide: pd.DataFrame, criterion: str, columns: list[str],
+                   confidence_level: float, nan_policy: str) -> pd.DataFrame:
+    """One row of :func:`annotator_icc`."""
+    try:
+        y = wide.loc[:, columns].to_numpy(dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"criterion {criterion!r}: annotator columns must be numeric: "
+                         f"{exc}") from None
+    if nan_policy == "raise":
+        _require_complete(y, wide.index, criterion, columns)
+    frame = icc2k_many(y[None], confidence_level=confidence_level, nan_policy="omit",
+                       groups=[criterion])
+    return frame.reset_index().rename(columns={"group": "criterion"})

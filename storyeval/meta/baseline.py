@@ -27,38 +27,12 @@ from storyeval.meta.levels import (
     _plain,
 )
 
-__all__ = ["VARIANTS", "hanna_annotator_columns", "human_baseline"]
+__all__ = ["VARIANTS", "human_baseline"]
 
 VARIANTS: tuple[str, ...] = ("upper_bound", "leave_one_out")
 
 _COLUMNS = ["criterion", "level", "coefficient", "variant", "value", "n", "n_groups",
             "n_annotators", "reason"]
-
-
-def hanna_annotator_columns(
-    criteria: Sequence[str] | None = None,
-) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
-    """HANNA's annotator, leave-one-out and criterion-mean column names.
-
-    Returns
-    -------
-    annotators, loo_columns, mean_columns
-        ``{"Relevance": ["Human 1 RE", "Human 2 RE", "Human 3 RE"], ...}``,
-        ``{"Relevance": ["Human Avg 1 RE", ...], ...}`` (mean of the two other annotators) and
-        ``{"Relevance": "Relevance", ...}``.
-
-    Examples
-    --------
-    >>> ann, loo, means = hanna_annotator_columns(["Relevance"])
-    >>> ann["Relevance"], loo["Relevance"][0], means["Relevance"]
-    (['Human 1 RE', 'Human 2 RE', 'Human 3 RE'], 'Human Avg 1 RE', 'Relevance')
-    """
-    from storyeval.data.criteria import CRITERIA, CRITERION_CODES, resolve_criterion
-
-    crits = list(CRITERIA) if criteria is None else [resolve_criterion(c) for c in criteria]
-    ann = {c: [f"Human {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in crits}
-    loo = {c: [f"Human Avg {i} {CRITERION_CODES[c]}" for i in (1, 2, 3)] for c in crits}
-    return ann, loo, {c: c for c in crits}
 
 
 def _check_columns(wide: pd.DataFrame, names: Sequence[str], argname: str) -> None:
@@ -85,8 +59,8 @@ def human_baseline(
     ----------
     wide : DataFrame
         Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``), with
-        the annotator columns. Filter systems beforehand (HANNA: the paper leaves out
-        ``Human``).
+        the annotator columns (``Dataset.annotators()`` names them). Filter systems
+        beforehand (HANNA: the paper leaves out ``Human``).
     annotators : mapping criterion -> sequence of str
         The columns of the individual annotators for each criterion (at least two).
     loo_columns : mapping criterion -> sequence of str, optional

@@ -6,15 +6,17 @@ argument, and :func:`adjust_frame` writes it, in words, next to each adjusted p-
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, StoryevalWarning
 
-__all__ = ["METHODS", "NAMED_FAMILIES", "adjust_frame", "adjust_pvalues"]
+__all__ = ["METHODS", "NAMED_FAMILIES", "SingleTestFamilyWarning", "adjust_frame",
+           "adjust_pvalues", "family_sizes", "warn_single_test_families"]
 
 METHODS: tuple[str, ...] = ("bh", "by", "bonferroni", "holm", "none")
 
@@ -365,3 +367,75 @@ def _family_texts(head: str, keys: list[str], uniques: list[list[str]],
     pairs = [[f"{key}={value}" for value in values] for key, values in zip(keys, uniques)]
     where = [" | " + ", ".join(parts) for parts in zip(*pairs)] if keys else [""] * len(m)
     return np.array([f"{head}{w} (m={count})" for w, count in zip(where, m)], dtype=object)
+
+
+class SingleTestFamilyWarning(StoryevalWarning):
+    """Every family of a multiple-comparison adjustment holds a single test, so the adjustment
+    changes nothing (e.g. the ``"paper"`` family, one per pair of raters over its criteria, with
+    only one criterion)."""
+
+
+def family_sizes(tests: pd.DataFrame, *, family_col: str = "family",
+                 p_col: str = "p") -> dict[str, dict[str, int]]:
+    """How many families the tests of each level fall in, and how many tests they hold.
+
+    Parameters
+    ----------
+    tests : DataFrame
+        The output of :func:`adjust_frame` with a ``level`` column (the Williams table).
+    family_col, p_col : str
+        The family text and the unadjusted p-value columns.
+
+    Returns
+    -------
+    dict
+        ``{level: {"n_families": .., "m_min": .., "m_max": ..}}`` in order of appearance.
+        ``m`` counts a family's non-missing p-values over *all* its rows, as
+        :func:`adjust_frame` does, so a family spanning levels (``"all"``) reports its whole
+        size at each level.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> tests = pd.DataFrame({"level": "overall", "criterion": ["Relevance", "Coherence"] * 2,
+    ...                       "measure_a": "Beluga-13B 1", "measure_b": ["BLEU"] * 2 + ["chrF"] * 2,
+    ...                       "p": [0.01, 0.04, 0.2, float("nan")]})
+    >>> family_sizes(adjust_frame(tests, by="paper"))
+    {'overall': {'n_families': 2, 'm_min': 1, 'm_max': 2}}
+    """
+    if tests.empty:
+        return {}
+    # m is counted per family text over every row: the text names the family uniquely
+    m = tests[p_col].notna().groupby(tests[family_col].to_numpy(), sort=False).sum()
+    present = tests[["level", family_col]].drop_duplicates()
+    sizes = present[family_col].map(m).groupby(present["level"].to_numpy(), sort=False)
+    table = sizes.agg(["size", "min", "max"])
+    return {str(level): {"n_families": int(row["size"]), "m_min": int(row["min"]),
+                         "m_max": int(row["max"])} for level, row in table.iterrows()}
+
+
+def warn_single_test_families(tests: pd.DataFrame, method: str = "bh", *,
+                              sizes: dict[str, dict[str, int]] | None = None) -> bool:
+    """Warn (:class:`SingleTestFamilyWarning`) when ``method`` adjusts nothing because every
+    family of ``tests`` (the output of :func:`adjust_frame`) holds at most one test; return
+    whether it warned. ``sizes``: :func:`family_sizes` of ``tests``, when already computed.
+
+    Examples
+    --------
+    >>> import pandas as pd, warnings
+    >>> tests = pd.DataFrame({"level": "overall", "criterion": "Relevance",
+    ...                       "measure_a": "Beluga-13B 1", "measure_b": ["BLEU", "chrF"],
+    ...                       "p": [0.01, 0.04]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warned = warn_single_test_families(adjust_frame(tests, by="paper"))
+    >>> warned, caught[0].category.__name__
+    (True, 'SingleTestFamilyWarning')
+    """
+    sizes = family_sizes(tests) if sizes is None else sizes
+    if method == "none" or not sizes or max(s["m_max"] for s in sizes.values()) > 1:
+        return False
+    warnings.warn(f"every family of the {method.upper()} adjustment holds a single test "
+                  "(m = 1), so the adjustment changes nothing; choose a larger family "
+                  "(--family criterion, level or all)", SingleTestFamilyWarning, stacklevel=2)
+    return True

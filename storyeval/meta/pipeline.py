@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from storyeval.data import HUMAN_SYSTEM, PAPER_REFERENCE_RATER, Dataset, load_hanna
+from storyeval.data import Dataset, load_hanna
 from storyeval.exceptions import InputError
 from storyeval.meta.baseline import human_baseline
 from storyeval.meta.correlation import resolve_method
 from storyeval.meta.levels import LEVELS, TIE_RTOL, CorrelationGrid, correlation_grid, positions
-from storyeval.meta.multitest import adjust_frame
+from storyeval.meta.multitest import adjust_frame, family_sizes, warn_single_test_families
 from storyeval.meta.selection import (
     criterion_pairs,
     resolve_rater,
@@ -77,6 +77,9 @@ class MetaResult:
     settings: dict = field(default_factory=dict)
     dataset: Dataset | None = field(default=None, repr=False)
     chance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # a report renders one result several times: warn once, count the families once
+    _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
+    _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def _row_keys(self, rows: pd.DataFrame) -> pd.Series:
         """One key per grid row: the rater group when LLM ratings are criterion-matched (the
@@ -110,14 +113,82 @@ class MetaResult:
 
     def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
         """Adjusted Williams p-values (or another ``column``) at ``level``: rows compared
-        raters, columns criteria."""
+        raters, columns criteria. Only for tests against one reference rater; all-pairs tests
+        are laid out by :meth:`williams_matrix`."""
+        if self.williams_all_pairs():
+            raise InputError(
+                "williams_grid lays out tests against one reference rater, but these Williams "
+                "tests compare all pairs of raters (no reference); use "
+                "williams_matrix(level, criterion) for one measure x measure matrix per "
+                "criterion")
         rows = self.williams[self.williams["level"] == level]
-        key = "rater_b" if self.settings.get("llm_criteria", "matched") == "matched" \
-            else "measure_b"
+        key = self._pair_keys()[1]
         grid = rows.pivot(index=key, columns="criterion", values=column)
         grid = grid.reindex(index=list(dict.fromkeys(rows[key])),
                             columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
         return self._labelled(grid, "compared with")
+
+    def williams_all_pairs(self) -> bool:
+        """Whether the Williams tests compare all pairs of raters (no reference rater)."""
+        return (not self.williams.empty
+                and self.settings.get("williams", {}).get("reference") is None)
+
+    def williams_matrix(self, level: str, criterion: str, *,
+                        column: str = "p_adjusted") -> pd.DataFrame:
+        """The Williams tests of one ``criterion`` at ``level`` as a measure x measure matrix of
+        adjusted p-values (or another numeric ``column``).
+
+        Cell (row, column) holds the test of the row measure (``measure_a``) against the column
+        measure (``measure_b``); each pair is tested once, so with all pairs the upper triangle
+        is filled and the lower triangle and the diagonal are NaN. Rows and columns are in order
+        of first appearance in the tests, labelled with :meth:`catalogue_labels`
+        (``matrix.attrs["ids"]`` holds the keys).
+        """
+        rows = self.williams[(self.williams["level"] == level)
+                             & (self.williams["criterion"] == criterion)]
+        if rows.empty:
+            tested = self.williams.loc[self.williams["level"] == level, "criterion"].unique()
+            raise InputError(f"no Williams tests of criterion {criterion!r} at the {level} "
+                             f"level; tested criteria there: {list(tested)}")
+        if column not in rows.columns or not pd.api.types.is_numeric_dtype(rows[column]):
+            raise InputError(f"williams_matrix: column {column!r} is not a numeric column of "
+                             "the Williams table (e.g. 'p_adjusted', 'p', 't', 'swapped')")
+        key_a, key_b = self._pair_keys()
+        a, b = rows[key_a].to_numpy(dtype=object), rows[key_b].to_numpy(dtype=object)
+        # interleaving (a, b) in test order puts a before b for tests run as pairs i < j
+        order = pd.unique(np.column_stack([a, b]).ravel())
+        where = pd.Index(order)
+        matrix = np.full((len(order), len(order)), np.nan)
+        matrix[where.get_indexer(a), where.get_indexer(b)] = rows[column].to_numpy(dtype=float)
+        labels = self.catalogue_labels()
+        names = [labels.get(k, k) for k in order]
+        grid = pd.DataFrame(matrix, index=pd.Index(names, name="measure"), columns=names)
+        grid.attrs["ids"] = list(order)
+        return grid
+
+    def family_sizes(self) -> dict[str, dict[str, int]]:
+        """Per Williams level, the number of adjustment families and their smallest and largest
+        size ``m`` (:func:`storyeval.meta.multitest.family_sizes`)."""
+        if self._family_sizes is None or self._family_sizes[0] is not self.williams:
+            self._family_sizes = (self.williams, family_sizes(self.williams))
+        return self._family_sizes[1]
+
+    def warn_single_test_families(self) -> bool:
+        """Warn once per result (:class:`~storyeval.meta.multitest.SingleTestFamilyWarning`)
+        when every family of the Williams adjustment holds a single test, so that adjusting
+        changed nothing; return whether it warned."""
+        if self._families_checked:
+            return False
+        self._families_checked = True
+        method = self.settings.get("williams", {}).get("adjustment", "bh")
+        return warn_single_test_families(self.williams, method, sizes=self.family_sizes())
+
+    def _pair_keys(self) -> tuple[str, str]:
+        """The Williams columns naming a grid row: the rater groups when LLM ratings are
+        criterion-matched (as :meth:`_row_keys`), else the measures."""
+        if self.settings.get("llm_criteria", "matched") == "matched":
+            return "rater_a", "rater_b"
+        return "measure_a", "measure_b"
 
     def _labelled(self, grid: pd.DataFrame, name: str) -> pd.DataFrame:
         labels = self.catalogue_labels()
@@ -157,19 +228,21 @@ def meta_evaluate(
         Measure specification (see :mod:`storyeval.meta.selection`): ``"all"``, ``"llm"``,
         ``"non-llm"``, a taxonomy family, names, rater groups or glob patterns.
     criteria : str or sequence of str, default "all"
-        Human criteria (names or codes).
+        Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     reference : str or None, default "auto"
         The rater the Williams tests compare every other measure against (a measure, or an LLM
-        rater group such as ``"Beluga-13B 1"``, resolved per criterion to its matched rating).
-        ``"auto"``: the paper's ``"Beluga-13B 1"`` when the dataset has it, else all pairs.
+        rater group such as ``"gpt-4o 1"``, resolved per criterion to its matched rating).
+        ``"auto"``: the dataset's :attr:`~storyeval.data.Dataset.default_reference` when it has
+        one (HANNA: the paper's ``"Beluga-13B 1"``), else all pairs.
         ``"all"`` or None: all pairs of selected raters. ``"none"``: no Williams tests.
     include_human_stories : bool, default False
-        Keep the ``Human`` system's stories. The paper leaves them out: they are the references
-        of the reference-based metrics.
+        Keep the stories of the dataset's :attr:`~storyeval.data.Dataset.reference_system`
+        (HANNA: the human-written stories, which the paper leaves out because they are the
+        references of the reference-based metrics). No effect on data without one.
     systems : sequence of str, optional
-        Restrict to these systems (after the Human rule above).
+        Restrict to these systems (after the reference-system rule above).
     llm_criteria : {"matched", "all"}, default "matched"
         Correlate a criterion-specific LLM rating only with its own criterion (paper), or with all.
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
@@ -201,14 +274,10 @@ def meta_evaluate(
     levels = _check_levels(levels)
     dataset = _select_stories(dataset, include_human_stories, systems)
     catalogue = dataset.catalogue
-    chosen = select_measures(catalogue, measures)
-    crits = select_criteria(criteria)
-    missing = [c for c in crits if c not in dataset.measures]
-    if missing:
-        raise InputError(f"dataset {dataset.name!r} has no human ratings for {missing}; "
-                         "human criteria are columns named after them (e.g. 'Relevance')")
+    crits = select_criteria(dataset, criteria)
+    chosen = select_measures(catalogue, measures, presets=dataset.presets)
     pairs = criterion_pairs(catalogue, chosen, crits, llm_criteria=llm_criteria)
-    ref_rater = _resolve_reference(catalogue, reference)
+    ref_rater = _resolve_reference(dataset, reference)
     refs = ({c: resolve_rater(catalogue, ref_rater, c) for c in crits}
             if ref_rater is not None else {})
     wide = dataset.wide()
@@ -247,23 +316,26 @@ def _check_levels(levels: str | Sequence[str]) -> list[str]:
 
 def _select_stories(dataset: Dataset, include_human: bool,
                     systems: Sequence[str] | None) -> Dataset:
-    exclude = [] if include_human or HUMAN_SYSTEM not in dataset.systems else [HUMAN_SYSTEM]
+    ref = dataset.reference_system
+    exclude = [] if include_human or ref not in dataset.systems else [ref]
     if systems is None and not exclude:
         return dataset
-    if exclude and set(dataset.systems) == {HUMAN_SYSTEM}:
+    if exclude and set(dataset.systems) == {ref}:
         raise InputError(
-            f"dataset {dataset.name!r} holds only human-written stories, which are left out by "
+            f"dataset {dataset.name!r} holds only the stories of {ref!r}, which are left out by "
             "default (they are the references of reference-based metrics); pass "
             "include_human_stories=True (--include-human-stories) to evaluate them")
     return dataset.select_systems(systems, exclude=exclude)
 
 
-def _resolve_reference(catalogue: pd.DataFrame, reference: str | None) -> str | None:
+def _resolve_reference(dataset: Dataset, reference: str | None) -> str | None:
+    catalogue = dataset.catalogue
     if reference is None or reference in ("all", "none"):
         return None
     if reference == "auto":
-        has_paper = (catalogue["rater"] == PAPER_REFERENCE_RATER).any()
-        return PAPER_REFERENCE_RATER if has_paper else None
+        default = dataset.default_reference
+        has_default = default is not None and (catalogue["rater"] == default).any()
+        return default if has_default else None
     resolve_rater(catalogue, reference, str(catalogue["criterion"].iloc[0]))  # validates name
     rows = catalogue[(catalogue["rater"] == reference) | (catalogue["measure"] == reference)
                      | (catalogue["display_name"] == reference)]
@@ -374,10 +446,9 @@ def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, met
 
 def annotator_columns(catalogue: pd.DataFrame, crits: Sequence[str],
                       ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Per criterion, the individual annotators' measures (two or more) and, when the data has
-    one per annotator, their leave-one-out means (HANNA: ``Human i RE``, ``Human Avg i RE``)."""
+    """Per criterion, the individual annotators' measures (two or more, in catalogue order)
+    and, when the data has one per annotator, their leave-one-out means."""
     human = catalogue[catalogue["kind"].isin(["annotator", "annotator_loo"])]
-    human = human.sort_values("annotator", kind="stable")
     by_kind = {kind: dict(list(rows.groupby("criterion", sort=False)["measure"]))
                for kind, rows in human.groupby("kind", sort=False)}
     annotators, loo = {}, {}
@@ -400,7 +471,19 @@ def _baseline(dataset: Dataset, crits: list[str], levels: list[str], method: str
     return human_baseline(dataset.wide(), annotators,
                           loo_columns=loo if len(loo) == len(annotators) else None,
                           mean_columns={c: c for c in annotators}, levels=levels,
-                          method=method, nan_policy=nan_policy, tie_rtol=tie_rtol)
+                          method=method, nan_policy=baseline_nan_policy(dataset, annotators,
+                                                                        nan_policy),
+                          tie_rtol=tie_rtol)
+
+
+def baseline_nan_policy(dataset: Dataset, annotators: dict[str, list[str]],
+                        nan_policy: str) -> str:
+    """Ragged annotators (not every annotator rated every story) leave gaps by design: the
+    baseline then uses each annotator's rated stories (pairwise deletion, ``"omit"``)."""
+    if nan_policy != "raise":
+        return nan_policy
+    cols = [c for cols in annotators.values() for c in cols]
+    return "omit" if dataset.table[cols].isna().to_numpy().any() else nan_policy
 
 
 def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: list[str],
@@ -414,8 +497,13 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
         comparison = "all pairs of selected raters"
     else:
         comparison = f"reference {ref_rater!r} against every other selected rater"
+    annotators, _ = annotator_columns(dataset.catalogue, crits)
     return {
         "dataset": dataset.name,
+        "dataset_notes": list(dataset.notes),
+        "reference_system": dataset.reference_system,
+        "baseline_nan_policy": (baseline_nan_policy(dataset, annotators, nan_policy)
+                                if annotators else None),
         "systems": dataset.systems,
         "n_systems": len(dataset.systems),
         "n_stories": len(dataset.table),

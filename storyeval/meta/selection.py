@@ -4,13 +4,13 @@ A measure specification is a comma-separated list of tokens, united in catalogue
 
 - ``all``: every automatic metric and every criterion-specific LLM rating;
 - ``llm`` / ``non-llm`` (alias ``metrics``): LLM ratings / automatic metrics only;
-- ``llm-avg``: LLM ratings averaged over the six criteria (``Beluga-13B AVG 1``);
-- ``paper``: what the HANNA paper's figures show (four LLMs with Eval-Prompt 1 and eight
-  metrics, :data:`storyeval.data.hanna.PAPER_METRICS`);
-- a HANNA taxonomy family: ``reference-based``, ``reference-free``, ``lexical``,
+- ``llm-avg``: LLM ratings averaged over all criteria (``gpt-4o AVG 1``);
+- a preset of the dataset (:attr:`storyeval.data.Dataset.presets`; HANNA's ``paper`` is what
+  the paper's figures show, four LLMs with Eval-Prompt 1 and eight metrics);
+- a taxonomy family: ``reference-based``, ``reference-free``, ``lexical``,
   ``embedding``, ``model-based``; families join with ``&`` for an intersection
   (``reference-free&lexical``);
-- an LLM rater group (``"Beluga-13B 1"``: model and Eval-Prompt) or a model (``"Beluga-13B"``);
+- an LLM rater group (``"gpt-4o 1"``: model and Eval-Prompt) or a model (``"gpt-4o"``);
 - a measure identifier or display name (``"BLEU Ξ§"``, ``"BLEU"``; an identifier wins when
   a display name of another measure is the same), or a glob pattern
   (``"ROUGE-*"``, ``"*F1*"``) matched against both.
@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from storyeval.data.criteria import CRITERIA, resolve_criterion
 from storyeval.exceptions import InputError
+
+if TYPE_CHECKING:
+    from storyeval.data.dataset import Dataset
 
 SCORED_KINDS = ("metric", "llm_rater")
 FAMILY_TOKENS = {
@@ -37,7 +40,7 @@ FAMILY_TOKENS = {
     "embedding": ("family", "embedding"),
     "model-based": ("family", "model-based"),
 }
-KEYWORDS = ("all", "llm", "non-llm", "metrics", "llm-avg", "paper", *FAMILY_TOKENS)
+KEYWORDS = ("all", "llm", "non-llm", "metrics", "llm-avg", *FAMILY_TOKENS)
 
 
 def split_spec(spec: str | Sequence[str]) -> list[str]:
@@ -49,20 +52,32 @@ def split_spec(spec: str | Sequence[str]) -> list[str]:
     return tokens
 
 
-def select_measures(catalogue: pd.DataFrame, spec: str | Sequence[str] = "all") -> list[str]:
+def select_measures(catalogue: pd.DataFrame, spec: str | Sequence[str] = "all", *,
+                    presets: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Measure identifiers matching ``spec`` (see the module docstring), in catalogue order.
+
+    ``presets`` maps extra keywords to measures or rater groups (a dataset's
+    :attr:`~storyeval.data.Dataset.presets`).
 
     Raises
     ------
     InputError
-        For a token that matches nothing; the message lists close matches.
+        For a token that matches nothing; the message lists close matches, or says that the
+        dataset has no measure of a keyword's kind.
     """
     scored = catalogue[catalogue["kind"].isin(SCORED_KINDS)]
+    presets = {k.lower(): tuple(v) for k, v in (presets or {}).items()}
     chosen: set[str] = set()
     for token in split_spec(spec):
-        found = _match_token(scored, token)
+        if token.lower() in presets:
+            named = set(presets[token.lower()])
+            pick = (scored["measure"].isin(named) | scored["rater"].isin(named)) \
+                & (scored["criterion"] != "AVG")
+            found = list(scored.loc[pick, "measure"])
+        else:
+            found = _match_token(scored, token)
         if not found:
-            raise InputError(_unknown_message(scored, token))
+            raise InputError(_unknown_message(scored, token, presets))
         chosen.update(found)
     return [m for m in scored["measure"] if m in chosen]
 
@@ -79,11 +94,6 @@ def _match_token(scored: pd.DataFrame, token: str) -> list[str]:
         return list(scored.loc[~is_llm, "measure"])
     if key == "llm-avg":
         return list(scored.loc[is_llm & is_avg, "measure"])
-    if key == "paper":
-        from storyeval.data.hanna import PAPER_LLM_RATERS, PAPER_METRICS
-
-        chosen = scored["measure"].isin(PAPER_METRICS) | scored["rater"].isin(PAPER_LLM_RATERS)
-        return list(scored.loc[chosen & ~is_avg, "measure"])
     if all(part.strip() in FAMILY_TOKENS for part in key.split("&")):
         mask = ~is_llm
         for part in key.split("&"):
@@ -106,8 +116,16 @@ def _match_token(scored: pd.DataFrame, token: str) -> list[str]:
     return []
 
 
-def _unknown_message(scored: pd.DataFrame, token: str) -> str:
-    vocabulary = list(dict.fromkeys([*KEYWORDS, *scored["measure"], *scored["display_name"],
+def _unknown_message(scored: pd.DataFrame, token: str,
+                     presets: Mapping[str, Sequence[str]] | None = None) -> str:
+    key = token.lower()
+    if key in KEYWORDS or key in (presets or {}) or all(
+            part.strip() in FAMILY_TOKENS for part in key.split("&")):
+        have = ", ".join(f"{n} {k}" for k, n in scored["kind"].value_counts().items())
+        return (f"measure keyword {token!r} selects nothing: the dataset has no such measures "
+                f"(it has {have or 'no automatic measures at all; add --scores'})")
+    vocabulary = list(dict.fromkeys([*KEYWORDS, *(presets or {}), *scored["measure"],
+                                     *scored["display_name"],
                                      *scored["rater"], *(m for m in scored["model"] if m)]))
     close = difflib.get_close_matches(token, vocabulary, n=5, cutoff=0.5)
     lowered = {v.lower(): v for v in vocabulary}
@@ -118,13 +136,21 @@ def _unknown_message(scored: pd.DataFrame, token: str) -> str:
             "glob patterns such as 'ROUGE-*' are accepted)")
 
 
-def select_criteria(spec: str | Sequence[str] = "all") -> list[str]:
-    """Criteria from ``"all"`` or a comma-separated list of names or codes (``"RE,coherence"``)."""
+def select_criteria(dataset: Dataset, spec: str | Sequence[str] = "all") -> list[str]:
+    """The dataset's criteria from ``"all"`` or a comma-separated list of names or codes
+    (``"RE,coherence"``), in the dataset's order."""
     tokens = split_spec(spec)
+    if not dataset.criteria:
+        dataset.resolve_criterion(tokens[0])  # raises: the dataset has no criteria
     if [t.lower() for t in tokens] == ["all"]:
-        return list(CRITERIA)
-    chosen = {resolve_criterion(t) for t in tokens}
-    return [c for c in CRITERIA if c in chosen]
+        return dataset.criteria
+    chosen = {dataset.resolve_criterion(t) for t in tokens}
+    return [c for c in dataset.criteria if c in chosen]
+
+
+def human_criteria(catalogue: pd.DataFrame) -> set[str]:
+    """The criteria that a catalogue holds per-story human scores of."""
+    return set(catalogue.loc[catalogue["kind"] == "human_criterion", "measure"])
 
 
 def resolve_rater(catalogue: pd.DataFrame, rater: str, criterion: str) -> str:
@@ -142,7 +168,7 @@ def resolve_rater(catalogue: pd.DataFrame, rater: str, criterion: str) -> str:
     matched = rows[rows["criterion"] == criterion]
     if not matched.empty:
         return str(matched["measure"].iloc[0])
-    generic = rows[~rows["criterion"].isin(CRITERIA)]
+    generic = rows[~rows["criterion"].isin(human_criteria(catalogue))]
     if generic.empty:
         raise InputError(f"reference {rater!r} has no rating for criterion {criterion!r}")
     return str(generic["measure"].iloc[0])
@@ -163,9 +189,10 @@ def criterion_pairs(catalogue: pd.DataFrame, measures: Iterable[str], criteria: 
     own = dict(zip(info.index, info["criterion"]))
     kind = dict(zip(info.index, info["kind"]))
     rater = dict(zip(info.index, info["rater"]))
+    crits = human_criteria(catalogue)
     rows = []
     for measure in measures:
-        specific = kind[measure] == "llm_rater" and own[measure] in CRITERIA
+        specific = kind[measure] == "llm_rater" and own[measure] in crits
         for criterion in criteria:
             if specific and llm_criteria == "matched" and own[measure] != criterion:
                 continue

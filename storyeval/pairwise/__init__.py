@@ -1,8 +1,14 @@
 """Pairwise judging: verdict tables, win matrices, Bradley-Terry strengths with ties, position
-consistency, judge accuracy, pairwise accuracy of pointwise measures, and a side-by-side LLM
-judging prompt (dimensions of paper 000)."""
+consistency, judge accuracy, pairwise accuracy of pointwise measures (against the human ratings
+or a file of human preferences), and a side-by-side LLM judging prompt (dimensions of paper
+000)."""
 
-from storyeval.pairwise.accuracy import judge_accuracy, pointwise_pairwise_accuracy
+from storyeval.pairwise.accuracy import (
+    judge_accuracy,
+    pointwise_pairwise_accuracy,
+    preference_accuracy,
+    story_index,
+)
 from storyeval.pairwise.bradley_terry import (
     BradleyTerryResult,
     bradley_terry,
@@ -10,6 +16,12 @@ from storyeval.pairwise.bradley_terry import (
 )
 from storyeval.pairwise.consistency import position_consistency
 from storyeval.pairwise.judge import JudgePlan, JudgeRun, judge_pairs, make_pairs, plan_judging
+from storyeval.pairwise.preferences import (
+    OVERALL_PREFERENCE,
+    PREFERENCE_COLUMNS,
+    read_preferences,
+    validate_preferences,
+)
 from storyeval.pairwise.template import (
     load_dimensions,
     parse_side_by_side,
@@ -21,6 +33,8 @@ from storyeval.pairwise.verdicts import VERDICT_COLUMNS, VERDICTS, read_verdicts
 from storyeval.pairwise.winmatrix import WinMatrix, win_matrix
 
 __all__ = [
+    "OVERALL_PREFERENCE",
+    "PREFERENCE_COLUMNS",
     "VERDICTS",
     "VERDICT_COLUMNS",
     "BradleyTerryResult",
@@ -37,9 +51,13 @@ __all__ = [
     "plan_judging",
     "pointwise_pairwise_accuracy",
     "position_consistency",
+    "preference_accuracy",
+    "read_preferences",
     "read_verdicts",
     "render_side_by_side",
     "side_by_side_messages",
+    "story_index",
+    "validate_preferences",
     "validate_verdicts",
     "verdict_records",
     "win_matrix",

@@ -13,7 +13,8 @@ from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.pairwise.consistency import _pair_keys
 from storyeval.pairwise.verdicts import validate_verdicts
 
-__all__ = ["judge_accuracy", "pointwise_pairwise_accuracy"]
+__all__ = ["judge_accuracy", "pointwise_pairwise_accuracy", "preference_accuracy",
+           "story_index"]
 
 _HUMAN_TIES = ("exclude", "include")
 
@@ -127,6 +128,54 @@ def judge_accuracy(
     return pd.DataFrame(rows)
 
 
+def _check_human_ties(human_ties: str) -> str:
+    if human_ties not in _HUMAN_TIES:
+        raise InputError(f"human_ties must be one of {_HUMAN_TIES}, got {human_ties!r}")
+    return human_ties
+
+
+def _signs(diff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sign(diff) as int8 (0 where diff is NaN) and the mask of non-NaN entries."""
+    valid = ~np.isnan(diff)
+    return np.sign(np.where(valid, diff, 0.0)).astype(np.int8), valid
+
+
+def _accuracy_frame(
+    pairs: Sequence[tuple[str, str]],
+    m: np.ndarray,
+    h: np.ndarray,
+    applicable: np.ndarray,
+    valid: np.ndarray,
+    human_ties: str,
+    credit: float,
+) -> pd.DataFrame:
+    """Accuracy of measure signs ``m`` against human signs ``h`` (story pairs x (measure,
+    criterion) pairs): ``applicable`` marks the story pairs each column is about, ``valid``
+    those among them where both stories have both scores."""
+    human_tie = valid & (h == 0)
+    decided = valid & ~human_tie if human_ties == "exclude" else valid
+    meas_tie = (m == 0) & decided
+    total = ((m == h) & decided).sum(axis=0)
+    if human_ties == "exclude":
+        total = total + credit * meas_tie.sum(axis=0)
+    n_pairs = decided.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = total / n_pairs
+    if (n_pairs == 0).any():
+        warnings.warn("pairwise accuracy undefined (no human-decided pair with scores) for "
+                      f"{[tuple(pairs[k]) for k in np.flatnonzero(n_pairs == 0)][:3]}",
+                      UndefinedStatisticWarning, stacklevel=3)
+    return pd.DataFrame({
+        "measure": [p[0] for p in pairs], "criterion": [p[1] for p in pairs],
+        "accuracy": acc.astype(float), "n_pairs": n_pairs.astype(np.int64),
+        "n_human_ties": human_tie.sum(axis=0).astype(np.int64),
+        # measure ties among the scored pairs only, like n_pairs and the tie credit
+        "n_measure_ties": meas_tie.sum(axis=0).astype(np.int64),
+        "n_missing": (applicable & ~valid).sum(axis=0).astype(np.int64),
+        "human_ties": human_ties, "tie_credit": credit,
+    })
+
+
 def pointwise_pairwise_accuracy(
     wide: pd.DataFrame,
     pairs: Sequence[tuple[str, str]],
@@ -139,10 +188,11 @@ def pointwise_pairwise_accuracy(
     Parameters
     ----------
     wide : DataFrame
-        Index ``(system, prompt_id)``, one float column per measure; every system must have a
-        story for every prompt (HANNA: 10 systems x 96 prompts gives 96 x 45 = 4,320 pairs).
+        Index ``(system, prompt_id)`` (prompt ids of any type), one float column per measure
+        (HANNA: 10 systems x 96 prompts gives 96 x 45 = 4,320 pairs). The pairs of a prompt
+        are the pairs of its stories; a system without a story for a prompt has no pair there.
     pairs : sequence of (measure, criterion)
-        The measure and the human criterion it is compared with.
+        The measure and the human criterion (any column of ``wide``) it is compared with.
     human_ties : {"exclude", "include"}, default "exclude"
         ``"exclude"``: pairs the humans rated equal are left out; a measure tie on a decided pair
         earns ``tie_credit``. ``"include"``: every pair counts and a tie is a third outcome that
@@ -154,26 +204,30 @@ def pointwise_pairwise_accuracy(
     Returns
     -------
     DataFrame
-        ``measure, criterion, accuracy, n_pairs, n_human_ties, n_measure_ties, human_ties,
-        tie_credit``. ``n_pairs`` counts the pairs scored (the denominator of ``accuracy``);
-        ``n_measure_ties`` counts the measure ties *among those scored pairs* (with
-        ``"exclude"``: the pairs earning ``tie_credit``); ``n_human_ties`` counts the pairs the
-        humans tied (left out with ``"exclude"``, scored with ``"include"``), so with
-        ``"exclude"`` ``n_pairs + n_human_ties`` is the number of story pairs.
+        ``measure, criterion, accuracy, n_pairs, n_human_ties, n_measure_ties, n_missing,
+        human_ties, tie_credit``. ``n_pairs`` counts the pairs scored (the denominator of
+        ``accuracy``); ``n_measure_ties`` counts the measure ties *among those scored pairs*
+        (with ``"exclude"``: the pairs earning ``tie_credit``); ``n_human_ties`` counts the
+        pairs the humans tied (left out with ``"exclude"``, scored with ``"include"``);
+        ``n_missing`` counts the pairs left out because a story has no score of the measure or
+        criterion (NaN). With ``"exclude"``, ``n_pairs + n_human_ties + n_missing`` is the
+        number of story pairs.
 
     Notes
     -----
     For stories i, j of one prompt: h = sign(c_i - c_j), m = sign(x_i - x_j).
     ``"exclude"``: accuracy = mean over {h != 0} of [m == h] + tie_credit [m == 0].
     ``"include"``: accuracy = mean over all pairs of [m == h]. A measure where lower is better
-    scores below 0.5; nothing is flipped.
+    scores below 0.5; nothing is flipped. A pair where x or c is missing (NaN) for either story
+    is left out of that (measure, criterion) only.
 
     References
     ----------
     .. [1] Deutsch, D., Foster, G., Freitag, M. (2023). Ties Matter: Meta-Evaluating Modern
        Metrics with Pairwise Accuracy and Tie Calibration. EMNLP.
 
-    Validated against a per-pair Python count in tests/test_pairwise.py.
+    Validated against a per-pair Python count in tests/test_pairwise.py and
+    tests/test_pairwise_data.py.
 
     Examples
     --------
@@ -186,46 +240,175 @@ def pointwise_pairwise_accuracy(
     """
     from storyeval.meta.levels import level_data
 
-    if human_ties not in _HUMAN_TIES:
-        raise InputError(f"human_ties must be one of {_HUMAN_TIES}, got {human_ties!r}")
+    human_ties = _check_human_ties(human_ties)
     credit = _check_credit(tie_credit, "tie_credit")
+    pairs = _check_pairs(pairs)
+    cols = list(dict.fromkeys([c for p in pairs for c in p]))
+    # (prompt, system, column) arrays, NaN where a (system, prompt) story is absent
+    cube = level_data(wide, cols, level="prompt", nan_policy="propagate")
+    present = level_data(pd.DataFrame({"story": 1.0}, index=wide.index), level="prompt",
+                         nan_policy="propagate")[:, :, 0] == 1
+    if cube.shape[1] < 2:
+        raise InputError("pairwise accuracy needs at least 2 systems per prompt")
+    i, j = np.triu_indices(cube.shape[1], k=1)
+    sign, known = _signs((cube[:, i, :] - cube[:, j, :]).reshape(-1, len(cols)))
+    exists = (present[:, i] & present[:, j]).reshape(-1, 1)  # story pairs that exist
+    xi = [cols.index(p[0]) for p in pairs]
+    ci = [cols.index(p[1]) for p in pairs]
+    applicable = np.broadcast_to(exists, (len(exists), len(pairs)))
+    valid = applicable & known[:, xi] & known[:, ci]
+    return _accuracy_frame(pairs, sign[:, xi], sign[:, ci], applicable, valid, human_ties,
+                           credit)
+
+
+
+def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     pairs = [tuple(p) for p in pairs]
     if not pairs or any(len(p) != 2 for p in pairs):
         raise InputError("pairs must be a non-empty list of (measure, criterion) tuples")
-    cols = list(dict.fromkeys([c for p in pairs for c in p]))
-    cube = level_data(wide, cols, level="prompt")  # (prompt, system, measure), InputError on gaps
-    n_sys = cube.shape[1]
-    if n_sys < 2:
-        raise InputError("pairwise accuracy needs at least 2 systems per prompt")
-    i, j = np.triu_indices(n_sys, k=1)
-    sign = np.sign(cube[:, i, :] - cube[:, j, :]).astype(np.int8)  # (prompt, pair, column)
-    xi = [cols.index(p[0]) for p in pairs]
-    ci = [cols.index(p[1]) for p in pairs]
-    m = sign[:, :, xi].reshape(-1, len(pairs))
-    h = sign[:, :, ci].reshape(-1, len(pairs))
-    n_all = m.shape[0]
-    human_tie = h == 0
-    meas_tie = m == 0
-    if human_ties == "exclude":
-        decided = ~human_tie
-        score = (m == h) & decided
-        total = score.sum(axis=0) + credit * (meas_tie & decided).sum(axis=0)
-        n_pairs = decided.sum(axis=0)
-    else:
-        decided = np.ones_like(human_tie)
-        total = (m == h).sum(axis=0)
-        n_pairs = np.full(len(pairs), n_all)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        acc = total / n_pairs
-    if (n_pairs == 0).any():
-        warnings.warn("pairwise accuracy undefined (every pair is a human tie) for "
-                      f"{[pairs[k] for k in np.flatnonzero(n_pairs == 0)][:3]}",
-                      UndefinedStatisticWarning, stacklevel=2)
-    return pd.DataFrame({
-        "measure": [p[0] for p in pairs], "criterion": [p[1] for p in pairs],
-        "accuracy": acc.astype(float), "n_pairs": n_pairs.astype(np.int64),
-        "n_human_ties": human_tie.sum(axis=0).astype(np.int64),
-        # measure ties among the scored pairs only, like n_pairs and the tie credit
-        "n_measure_ties": (meas_tie & decided).sum(axis=0).astype(np.int64),
-        "human_ties": human_ties, "tie_credit": credit,
-    })
+    return pairs
+
+
+def story_index(wide: pd.DataFrame) -> pd.Index:
+    """The story ids ``"{system}/{prompt_id}"`` of the rows of ``wide``, in row order."""
+    idx = wide.index
+    if not isinstance(idx, pd.MultiIndex) or idx.nlevels != 2:
+        raise InputError("wide must be indexed by (system, prompt_id)")
+    ids = (idx.get_level_values(0).astype(str) + "/" + idx.get_level_values(1).astype(str))
+    if ids.has_duplicates:
+        raise InputError(f"story id {ids[ids.duplicated()][0]!r} names several rows of wide")
+    return pd.Index(ids)
+
+
+def _preference_pairs(measures: str | Sequence[str | tuple[str, str]],
+                      criteria: Sequence[str]) -> list[tuple[str, str]]:
+    """(measure, criterion) pairs: a measure name pairs with every criterion of the
+    preferences; a (measure, criterion) tuple must name one of them."""
+    items = [measures] if isinstance(measures, str) else list(measures)
+    if not items:
+        raise InputError("measures is empty: give at least one measure")
+    pairs = [p for item in items for p in
+             ([(item, c) for c in criteria] if isinstance(item, str) else [tuple(item)])]
+    pairs = _check_pairs(pairs)
+    unknown = [c for _, c in pairs if c not in set(criteria)]
+    if unknown:
+        raise InputError(f"criterion {unknown[0]!r} has no preferences; the preferences are "
+                         f"about {list(criteria)}")
+    return pairs
+
+
+def _majority(prefs: pd.DataFrame, stories: pd.Index) -> tuple[np.ndarray, ...]:
+    """Per (criterion, unordered story pair): criterion code, row positions (lo < hi) of
+    the two stories, and the human sign from lo's side (majority of wins minus losses)."""
+    a = stories.get_indexer(prefs["story_a"])
+    b = stories.get_indexer(prefs["story_b"])
+    outcome = prefs["winner"].map({"a": 1, "b": -1, "tie": 0}).to_numpy(dtype=np.int64)
+    codes, _ = pd.factorize(prefs["criterion"])
+    votes = pd.DataFrame({"c": codes, "lo": np.minimum(a, b), "hi": np.maximum(a, b),
+                          "o": np.where(a < b, outcome, -outcome)})
+    net = votes.groupby(["c", "lo", "hi"], sort=True)["o"].sum()
+    keys = net.index
+    return (keys.get_level_values("c").to_numpy(), keys.get_level_values("lo").to_numpy(),
+            keys.get_level_values("hi").to_numpy(), np.sign(net.to_numpy()).astype(np.int8))
+
+
+def preference_accuracy(
+    wide: pd.DataFrame,
+    preferences: pd.DataFrame,
+    measures: str | Sequence[str | tuple[str, str]],
+    *,
+    human_ties: str = "exclude",
+    tie_credit: float = 0.5,
+    source: str = "preferences",
+    fmt: str | None = None,
+) -> pd.DataFrame:
+    """Pairwise accuracy of pointwise measures against explicit human preferences.
+
+    Parameters
+    ----------
+    wide : DataFrame
+        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``).
+    preferences : DataFrame
+        A preference table (:mod:`storyeval.pairwise.preferences`): ``story_a, story_b,
+        winner`` (``a``, ``b``, ``tie`` or the preferred story's id), optional ``criterion``
+        (without it: one overall criterion, ``"preference"``) and ``annotator``. Its stories
+        must be rows of ``wide``; a pair may cross prompts.
+    measures : str or sequence of str or of (measure, criterion)
+        Measures (each compared with every criterion of the preferences), or explicit
+        (measure, criterion) pairs.
+    human_ties : {"exclude", "include"}, default "exclude"
+        As in :func:`pointwise_pairwise_accuracy`: human-tied pairs left out (a measure tie on
+        a decided pair earns ``tie_credit``), or scored as a third outcome.
+    tie_credit : float, default 0.5
+        Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
+    source, fmt : str
+        The file the preferences come from and its format, for error messages.
+
+    Returns
+    -------
+    DataFrame
+        ``measure, criterion, accuracy, n_pairs, n_human_ties, n_measure_ties, n_missing,
+        human_ties, tie_credit``, counted over the unordered story pairs of each criterion in
+        the preferences: ``n_pairs`` the pairs scored (the denominator of ``accuracy``),
+        ``n_measure_ties`` the measure ties among them, ``n_human_ties`` the pairs whose
+        majority is a tie (left out with ``"exclude"``), ``n_missing`` the pairs left out
+        because a story has no score of the measure (NaN). With ``"exclude"``, ``n_pairs +
+        n_human_ties + n_missing`` is the number of pairs of the criterion.
+
+    Notes
+    -----
+    For a pair (i, j) of criterion c with preferences k = 1..K (e_k = +1: i preferred, -1: j
+    preferred, 0: tie, whichever story was listed first), h = sign(sum_k e_k) (majority; a
+    draw is a human tie) and m = sign(x_i - x_j): the measure prefers the story it scores
+    higher. Accuracy as in :func:`pointwise_pairwise_accuracy`; nothing is flipped (a
+    lower-is-better measure scores below 0.5). Vectorised: both stories' scores are looked
+    up by row position.
+
+    Raises
+    ------
+    InputError
+        An invalid preference table (naming ``source``, column and line, see
+        :func:`~storyeval.pairwise.preferences.validate_preferences`), an unknown measure, a
+        (measure, criterion) pair whose criterion has no preferences.
+
+    Validated against a per-preference Python count in tests/test_pairwise_data.py.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> idx = pd.MultiIndex.from_product([["A", "B"], ["p1", "p2"]],
+    ...                                  names=["system", "prompt_id"])
+    >>> wide = pd.DataFrame({"m": [1.0, 2.0, 3.0, 0.0]}, index=idx)
+    >>> prefs = pd.DataFrame({"story_a": ["A/p1", "A/p2", "A/p1"],
+    ...                       "story_b": ["B/p1", "B/p2", "A/p2"],
+    ...                       "winner": ["b", "A/p2", "tie"]})
+    >>> res = preference_accuracy(wide, prefs, ["m"])
+    >>> res[["criterion", "accuracy", "n_pairs", "n_human_ties"]].values.tolist()
+    [['preference', 1.0, 2, 1]]
+    """
+    from storyeval.meta.levels import level_data
+    from storyeval.pairwise.preferences import validate_preferences
+
+    human_ties = _check_human_ties(human_ties)
+    credit = _check_credit(tie_credit, "tie_credit")
+    stories = story_index(wide)
+    prefs = validate_preferences(preferences, source=source, fmt=fmt, story_ids=stories)
+    criteria = list(dict.fromkeys(prefs["criterion"]))
+    pairs = _preference_pairs(measures, criteria)
+    cols = list(dict.fromkeys(p[0] for p in pairs))
+    values = level_data(wide, cols, level="overall", nan_policy="propagate").to_numpy()
+    code, lo, hi, human = _majority(prefs, stories)
+    frames = []
+    for k, crit in enumerate(criteria):  # one block of story pairs per criterion
+        which = [n for n, p in enumerate(pairs) if p[1] == crit]
+        if not which:
+            continue
+        rows = code == k
+        xi = [cols.index(pairs[n][0]) for n in which]
+        sign, known = _signs(values[lo[rows]][:, xi] - values[hi[rows]][:, xi])
+        h = np.broadcast_to(human[rows, None], sign.shape)
+        frames.append(_accuracy_frame([pairs[n] for n in which], sign, h,
+                                      np.ones_like(known), known, human_ties, credit)
+                      .set_index(pd.Index(which)))
+    return pd.concat(frames).sort_index().reset_index(drop=True)
+

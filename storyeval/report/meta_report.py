@@ -7,6 +7,7 @@ paper's layout; the files written with ``--out`` keep the tidy long tables at fu
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,13 @@ from storyeval.report.tables import FILE_SUFFIX, format_table
 BASELINE_LABELS = {"upper_bound": "Human (upper bound)", "leave_one_out": "Human (leave-one-out)"}
 SHORT_COEFFICIENT = {"kendall_b": "Kendall tau-b", "kendall_c": "Kendall tau-c",
                      "pearson": "Pearson r", "spearman": "Spearman rho"}
+# All-pairs Williams matrices: render() lists a larger matrix's smallest p-values instead (a
+# wider grid does not fit a terminal or a page), write_report() draws no heatmap of a larger one
+# (its cells become unreadable).
+MATRIX_SHOWN_MAX = 30
+MATRIX_FIGURE_MAX = 60
+SMALLEST_SHOWN = 20
+SIGNIFICANCE = 0.05  # only for counting "adjusted p below 0.05" in the long tables' titles
 
 
 def correlation_grid(result: MetaResult, level: str, *, with_mean: bool = True,
@@ -53,20 +61,69 @@ def level_caption(result: MetaResult, level: str) -> str:
     return f"{coef} with human criteria, {level} level ({what})"
 
 
-def williams_caption(result: MetaResult, level: str) -> str:
+def williams_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
+    """What a Williams table holds: the p-value, its adjustment and family (with the family
+    sizes), the comparison and the level; with ``criterion``, the all-pairs matrix layout."""
     w = result.settings["williams"]
-    return (f"{w['adjustment'].upper()}-adjusted Williams p ({w['p_value']}, family "
-            f"{w['family']!r}), {w['comparison']}, {level} level")
+    what = (f"{w['adjustment'].upper()}-adjusted Williams p" if w["adjustment"] != "none"
+            else "Williams p (not adjusted)")
+    text = (f"{what} ({w['p_value']}, {family_text(result, level)}), {w['comparison']}, "
+            f"{level} level")
+    if criterion is None:
+        return text
+    return (f"{text}, {criterion}; cell (row, column): row measure tested against column "
+            "measure, each pair once (upper triangle; lower triangle and diagonal blank)")
+
+
+def family_text(result: MetaResult, level: str | None = None) -> str:
+    """The adjustment family and its size, e.g. ``"family 'paper': 24 families of m = 6
+    tests"`` (at ``level``; every Williams level when None), with a warning in words when every
+    family holds one test (adjusting then changes nothing)."""
+    w = result.settings["williams"]
+    text = f"family {w['family']!r}"
+    sizes = result.family_sizes()
+    if level is not None:
+        sizes = {lev: size for lev, size in sizes.items() if lev == level}
+    if w["adjustment"] == "none" or not sizes:
+        return text
+    parts = [_sizes_text(size) + ("" if level is not None else f" ({lev} level)")
+             for lev, size in sizes.items()]
+    text += ": " + ", ".join(parts)
+    if max(size["m_max"] for size in sizes.values()) <= 1:
+        text += ("; m = 1: the adjustment changes nothing; choose --family "
+                 "criterion/level/all")
+    return text
+
+
+def _sizes_text(size: dict[str, int]) -> str:
+    """"24 families of m = 6 tests", "1 family of m = 2-5 tests"."""
+    count = size["n_families"]
+    m = (str(size["m_min"]) if size["m_min"] == size["m_max"]
+         else f"{size['m_min']}-{size['m_max']}")
+    return (f"{count} {'family' if count == 1 else 'families'} of m = {m} "
+            f"{'test' if m == '1' else 'tests'}")
+
+
+def _stories_text(settings: dict) -> str:
+    """What was excluded: only a dataset with a reference system (HANNA: 'Human') has stories
+    that are the references of reference-based metrics."""
+    system = settings.get("reference_system")
+    if system is None:
+        return ""
+    if settings["include_human_stories"]:
+        return f"; stories of {system!r} included"
+    return f"; stories of {system!r} excluded (they are the references)"
 
 
 def settings_lines(result: MetaResult) -> list[str]:
     """The conventions that produced the numbers, one per line."""
     s, w = result.settings, result.settings["williams"]
-    human = "included" if s["include_human_stories"] else "excluded (they are the references)"
     own = "their own criterion" if s["llm_criteria"] == "matched" else "every criterion"
     lines = [
-        (f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories; "
-         f"human-written stories {human}"),
+        (f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories"
+         f"{_stories_text(s)}"),
+        # what the reader decided about the data (e.g. how human scores were formed)
+        *(f"data: {note}" for note in s.get("dataset_notes", ())),
         (f"coefficient: {s['coefficient_description']}; levels: {', '.join(s['levels'])}; "
          f"nan_policy: {s['nan_policy']}; system means tie within relative "
          f"{s.get('tie_rtol', 0):g}"),
@@ -79,7 +136,7 @@ def settings_lines(result: MetaResult) -> list[str]:
             f"correlations and are not tested): {w['comparison']}; {w['p_value']}; "
             f"run in the direction of "
             f"{'the larger |r|' if w['direction'] == 'larger' else 'a > b'}; sign convention "
-            f"{w['sign_convention']!r}; {w['adjustment'].upper()} over family {w['family']!r}")
+            f"{w['sign_convention']!r}; {_adjustment_text(result)}")
         if w["note"]:
             lines.append(f"note: {w['note']}")
     if "bootstrap" in s:
@@ -101,50 +158,137 @@ def settings_lines(result: MetaResult) -> list[str]:
     return lines
 
 
+def _adjustment_text(result: MetaResult) -> str:
+    w = result.settings["williams"]
+    if w["adjustment"] == "none":
+        return "p-values not adjusted for multiple comparisons"
+    return f"{w['adjustment'].upper()} over {family_text(result)}"
+
+
 def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
-    """The whole result as text in ``fmt`` (grids for table/md/latex; tidy tables for csv/json)."""
+    """The whole result as text in ``fmt`` (grids for table/md/latex; tidy tables for csv/json).
+
+    Correlations are one grid per level (raters x criteria). Williams tests against a reference
+    rater are one grid per level (compared raters x criteria); tests of all pairs are one
+    measure x measure matrix of adjusted p per level and criterion (upper triangle, see
+    :meth:`MetaResult.williams_matrix`), except that a matrix of more than
+    :data:`MATRIX_SHOWN_MAX` measures is listed as its :data:`SMALLEST_SHOWN` smallest adjusted
+    p-values (:func:`smallest_pairs`; :func:`write_report` writes every matrix in full).
+    Undefined values are blank, with the reason listed below their table. Warns
+    (:class:`~storyeval.meta.multitest.SingleTestFamilyWarning`, once per result) when every
+    Williams family holds a single test.
+    """
+    result.warn_single_test_families()
     if fmt == "csv":
         return format_table(result.correlations, "csv")
     if fmt == "json":
         return to_json(result)
-    parts = []
     comment = {"table": "# ", "md": "> ", "latex": "% "}[fmt]
-    parts.append("\n".join(comment + line for line in settings_lines(result)) + "\n")
+
+    def notes(lines: list[str]) -> list[str]:
+        return ["\n".join(comment + line for line in lines) + "\n"] if lines else []
+
+    parts = notes(settings_lines(result))
     for level in result.settings["levels"]:
         grid = correlation_grid(result, level)
+        lines = [*undefined_lines(result, level), *baseline_lines(result, level)]
         if "ci_low" in result.correlations.columns:
+            lines += interval_lines(result, level)
             grid = _with_intervals(result, level, grid, digits)
         parts.append(_titled(level_caption(result, level), grid.reset_index(), fmt, digits))
-        notes = [*undefined_lines(result, level)]
         if not result.chance.empty:
-            notes.append(chance_line(result, level, digits))
-        if notes:
-            parts.append("\n".join(comment + line for line in notes) + "\n")
+            lines.append(chance_line(result, level, digits))
+        parts += notes(lines)
     for level in result.settings["williams"]["levels"]:
-        grid = result.williams_grid(level).reset_index()
-        if len(grid):
-            parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
-        if "perm_p_adjusted" in result.williams.columns:
-            perm = result.williams_grid(level, column="perm_p_adjusted").reset_index()
-            parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
+        if result.williams_all_pairs():
+            parts += _pair_tables(result, level, fmt, digits)
+        else:
+            parts += _reference_tables(result, level, fmt, digits)
+        parts += notes(williams_undefined_lines(result, level))
     return "\n".join(parts)
+
+
+def _reference_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[str]:
+    """The grids of tests against a reference rater: adjusted Williams p, permutation p."""
+    parts = []
+    grid = result.williams_grid(level).reset_index()
+    if len(grid):
+        parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
+    if "perm_p_adjusted" in result.williams.columns:
+        perm = result.williams_grid(level, column="perm_p_adjusted").reset_index()
+        parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
+    return parts
+
+
+def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[str]:
+    """All-pairs tests: per criterion, the matrix of adjusted p (and permutation p), or the
+    smallest p-values of a matrix too large to show."""
+    parts = []
+    for criterion in tested_criteria(result, level):
+        matrix = result.williams_matrix(level, criterion)
+        caption = williams_caption(result, level, criterion)
+        if len(matrix) > MATRIX_SHOWN_MAX:
+            table = smallest_pairs(result, level, criterion)
+            parts.append(_titled(_smallest_caption(result, level, criterion, len(matrix)),
+                                 table, fmt, digits))
+            continue
+        parts.append(_titled(caption, matrix.reset_index(), fmt, digits))
+        if "perm_p_adjusted" in result.williams.columns:
+            perm = result.williams_matrix(level, criterion, column="perm_p_adjusted")
+            parts.append(_titled(f"{permutation_caption(result, level)}, {criterion}",
+                                 perm.reset_index(), fmt, digits))
+    return parts
+
+
+def tested_criteria(result: MetaResult, level: str) -> list[str]:
+    """The criteria with Williams tests at ``level``, in the order of the settings."""
+    tested = result.williams.loc[result.williams["level"] == level, "criterion"].unique()
+    known = [c for c in result.settings["criteria"] if c in set(tested)]
+    return known + [c for c in tested if c not in set(known)]
+
+
+def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
+                   n: int = SMALLEST_SHOWN) -> pd.DataFrame:
+    """The ``n`` all-pairs Williams tests of ``criterion`` at ``level`` with the smallest
+    adjusted p (undefined tests last): labels of both measures, their correlations with the
+    criterion, ``n``, ``p``, ``p_adjusted`` (and ``perm_p_adjusted`` when present)."""
+    will = result.williams
+    rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
+    rows = rows.sort_values(["p_adjusted", "p"], kind="stable", na_position="last").head(n)
+    labels = result.catalogue_labels()
+    key_a, key_b = result._pair_keys()
+    numbers = [c for c in ("r_a", "r_b", "n", "p", "p_adjusted", "perm_p_adjusted")
+               if c in rows.columns]
+    table = rows.loc[:, numbers].reset_index(drop=True)
+    table.insert(0, "measure b", rows[key_b].map(lambda k: labels.get(k, k)).to_numpy())
+    table.insert(0, "measure a", rows[key_a].map(lambda k: labels.get(k, k)).to_numpy())
+    return table
+
+
+def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int) -> str:
+    will = result.williams
+    rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
+    below = int((rows["p_adjusted"] < SIGNIFICANCE).sum())
+    shown = min(SMALLEST_SHOWN, len(rows))
+    return (f"{williams_caption(result, level)}, {criterion}: the {shown} smallest adjusted p "
+            f"of {len(rows)} pairs of {size} measures ({below} below {SIGNIFICANCE:g}); the "
+            f"matrix has more than {MATRIX_SHOWN_MAX} measures: --out writes it in full")
 
 
 def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
                     digits: int) -> pd.DataFrame:
-    """Grid cells as "value [low, high]" strings (the Mean column keeps its value)."""
+    """Grid cells as "value [low, high]" strings (the Mean column keeps its value); an undefined
+    value is blank and an undefined interval left out (:func:`interval_lines` says why)."""
     rows = result.correlations[result.correlations["level"] == level]
-    keys = result._row_keys(rows)
-    cells = {(key, crit): f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-             for key, crit, v, lo, hi in zip(keys, rows["criterion"], rows["value"],
-                                             rows["ci_low"], rows["ci_high"])}
+    keys = list(result._row_keys(rows))
+    cells = dict(zip(zip(keys, rows["criterion"]),
+                     _interval_cells(rows["value"], rows["ci_low"], rows["ci_high"], digits)))
     if "ci_low" in result.baseline.columns:
         base = result.baseline[result.baseline["level"] == level]
-        cells.update({(f"human_baseline:{var}", crit):
-                      f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-                      for var, crit, v, lo, hi in zip(base["variant"], base["criterion"],
-                                                      base["value"], base["ci_low"],
-                                                      base["ci_high"])})
+        ids = [f"human_baseline:{var}" for var in base["variant"]]
+        cells.update(zip(zip(ids, base["criterion"]),
+                         _interval_cells(base["value"], base["ci_low"], base["ci_high"],
+                                         digits)))
     text = grid.map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}").astype(object)
     position = {key: i for i, key in enumerate(grid.attrs["ids"])}
     for (key, crit), cell in cells.items():
@@ -153,11 +297,68 @@ def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
     return text
 
 
+def _interval_cells(values: pd.Series, lows: pd.Series, highs: pd.Series,
+                    digits: int) -> list[str]:
+    """"v [lo, hi]"; "v" when the interval is undefined; "" when the value is."""
+    def cell(v: float, lo: float, hi: float) -> str:
+        if pd.isna(v):
+            return ""
+        if pd.isna(lo) or pd.isna(hi):
+            return f"{v:.{digits}f}"
+        return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+    return [cell(v, lo, hi) for v, lo, hi in zip(values, lows, highs)]
+
+
 def undefined_lines(result: MetaResult, level: str) -> list[str]:
     """Why cells of a level's grid are blank (NaN), or were averaged over fewer prompts."""
     rows = result.correlations[(result.correlations["level"] == level)
                                & (result.correlations["reason"] != "")]
     return [f"{count} value(s): {reason}"
+            for reason, count in rows["reason"].value_counts(sort=False).items()]
+
+
+def baseline_lines(result: MetaResult, level: str) -> list[str]:
+    """Why human baseline cells of a level's grid are blank, from the baseline's ``reason``
+    (e.g. a leave-one-out baseline needs enough annotators)."""
+    base = result.baseline
+    if base.empty or "reason" not in base.columns:
+        return []
+    rows = base[(base["level"] == level) & (base["reason"].fillna("") != "")]
+    labels = rows["variant"].map(BASELINE_LABELS).fillna(rows["variant"])
+    counts = rows.groupby([labels.to_numpy(), rows["reason"].to_numpy()], sort=False).size()
+    return [f"{label}: {count} value(s): {reason}"
+            for (label, reason), count in counts.items()]
+
+
+def interval_lines(result: MetaResult, level: str) -> list[str]:
+    """Why a bootstrap interval is left out of a defined value's cell (a reason recorded in the
+    baseline's ``reason`` column is listed by :func:`baseline_lines` instead)."""
+    undefined = "the coefficient is undefined in every resample (e.g. a measure constant on " \
+        "the resampled stories)"
+    if result.settings.get("bootstrap", {}).get("ci_method") == "bca":
+        undefined += " or the BCa interval is degenerate"
+    corr = result.correlations[result.correlations["level"] == level]
+    missing = int((corr["value"].notna() & corr[["ci_low", "ci_high"]].isna().any(axis=1))
+                  .sum())
+    lines = [f"{missing} interval(s) undefined: {undefined}"] if missing else []
+    base = result.baseline
+    if "ci_low" in base.columns:
+        base = base[(base["level"] == level) & base["value"].notna()
+                    & base[["ci_low", "ci_high"]].isna().any(axis=1)
+                    & (base["reason"].fillna("") == "")]
+        counts = base["variant"].map(BASELINE_LABELS).fillna(base["variant"]).value_counts(
+            sort=False)
+        lines += [f"{label}: {count} interval(s) undefined: {undefined}"
+                  for label, count in counts.items()]
+    return lines
+
+
+def williams_undefined_lines(result: MetaResult, level: str) -> list[str]:
+    """Why Williams p-values of a level are blank (NaN), from the tests' ``reason``."""
+    will = result.williams
+    rows = will[(will["level"] == level) & (will["reason"].fillna("") != "")]
+    return [f"{count} Williams test(s) undefined: {reason}"
             for reason, count in rows["reason"].value_counts(sort=False).items()]
 
 
@@ -187,11 +388,22 @@ def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
 
 
 def to_json(result: MetaResult) -> str:
-    """Settings and the three tidy tables as one JSON document (full precision, NaN as null)."""
-    doc = {"settings": result.settings}
+    """Settings and the three tidy tables as one JSON document (full precision, NaN as null).
+    The settings gain ``williams.family_sizes`` (:meth:`MetaResult.family_sizes`)."""
+    doc = {"settings": report_settings(result)}
     for name in ("correlations", "baseline", "williams"):
         doc[name] = json.loads(format_table(getattr(result, name), "json"))
     return json.dumps(doc, ensure_ascii=False, indent=1)
+
+
+def report_settings(result: MetaResult) -> dict:
+    """:attr:`MetaResult.settings` with the size of the Williams families, per level
+    (``settings["williams"]["family_sizes"]``), for settings.json and the JSON output."""
+    settings = dict(result.settings)
+    if "williams" in settings:
+        settings["williams"] = {**settings["williams"],
+                                "family_sizes": result.family_sizes()}
+    return settings
 
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
@@ -199,10 +411,16 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
-    ``baseline.csv``, ``williams.csv``, ``settings.json``, ``correlations_{level}.{md,tex,csv}``,
-    ``williams_{level}.{md,tex,csv}``, and with ``figures`` ``kendall_{level}.png/.pdf`` (named
-    after the coefficient) and ``williams_{level}.png/.pdf``.
+    ``baseline.csv``, ``williams.csv`` (every test, always), ``settings.json``,
+    ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png/.pdf``
+    (named after the coefficient). Williams tests against a reference rater:
+    ``williams_{level}.{md,tex,csv}`` and the heatmap ``williams_{level}.png/.pdf``. Tests of all
+    pairs: one matrix per level and criterion (:meth:`MetaResult.williams_matrix`),
+    ``williams_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and
+    its heatmap when it has at most :data:`MATRIX_FIGURE_MAX` measures (the caption of a larger
+    one says why it has none). Warns like :func:`render`.
     """
+    result.warn_single_test_families()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -217,7 +435,7 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     save("williams.csv", format_table(result.williams, "csv"))
     if not result.chance.empty:
         save("chance.csv", format_table(result.chance, "csv"))
-    save("settings.json", json.dumps(result.settings, ensure_ascii=False, indent=1))
+    save("settings.json", json.dumps(report_settings(result), ensure_ascii=False, indent=1))
     coef = result.settings["coefficient"].split("_")[0]
     for level in result.settings["levels"]:
         grid = correlation_grid(result, level)
@@ -226,6 +444,9 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
             written += heatmap(grid, out / f"{coef}_{level}", title=level_caption(result, level),
                                colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]])
     for level in result.settings["williams"]["levels"]:
+        if result.williams_all_pairs():
+            written += _write_matrices(result, level, out, save, figures, digits)
+            continue
         grid = result.williams_grid(level)
         if grid.empty:
             continue
@@ -241,6 +462,42 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
                                cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
                                marks=swapped)
     return written
+
+
+def _write_matrices(result: MetaResult, level: str, out: Path, save, figures: bool,
+                    digits: int) -> list[Path]:
+    """The all-pairs matrices of one level (tables through ``save``); returns the figures."""
+    drawn = []
+    slugs = _slugs(tested_criteria(result, level))
+    for criterion, slug in slugs.items():
+        matrix = result.williams_matrix(level, criterion)
+        caption = williams_caption(result, level, criterion)
+        stem = f"williams_{level}_{slug}"
+        if figures and len(matrix) > MATRIX_FIGURE_MAX:
+            caption += (f" (no heatmap: {len(matrix)} measures, more than "
+                        f"{MATRIX_FIGURE_MAX})")
+        _save_grid(save, stem, matrix, caption, digits)
+        if figures and len(matrix) <= MATRIX_FIGURE_MAX:
+            # as in the reference grid: * where the second measure had the larger |r|
+            swapped = result.williams_matrix(level, criterion, column="swapped")
+            drawn += heatmap(matrix, out / stem,
+                             title=caption + "; * the column measure has the larger |r|",
+                             cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
+                             marks=swapped.fillna(0.0).astype(bool))
+    return drawn
+
+
+def _slugs(criteria: list[str]) -> dict[str, str]:
+    """File-name slugs of criteria ("Relevance" -> "relevance"), made unique by a suffix."""
+    slugs: dict[str, str] = {}
+    for criterion in criteria:
+        base = re.sub(r"[^0-9a-z]+", "-", criterion.lower()).strip("-") or "criterion"
+        slug, k = base, 1
+        while slug in slugs.values():
+            k += 1
+            slug = f"{base}-{k}"
+        slugs[criterion] = slug
+    return slugs
 
 
 def _save_grid(save, stem: str, grid: pd.DataFrame, caption: str, digits: int) -> None:

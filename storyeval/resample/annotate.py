@@ -75,17 +75,21 @@ def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: 
     if base.empty:
         return base
     annotators, loo = annotator_columns(result.dataset.catalogue, result.settings["criteria"])
+    wide, loo, skipped = _loo_targets(wide, annotators, loo)
     rows = []
     for level, part in base.groupby("level", sort=False):
         groups, pairs = [], []
         for crit, variant in zip(part["criterion"], part["variant"]):
             targets = ([crit] * len(annotators[crit]) if variant == "upper_bound"
                        else loo.get(crit))
-            if targets is None:  # leave-one-out means computed, not in the data: no interval
+            if crit in skipped:
                 groups.append([])
                 continue
             groups.append(list(range(len(pairs), len(pairs) + len(targets))))
             pairs += list(zip(annotators[crit], targets))
+        if not pairs:
+            rows += [(index, np.nan, np.nan) for index in part.index]
+            continue
         _, theta = bootstrap_correlations(
             wide, pairs, level=level, method=result.settings["coefficient"],
             n_resamples=n_resamples, resample_by=resample_by, confidence_level=confidence_level,
@@ -103,7 +107,33 @@ def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: 
     out.loc[where, "ci_low"] = [r[1] for r in rows]
     out.loc[where, "ci_high"] = [r[2] for r in rows]
     out["ci_method"] = "percentile"
+    no_ci = out["criterion"].isin(list(skipped)).to_numpy()
+    if no_ci.any():
+        why = ("no bootstrap interval: not every annotator rated every story (ragged "
+               "annotators), and the resampled baseline needs complete annotator columns")
+        reason = out["reason"].astype(str)
+        out["reason"] = np.where(no_ci, np.where(reason == "", why, reason + "; " + why), reason)
     return out
+
+
+def _loo_targets(wide: pd.DataFrame, annotators: dict[str, list[str]],
+                 loo: dict[str, list[str]]) -> tuple[pd.DataFrame, dict[str, list[str]], set]:
+    """Leave-one-out target columns for every criterion (the data's own, or computed as the
+    mean of the other annotators), and the criteria whose annotator columns have gaps."""
+    skipped = {crit for crit, cols in annotators.items()
+               if wide[cols].isna().to_numpy().any()}
+    extra, targets = {}, dict(loo)
+    for crit, cols in annotators.items():
+        if crit in loo or crit in skipped:
+            continue
+        values = wide[cols].to_numpy(dtype=float)
+        others = (values.sum(axis=1, keepdims=True) - values) / (len(cols) - 1)
+        names = [f"mean of the {crit} annotators but {col}" for col in cols]
+        extra.update(zip(names, others.T))
+        targets[crit] = names
+    if extra:
+        wide = pd.concat([wide, pd.DataFrame(extra, index=wide.index)], axis=1)
+    return wide, targets, skipped
 
 
 def add_permutation_pvalues(

@@ -1,0 +1,178 @@
+"""One entry point for any dataset: :func:`read_dataset` reads what a user brings.
+
+Human judgments come from ``data`` (or ``ratings``), in any of these layouts, told apart by
+their columns:
+
+- long ratings (``criterion``, ``annotator``, ``value`` and the story), see
+  :mod:`storyeval.data.ratings`;
+- a long score table (``measure``, ``value`` and the story), whose human criteria are named
+  with ``criteria``, see :mod:`storyeval.data.io`;
+- a wide table with a column mapping, see :mod:`storyeval.data.wide`;
+- HANNA's released wide CSV (a ``Model`` column of JSON lists).
+
+Automatic scores come from any number of ``scores`` files (``story_id`` or ``system`` +
+``prompt_id``, ``measure``, ``value``); they are merged, and a (story, measure) given twice is an
+error naming both files. Without ``data`` and ``ratings`` the embedded HANNA data is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from storyeval.data.dataset import Dataset
+from storyeval.data.io import read_table, validate_scores
+from storyeval.exceptions import InputError
+
+__all__ = ["merge_score_tables", "read_dataset", "read_human_table", "read_score_files"]
+
+
+def read_human_table(
+    path: str | Path,
+    *,
+    id: str | Mapping[str, str] | None = None,  # noqa: A002 - the CLI option's name
+    criteria: Sequence[str] = (),
+    annotators: Sequence[str] = (),
+    measures: Sequence[str] | None = None,
+    annotator_mode: str = "auto",
+    reference_system: str | None = None,
+    require_same_prompts: bool = True,
+    format: str | None = None,  # noqa: A002
+) -> Dataset:
+    """A dataset from one file of human judgments (and possibly scores), in any layout."""
+    from storyeval.data.hanna import is_hanna_wide, read_hanna_wide
+    from storyeval.data.ratings import is_ratings_table, ratings_to_dataset
+    from storyeval.data.wide import wide_to_dataset
+
+    path = Path(path)
+    if is_hanna_wide(path):
+        return read_hanna_wide(path)
+    frame, fmt = read_table(path, format=format)
+    columns = [str(c) for c in frame.columns]
+    common = {"name": path.stem, "source": str(path), "fmt": fmt}
+    if is_ratings_table(columns) and id is None and not annotators:
+        return ratings_to_dataset(frame, annotators=annotator_mode,
+                                  reference_system=reference_system,
+                                  require_same_prompts=require_same_prompts, **common)
+    if "measure" in columns and "value" in columns and id is None and not annotators:
+        from storyeval.data.io import scores_to_dataset
+
+        dataset = scores_to_dataset(frame, require_same_prompts=require_same_prompts,
+                                    criteria=_declared(criteria, frame["measure"]), **common)
+        return _with_reference(dataset, reference_system)
+    return wide_to_dataset(frame, id=id, criteria=_declared(criteria, None),
+                           annotators=annotators, measures=measures,
+                           reference_system=reference_system,
+                           require_same_prompts=require_same_prompts, **common)
+
+
+def _declared(criteria: Sequence[str] | str, available: pd.Series | None) -> list[str]:
+    """The criteria a user declared (``"all"`` declares none; a long score table's criteria
+    must be among its measures)."""
+    names = [c.strip() for c in (criteria.split(",") if isinstance(criteria, str)
+                                 else criteria) if c.strip()]
+    if [n.lower() for n in names] == ["all"]:
+        return []
+    return names
+
+
+def _with_reference(dataset: Dataset, reference_system: str | None) -> Dataset:
+    if reference_system is None:
+        return dataset
+    if reference_system not in dataset.systems:
+        raise InputError(f"--reference-system {reference_system!r} is not a system of the "
+                         f"data; systems are {dataset.systems[:10]}")
+    from dataclasses import replace
+
+    return replace(dataset, reference_system=reference_system)
+
+
+def read_score_files(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Read and merge score files (``story_id`` or ``system`` + ``prompt_id``, ``measure``,
+    ``value``); a (story, measure) present in two files is an error naming both."""
+    tables = []
+    for path in paths:
+        frame, fmt = read_table(path)
+        tables.append((validate_scores(frame, source=str(path), fmt=fmt,
+                                       require=("story_id", "measure", "value")), str(path)))
+    return merge_score_tables(tables)
+
+
+def merge_score_tables(tables: Sequence[tuple[pd.DataFrame, str]]) -> pd.DataFrame:
+    """Concatenate validated score tables; a (story, measure) in two of them is an error."""
+    if not tables:
+        raise InputError("no score tables to merge")
+    keep = ["story_id", "measure", "value"]
+    frames = [t.loc[:, keep].assign(_source=src) for t, src in tables]
+    merged = pd.concat(frames, ignore_index=True)
+    dup = merged.duplicated(["story_id", "measure"], keep=False)
+    if dup.any():
+        clash = merged[dup].drop_duplicates(["story_id", "measure", "_source"])
+        first = clash.iloc[0]
+        files = clash[(clash["story_id"] == first["story_id"])
+                      & (clash["measure"] == first["measure"])]["_source"].tolist()
+        raise InputError(f"measure {first['measure']!r} of story {first['story_id']!r} is in "
+                         f"both {files[0]} and {files[-1]} ({int(dup.sum())} duplicated "
+                         "row(s) in all); give each (story, measure) once")
+    return merged.loc[:, keep]
+
+
+def read_dataset(
+    data: str | Path | None = None,
+    *,
+    ratings: str | Path | None = None,
+    scores: Sequence[str | Path] | str | Path = (),
+    id: str | Mapping[str, str] | None = None,  # noqa: A002
+    criteria: Sequence[str] | str = (),
+    annotators: Sequence[str] | str = (),
+    measures: Sequence[str] | None = None,
+    annotator_mode: str = "auto",
+    reference_system: str | None = None,
+    require_same_prompts: bool = True,
+) -> Dataset:
+    """Read a dataset from a user's files (see the module docstring).
+
+    Parameters
+    ----------
+    data : path, optional
+        One file with the human judgments (and possibly the automatic scores), in any layout.
+    ratings : path, optional
+        An alias of ``data`` for a file of human ratings; give one of the two.
+    scores : path or sequence of paths
+        Automatic scores joined on the stories; only the stories they cover are kept.
+    id, criteria, annotators, measures
+        The column mapping of a wide table (:mod:`storyeval.data.wide`); ``criteria`` also
+        names the human criteria of a long score table.
+    annotator_mode : {"auto", "ids", "slots"}, default "auto"
+        How long ratings' ``annotator`` column is read (:func:`~storyeval.data.ratings_to_dataset`).
+    reference_system : str, optional
+        A system whose stories are references of reference-based metrics, left out of
+        meta-evaluation unless asked (HANNA: ``Human``, set by its loader).
+    require_same_prompts : bool, default True
+        Every system must have the same prompts.
+
+    Examples
+    --------
+    >>> ds = read_dataset("ratings.csv", scores=["bleu.csv", "mine.csv"])  # doctest: +SKIP
+    """
+    if data is not None and ratings is not None:
+        raise InputError("give the human judgments once: --data or --ratings, not both")
+    source = data if data is not None else ratings
+    if source is None:
+        if id is not None or annotators or measures is not None:
+            raise InputError("--id, --annotators and --measures describe a file given with "
+                             "--data; without --data the embedded HANNA data is used")
+        from storyeval.data.hanna import load_hanna
+
+        dataset = load_hanna()
+    else:
+        dataset = read_human_table(source, id=id, criteria=criteria, annotators=annotators,
+                                   measures=measures, annotator_mode=annotator_mode,
+                                   reference_system=reference_system,
+                                   require_same_prompts=require_same_prompts)
+    paths = [scores] if isinstance(scores, (str, Path)) else list(scores)
+    if paths:
+        dataset = dataset.with_scores(read_score_files(paths))
+    return dataset

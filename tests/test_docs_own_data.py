@@ -1,0 +1,192 @@
+"""The "Your own data" tutorial (docs/own-data.md): its generated snippets are current, the page
+includes all of them, and what its prose says about them holds.
+
+``docs/gen_own_data.py`` writes the synthetic dataset of ``docs/own_data/make_data.py`` to a
+temporary folder and runs the page's commands and Python blocks there. The stale check
+regenerates the snippets into a temporary folder and compares them with the committed ones
+(``tests/_docs_compare.py``): text and layout exactly, and numbers exactly too except that a
+decimal may differ by one unit of its last printed digit (float64 arithmetic in numpy and scipy
+can differ in the last bits between hosts and BLAS builds, which can move a value sitting on a
+rounding edge by one printed unit; any real change of a statistic moves it by more).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from _docs_compare import describe, read_markdown, stale_files
+from _docs_scripts import load_docs_script
+
+pytestmark = pytest.mark.slow  # the generation runs about ten storyeval commands (5-15 s)
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGE = DOCS / "own-data.md"
+OWN = DOCS / "generated" / "own_data"
+SNIPPET = re.compile(r'^--8<-- "generated/own_data/([^"]+\.md)"\s*$', re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return load_docs_script("gen_own_data")
+
+
+@pytest.fixture(scope="module")
+def regenerated(gen, tmp_path_factory):
+    out = tmp_path_factory.mktemp("own_data")
+    gen.generate(out)
+    return out
+
+
+# ------------------------------------------------------------------------------- helpers
+def _snippet(name: str) -> str:
+    return (OWN / f"{name}.md").read_text(encoding="utf-8")
+
+
+def _output(name: str) -> list[str]:
+    """The lines of the (last) ```text block of a snippet: the command's output."""
+    blocks = re.findall(r"```text\n(.*?)\n```", _snippet(name), re.S)
+    assert blocks, name
+    return blocks[-1].splitlines()
+
+
+def _table(lines: list[str], title: str) -> dict[str, dict[str, str]]:
+    """The text table whose title (or header) line starts with ``title``: {row: {column: cell}}.
+    Cells are cut at the columns of the dashes line, so blank cells stay blank."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    if not re.fullmatch(r"[- ]+", lines[start + 1]):
+        start += 1  # a title line above the header
+    header, dashes = lines[start], lines[start + 1]
+    spans = [m.span() for m in re.finditer(r"-+", dashes)]
+
+    def cut(line: str) -> list[str]:
+        # right-aligned numbers may start left of their column's dashes: cut between spans
+        bounds = [0] + [b for (_, b) in spans[:-1]] + [max(len(line), len(dashes))]
+        return [line[lo:hi].strip() for lo, hi in zip(bounds, bounds[1:])]
+
+    names = cut(header)
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.strip():
+            break
+        cells = cut(line)
+        rows[cells[0]] = dict(zip(names[1:], cells[1:]))
+    return rows
+
+
+# ----------------------------------------------------------------------------- stale check
+def test_snippets_are_current(regenerated):
+    report = stale_files(read_markdown(regenerated), read_markdown(OWN), last_digit_units=1,
+                         min_decimals=1)
+    assert not (report["missing"] or report["extra"] or report["changed"]), (
+        "docs/generated/own_data/ is stale; run `python docs/gen_own_data.py`\n"
+        + describe(report))
+
+
+def test_page_includes_every_snippet_and_nothing_else():
+    included = set(SNIPPET.findall(PAGE.read_text(encoding="utf-8")))
+    committed = {p.name for p in OWN.glob("*.md")}
+    assert included == committed
+
+
+def test_snippets_hold_no_paths_dates_or_timings():
+    for path in OWN.glob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        assert "/tmp" not in text and str(ROOT) not in text, path.name
+        assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text), path.name
+        assert not re.search(r"\d+(\.\d+)? ?(s|ms|seconds)\b", text), path.name
+
+
+# ------------------------------------------------------------------------- prose vs output
+def test_describe_notes_and_missing_cells_are_as_the_page_says():
+    text = "\n".join(_output("describe"))
+    for cell in ("Fluency [4] (84)", "Fluency [5] (159)", "Plot twist [3] (1)"):
+        assert cell in text
+    assert "1 empty rating(s)" in text and "annotators: slots" in text
+    assert "ignored non-numeric column(s): text" in "\n".join(_output("describe_wide"))
+    assert "is in both mine.csv and mine-rerun.csv" in "\n".join(_output("scores_duplicate"))
+
+
+def test_meta_numbers_quoted_on_the_page():
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    lines = _output("meta")
+    overall = _table(lines, "Kendall tau-b with human criteria, overall level")
+    system = _table(lines, "Kendall tau-b with human criteria, system level")
+    mine, length = overall["my-metric"]["Plot twist"], overall["length"]["Plot twist"]
+    twist = _table(lines, "BH-adjusted Williams p (one-sided, P(T_{n-3} > t), family 'paper': "
+                          "3 families of m = 2 tests), all pairs of selected raters, overall "
+                          "level, Plot twist")
+    p = twist["length"]["my-metric"]
+    assert f"`my-metric` ({mine}) against `length` ({length}) gives p = {p}." in page
+    # "length and overlap-f1 order the six systems on Fluency exactly as the humans do"
+    perfect = {m for m in ("length", "my-metric", "overlap-f1")
+               if system[m]["Fluency"] == "1.000"}
+    assert perfect == {"length", "overlap-f1"}
+    fluency = _table(lines, "BH-adjusted Williams p (one-sided, P(T_{n-3} > t), family "
+                            "'paper': 3 families of m = 2 tests), all pairs of selected raters, "
+                            "system level, Fluency")
+    assert fluency["length"]["overlap-f1"] == "0.500"
+    assert "3 families of m = 2 tests (overall level), 3 families of m = 2 tests (system " \
+           "level)" in lines[next(i for i, line in enumerate(lines)
+                                  if line.startswith("# Williams tests"))]
+    family = "\n".join(_output("meta_family"))
+    assert "family 'criterion': 2 families of m = 3 tests" in family
+
+
+def test_bootstrap_leaves_the_ragged_baseline_without_intervals():
+    lines = _output("meta_bootstrap")
+    overall = _table(lines, "Kendall tau-b with human criteria, overall level")
+    for row in ("Human (upper bound)", "Human (leave-one-out)"):
+        assert "[" not in overall[row]["Fluency"]
+    assert "[" in overall["my-metric"]["Fluency"]
+    assert any("no bootstrap interval: not every annotator rated every story" in line
+               for line in lines)
+
+
+def test_baseline_depends_on_the_annotator_reading_most_at_the_system_level():
+    rows = [line.split("|")[1:-1] for line in _snippet("baseline_modes").splitlines()[2:]]
+    diffs = {}
+    for level, _, _, slots, ids in ([c.strip() for c in row] for row in rows):
+        diffs.setdefault(level, []).append(abs(float(slots) - float(ids)))
+    assert max(diffs["system"]) > max(diffs["overall"]) > 0
+
+
+def test_agreement_and_pairwise_counts_match_the_page():
+    agreement = _table(_output("agreement"), "criterion")
+    assert {row["ICC omitted"] for row in agreement.values()} == {"159"}  # 81 complete stories
+    assert all(row["Fleiss kappa"] == "" for row in agreement.values())
+    pairwise = _table(_output("pairwise"), "measure")
+    for row in pairwise.values():
+        assert int(row["n_pairs"]) + int(row["n_human_ties"]) == 600  # 15 pairs x 40 prompts
+    prefs = _table(_output("pairwise_preferences"), "measure")
+    assert {row["criterion"] for row in prefs.values()} == {"preference"}
+
+
+def test_python_output_first_williams_row_as_described():
+    lines = _output("python")
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["criterion",
+                                                                          "measure_a"])
+    first = lines[header + 1].split()
+    assert first[:3] == ["Fluency", "length", "my-metric"]
+    assert " ".join(first[-3:]) == "|r(h,b)| > |r(h,a)|"
+
+
+# ------------------------------------------------------------------------ failing loudly
+def test_a_failing_command_stops_the_generator_with_its_error(gen, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(gen.CommandFailed, match="unrecognized arguments: --no-such-option"):
+        gen.run_cli(["describe", "--no-such-option"])
+    with pytest.raises(gen.CommandFailed, match="missing.csv: no such file"):
+        gen.run_cli(["describe", "--data", "missing.csv"])
+    with pytest.raises(gen.CommandFailed, match="succeeded but the page shows its error"):
+        gen.run_cli(["describe"], expect_error=True)
+
+
+def test_shell_lines_are_quoted_and_wrapped(gen):
+    line = gen.shell(["meta", "--annotators", "Plot twist=twist_*", "--scores", "a.csv"])
+    assert line == "storyeval meta --annotators 'Plot twist=twist_*' --scores a.csv"
+    long = gen.shell(["describe", *["--scores", "some-long-file-name.csv"] * 4])
+    assert all(len(part) <= gen.WRAP + 2 for part in long.splitlines())
+    assert long.count(" \\\n    --scores") >= 1
