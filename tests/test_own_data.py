@@ -304,3 +304,20 @@ def test_no_hanna_name_in_the_core():
         if hanna_words.search(body):
             offenders.append(f"{path.relative_to(root)}: {hanna_words.search(body).group()}")
     assert not offenders, offenders
+
+
+def test_id_maps_the_columns_of_long_tables(tmp_path):
+    ratings = _ratings().rename(columns={"system": "model", "prompt_id": "item",
+                                         "annotator": "rater", "value": "score"})
+    path = tmp_path / "raw.tsv"
+    ratings.to_csv(path, sep="\t", index=False)
+    ds = read_dataset(path, id="system=model,prompt_id=item,annotator=rater,value=score")
+    assert ds.criteria == ["Humour", "Clarity"] and len(ds.annotators()["Humour"]) == 4
+    with pytest.raises(InputError, match="which columns identify a story.*value="):
+        read_dataset(path)
+    with pytest.raises(InputError, match="--id: unknown role 'score'"):
+        read_dataset(path, id="score=score")
+    both = ratings.assign(system="x")
+    both.to_csv(path, sep="\t", index=False)
+    with pytest.raises(InputError, match="also has a column named 'system'"):
+        read_dataset(path, id="system=model,prompt_id=item")

@@ -17,17 +17,6 @@ def add_out_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--out", metavar="DIR", type=Path, help=f"write {what} to DIR")
 
 
-DATA_HELP = """\
-data (any dataset; without --data/--ratings the embedded HANNA data is used):
-  --data FILE       human judgments (and possibly scores), CSV/TSV/JSONL/Parquet, in one of:
-                    long ratings (system, prompt_id | story_id, criterion, annotator, value),
-                    a long score table (..., measure, value; name its human criteria with
-                    --criteria), or a wide table (one row per story) read with --id,
-                    --criteria, --annotators, --measures
-  --scores FILE     automatic scores (story_id | system+prompt_id, measure, value); repeatable
-"""
-
-
 def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                      scores: bool = True) -> None:
     """The options that say where a dataset is and which column is which."""
@@ -42,8 +31,10 @@ def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
                                  "measure, value; e.g. from `storyeval score`); repeatable, "
                                  "merged; only the stories they cover are used")
     parser.add_argument("--id", metavar="MAP",
-                        help="wide table: the story's columns, e.g. system=model,prompt_id=item "
-                             "(or story_id=COLUMN with ids SYSTEM/PROMPT)")
+                        help="which of --data's columns is which: ROLE=COLUMN,... with roles "
+                             "system, prompt_id (or story_id with ids SYSTEM/PROMPT), and for "
+                             "long tables criterion, annotator, value, measure; e.g. "
+                             "system=model,prompt_id=item,value=score")
     parser.add_argument("--annotators", metavar="[CRIT=]GLOB", action="append", default=[],
                         help="wide table: columns holding one annotator's ratings each, e.g. "
                              "'rater_*' or 'Overall=ov_*'; repeatable")
@@ -56,9 +47,19 @@ def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
                              "when there are more annotators than ratings per story")
     parser.add_argument("--reference-system", metavar="NAME",
                         help="a system whose stories are the references of reference-based "
-                             "metrics (left out unless --include-human-stories)")
+                             "metrics (meta leaves them out unless --include-human-stories; "
+                             "agreement keeps them unless --exclude-human-stories)")
     parser.add_argument("--allow-unbalanced", action="store_true",
                         help="accept systems with different prompt sets")
+
+
+def add_include_reference_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup
+                                 ) -> None:
+    """``--include-human-stories``: keep the dataset's reference system (left out by default)."""
+    parser.add_argument("--include-human-stories", "--include-reference-stories",
+                        dest="include_human_stories", action="store_true",
+                        help="keep the reference system's stories (HANNA: 'Human', which the "
+                             "paper leaves out); no effect on data without one")
 
 
 def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):

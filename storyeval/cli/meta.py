@@ -7,6 +7,7 @@ import sys
 
 from storyeval.cli.common import (
     add_data_options,
+    add_include_reference_option,
     add_format_option,
     add_out_option,
     load_dataset_args,
@@ -46,10 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter)
     data = parser.add_argument_group("data")
     add_data_options(data)
-    data.add_argument("--include-human-stories", "--include-reference-stories",
-                      dest="include_human_stories", action="store_true",
-                      help="keep the reference system's stories (HANNA: 'Human', which the "
-                           "paper leaves out)")
+    add_include_reference_option(data)
     data.add_argument("--systems", metavar="LIST", help="comma-separated systems to keep")
     what = parser.add_argument_group("what to compute")
     what.add_argument("--metrics", default="all", metavar="SPEC",

@@ -31,7 +31,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storyeval.cli.common import add_data_options, add_format_option
+from storyeval.cli.common import (
+    add_data_options,
+    add_format_option,
+    add_include_reference_option,
+)
 from storyeval.cli.llm_options import (
     add_backend_model_options,
     add_sampling_and_transport_options,
@@ -150,10 +154,7 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     data = p.add_argument_group("data")
     add_data_options(data)
-    data.add_argument("--include-human-stories", "--include-reference-stories",
-                      dest="include_human_stories", action="store_true",
-                      help="keep the reference system's stories (HANNA: 'Human'; left out by "
-                           "default)")
+    add_include_reference_option(data)
     data.add_argument("--preferences", type=Path, metavar="FILE",
                       help="human preferences (story_a, story_b, winner[, criterion, "
                            "annotator]) to compare with, instead of the pairs derived from the "

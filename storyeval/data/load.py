@@ -44,25 +44,27 @@ def read_human_table(
     """A dataset from one file of human judgments (and possibly scores), in any layout."""
     from storyeval.data.hanna import is_hanna_wide, read_hanna_wide
     from storyeval.data.ratings import is_ratings_table, ratings_to_dataset
-    from storyeval.data.wide import wide_to_dataset
+    from storyeval.data.wide import parse_id_mapping, rename_roles, wide_to_dataset
 
     path = Path(path)
     if is_hanna_wide(path):
         return read_hanna_wide(path)
     frame, fmt = read_table(path, format=format)
+    # --id maps the user's column names to storyeval's roles, in any layout
+    frame = rename_roles(frame, parse_id_mapping(id), str(path))
     columns = [str(c) for c in frame.columns]
     common = {"name": path.stem, "source": str(path), "fmt": fmt}
-    if is_ratings_table(columns) and id is None and not annotators:
+    if is_ratings_table(columns) and not annotators:
         return ratings_to_dataset(frame, annotators=annotator_mode,
                                   reference_system=reference_system,
                                   require_same_prompts=require_same_prompts, **common)
-    if "measure" in columns and "value" in columns and id is None and not annotators:
+    if "measure" in columns and "value" in columns and not annotators:
         from storyeval.data.io import scores_to_dataset
 
         dataset = scores_to_dataset(frame, require_same_prompts=require_same_prompts,
                                     criteria=_declared(criteria, frame["measure"]), **common)
         return _with_reference(dataset, reference_system)
-    return wide_to_dataset(frame, id=id, criteria=_declared(criteria, None),
+    return wide_to_dataset(frame, criteria=_declared(criteria, None),
                            annotators=annotators, measures=measures,
                            reference_system=reference_system,
                            require_same_prompts=require_same_prompts, **common)
@@ -143,8 +145,10 @@ def read_dataset(
     scores : path or sequence of paths
         Automatic scores joined on the stories; only the stories they cover are kept.
     id, criteria, annotators, measures
-        The column mapping of a wide table (:mod:`storyeval.data.wide`); ``criteria`` also
-        names the human criteria of a long score table.
+        The column mapping (:mod:`storyeval.data.wide`). ``id`` maps roles to the file's
+        column names in any layout (``"system=model,prompt_id=item,value=score"``; roles
+        ``system, prompt_id, story_id, criterion, annotator, value, measure``); ``criteria``
+        also names the human criteria of a long score table.
     annotator_mode : {"auto", "ids", "slots"}, default "auto"
         How long ratings' ``annotator`` column is read (:func:`~storyeval.data.ratings_to_dataset`).
     reference_system : str, optional

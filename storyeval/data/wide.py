@@ -37,6 +37,8 @@ from storyeval.data.io import (
 from storyeval.exceptions import InputError
 
 ID_ROLES = ("system", "prompt_id", "story_id")
+LONG_ROLES = ("criterion", "annotator", "value", "measure")
+"""Column roles of long tables that ``--id`` may also map (``value=score``)."""
 
 
 def parse_id_mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
@@ -52,10 +54,23 @@ def parse_id_mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
             if not sep or not column.strip():
                 raise InputError(f"--id: {part!r} is not ROLE=COLUMN (e.g. system=model)")
             pairs.append((role.strip(), column.strip()))
-    bad = [role for role, _ in pairs if role not in ID_ROLES]
+    roles = (*ID_ROLES, *LONG_ROLES)
+    bad = [role for role, _ in pairs if role not in roles]
     if bad:
-        raise InputError(f"--id: unknown role {bad[0]!r}; roles are {', '.join(ID_ROLES)}")
+        raise InputError(f"--id: unknown role {bad[0]!r}; roles are {', '.join(roles)}")
     return dict(pairs)
+
+
+def rename_roles(frame: pd.DataFrame, ids: Mapping[str, str], source: str) -> pd.DataFrame:
+    """``frame`` with the mapped columns renamed to their roles (``model`` -> ``system``)."""
+    for role, column in ids.items():
+        if column not in frame.columns:
+            raise InputError(f"{source}: --id {role}={column}: no column {column!r}; columns "
+                             f"are {[str(c) for c in frame.columns][:12]}")
+        if role in frame.columns and role != column:
+            raise InputError(f"{source}: --id {role}={column}, but the table also has a column "
+                             f"named {role!r}; map it or rename one of them")
+    return frame.rename(columns={column: role for role, column in ids.items()})
 
 
 def parse_annotator_specs(specs: Sequence[str] | str, criteria: Sequence[str]
@@ -96,8 +111,9 @@ def _identifiers(frame: pd.DataFrame, ids: dict[str, str], source: str, fmt: str
         used = [roles["story_id"]]
     else:
         raise InputError(f"{source}: which columns identify a story? Name them with --id "
-                         "system=COLUMN,prompt_id=COLUMN (or story_id=COLUMN); columns are "
-                         f"{list(frame.columns)[:12]}")
+                         "system=COLUMN,prompt_id=COLUMN (or story_id=COLUMN); a long table "
+                         "of ratings or scores also maps criterion=, annotator=, value= or "
+                         f"measure=; columns are {list(frame.columns)[:12]}")
     index = pd.MultiIndex.from_arrays([keys["system"].to_numpy(), keys["prompt_id"].to_numpy()],
                                       names=["system", "prompt_id"])
     dup = index.duplicated(keep=False)

@@ -32,6 +32,7 @@ _LAZY = {
     "fleiss_kappa": "agreement",
     "krippendorff_alpha": "agreement",
     "annotator_icc": "agreement",
+    "annotator_agreement": "annotators",
     "user_study_table": "user_study",
     "select_measures": "selection",
     "select_criteria": "selection",

@@ -509,6 +509,8 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
         "n_stories": len(dataset.table),
         "include_human_stories": include_human,
         "measures": len(chosen),
+        "llm_ratings": int(dataset.catalogue.set_index("measure").loc[chosen, "kind"]
+                           .eq("llm_rater").sum()) if chosen else 0,
         "criteria": crits,
         "levels": levels,
         "coefficient": method,

@@ -127,8 +127,12 @@ def settings_lines(result: MetaResult) -> list[str]:
         (f"coefficient: {s['coefficient_description']}; levels: {', '.join(s['levels'])}; "
          f"nan_policy: {s['nan_policy']}; system means tie within relative "
          f"{s.get('tie_rtol', 0):g}"),
-        f"measures: {s['measures']}; LLM ratings correlated with {own}",
+        f"measures: {s['measures']}"
+        + (f"; LLM ratings correlated with {own}" if s.get("llm_ratings", 1) else ""),
     ]
+    if s.get("baseline_nan_policy") == "omit" and s["nan_policy"] == "raise":
+        lines.append("human baseline: not every annotator rated every story, so each "
+                     "annotator's correlation uses the stories they rated (pairwise deletion)")
     if w["comparison"] != "none":
         where = ", ".join(w["levels"]) or "none of the requested levels"
         lines.append(
