@@ -9,7 +9,7 @@ from storyeval.exceptions import MissingDependencyError
 
 
 def import_optional(module: str, *, extra: str, purpose: str | None = None) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingDependencyError` naming the storyeval extra.
+    """Import ``module`` or raise [`MissingDependencyError`][] naming the storyeval extra.
 
     Parameters
     ----------

@@ -28,7 +28,7 @@ def progress(
     unit: str = "it",
     show: bool | None = None,
 ) -> Iterator[T]:
-    """Wrap ``iterable`` in a tqdm bar on standard error (see :func:`progress_enabled`)."""
+    """Wrap ``iterable`` in a tqdm bar on standard error (see `progress_enabled`)."""
     from tqdm.auto import tqdm
 
     return iter(

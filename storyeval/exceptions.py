@@ -1,6 +1,6 @@
 """Exceptions and warnings raised by storyeval.
 
-Every error about user input is an :class:`InputError` (a :class:`ValueError`) whose message
+Every error about user input is an [`InputError`][] (a `ValueError`) whose message
 names the offending argument, file, column or row, so that a user can fix the input without
 reading the source.
 """
@@ -14,6 +14,7 @@ __all__ = [
     "StoryevalWarning",
     "UndefinedStatisticWarning",
     "SuspiciousDataWarning",
+    "DroppedStoriesWarning",
 ]
 
 
@@ -47,4 +48,12 @@ class SuspiciousDataWarning(StoryevalWarning):
     """The data are valid but look wrong in a way that changes results.
 
     Example: every story's annotator ratings are sorted, so who rated what was lost.
+    """
+
+
+class DroppedStoriesWarning(StoryevalWarning):
+    """Scores joined to a dataset cover only some of its stories, so the others are left out
+    (or a measure covers fewer stories than the other new measures).
+
+    Example: a ``--scores`` file cut at a row boundary covers 60 of 96 stories.
     """

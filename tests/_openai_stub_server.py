@@ -3,11 +3,17 @@
 It speaks ``POST /v1/chat/completions`` (JSON in, JSON out, HTTP/1.1 keep-alive; asyncio, so
 64 slow requests in flight cost no threads) and can be told
 to answer each request key (header ``X-Storyeval-Cache-Key``, else a hash of the body) with a
-number of 429s (with ``Retry-After``), 500s, malformed 200 bodies or slow answers before the real
-answer. It counts requests per key, so tests can check that no answered request is repeated.
+number of 429s (with ``Retry-After``), 500s, malformed 200 bodies, empty answers or slow answers
+before the real answer, or to inject such faults at random into a share of all attempts
+(``fault_rate``; reproducible, drawn from the key and the attempt number). It counts requests per
+key and TCP connections, so tests can check that no answered request is repeated. With
+``echo_auth`` it sends the ``Authorization`` header back everywhere a careless server or proxy
+might: answers, error bodies (past their first 300 characters), malformed bodies (past 80),
+``finish_reason`` and ``usage``.
 
 Run it alone (for the benchmark): ``python tests/_openai_stub_server.py --latency 0.05`` prints
-``PORT <n>`` and serves until killed.
+``PORT <n>`` and serves until killed; ``GET /stats`` returns the time of the first request, the
+request and connection counts, and ``POST /stats`` returns them and resets them.
 """
 
 from __future__ import annotations
@@ -34,19 +40,34 @@ def default_answer(payload: dict[str, Any], key: str) -> str:
 @dataclass
 class Script:
     """What the server does. ``*_first`` counts apply to the first attempts of every key, in the
-    order: 429s, then 500s, then malformed bodies, then slow answers, then normal answers."""
+    order: 429s, then 500s, then malformed bodies, then empty answers, then slow answers, then
+    normal answers. ``fault_rate`` then turns that share of the remaining attempts into one of
+    ``fault_kinds`` ("429", "500", "hang": an answer after ``slow_latency``, "malformed"),
+    chosen from a hash of (``fault_seed``, key, attempt)."""
 
     latency: float = 0.0
     rate_limit_first: int = 0
     retry_after: str | None = "0.05"
     error_500_first: int = 0
     malformed_first: int = 0
+    empty_first: int = 0
     slow_first: int = 0
     slow_latency: float = 2.0
     require_key: str | None = None
     echo_auth: bool = False
     status_override: int | None = None
     answer: Callable[[dict[str, Any], str], str] = default_answer
+    fault_rate: float = 0.0
+    fault_kinds: tuple[str, ...] = ("429", "500", "hang", "malformed")
+    fault_seed: int = 0
+    usage: dict[str, Any] | None = None
+    finish_reason: Any = "stop"
+
+
+def _draw(seed: int, key: str, attempt: int) -> float:
+    """A reproducible uniform number in [0, 1) from (seed, key, attempt)."""
+    h = hashlib.sha256(f"{seed}\x1f{key}\x1f{attempt}".encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64
 
 
 @dataclass
@@ -57,6 +78,22 @@ class StubState:
     payloads: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     keep_payloads: bool = True
+    connections: int = 0
+    faults: Counter = field(default_factory=Counter)
+    first_at: float | None = None  # time.time() of the first request since the last reset
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            return {"first_at": self.first_at, "received": sum(self.received.values()),
+                    "keys": len(self.received), "connections": self.connections}
+
+    def reset(self) -> None:
+        with self.lock:
+            self.received.clear()
+            self.answered.clear()
+            self.faults.clear()
+            self.connections = 0
+            self.first_at = None
 
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
@@ -86,10 +123,11 @@ class _Handler:
             if state.keep_payloads:
                 state.payloads.append(payload)
         echo = f" (you sent {auth!r})" if script.echo_auth else ""
+        pad = " padding" * 40 if script.echo_auth else ""  # the echo starts past character 300
         if script.require_key is not None and auth != f"Bearer {script.require_key}":
-            return 401, json.dumps({"error": {"message": "invalid api key" + echo}}).encode(), {}
+            return 401, json.dumps({"error": {"message": "invalid api key" + pad + echo}}).encode(), {}
         if script.status_override is not None:
-            msg = json.dumps({"error": {"message": "scripted error" + echo}})
+            msg = json.dumps({"error": {"message": "scripted error" + pad + echo}})
             return script.status_override, msg.encode(), {}
         n = attempt
         if n <= script.rate_limit_first:
@@ -97,26 +135,59 @@ class _Handler:
             return 429, b'{"error": {"message": "rate limited"}}', hdr
         n -= script.rate_limit_first
         if n <= script.error_500_first:
-            return 500, json.dumps({"error": {"message": "boom" + echo}}).encode(), {}
+            return 500, json.dumps({"error": {"message": "boom" + pad + echo}}).encode(), {}
         n -= script.error_500_first
         if n <= script.malformed_first:
-            bad = [b"{not json", b'{"choices": []}', b'{"choices": [{"message": {}}]}']
-            return 200, bad[(n - 1) % len(bad)], {}
+            return 200, self._malformed(n, echo), {}
         n -= script.malformed_first
+        if n <= script.empty_first:
+            return 200, self._body(payload, "", script.finish_reason, echo), {}
+        n -= script.empty_first
         delay = script.slow_latency if n <= script.slow_first else script.latency
+        if script.fault_rate and _draw(script.fault_seed, key, attempt) < script.fault_rate:
+            kinds = script.fault_kinds
+            kind = kinds[int(_draw(script.fault_seed + 1, key, attempt) * len(kinds))]
+            with state.lock:
+                state.faults[kind] += 1
+            if kind == "429":
+                hdr = {"Retry-After": script.retry_after} if script.retry_after else {}
+                return 429, b'{"error": {"message": "rate limited"}}', hdr
+            if kind == "500":
+                return 500, json.dumps({"error": {"message": "boom" + pad + echo}}).encode(), {}
+            if kind == "malformed":
+                return 200, self._malformed(attempt, echo), {}
+            if kind == "empty":
+                return 200, self._body(payload, "", script.finish_reason, echo), {}
+            delay = script.slow_latency  # "hang": longer than the client's timeout
         if delay:
             await asyncio.sleep(delay)
         text = script.answer(payload, key) + echo
+        with state.lock:
+            state.answered[key] += 1
+        return 200, self._body(payload, text, script.finish_reason, echo), {}
+
+    def _malformed(self, n: int, echo: str) -> bytes:
+        bad = [b"{not json", b'{"choices": []}', b'{"choices": [{"message": {}}]}']
+        body = bad[(n - 1) % len(bad)]
+        if echo:  # the echo starts past the 80 characters a careless client keeps
+            body += (" " * 80 + echo).encode()
+        return body
+
+    def _body(self, payload: dict[str, Any], text: str, finish_reason: Any, echo: str) -> bytes:
+        usage = dict(self.script.usage) if self.script.usage is not None else \
+            {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if echo:
+            finish_reason = f"stop{echo}"
+            usage.update(prompt_tokens=f"10{echo}", completion_tokens=f"5{echo}",
+                         note=f"usage{echo}")
         body = {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
             "model": payload.get("model", ""),
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": finish_reason,
                          "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "usage": usage,
         }
-        with state.lock:
-            state.answered[key] += 1
-        return 200, json.dumps(body).encode(), {}
+        return json.dumps(body).encode()
 
 
 class StubServer:
@@ -136,6 +207,8 @@ class StubServer:
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with self.state.lock:
+            self.state.connections += 1
         try:
             while True:
                 line = await reader.readline()
@@ -150,9 +223,16 @@ class StubServer:
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
-                if method != "POST":
+                if path.rstrip("/").endswith("/stats"):  # for the benchmark: GET, POST resets
+                    body = json.dumps(self.state.stats()).encode()
+                    if method == "POST":
+                        self.state.reset()
+                    status, extra = 200, {}
+                elif method != "POST":
                     status, body, extra = 404, b"{}", {}
                 else:
+                    if self.state.first_at is None:
+                        self.state.first_at = time.time()
                     status, body, extra = await self._handler.respond(path, headers, raw)
                 head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
                         "Content-Type: application/json", f"Content-Length: {len(body)}"]

@@ -318,7 +318,8 @@ def test_cli_out_dir(capsys, ratings_csv, tmp_path):
     code, out, _ = run_cli(capsys, "--data", str(ratings_csv), "--format", "csv", "--out",
                            str(tmp_path / "res"))
     assert code == 0
-    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["annotators.csv"]
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == [".storyeval-run.json",
+                                                                    "annotators.csv"]
     written = pd.read_csv(tmp_path / "res" / "annotators.csv")
     assert written["criterion"].tolist() == ["Fun", "Clarity"]
 

@@ -3,6 +3,7 @@ and BCa intervals equal scipy.stats.bootstrap with identical draws."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -98,8 +99,11 @@ def test_intervals_equal_scipy_bootstrap(wide, ci_method, resample_by):
 
     # scipy draws rng.integers(0, n, (n_resamples, n)) from default_rng(seed): the same
     # multiplicities as draw_resamples with the same seed
+    # scipy >= 1.15 takes the seed as rng=; older versions as random_state= (a Generator)
+    seed = ({"rng": 7} if "rng" in inspect.signature(st.bootstrap).parameters
+            else {"random_state": np.random.default_rng(7)})
     ref = st.bootstrap((np.arange(n_units),), stat, n_resamples=300, paired=True,
-                       vectorized=False, method=ci_method, rng=7, confidence_level=0.9)
+                       vectorized=False, method=ci_method, confidence_level=0.9, **seed)
     got = bootstrap_correlations(wide, [("m", "h")], n_resamples=300, resample_by=resample_by,
                                  ci_method=ci_method.lower(), random_state=7,
                                  confidence_level=0.9)

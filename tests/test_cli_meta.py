@@ -125,8 +125,8 @@ def test_meta_with_resampling_columns(tmp_path, capsys):
     assert set(chance["level"]) == {"overall", "system"}
     settings = json.loads((out / "settings.json").read_text())
     assert settings["bootstrap"]["resample_by"] == "prompts"
-    # same seed, same intervals
-    assert main(argv + ["--format", "csv"]) == 0
+    # same seed, same intervals (a second run into the same folder needs --overwrite)
+    assert main(argv + ["--format", "csv", "--overwrite"]) == 0
     again = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     pd.testing.assert_series_equal(again["ci_low"], corr["ci_low"])
     assert main(["meta", "--metrics", "BLEU", "--resamples", "-1", "--ci", "bootstrap"]) == 2

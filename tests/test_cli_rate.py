@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _openai_stub_server import Script, StubServer
 
 from storyeval.cli import main
+from storyeval.exceptions import StoryevalWarning
 
 
 @pytest.fixture
@@ -36,7 +40,7 @@ def stories_csv(tmp_path):
 def _args(srv, stories, tmp_path, *extra):
     return ["rate", "--backend", "openai", "--base-url", srv.base_url, "--model", "stub",
             "--model-name", "Stub", "--stories", str(stories), "--cache",
-            str(tmp_path / "cache.sqlite"), "--no-progress", "--api-key-env", "NO_SUCH_VAR_X",
+            str(tmp_path / "cache.sqlite"), "--no-progress", "--no-api-key",
             *extra]
 
 
@@ -150,6 +154,41 @@ def test_missing_stories_file_exit_2(tmp_path, capsys):
     assert main(["rate", "--model", "m", "--stories", str(tmp_path / "none.csv"),
                  "--dry-run"]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["rate", "--model", "m", "--stories", str(tmp_path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "does not exist" not in err
+
+
+def _documented_commands() -> list[str]:
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "llm.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1)
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [line.split(" #")[0].strip() for line in joined.splitlines()
+            if line.startswith("storyeval ")]
+
+
+def test_documented_rate_then_meta_flow_works_as_printed(tmp_path, monkeypatch, capsys):
+    """docs/llm.md opens with `storyeval rate ... --out runs/my-model` then
+    `storyeval meta --scores runs/my-model/scores.csv`: both run as printed (only the server
+    address is the local stub's), offline."""
+    commands = _documented_commands()
+    assert [c.split()[1] for c in commands] == ["rate", "meta"]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("STORYEVAL_NO_PROGRESS", "1")
+    with StubServer(Script()) as srv, warnings.catch_warnings():
+        # meta says that the scores cover 96 of HANNA's 1056 stories: a warning, as printed
+        warnings.simplefilter("always", StoryevalWarning)
+        for command in commands:
+            argv = shlex.split(command.replace("http://localhost:8000/v1", srv.base_url))
+            code = main(argv[1:])
+            assert code == 0, (command, capsys.readouterr().err)
+        assert sum(srv.state.received.values()) == 96 * 3 * 6 * 3
+    printed = capsys.readouterr().out
+    assert "my-model 1" in printed and "overall level" in printed
+    scores = pd.read_csv(tmp_path / "runs" / "my-model" / "scores.csv")
+    assert scores["value"].notna().all() and set(scores["system"]) == {"Human"}
 
 
 def test_subprocess_dry_run_on_hanna():

@@ -21,7 +21,7 @@ from storyeval.data import (
     scores_to_dataset,
 )
 from storyeval.data.hanna import hanna_path
-from storyeval.exceptions import InputError
+from storyeval.exceptions import DroppedStoriesWarning, InputError
 
 
 def test_hanna_shape_and_catalogue():
@@ -155,7 +155,9 @@ def test_with_scores_joins_on_story_id(tmp_path):
     ds = load_hanna()
     new = pd.DataFrame({"story_id": ["Human/0", "Human/1", "GPT-2/5"], "measure": "mine",
                         "value": [0.1, 0.2, 0.3]})
-    joined = ds.with_scores(new)
+    with pytest.warns(DroppedStoriesWarning, match=r"3 of the 1056 stories .* 1053 stories "
+                      r"dropped .*'Human' \(94 of 96\), 'BertGeneration' \(all 96\)"):
+        joined = ds.with_scores(new)
     assert len(joined.table) == 3
     assert joined.table.loc[("GPT-2", 5), "mine"] == 0.3
     assert joined.table.loc[("GPT-2", 5), "Relevance"] == ds.table.loc[("GPT-2", 5), "Relevance"]

@@ -24,11 +24,14 @@ import struct
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 from _docs_compare import describe, read_markdown, stale_files
 from _docs_scripts import load_docs_script
+
+from storyeval.exceptions import DroppedStoriesWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -49,7 +52,11 @@ def gen():
 def regenerated(gen, tmp_path_factory):
     """The generator's output in a temporary folder (Markdown and figures)."""
     out = tmp_path_factory.mktemp("generated")
-    paths = gen.generate(out, figures=True)
+    with warnings.catch_warnings():
+        # the tutorial joins scores of the 96 human stories only: the join warns that it drops
+        # the other stories (expected there; printed on the standard error the pages leave out)
+        warnings.simplefilter("ignore", DroppedStoriesWarning)
+        paths = gen.generate(out, figures=True)
     return out, paths
 
 
@@ -149,10 +156,15 @@ def test_cli_reference_lists_every_subcommand():
 
 
 # ---------------------------------------------------------------------------- mkdocs
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """``mkdocs build --strict`` of the committed docs into a temporary folder."""
+_BUILT_SITE: list[Path] = []
+
+
+def build_site(tmp_path_factory) -> Path:
+    """``mkdocs build --strict`` of the committed docs into a temporary folder, once per test
+    session (tests/test_docs_site.py checks the same build)."""
     pytest.importorskip("mkdocs", reason="the docs extra (pip install '.[docs]') builds the site")
+    if _BUILT_SITE:
+        return _BUILT_SITE[0]
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
@@ -160,16 +172,24 @@ def site(tmp_path_factory):
          str(ROOT / "mkdocs.yml"), "-d", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stderr[-4000:]}"
+    _BUILT_SITE.append(out)
     return out
 
 
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The built site (see :func:`build_site`)."""
+    return build_site(tmp_path_factory)
+
+
 def test_mkdocs_build_strict(site):
-    page = (site / "reproduction" / "correlations" / "index.html").read_text(encoding="utf-8")
+    # use_directory_urls: false (mkdocs.yml): pages are NAME.html, so the site works from disk
+    page = (site / "reproduction" / "correlations.html").read_text(encoding="utf-8")
     assert "kendall_overall.png" in page and "<table>" in page
-    for name in ("index.html", "concepts/index.html", "cli/index.html", "api/index.html",
-                 "quickstart/index.html", "tutorial-own-metric/index.html"):
+    for name in ("index.html", "concepts.html", "cli.html", "api.html", "quickstart.html",
+                 "tutorial-own-metric.html", "reproduction/index.html"):
         assert (site / name).is_file(), name
-    api = (site / "api" / "index.html").read_text(encoding="utf-8")
+    api = (site / "api.html").read_text(encoding="utf-8")
     assert "meta_evaluate" in api and "williams_test" in api  # rendered by mkdocstrings
     assert not list(site.rglob("gen_*.py")), "generator scripts must not be published"
 
@@ -199,10 +219,12 @@ def _chromium_binary() -> str | None:
 
 
 def _need(browser: Browser | None) -> Browser:
-    """The browser, or a test failure (not a skip: CI must run these tests) naming what to
-    install."""
+    """The browser; without Chromium a skip naming what to install, or a failure where the
+    browser tests are required (``STORYEVAL_REQUIRE_BROWSER=1``, which .ci/run sets)."""
     if browser is None:
-        pytest.fail(CHROMIUM_MISSING, pytrace=False)
+        if os.environ.get("STORYEVAL_REQUIRE_BROWSER") == "1":
+            pytest.fail(CHROMIUM_MISSING, pytrace=False)
+        pytest.skip(CHROMIUM_MISSING)
     return browser
 
 
@@ -384,7 +406,8 @@ class Browser:
         if ARTIFACTS == ROOT / "tests" / "artifacts" and not ignore.exists():
             ignore.write_text("# screenshots written by tests/test_docs.py\n*\n",
                               encoding="utf-8")
-        screenshot = ARTIFACTS / f"docs_{path.strip('/').replace('/', '_') or 'index'}.png"
+        name = re.sub(r"\.html$", "", path.strip("/")).replace("/", "_") or "index"
+        screenshot = ARTIFACTS / f"docs_{name}.png"
         screenshot.write_bytes(base64.b64decode(shot["data"]))
         print(f"\nscreenshot of {url}: {screenshot}")
         errors = DevTools.describe_errors(self.tools.events)
@@ -415,7 +438,7 @@ def _check_images(page: dict, names: tuple[str, ...]) -> None:
 
 
 def test_correlations_page_in_headless_chromium(browser):
-    page, errors, screenshot = _need(browser).visit("reproduction/correlations/")
+    page, errors, screenshot = _need(browser).visit("reproduction/correlations.html")
     assert not errors, f"console errors: {errors}"
     assert page["h1"].startswith("Kendall correlations"), page["h1"]
     _check_images(page, ("kendall_overall", "kendall_system"))
@@ -433,13 +456,13 @@ def test_correlations_page_in_headless_chromium(browser):
 
 def test_williams_and_overview_pages_in_headless_chromium(browser):
     browser = _need(browser)
-    page, errors, _ = browser.visit("reproduction/williams/")
+    page, errors, _ = browser.visit("reproduction/williams.html")
     assert not errors, f"console errors: {errors}"
     _check_images(page, ("williams_overall", "williams_system"))
     assert sum(h[1:4] == ["paper", "storyeval", "difference"] for h in page["tables"]) == 1
     assert sum(h[:1] == ["compared with"] for h in page["tables"]) == 2, page["tables"]
 
-    page, errors, _ = browser.visit("reproduction/")
+    page, errors, _ = browser.visit("reproduction/index.html")
     assert not errors, f"console errors: {errors}"
     assert sum(h[1:4] == ["paper", "storyeval", "difference"] for h in page["tables"]) == 3
     assert any("paper AC1" in h for h in page["tables"]), page["tables"]

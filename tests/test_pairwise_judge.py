@@ -80,7 +80,7 @@ def scripted_judge(payload, key) -> str:
 
 
 def _backend(srv, **kw):
-    return OpenAIBackend("stub", base_url=srv.base_url, api_key_env="NO_SUCH_VAR_PAIRWISE",
+    return OpenAIBackend("stub", base_url=srv.base_url, api_key_env=None,
                          concurrency=4, random_state=0, **kw)
 
 
@@ -311,7 +311,7 @@ def test_api_key_stays_out_of_cache_and_output(pairs, tmp_path, monkeypatch):
 def _cli(srv, stories, tmp_path, *extra):
     return ["pairwise", "judge", "--backend", "openai", "--base-url", srv.base_url, "--model",
             "stub", "--stories", str(stories), "--cache", str(tmp_path / "cache.sqlite"),
-            "--api-key-env", "NO_SUCH_VAR_PAIRWISE", "--no-progress", *extra]
+            "--no-api-key", "--no-progress", *extra]
 
 
 def test_cli_judge_then_strengths(tmp_path, capsys):
@@ -371,7 +371,7 @@ def test_cli_subprocess_on_hanna(tmp_path):
              "--systems", "Human,Llama-7b,Mistral-7b", "--limit", "2", "--backend", "openai",
              "--base-url", srv.base_url, "--model", "stub", "--cache",
              str(tmp_path / "c.sqlite"), "--out", str(out), "--no-progress",
-             "--api-key-env", "NO_SUCH_VAR_PAIRWISE"],
+             "--no-api-key"],
             check=False, capture_output=True, text=True, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert sum(srv.state.received.values()) == 2 * 3 * 2

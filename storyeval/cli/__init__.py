@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 a check failed, 2 usage or input error.",
     )
     parser.add_argument("--version", action="version", version=f"storyeval {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error (before the command: "
+                             "storyeval --debug meta ...)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -69,6 +72,17 @@ def _short_warnings(command: str) -> Callable[..., None]:
     return show
 
 
+def error_line(exc: BaseException) -> str:
+    """One line saying what went wrong: ``FILE: reason`` for an OSError, else the message
+    (without its traceback; ``--debug`` shows it)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        files = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        text = f"{files}: {exc.strerror or exc}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -80,8 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _short_warnings(args.command)
     try:
         return int(args._run(args) or EXIT_OK)
-    except (InputError, MissingDependencyError, FileNotFoundError) as exc:
+    except (InputError, MissingDependencyError) as exc:
+        if args.debug:
+            raise
         print(f"storyeval {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, UnicodeError, ValueError) as exc:  # expected: files, encodings, values
+        if args.debug:
+            raise
+        print(f"storyeval {args.command}: error: {error_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"storyeval {args.command}: interrupted", file=sys.stderr)

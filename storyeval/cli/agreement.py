@@ -222,7 +222,10 @@ def render(name: str, table: pd.DataFrame, fmt: str, notes: list[str],
 # ----------------------------------------------------------------------------- command
 def run(args: argparse.Namespace) -> int:
     """Compute and print (or write) the agreement tables; returns the exit code."""
+    from storyeval.cli.common import check_out_args
+
     _check_request(args)
+    check_out_args(args)
     dataset = (load_dataset_args(args, criteria=args.criteria)
                if args.what != "user-study" else None)
     tables = compute_tables(
@@ -249,11 +252,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: list[str]) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items():
-        path = args.out / f"{name}.{EXTENSIONS[args.format]}"
-        text = render(name, df, args.format, notes, args.confidence_level)
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    """One file per table, published together (see `storyeval._atomic.OutputFolder`)."""
+    from storyeval._atomic import OutputFolder
+
+    with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
+        for name, df in tables.items():
+            text = render(name, df, args.format, notes, args.confidence_level)
+            folder.write_text(f"{name}.{EXTENSIONS[args.format]}",
+                              text if text.endswith("\n") else text + "\n")
+    for path in folder.published:
         print(path)
     return 0
 

@@ -14,7 +14,31 @@ def add_format_option(parser: argparse.ArgumentParser, default: str = "table") -
 
 
 def add_out_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--out DIR`` and ``--overwrite`` (a folder that already holds files is refused
+    without it)."""
     parser.add_argument("--out", metavar="DIR", type=Path, help=f"write {what} to DIR")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="with --out: accept a folder that already holds files; this run's "
+                             "files replace them and the previous run's other files are "
+                             "removed (files storyeval did not write are kept)")
+
+
+def check_out_args(args: argparse.Namespace) -> None:
+    """Errors found before any computation: ``--digits`` below 0, ``--out`` naming a file
+    where a folder is expected, a non-empty ``--out`` folder without ``--overwrite``."""
+    from storyeval.exceptions import InputError
+    from storyeval.report.tables import check_digits
+
+    if getattr(args, "digits", None) is not None:
+        check_digits(args.digits)
+    out = getattr(args, "out", None)
+    if out is None:
+        if getattr(args, "overwrite", False):
+            raise InputError("--overwrite needs --out")
+        return
+    from storyeval._atomic import OutputFolder
+
+    OutputFolder(out, overwrite=getattr(args, "overwrite", False)).check()
 
 
 def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
@@ -63,7 +87,7 @@ def add_include_reference_option(parser: argparse.ArgumentParser | argparse._Arg
 
 
 def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
-    """The dataset the data options of ``args`` name (see :func:`add_data_options`).
+    """The dataset the data options of ``args`` name (see `add_data_options`).
 
     ``criteria`` (the command's ``--criteria``) also declares which columns of a wide or long
     score table are human criteria."""

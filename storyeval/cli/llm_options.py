@@ -30,9 +30,14 @@ def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
     o = parser.add_argument_group("openai backend")
     o.add_argument("--base-url", default="http://localhost:8000/v1",
                    help="server root (default: http://localhost:8000/v1)")
-    o.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key (default: OPENAI_API_KEY; "
-                        "unset: no Authorization header)")
+    key = o.add_mutually_exclusive_group()
+    key.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                     help="NAME of the environment variable holding the API key (default: "
+                          "OPENAI_API_KEY; never the key itself). Unset or empty: an error, "
+                          "except for a server on this machine (localhost), which then gets no "
+                          "key and a warning")
+    key.add_argument("--no-api-key", action="store_true",
+                     help="the server needs no key: send no Authorization header")
     o.add_argument("--concurrency", type=int, default=16,
                    help="requests in flight (default: 16; raise to keep a large server busy)")
     o.add_argument("--timeout", type=float, default=120.0,
@@ -47,7 +52,7 @@ def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
 
 
 def sampling_from_args(args: argparse.Namespace):
-    """The :class:`~storyeval.llm.backends.SamplingParams` the options ask for."""
+    """The `SamplingParams` the options ask for."""
     from storyeval.llm.backends import SamplingParams
 
     return SamplingParams(temperature=args.temperature, top_p=args.top_p,
@@ -62,7 +67,8 @@ def backend_from_args(args: argparse.Namespace):
 
     if args.backend == "openai":
         return make_backend("openai", args.model, base_url=args.base_url,
-                            api_key_env=args.api_key_env, concurrency=args.concurrency,
+                            api_key_env=None if getattr(args, "no_api_key", False)
+                            else args.api_key_env, concurrency=args.concurrency,
                             timeout=args.timeout, max_retries=args.max_retries)
     if args.backend == "hf":
         return make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,

@@ -129,12 +129,14 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from storyeval.cli.common import check_out_args
     from storyeval.exceptions import InputError
     from storyeval.meta.pipeline import FAMILIES, meta_evaluate
     from storyeval.report.meta_report import render, write_report
 
     if args.no_figures and args.out is None:
         raise InputError("--no-figures needs --out")
+    check_out_args(args)
     family = args.family if args.family in FAMILIES else _split(args.family)
     dataset = load_dataset_args(args, criteria=args.criteria)
     result = meta_evaluate(
@@ -158,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     result = _add_resampling(result, args)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     if args.out is not None:
-        paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits)
+        paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
+                             overwrite=args.overwrite)
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
 

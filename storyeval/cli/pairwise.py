@@ -2,7 +2,7 @@
 consistency, judge accuracy), pairwise accuracy of pointwise measures, and the side-by-side
 judging prompt.
 
-Sub-commands::
+Sub-commands:
 
     storyeval pairwise matrix VERDICTS [--dimension D] [--by system|story] [--judge J]
     storyeval pairwise strengths VERDICTS [--dimension D] [--ties davidson|half|drop]
@@ -20,7 +20,7 @@ Sub-commands::
 
 Verdict files: CSV, TSV or JSON lines with ``prompt_id, story_a, story_b, dimension, verdict
 (A/B/same), order (AB/BA)`` and optional ``judge``, ``system_a``, ``system_b``
-(see :mod:`storyeval.pairwise.verdicts`). Exit codes: 0 ok, 1 ``judge``: some requests failed
+(see `storyeval.pairwise.verdicts`). Exit codes: 0 ok, 1 ``judge``: some requests failed
 after their retries (rerun to resume), 2 usage or input error.
 """
 
@@ -240,19 +240,18 @@ def _add_judge_parser(sub) -> argparse.ArgumentParser:
 
 
 def _write_table(frame, path: Path) -> None:
+    from storyeval._atomic import atomic_path
     from storyeval.exceptions import InputError
 
     suffix = path.suffix.lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix == ".tsv":
-        frame.to_csv(path, sep="\t", index=False)
-    elif suffix in (".jsonl", ".json"):
-        frame.to_json(path, orient="records", lines=True, force_ascii=False)
-    else:
+    if suffix not in (".csv", ".tsv", ".jsonl", ".json"):
         raise InputError(f"--out {str(path)!r}: unsupported file type {suffix!r}; use .csv, "
                          ".tsv or .jsonl")
+    with atomic_path(path) as tmp:  # an interrupted write leaves the previous file intact
+        if suffix in (".csv", ".tsv"):
+            frame.to_csv(tmp, sep="," if suffix == ".csv" else "\t", index=False)
+        else:
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
 
 
 def _run_judge(args: argparse.Namespace) -> int:
@@ -273,6 +272,10 @@ def _run_judge(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.suffix.lower() not in (".csv", ".tsv", ".jsonl",
                                                                  ".json"):
         raise InputError(f"--out {str(args.out)!r}: use a .csv, .tsv or .jsonl file")
+    if args.out is not None:
+        from storyeval._atomic import check_out_file
+
+        check_out_file(args.out)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1, got {args.limit}")
     sampling = sampling_from_args(args)
@@ -338,7 +341,9 @@ def _read(path: Path) -> str:
 
     if not path.exists():
         raise InputError(f"file not found: {path}")
-    return path.read_text(encoding="utf-8")
+    from storyeval.data.io import read_text
+
+    return read_text(path)
 
 
 def _pointwise_pairs(dataset: Dataset, metrics: str, criteria: str) -> list[tuple[str, str]]:
@@ -470,6 +475,10 @@ def run(args: argparse.Namespace) -> int:
     if action is None:
         args._pairwise_parser.print_help()
         return 2
+    if getattr(args, "digits", None) is not None:
+        from storyeval.report.tables import check_digits
+
+        check_digits(args.digits)
     if action == "template":
         from storyeval.pairwise import render_side_by_side
 

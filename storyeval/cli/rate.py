@@ -83,7 +83,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="print the number of requests and a token estimate, send nothing")
     c.add_argument("--out", type=Path, metavar="DIR",
                    help="write ratings.csv, scores.csv, failures.csv, judge_systems.csv, "
-                        "consistency.csv and settings.json to DIR")
+                        "consistency.csv and settings.json to DIR, all together at the end "
+                        "(an interrupted run leaves the previous files whole)")
+    c.add_argument("--overwrite", action="store_true",
+                   help="with --out: accept a folder that already holds files (checked before "
+                        "anything is sent); this run's files replace them and the previous "
+                        "run's other files are removed (files storyeval did not write are kept)")
     c.add_argument("--parser", choices=("strict", "first_number"), default="strict",
                    help="rating extraction: strict (default; documented rules, failures "
                         "counted) or first_number (the paper's: the first number in the "
@@ -121,6 +126,45 @@ def _stories(args: argparse.Namespace):
     return stories.reset_index(drop=True)
 
 
+def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
+                   summary: dict) -> list[str]:
+    """Write the run's files into ``out`` together (staged, then moved into place; see
+    ``storyeval._atomic.OutputFolder``).
+
+    settings.json, which lists every other file with its row count and SHA-256, is removed
+    before the others are replaced and published last: a folder with a settings.json holds one
+    complete run, and one without it an interrupted one.
+    """
+    import hashlib
+    import warnings
+
+    from storyeval._atomic import OutputFolder
+    from storyeval.llm import outputs
+
+    tables = {"ratings.csv": ratings,
+              "scores.csv": outputs.to_scores(ratings, on_unparsed=args.on_unparsed),
+              "failures.csv": fails}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tables["judge_systems.csv"] = outputs.judge_systems(ratings,
+                                                            on_unparsed=args.on_unparsed)
+        if args.tries >= 2:
+            tables["consistency.csv"] = outputs.self_consistency(ratings)
+    for w in caught:
+        print(f"storyeval rate: warning: {w.message}", file=sys.stderr)
+    files = {}
+    with OutputFolder(out, overwrite=args.overwrite, command="rate") as folder:
+        for name, table in tables.items():
+            data = table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+            folder.file(name).write_bytes(data)
+            files[name] = {"rows": len(table), "sha256": hashlib.sha256(data).hexdigest()}
+        settings = {**summary, "files": files}
+        folder.file("settings.json").write_text(
+            json.dumps(settings, indent=2, default=str) + "\n", encoding="utf-8")
+        (out / "settings.json").unlink(missing_ok=True)  # the folder is incomplete until the end
+    return [*files, "settings.json"]
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``storyeval rate``."""
     import warnings
@@ -134,6 +178,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--tries must be >= 1, got {args.tries}")
     if args.dry_run and args.cache_only:
         raise InputError("--dry-run and --cache-only cannot be combined")
+    if not args.dry_run:
+        from storyeval.cli.common import check_out_args
+
+        check_out_args(args)  # an earlier run's folder is refused before anything is sent
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("storyeval rate: %(message)s"))
     log = logging.getLogger("storyeval.llm")
@@ -178,26 +226,10 @@ def run(args: argparse.Namespace) -> int:
             "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
             "parser": args.parser, "on_unparsed": args.on_unparsed, "cache": str(args.cache),
         }
+        written: list[str] = []
         if args.out is not None:
-            out = Path(args.out)
-            if out.exists() and not out.is_dir():
-                raise InputError(f"--out {str(out)!r} exists and is not a directory")
-            out.mkdir(parents=True, exist_ok=True)
-            ratings.to_csv(out / "ratings.csv", index=False)
-            scores = outputs.to_scores(ratings, on_unparsed=args.on_unparsed)
-            scores.to_csv(out / "scores.csv", index=False)
-            fails.to_csv(out / "failures.csv", index=False)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                outputs.judge_systems(ratings, on_unparsed=args.on_unparsed).to_csv(
-                    out / "judge_systems.csv", index=False)
-                if args.tries >= 2:
-                    outputs.self_consistency(ratings).to_csv(out / "consistency.csv", index=False)
-            for w in caught:
-                print(f"storyeval rate: warning: {w.message}", file=sys.stderr)
-            (out / "settings.json").write_text(json.dumps(summary, indent=2, default=str) + "\n",
-                                               encoding="utf-8")
-            summary["out"] = str(out)
+            written = _write_outputs(Path(args.out), args, ratings, fails, summary)
+            summary["out"] = str(args.out)
         if args.json:
             print(json.dumps(summary, indent=2, default=str))
         else:
@@ -209,8 +241,7 @@ def run(args: argparse.Namespace) -> int:
             print("failures per model x Eval-Prompt x criterion:")
             print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             if args.out is not None:
-                print(f"wrote ratings, scores, failures, judge_systems, consistency and settings "
-                      f"to {args.out}")
+                print(f"wrote {', '.join(written)} to {args.out}")
         return 1 if result.n_request_failures else 0
     finally:
         log.removeHandler(handler)

@@ -127,28 +127,59 @@ def metric_options(args: argparse.Namespace) -> dict[str, dict]:
     return {"bertscore": bert, "bartscore": bart}
 
 
-def _write(table, path: Path | None) -> None:
-    if path is None:
-        table.to_csv(sys.stdout, index=False)
-        return
+def _out_format(path: Path) -> str:
+    """The writer of an ``--out`` file, from its suffix; an error for a folder or an unknown
+    suffix (checked before scoring)."""
+    from storyeval._atomic import check_out_file
     from storyeval.exceptions import InputError
 
+    check_out_file(path)
     fmt = _WRITERS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(f"--out {path}: unknown suffix {path.suffix!r}; use one of "
                          f"{sorted(_WRITERS)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        table.to_csv(path, index=False)
-    elif fmt == "tsv":
-        table.to_csv(path, index=False, sep="\t")
-    elif fmt == "jsonl":
-        table.to_json(path, orient="records", lines=True, force_ascii=False)
-    else:
+    return fmt
+
+
+def _write(table, path: Path | None) -> None:
+    """The score table to ``path`` (replaced atomically) or to standard output."""
+    if path is None:
+        table.to_csv(sys.stdout, index=False)
+        return
+    from storyeval._atomic import atomic_path
+
+    fmt = _out_format(path)
+    if fmt == "parquet":
         from storyeval._optional import import_optional
 
         import_optional("pyarrow", extra="parquet", purpose="writing Parquet files")
-        table.to_parquet(path, index=False)
+    with atomic_path(path) as tmp:
+        if fmt in ("csv", "tsv"):
+            table.to_csv(tmp, index=False, sep="," if fmt == "csv" else "\t")
+        elif fmt == "jsonl":
+            table.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        else:
+            table.to_parquet(tmp, index=False)
+
+
+def _write_csv(table, path: Path) -> None:
+    """A side table (``--catalogue``, ``--diversity-out``) as CSV, replaced atomically."""
+    from storyeval._atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        table.to_csv(tmp, index=False)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Output errors found before scoring: a folder or an unknown suffix as a file."""
+    from storyeval._atomic import check_out_file
+
+    if args.out is not None:
+        _out_format(args.out)
+    for option, path in (("--catalogue", args.catalogue), ("--diversity-out",
+                                                         args.diversity_out)):
+        if path is not None:
+            check_out_file(path, option)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise InputError(f"--batch-size: must be >= 1, got {args.batch_size}")
+    _check_outputs(args)
     if args.dataset == "hanna":
         stories = hanna_stories(include=args.subset)
         source = "hanna"
@@ -176,13 +208,11 @@ def run(args: argparse.Namespace) -> int:
         show_progress=False if args.no_progress else None, return_catalogue=True)
     _write(table, args.out)
     if args.catalogue is not None:
-        args.catalogue.parent.mkdir(parents=True, exist_ok=True)
-        catalogue.to_csv(args.catalogue, index=False)
+        _write_csv(catalogue, args.catalogue)
     if args.diversity_out is not None:
         from storyeval.metrics.surface import system_diversity
 
-        args.diversity_out.parent.mkdir(parents=True, exist_ok=True)
-        system_diversity(stories).to_csv(args.diversity_out, index=False)
+        _write_csv(system_diversity(stories), args.diversity_out)
     nan = table[table["value"].isna()]
     by_reason = "; ".join(f"{r}: {n}" for r, n in nan["reason"].value_counts().items())
     print(f"storyeval score: {len(stories)} stories from {source}, "

@@ -83,7 +83,7 @@ def load_causal_lm(name_or_path: str | os.PathLike, *, device: str = "auto",
         A local folder holding ``config.json`` and the weights, or a model name on the
         Hugging Face hub (needs the network unless it is already in the local cache).
     device : str, default "auto"
-        See :func:`resolve_device`.
+        See `resolve_device`.
     dtype : str, optional
         A torch dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``); default: the
         checkpoint's own dtype as chosen by transformers.

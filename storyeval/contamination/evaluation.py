@@ -238,7 +238,7 @@ def evaluate_membership(
 
     Notes
     -----
-    Percentile bootstrap intervals. TPR at FPR as in :func:`tpr_at_fpr`; the FPR resolution
+    Percentile bootstrap intervals. TPR at FPR as in `tpr_at_fpr`; the FPR resolution
     ``1/n_0`` is added to ``notes`` when a target is below it.
 
     Examples
@@ -362,7 +362,7 @@ def contamination_rate(
     nonmember_scores : array-like of float, shape (n0,)
         Scores of known non-members under the same model and settings.
     fpr : float, default 0.05
-        False-positive rate at which the threshold is calibrated (:func:`calibrate_threshold`).
+        False-positive rate at which the threshold is calibrated (`calibrate_threshold`).
     score_name : str
     confidence_level : float, default 0.95
     n_resamples : int, default 1000

@@ -64,7 +64,7 @@ def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2) -> floa
     -------
     float
         The score (higher: more likely seen in training); NaN with an
-        :class:`UndefinedStatisticWarning` when ``floor(k n) == 0`` (fewer than ``1/k`` tokens).
+        [`UndefinedStatisticWarning`][] when ``floor(k n) == 0`` (fewer than ``1/k`` tokens).
 
     Notes
     -----
@@ -73,7 +73,7 @@ def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2) -> floa
 
     References
     ----------
-    .. [1] Shi, W., et al. (2024). Detecting pretraining data from large language models.
+    1. Shi, W., et al. (2024). Detecting pretraining data from large language models.
        ICLR 2024 (arXiv:2310.16789).
 
     Examples
@@ -98,16 +98,16 @@ def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] |
     logprob, mu, sigma : array-like of float, shape (n,)
         Per token: ``log p(x_t | x_<t)``, and the mean and standard deviation of
         ``log p(v | x_<t)`` over the vocabulary under ``p(. | x_<t)``
-        (:func:`storyeval.contamination.token_statistics` gives all three).
+        (`storyeval.contamination.token_statistics` gives all three).
     k : float, default 0.2
         Fraction of tokens kept, in (0, 1].
 
     Returns
     -------
     float
-        The score; NaN with an :class:`UndefinedStatisticWarning` when the text is too
+        The score; NaN with an [`UndefinedStatisticWarning`][] when the text is too
         short for ``k``. A token with ``sigma_t == 0`` (a one-hot distribution) makes the
-        standardised value undefined and raises :class:`InputError` naming the token.
+        standardised value undefined and raises [`InputError`][] naming the token.
 
     Notes
     -----
@@ -117,7 +117,7 @@ def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] |
 
     References
     ----------
-    .. [1] Zhang, J., et al. (2025). Min-K%++: Improved baseline for detecting pre-training
+    1. Zhang, J., et al. (2025). Min-K%++: Improved baseline for detecting pre-training
        data from large language models. ICLR 2025 (arXiv:2404.02936).
 
     Examples
@@ -246,19 +246,19 @@ def score_texts(
         The texts to score.
     model, tokenizer
         A ``transformers`` causal LM and its tokenizer (see
-        :func:`storyeval.contamination.load_causal_lm`).
+        `storyeval.contamination.load_causal_lm`).
     k : float, default 0.2
         Fraction of lowest-scoring tokens averaged (Shi et al. use 20%).
     ids : sequence, optional
         Identifiers of the texts (default ``0..n-1``), written to the ``text_id`` column.
     bos, max_length, stride, batch_size, show_progress
-        See :func:`storyeval.contamination.token_statistics`.
+        See `storyeval.contamination.token_statistics`.
     checkpoint : path-like, optional
         A JSON-lines file that receives each text's row as soon as its chunk of
         ``checkpoint_every`` texts is scored. If it exists, texts already in it (same
         ``text_id``) are not scored again, so an interrupted run resumes; its first line
         records the settings (model, tokenizer size, ``k``, ``bos``, ``max_length``,
-        ``stride``) and a mismatch raises :class:`InputError`. Needs unique ``ids``.
+        ``stride``) and a mismatch raises [`InputError`][]. Needs unique ``ids``.
         Scores do not depend on how texts are chunked or batched.
     checkpoint_every : int, default 64
         Texts scored between two writes of the checkpoint.
@@ -270,12 +270,12 @@ def score_texts(
         (``floor(k n)``), ``min_k`` (Min-K% Prob), ``min_k_pp`` (Min-K%++), ``mean_logprob``
         (the loss-attack score, for reference), ``bos`` (whether a BOS token was prepended),
         ``reason`` (empty, or why a score is NaN). Higher scores mean "more likely a member".
-        If some texts are too short, one :class:`UndefinedStatisticWarning` gives their
+        If some texts are too short, one [`UndefinedStatisticWarning`][] gives their
         number.
 
     Notes
     -----
-    See :func:`min_k_prob` and :func:`min_k_plus_plus` for the formulas.
+    See [`min_k_prob`][] and [`min_k_plus_plus`][] for the formulas.
 
     Examples
     --------

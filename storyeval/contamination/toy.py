@@ -1,7 +1,7 @@
 """A tiny GPT-2 trained from scratch on given texts: an offline model with known members.
 
 No causal LM with real weights can be downloaded in offline settings, yet Min-K% needs a model
-whose training data is known. :func:`train_tiny_causal_lm` trains a byte-level BPE tokenizer
+whose training data is known. `train_tiny_causal_lm` trains a byte-level BPE tokenizer
 and a small GPT-2 on the "member" texts in seconds on a CPU; held-out texts are then
 non-members by construction. Used by the tests, the benchmark and the documentation demo.
 """
@@ -55,7 +55,7 @@ def train_tiny_causal_lm(
         Seeds torch and the window sampler; with the same inputs the model is the same.
     out_dir : path-like, optional
         If given, the model and tokenizer are saved there (``save_pretrained``), loadable with
-        :func:`storyeval.contamination.load_causal_lm`.
+        `storyeval.contamination.load_causal_lm`.
     num_threads : int or None, default 1
         torch intra-op threads while training (restored afterwards). The model is so small
         that one thread is as fast as several on an idle machine and several times faster on

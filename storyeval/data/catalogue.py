@@ -9,7 +9,7 @@ Roles (the ``kind`` column):
 - ``llm_rater``: an LLM rating; criterion-specific when its ``criterion`` is one of the
   dataset's criteria, criterion-independent (``AVG``) otherwise.
 
-Roles are declared by the reader of a dataset (:mod:`storyeval.data.io`), never guessed from
+Roles are declared by the reader of a dataset (`storyeval.data.io`), never guessed from
 a dataset's own vocabulary. Two naming conventions of storyeval's own outputs are understood
 for automatic scores:
 
@@ -103,7 +103,7 @@ def criterion_tokens(criteria: Sequence[str], codes: Mapping[str, str] | None = 
 
 
 def catalogue_frame(rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
-    """A catalogue DataFrame from rows (dicts with the :data:`CATALOGUE_COLUMNS`)."""
+    """A catalogue DataFrame from rows (dicts with the `CATALOGUE_COLUMNS`)."""
     frame = pd.DataFrame(list(rows), columns=list(CATALOGUE_COLUMNS))
     frame["annotator"] = frame["annotator"].astype(object)
     frame["eval_prompt"] = frame["eval_prompt"].astype("Int64")
@@ -118,7 +118,7 @@ def infer_catalogue(measures: Iterable[str], *, criteria: Sequence[str] = (),
     Returns
     -------
     pandas.DataFrame
-        One row per measure with the columns of :data:`CATALOGUE_COLUMNS`.
+        One row per measure with the columns of `CATALOGUE_COLUMNS`.
 
     Examples
     --------

@@ -1,7 +1,8 @@
-"""The :class:`Dataset`: per-story scores of many measures, plus their catalogue."""
+"""The [`Dataset`][]: per-story scores of many measures, plus their catalogue."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.data.catalogue import HUMAN_KINDS, infer_catalogue, merge_catalogues
-from storyeval.exceptions import InputError
+from storyeval.exceptions import DroppedStoriesWarning, InputError
 
 SCORE_COLUMNS = ("story_id", "system", "prompt_id", "measure", "value")
 
@@ -29,11 +30,11 @@ class Dataset:
     The data are held in wide form: one row per story, indexed by ``(system, prompt_id)``, one
     float column per measure. The catalogue says what each column is (a human criterion, one
     annotator's ratings, an automatic metric, an LLM rating; see
-    :mod:`storyeval.data.catalogue`). :attr:`scores` gives the tidy long table (``story_id,
+    `storyeval.data.catalogue`). [`scores`][] gives the tidy long table (``story_id,
     system, prompt_id, measure, value``), the common currency between storyeval steps.
 
-    Build one with a reader (:func:`storyeval.data.read_dataset`,
-    :func:`storyeval.data.ratings_to_dataset`, :func:`storyeval.data.scores_to_dataset`)
+    Build one with a reader ([`storyeval.data.read_dataset`][],
+    [`storyeval.data.ratings_to_dataset`][], [`storyeval.data.scores_to_dataset`][])
     rather than by hand.
 
     Parameters
@@ -186,26 +187,37 @@ class Dataset:
         mask = self.table.index.get_level_values("system").isin(keep)
         return self._derived(self.table.loc[mask])
 
-    def with_scores(self, scores: pd.DataFrame, *, how: str = "inner",
-                    catalogue: pd.DataFrame | None = None) -> Dataset:
+    def with_scores(self, scores: pd.DataFrame, *, how: str | None = None,
+                    catalogue: pd.DataFrame | None = None,
+                    source: str = "new scores") -> Dataset:
         """This dataset joined with new per-story scores (a tidy table) on ``story_id``.
 
         Parameters
         ----------
         scores : pandas.DataFrame
-            Tidy table with at least ``story_id, measure, value`` (see :func:`validate_scores`).
-        how : {"inner", "left"}
+            Tidy table with at least ``story_id, measure, value`` (see `validate_scores`).
+        how : {None, "inner", "left"}
             ``"inner"`` keeps only the stories that the new scores cover (the usual case: a
             metric computed on a subset of stories); ``"left"`` keeps every story, with NaN where
-            the new measures have no score.
+            the new measures have no score. ``None`` (default): ``"inner"``, warning when it
+            leaves stories out (an explicit ``"inner"`` asks for the subset: no warning).
         catalogue : pandas.DataFrame, optional
             Catalogue rows for the new measures; inferred from their names otherwise.
+        source : str
+            What the scores are (e.g. their file), for warnings.
+
+        Warns
+        -----
+        DroppedStoriesWarning
+            ``how=None`` left out stories that the scores do not cover (the message says how
+            many, and of which systems: a score file cut short shows here), or a new measure
+            covers fewer stories than the scores as a whole.
         """
         from storyeval.data.io import validate_scores
 
-        if how not in ("inner", "left"):
+        if how not in (None, "inner", "left"):
             raise InputError(f"how must be 'inner' or 'left', got {how!r}")
-        scores = validate_scores(scores, source="scores", require=("story_id", "measure", "value"))
+        scores = validate_scores(scores, source=source, require=("story_id", "measure", "value"))
         clash = sorted(set(scores["measure"]) & set(self.measures))
         if clash:
             raise InputError(f"new scores repeat measures already in the dataset: {clash[:5]}")
@@ -226,8 +238,16 @@ class Dataset:
         aligned = new.reindex(own_ids)
         aligned.index = self.table.index
         table = pd.concat([self.table, aligned.astype(float)], axis=1)
-        if how == "inner":
-            table = table.loc[np.asarray(own_ids.isin(new.index))]
+        covered = np.asarray(own_ids.isin(new.index))
+        if how is None and not covered.all():
+            warnings.warn(f"{source}: {int(covered.sum())} of the {len(covered)} stories of "
+                          f"dataset {self.name!r} have scores; {int((~covered).sum())} stories "
+                          f"dropped (left out of every result): "
+                          f"{_dropped_text(self.table.index, covered)}",
+                          DroppedStoriesWarning, stacklevel=2)
+        if how != "left":
+            table = table.loc[covered]
+        _warn_partial_measures(scores, len(new), source)
         extra = catalogue if catalogue is not None else infer_catalogue(
             new.columns, criteria=self.criteria, codes=self.criterion_codes)
         return self._derived(table, merge_catalogues(self.catalogue, extra))
@@ -236,3 +256,26 @@ class Dataset:
         return (f"Dataset(name={self.name!r}, stories={len(self.table)}, "
                 f"systems={len(self.systems)}, prompts={len(self.prompts)}, "
                 f"measures={len(self.measures)})")
+
+
+def _dropped_text(index: pd.MultiIndex, covered: np.ndarray, shown: int = 6) -> str:
+    """``"systems 'A' (all 24), 'B' (12 of 24)"``: the stories left out, per system."""
+    frame = pd.DataFrame({"system": index.get_level_values("system"), "dropped": ~covered})
+    per = frame.groupby("system", sort=False)["dropped"].agg(["sum", "size"])
+    per = per[per["sum"] > 0]
+    parts = [f"{system!r} (all {n})" if d == n else f"{system!r} ({d} of {n})"
+             for system, d, n in zip(per.index, per["sum"], per["size"])]
+    more = f" and {len(parts) - shown} more" if len(parts) > shown else ""
+    return ("system " if len(parts) == 1 else "systems ") + ", ".join(parts[:shown]) + more
+
+
+def _warn_partial_measures(scores: pd.DataFrame, n_stories: int, source: str) -> None:
+    """Warn when a new measure has scores for fewer stories than the scores cover."""
+    counts = scores.groupby("measure", sort=False).size()
+    short = counts[counts < n_stories]
+    if len(short):
+        listed = ", ".join(f"{m!r} ({n})" for m, n in short.head(5).items())
+        more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+        warnings.warn(f"{source}: {len(short)} measure(s) have scores for fewer of the "
+                      f"{n_stories} stories than the others (their other stories are missing "
+                      f"values): {listed}{more}", DroppedStoriesWarning, stacklevel=3)

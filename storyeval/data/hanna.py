@@ -1,15 +1,16 @@
 """The HANNA benchmark data shipped inside storyeval (MIT licence, see ``hanna/ATTRIBUTION.md``).
 
-- :func:`load_hanna`: the 1,056 stories (11 systems x 96 prompts) with the six human criteria,
+- [`load_hanna`][]: the 1,056 stories (11 systems x 96 prompts) with the six human criteria,
   72 automatic metrics, the three annotators, their leave-one-out means and the LLM ratings.
-- :func:`load_hanna_stories`: the texts that were released: the 96 human stories and the 576
+- [`load_hanna_stories`][]: the texts that were released: the 96 human stories and the 576
   stories written by six LLMs (the 960 texts of the ten older systems are not in the release).
-- :func:`load_user_study`: the 100 LLM explanations x 3 crowd workers with six error labels.
+- [`load_user_study`][]: the 100 LLM explanations x 3 crowd workers with six error labels.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from functools import lru_cache
@@ -125,13 +126,14 @@ def _load_hanna_cached() -> Dataset:
 
 
 def load_hanna(*, include_human_stories: bool = True) -> Dataset:
-    """The embedded HANNA scores as a :class:`~storyeval.data.Dataset`.
+    """The embedded HANNA scores as a [`Dataset`][].
 
     Parameters
     ----------
     include_human_stories : bool, default True
         Keep the 96 stories of the ``Human`` system. The paper's correlations leave them out
-        (they are the references of the reference-based metrics); :func:`storyeval.meta.meta_evaluate`
+        (they are the references of the reference-based metrics);
+        [`storyeval.meta.meta_evaluate`][storyeval.meta.pipeline.meta_evaluate]
         does so by default.
 
     Examples
@@ -156,7 +158,7 @@ def load_hanna_stories() -> pd.DataFrame:
         Columns ``story_id, system, prompt_id, prompt, story, reference``. ``reference`` is the
         human story of the same prompt (as HANNA used for reference-based metrics); it is missing
         (NA) for the human stories themselves. Prompt ids follow the order of
-        :func:`load_hanna`, so the human stories align with their human ratings.
+        [`load_hanna`][], so the human stories align with their human ratings.
     """
     raw = pd.read_csv(hanna_path("hanna_llm_stories.csv"), keep_default_na=False)
     expected = {"Prompt", "Human", "Story", "Model"}
@@ -224,30 +226,34 @@ def load_user_study() -> pd.DataFrame:
 def is_hanna_wide(path: Path) -> bool:
     """Whether ``path`` looks like a table in HANNA's released wide format (a CSV whose first
     column is ``Model``)."""
+    from storyeval.data.io import _encoding
+
     if path.suffix.lower() != ".csv" or not path.is_file():
         return False
     with path.open("rb") as handle:
-        header = handle.readline().decode("utf-8", errors="replace")
+        head = handle.read(2**20)
+    header = head.decode(_encoding(head), errors="replace").lstrip("\ufeff").split("\n")[0]
     return header.startswith("Model,") and "measure" not in header.split(",")
 
 
 def read_hanna_wide(path: str | Path, *, name: str | None = None,
                     system_column: str = "Model") -> Dataset:
-    """Read a table in HANNA's released wide format into a :class:`Dataset` with HANNA's roles.
+    """Read a table in HANNA's released wide format into a [`Dataset`][] with HANNA's roles.
 
     One row per system (column ``system_column``); every other cell is a JSON list with one value
     per story-prompt, in the same prompt order for every row. Prompt ids are 0..N-1 in that order.
-    Columns are given their roles by HANNA's names (:func:`hanna_catalogue`).
+    Columns are given their roles by HANNA's names (`hanna_catalogue`).
     """
+    from storyeval.data.io import _check_header, read_text
+
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
+    text = read_text(path)  # a missing file, a folder, an encoding other than UTF-8/16: errors
     csv.field_size_limit(2**31 - 1)
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+    rows = list(csv.reader(io.StringIO(text, newline="")))
     if len(rows) < 2:
         raise InputError(f"{path}: no data rows")
     header, body = rows[0], rows[1:]
+    _check_header(header, str(path))
     if system_column not in header:
         raise InputError(f"{path}: missing column {system_column!r}; found {header[:5]}...")
     sys_idx = header.index(system_column)

@@ -1,16 +1,24 @@
 """Reading and validating user score tables (long format) and HANNA-style wide tables.
 
-Long format (CSV, TSV, JSONL or Parquet), one row per (story, measure)::
+Long format (CSV, TSV, JSONL or Parquet), one row per (story, measure):
 
     story_id,system,prompt_id,measure,value
     GPT-2/0,GPT-2,0,my-metric,0.41
 
 ``story_id`` may be omitted when ``system`` and ``prompt_id`` are given (it is then built as
 ``"{system}/{prompt_id}"``). Every problem is reported with the file, column and row.
+
+Text files (CSV, TSV, JSON Lines) are read as UTF-8, with or without a byte-order mark, or as
+UTF-16 when they start with a UTF-16 byte-order mark (as spreadsheet programs write "Unicode
+text"); any other encoding (Latin-1, Windows-1252) is an error that names the file and line and
+asks to re-encode the file as UTF-8. A header naming a column twice is an error.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,27 +57,127 @@ def _format_of(path: Path, fmt: str | None) -> str:
         ) from None
 
 
-def read_table(path: str | Path, *, format: str | None = None) -> tuple[pd.DataFrame, str]:
-    """Read a CSV / TSV / JSONL / Parquet file into a DataFrame; returns it and its format."""
+def check_input_file(path: str | Path) -> Path:
+    """``path`` as a Path; an error naming it when it does not exist or is a folder."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
-    fmt = _format_of(path, format)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a file; give the file inside it")
+    return path
+
+
+def _encoding(head: bytes) -> str:
+    """UTF-16 when the bytes start with a UTF-16 byte-order mark, else UTF-8 (BOM optional)."""
+    return "utf-16" if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else "utf-8-sig"
+
+
+def decode_text(raw: bytes, source: str) -> str:
+    """``raw`` decoded as UTF-8 (BOM optional) or BOM-marked UTF-16; an error naming
+    ``source`` and the line of the first undecodable byte otherwise."""
+    encoding = _encoding(raw)
     try:
-        if fmt == "csv":
-            frame = pd.read_csv(path, keep_default_na=True)
-        elif fmt == "tsv":
-            frame = pd.read_csv(path, sep="\t")
-        elif fmt == "jsonl":
-            frame = pd.read_json(path, lines=True, dtype=False)
-        else:
-            import_optional("pyarrow", extra="parquet", purpose="reading Parquet files")
-            frame = pd.read_parquet(path)
-    except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot be read as {fmt}: {exc}") from exc
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        fixed = Path(source).with_name(f"{Path(source).stem}-utf8{Path(source).suffix}")
+        how = (f"re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 {source} > {fixed}"
+               if encoding != "utf-16" else "the file is cut or not UTF-16: save it again as "
+               "UTF-8")
+        raise InputError(
+            f"{source}, line {line}: not {'UTF-16' if encoding == 'utf-16' else 'UTF-8'} text "
+            f"(byte 0x{raw[exc.start]:02x}); storyeval reads UTF-8 (with or without BOM) or "
+            f"UTF-16 with a BOM: {how}") from None
+
+
+def read_text(path: str | Path) -> str:
+    """The text of a file, decoded as `decode_text` says."""
+    path = check_input_file(path)
+    return decode_text(path.read_bytes(), str(path))
+
+
+def _check_header(names: Sequence[str], source: str) -> None:
+    """An error naming the first column that the header gives twice."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if name in seen:
+            raise InputError(f"{source}, line 1: column {name!r} appears twice in the header "
+                             f"(columns {seen[name]} and {i}); give each column once")
+        seen[name] = i
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _read_delimited(text: str, source: str, fmt: str) -> pd.DataFrame:
+    sep = "," if fmt == "csv" else "\t"
+    if not text.strip():
+        raise InputError(f"{source}: the file is empty")
+    _check_header(next(csv.reader(io.StringIO(text), delimiter=sep)), source)
+    try:
+        return pd.read_csv(io.StringIO(text), sep=sep, keep_default_na=True)
     except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: the file is empty") from None
-    return frame, fmt
+        raise InputError(f"{source}: the file is empty") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"{source}: cannot be read as {fmt}: {_one_line(exc)}") from None
+
+
+_JSONL_HINT = ("JSON Lines expected: one JSON object per line, one line per row, e.g. "
+               "{\"story_id\": \"A/1\", \"measure\": \"m\", \"value\": 0.5} (pandas: "
+               "to_json(orient='records', lines=True))")
+
+
+def _jsonl_record(line: str, where: str) -> dict:
+    """One JSON Lines row; an error saying what the line is instead."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        text = line.strip()
+        what = ("the start of a JSON array" if text.startswith("[") else "the start of a "
+                "JSON document spread over several lines" if text == "{" else
+                f"not valid JSON ({exc.msg}, column {exc.colno})")
+        raise InputError(f"{where}: {what}; {_JSONL_HINT}") from None
+    if isinstance(record, list):
+        raise InputError(f"{where}: a JSON array, not an object; {_JSONL_HINT}")
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: {type(record).__name__} {line.strip()[:30]!r}, not an "
+                         f"object; {_JSONL_HINT}")
+    if record and all(isinstance(v, (dict, list)) for v in record.values()):
+        raise InputError(f"{where}: an object of columns (column-oriented JSON, one value "
+                         f"per row inside each column), not one row; {_JSONL_HINT}")
+    return record
+
+
+def _read_jsonl(text: str, source: str) -> pd.DataFrame:
+    if not text.strip():
+        raise InputError(f"{source}: the file is empty")
+    records = [_jsonl_record(line, f"{source}, line {i}")
+               for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    return pd.DataFrame.from_records(records)
+
+
+def read_table(path: str | Path, *, format: str | None = None) -> tuple[pd.DataFrame, str]:
+    """Read a CSV / TSV / JSONL / Parquet file into a DataFrame; returns it and its format.
+
+    Text files are UTF-8 (BOM optional) or UTF-16 with a BOM (see the module docstring);
+    errors name the file and, where it helps, the line: a folder, another encoding, a column
+    named twice in the header, a JSON array or column-oriented JSON given as JSON Lines.
+    """
+    path = check_input_file(path)
+    fmt = _format_of(path, format)
+    if fmt == "parquet":
+        import_optional("pyarrow", extra="parquet", purpose="reading Parquet files")
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: cannot be read as parquet: {_one_line(exc)}") from None
+        _check_header([str(c) for c in frame.columns], str(path))
+        return frame, fmt
+    text = read_text(path)
+    if fmt == "jsonl":
+        return _read_jsonl(text, str(path)), fmt
+    return _read_delimited(text, str(path), fmt), fmt
 
 
 def row_label(source: str, index: int, fmt: str | None) -> str:
@@ -111,7 +219,8 @@ def validate_scores(
                                  zip(frame["system"], frame["prompt_id"])]
         frame["story_id"] = _string_column(frame["story_id"], "story_id", source, fmt)
     frame["measure"] = _string_column(frame["measure"], "measure", source, fmt)
-    frame["value"] = _numeric_column(frame["value"], "value", source, fmt)
+    about = frame[[c for c in ("story_id", "measure") if c in frame.columns]]
+    frame["value"] = _numeric_column(frame["value"], "value", source, fmt, about)
     _check_unique(frame, source, fmt)
     return frame.reset_index(drop=True)
 
@@ -121,9 +230,11 @@ def string_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd
     return _string_column(col, name, source, fmt)
 
 
-def numeric_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
-    """``col`` as floats; empty cells are NaN, any other non-number an error naming the row."""
-    return _numeric_column(col, name, source, fmt)
+def numeric_column(col: pd.Series, name: str, source: str, fmt: str | None,
+                   what: pd.DataFrame | None = None) -> pd.Series:
+    """``col`` as floats; empty cells are NaN, any other non-number or an infinite value an
+    error naming the row (and its cells of ``what``, e.g. the story)."""
+    return _numeric_column(col, name, source, fmt, what)
 
 
 def split_story_ids(frame: pd.DataFrame, source: str, fmt: str | None) -> None:
@@ -160,7 +271,10 @@ def prompt_column(col: pd.Series, source: str, fmt: str | None, name: str = "pro
     return _string_column(col, name, source, fmt).str.strip()
 
 
-def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
+def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None,
+                    what: pd.DataFrame | None = None) -> pd.Series:
+    """``col`` as floats; a non-number or an infinite value is an error naming the row (and
+    the row's cells of ``what``, e.g. its story and measure)."""
     numeric = pd.to_numeric(col, errors="coerce")
     blank = col.isna() | col.astype(str).str.strip().isin(["", "nan", "NaN", "NA"])
     bad = np.flatnonzero((numeric.isna() & ~blank).to_numpy())
@@ -168,7 +282,21 @@ def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None) -> 
         i = int(bad[0])
         raise InputError(f"{_row_label(source, i, fmt)}: column {name!r} is not a number: "
                          f"{col.iloc[i]!r} ({len(bad)} row(s) in all)")
-    return numeric.astype(float)
+    numeric = numeric.astype(float)
+    infinite = np.flatnonzero(np.isinf(numeric.to_numpy()))
+    if len(infinite):
+        i = int(infinite[0])
+        cells = {} if what is None else what.iloc[i].to_dict()
+        about = "".join(f"{c} {_plain(v)!r}; " for c, v in cells.items())
+        raise InputError(f"{_row_label(source, i, fmt)}: column {name!r} is infinite: "
+                         f"{col.iloc[i]} ({about}{len(infinite)} row(s) in all); values must "
+                         "be finite numbers (an empty cell is a missing value)")
+    return numeric
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value (``7``, not ``np.int64(7)``, in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _check_unique(frame: pd.DataFrame, source: str, fmt: str | None) -> None:
@@ -202,12 +330,12 @@ def scores_to_dataset(
     catalogue: pd.DataFrame | None = None,
     criteria: Sequence[str] = (),
 ) -> Dataset:
-    """A :class:`Dataset` from a tidy long table (validated, see :func:`validate_scores`).
+    """A [`Dataset`][] from a tidy long table (validated, see `validate_scores`).
 
     ``require_same_prompts`` (default) checks that every system has the same set of prompts:
     system-level correlations compare means over different prompts otherwise. ``criteria``
     names the measures that are per-story human scores (every other measure is automatic).
-    Ratings of individual annotators are read with :func:`storyeval.data.ratings_to_dataset`.
+    Ratings of individual annotators are read with [`storyeval.data.ratings_to_dataset`][].
     """
     frame = validate_scores(frame, source=source, fmt=fmt)
     order = list(dict.fromkeys(frame["system"]))
@@ -248,7 +376,7 @@ def _check_same_prompts(table: pd.DataFrame, source: str) -> None:
 
 def read_scores(path: str | Path, *, format: str | None = None, name: str | None = None,
                 require_same_prompts: bool = True) -> Dataset:
-    """Read a long-format score file (CSV, TSV, JSONL, Parquet) into a :class:`Dataset`.
+    """Read a long-format score file (CSV, TSV, JSONL, Parquet) into a [`Dataset`][].
 
     Examples
     --------

@@ -1,13 +1,13 @@
-"""One entry point for any dataset: :func:`read_dataset` reads what a user brings.
+"""One entry point for any dataset: [`read_dataset`][] reads what a user brings.
 
 Human judgments come from ``data`` (or ``ratings``), in any of these layouts, told apart by
 their columns:
 
 - long ratings (``criterion``, ``annotator``, ``value`` and the story), see
-  :mod:`storyeval.data.ratings`;
+  `storyeval.data.ratings`;
 - a long score table (``measure``, ``value`` and the story), whose human criteria are named
-  with ``criteria``, see :mod:`storyeval.data.io`;
-- a wide table with a column mapping, see :mod:`storyeval.data.wide`;
+  with ``criteria``, see `storyeval.data.io`;
+- a wide table with a column mapping, see `storyeval.data.wide`;
 - HANNA's released wide CSV (a ``Model`` column of JSON lists).
 
 Automatic scores come from any number of ``scores`` files (``story_id`` or ``system`` +
@@ -145,12 +145,12 @@ def read_dataset(
     scores : path or sequence of paths
         Automatic scores joined on the stories; only the stories they cover are kept.
     id, criteria, annotators, measures
-        The column mapping (:mod:`storyeval.data.wide`). ``id`` maps roles to the file's
+        The column mapping (`storyeval.data.wide`). ``id`` maps roles to the file's
         column names in any layout (``"system=model,prompt_id=item,value=score"``; roles
         ``system, prompt_id, story_id, criterion, annotator, value, measure``); ``criteria``
         also names the human criteria of a long score table.
     annotator_mode : {"auto", "ids", "slots"}, default "auto"
-        How long ratings' ``annotator`` column is read (:func:`~storyeval.data.ratings_to_dataset`).
+        How long ratings' ``annotator`` column is read ([`ratings_to_dataset`][]).
     reference_system : str, optional
         A system whose stories are references of reference-based metrics, left out of
         meta-evaluation unless asked (HANNA: ``Human``, set by its loader).
@@ -178,5 +178,6 @@ def read_dataset(
                                    require_same_prompts=require_same_prompts)
     paths = [scores] if isinstance(scores, (str, Path)) else list(scores)
     if paths:
-        dataset = dataset.with_scores(read_score_files(paths))
+        dataset = dataset.with_scores(read_score_files(paths),
+                                      source=", ".join(str(p) for p in paths))
     return dataset

@@ -1,6 +1,6 @@
 """Human ratings in long form: one row per (story, criterion, annotator) rating.
 
-Schema (CSV, TSV, JSONL or Parquet; see ``docs/own-data.md``)::
+Schema (CSV, TSV, JSONL or Parquet; see ``docs/own-data.md``):
 
     system,prompt_id,criterion,annotator,value
     model-a,17,Overall,r1,4
@@ -13,7 +13,7 @@ Schema (CSV, TSV, JSONL or Parquet; see ``docs/own-data.md``)::
 - ``value``: a number (an empty cell is a missing rating: counted and reported, never imputed).
 
 The per-story human score of a criterion is the mean of the story's available ratings. How many
-annotators rated each story may vary (ragged data); :func:`ratings_summary` states it.
+annotators rated each story may vary (ragged data); `ratings_summary` states it.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def is_ratings_table(columns: Sequence[str]) -> bool:
 
 def validate_ratings(frame: pd.DataFrame, *, source: str = "ratings",
                      fmt: str | None = None) -> pd.DataFrame:
-    """A clean copy of a long ratings table (columns :data:`RATING_COLUMNS`).
+    """A clean copy of a long ratings table (columns `RATING_COLUMNS`).
 
     Errors name ``source``, the column and the row: no rows; a missing column; an empty story,
     criterion or annotator; a value that is not a number; one rating given twice.
@@ -71,7 +71,8 @@ def validate_ratings(frame: pd.DataFrame, *, source: str = "ratings",
     frame["prompt_id"] = prompt_column(frame["prompt_id"], source, fmt)
     frame["criterion"] = string_column(frame["criterion"], "criterion", source, fmt).str.strip()
     frame["annotator"] = string_column(frame["annotator"], "annotator", source, fmt)
-    frame["value"] = numeric_column(frame["value"], "value", source, fmt)
+    frame["value"] = numeric_column(frame["value"], "value", source, fmt,
+                                    frame[["system", "prompt_id", "criterion", "annotator"]])
     frame = frame.loc[:, list(RATING_COLUMNS)].reset_index(drop=True)
     dup = frame.duplicated(["system", "prompt_id", "criterion", "annotator"], keep=False)
     if dup.any():
@@ -109,12 +110,12 @@ def ratings_to_dataset(ratings: pd.DataFrame, *, name: str = "custom",
                        source: str = "ratings", fmt: str | None = None,
                        annotators: str = "auto", reference_system: str | None = None,
                        require_same_prompts: bool = True) -> Dataset:
-    """A :class:`Dataset` of human judgments from a long ratings table.
+    """A [`Dataset`][] of human judgments from a long ratings table.
 
     Parameters
     ----------
     ratings : DataFrame
-        Long ratings (see the module docstring); validated with :func:`validate_ratings`.
+        Long ratings (see the module docstring); validated with `validate_ratings`.
     name, source, fmt
         Dataset name; file name and format used in error messages.
     annotators : {"auto", "ids", "slots"}, default "auto"
@@ -122,7 +123,7 @@ def ratings_to_dataset(ratings: pd.DataFrame, *, name: str = "custom",
         the k-th rating of each story (in file order) goes to slot k, whoever gave it (crowd
         work where different people rate different stories). ``"auto"``: slots when there are
         more distinct annotators than ratings of any story, ids otherwise. The choice is
-        written into :attr:`Dataset.notes`.
+        written into `Dataset.notes`.
     reference_system : str, optional
         A system whose stories are references (left out by meta-evaluation unless asked).
     require_same_prompts : bool, default True

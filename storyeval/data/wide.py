@@ -1,7 +1,7 @@
 """One wide table per dataset (one row per story), read with a column mapping.
 
 A wide table holds, per story, its identifiers, human judgments (per-story scores or one column
-per annotator) and automatic scores. The mapping says which column is which::
+per annotator) and automatic scores. The mapping says which column is which:
 
     read_dataset("mine.csv", id="system=model,prompt_id=item", criteria=["Overall"],
                  annotators=["rater_*"])
@@ -13,7 +13,7 @@ per annotator) and automatic scores. The mapping says which column is which::
 - ``annotators``: glob patterns ``[CRITERION=]PATTERN`` of the columns holding one annotator's
   ratings each (the criterion may be left out when there is one criterion);
 - ``measures``: glob patterns of the automatic scores (default: every other numeric column;
-  text columns such as the story itself are listed as ignored in :attr:`Dataset.notes`).
+  text columns such as the story itself are listed as ignored in `Dataset.notes`).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def wide_to_dataset(
     reference_system: str | None = None,
     require_same_prompts: bool = True,
 ) -> Dataset:
-    """A :class:`Dataset` from a wide table and a column mapping (see the module docstring).
+    """A [`Dataset`][] from a wide table and a column mapping (see the module docstring).
 
     Examples
     --------
@@ -187,19 +187,21 @@ def wide_to_dataset(
                              f"--annotators for it; columns are {free[:12]}")
     direct = [c for c in criteria if not ann_cols[c]]
     frame = frame.set_axis(range(len(frame)))
+    story = index.to_frame(index=False)  # named by an error about a cell
     parts, catalogues, notes = [], [], []
     if taken:
-        checked = {c: numeric_column(frame[c], c, source, fmt) for c in taken}
+        checked = {c: numeric_column(frame[c], c, source, fmt, story) for c in taken}
         long = _annotator_long(pd.DataFrame(checked), index, ann_cols)
         human = ratings_to_dataset(long, name=name, source=source, annotators="ids",
                                    require_same_prompts=False)
         parts.append(human.table)
         catalogues.append(human.catalogue)
         notes += list(human.notes)
-    values = {c: numeric_column(frame[c], c, source, fmt).to_numpy() for c in direct}
+    values = {c: numeric_column(frame[c], c, source, fmt, story).to_numpy() for c in direct}
     chosen, ignored = _measure_columns(frame, [c for c in free if c not in taken
                                                and c not in direct], measures, source)
-    values.update({c: numeric_column(frame[c], c, source, fmt).to_numpy() for c in chosen})
+    values.update({c: numeric_column(frame[c], c, source, fmt, story).to_numpy()
+                   for c in chosen})
     parts.append(pd.DataFrame(values, index=index, dtype=float))
     catalogues.append(infer_catalogue(direct, criteria=criteria))
     catalogues.append(infer_catalogue(chosen, criteria=criteria))
@@ -222,7 +224,7 @@ def _annotator_long(frame: pd.DataFrame, index: pd.MultiIndex,
                     ann_cols: dict[str, list[str]]) -> pd.DataFrame:
     """The annotator columns as a long ratings table. In a wide table an empty annotator cell
     means "not rated by this annotator" (ragged data), so it is not a rating; counts per story
-    are reported by :func:`storyeval.data.ratings.ratings_notes`."""
+    are reported by `storyeval.data.ratings.ratings_notes`."""
     blocks = []
     for crit, cols in ann_cols.items():
         for col in cols:

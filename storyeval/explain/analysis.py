@@ -41,7 +41,7 @@ def user_study_explanations() -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``explanation_id, story_id, explanation, criterion, basis, cues, reason`` (see
-        :func:`storyeval.explain.infer_criterion`; ``criterion`` is ``"unknown"`` when the
+        `storyeval.explain.infer_criterion`; ``criterion`` is ``"unknown"`` when the
         text does not determine it).
     """
     from storyeval.data import load_user_study
@@ -64,7 +64,7 @@ def read_explanations(path: str | os.PathLike, *, text_column: str = "explanatio
     criterion_column : str or None, default "criterion"
         Criteria given as names or codes (``"RE"``) are normalised to full names; other labels
         are kept as given. If None or absent, the criterion is read from the text
-        (:func:`storyeval.explain.infer_criterion`) and ``basis``/``cues``/``reason`` columns
+        (`storyeval.explain.infer_criterion`) and ``basis``/``cues``/``reason`` columns
         are added; an existing ``criterion`` column is then kept as ``criterion_given``.
     where : dict, optional
         Keep only rows whose columns equal the given values (compared as text), e.g.
@@ -135,7 +135,7 @@ def read_explanations(path: str | os.PathLike, *, text_column: str = "explanatio
 
 @dataclass
 class ExplanationAnalysis:
-    """Result of :func:`analyze_explanations`."""
+    """Result of `analyze_explanations`."""
 
     table: pd.DataFrame              # inputs + x, y coordinates
     embeddings: np.ndarray
@@ -256,10 +256,10 @@ def analyze_explanations(
     metric : {"cosine", "euclidean"}, default "cosine"
         Distance for UMAP and the silhouette.
     n_permutations : int, default 999
-    top, max_ngram_size, exact_ngrams : YAKE! settings (see :func:`yake_keywords`)
+    top, max_ngram_size, exact_ngrams : YAKE! settings (see `yake_keywords`)
     mask_criterion_cues : bool, default False
         Blank out the criterion names and guideline descriptors
-        (:func:`storyeval.explain.mask_cues`) before embedding and keyword extraction, to
+        (`storyeval.explain.mask_cues`) before embedding and keyword extraction, to
         measure separation beyond the quoted guideline wording. The table keeps the originals.
     random_state : int or None, default 0
         Seeds UMAP and the permutations.

@@ -62,7 +62,7 @@ def criterion_cues(path: str | Path | None = None) -> pd.DataFrame:
 class CriterionGuess:
     """The criterion read from one explanation.
 
-    ``criterion`` is a name from :data:`storyeval.data.criteria.CRITERIA` or ``"unknown"``;
+    ``criterion`` is a name from `storyeval.data.criteria.CRITERIA` or ``"unknown"``;
     ``basis`` is ``"named"`` (the criterion's name occurs), ``"descriptor"`` (only guideline
     descriptors occur) or ``"none"`` / ``"conflict"``; ``cues`` lists the matched texts.
     """
@@ -122,7 +122,7 @@ def infer_criterion(text: str, *, cues: str | Path | None = None) -> CriterionGu
 
 
 def infer_criteria(texts: Sequence[str], *, cues: str | Path | None = None) -> pd.DataFrame:
-    """:func:`infer_criterion` over many texts: columns ``criterion, basis, cues, reason``."""
+    """`infer_criterion` over many texts: columns ``criterion, basis, cues, reason``."""
     rows = []
     for i, t in enumerate(texts):
         if not isinstance(t, str):

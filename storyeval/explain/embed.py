@@ -39,7 +39,7 @@ def embed_texts(
     texts : sequence of str
     model : str or path-like, optional
         A sentence-transformers model folder or hub name; default the MiniLM of
-        :func:`default_encoder_path` (works offline).
+        `default_encoder_path` (works offline).
     batch_size : int, default 32
     device : str, optional
         ``"cpu"``, ``"cuda"``...; default: sentence-transformers' choice.

@@ -37,7 +37,7 @@ def yake_keywords(text: str, *, top: int = 30, max_ngram_size: int = 3, exact: b
 
     References
     ----------
-    .. [1] Campos, R., et al. (2020). YAKE! Keyword extraction from single documents using
+    1. Campos, R., et al. (2020). YAKE! Keyword extraction from single documents using
        multiple local features. Information Sciences 509, 257-289.
 
     Examples

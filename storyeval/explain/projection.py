@@ -55,7 +55,7 @@ def project_2d(
 
     References
     ----------
-    .. [1] McInnes, L., Healy, J., & Melville, J. (2018). UMAP: Uniform Manifold Approximation
+    1. McInnes, L., Healy, J., & Melville, J. (2018). UMAP: Uniform Manifold Approximation
        and Projection for Dimension Reduction. arXiv:1802.03426.
 
     Examples
@@ -88,8 +88,8 @@ def plot_projection(coords: np.ndarray, labels: Sequence[str], *, title: str | N
                     ax=None, legend_title: str = "criterion"):
     """Scatter plot of 2-D coordinates coloured by criterion; returns the matplotlib figure.
 
-    Criteria keep fixed colours (:data:`CRITERION_COLOURS`), listed in the legend in the
-    order of :data:`storyeval.data.criteria.CRITERIA` with their counts; ``"unknown"`` is grey.
+    Criteria keep fixed colours (`CRITERION_COLOURS`), listed in the legend in the
+    order of `storyeval.data.criteria.CRITERIA` with their counts; ``"unknown"`` is grey.
     """
     if ax is None:
         from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend

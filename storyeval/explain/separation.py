@@ -118,7 +118,7 @@ def criterion_separation(
     Returns
     -------
     SeparationResult
-        NaN with :class:`UndefinedStatisticWarning` when fewer than 2 groups or fewer than
+        NaN with [`UndefinedStatisticWarning`][] when fewer than 2 groups or fewer than
         3 items remain.
 
     Notes
@@ -130,7 +130,7 @@ def criterion_separation(
 
     References
     ----------
-    .. [1] Rousseeuw, P. J. (1987). Silhouettes: a graphical aid to the interpretation and
+    1. Rousseeuw, P. J. (1987). Silhouettes: a graphical aid to the interpretation and
        validation of cluster analysis. J. Comput. Appl. Math. 20, 53-65.
 
     Examples

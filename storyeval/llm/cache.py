@@ -1,21 +1,29 @@
 """A crash-safe answer cache: SQLite in WAL mode, one committed transaction per answer.
 
 Every completed answer is committed the moment it arrives, keyed by
-:func:`request_key` (a SHA-256 of backend kind, model, rendered messages, sampling parameters,
+`request_key` (a SHA-256 of backend kind, model, rendered messages, sampling parameters,
 seed and try index). A process killed with SIGKILL loses at most the answers still in flight
 (a committed WAL transaction is in the operating system's hands once ``COMMIT`` returns), and a
 restarted run sends no request whose key is stored. The raw text is kept, so a newer parser
 re-reads old answers without any request. No secret is ever part of a key or a row.
+
+Runs that send requests hold an exclusive lock on the cache (:meth:`AnswerCache.writer_lock`, an
+``fcntl.flock`` on the sidecar file ``<cache>.lock``, released by the operating system when the
+process ends, even by SIGKILL), so two identical runs never pay twice; if an answer for a key is
+stored anyway by someone else first (a platform without ``flock``), the stored answer wins and is
+the one a run reports (:meth:`AnswerCache.put` returns False).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +78,13 @@ def messages_digest(messages: Sequence[dict[str, str]]) -> str:
 
 
 def key_prefix(*, backend: str, model: str, sampling: dict[str, Any]) -> str:
-    """The part of :func:`request_key` shared by every request of a run."""
+    """The part of `request_key` shared by every request of a run."""
     return json.dumps([KEY_VERSION, backend, model, sampling], sort_keys=True,
                       separators=(",", ":"), ensure_ascii=False)
 
 
 def key_from_prefix(prefix: str, messages_sha: str, try_index: int, seed: int | None) -> str:
-    """:func:`request_key` from a :func:`key_prefix` (the fast path for many requests)."""
+    """`request_key` from a `key_prefix` (the fast path for many requests)."""
     blob = f"{prefix}\x1f{messages_sha}\x1f{seed}\x1f{int(try_index)}"
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -85,7 +93,7 @@ def request_key(*, backend: str, model: str, messages_sha: str, sampling: dict[s
                 try_index: int, seed: int | None) -> str:
     """The cache key of one request (SHA-256 hex).
 
-    Inputs: ``KEY_VERSION``, backend kind, model, :func:`messages_digest` of the messages, the
+    Inputs: ``KEY_VERSION``, backend kind, model, `messages_digest` of the messages, the
     sampling parameters (canonical JSON), the seed and the try index. Never an API key or a URL.
     """
     return key_from_prefix(key_prefix(backend=backend, model=model, sampling=sampling),
@@ -95,6 +103,39 @@ def request_key(*, backend: str, model: str, messages_sha: str, sampling: dict[s
 _COLUMNS = ("key", "backend", "model", "messages_sha", "sampling", "try_index", "seed", "raw",
             "finish_reason", "prompt_tokens", "completion_tokens", "latency_s", "attempts",
             "created", "parser_version", "rating", "status", "explanation")
+
+
+def _has_wal(p: Path) -> bool:
+    wal = Path(str(p) + "-wal")
+    return wal.exists() and wal.stat().st_size > 0
+
+
+def _create(p: Path, synchronous: str) -> None:
+    """Create a new, empty cache at ``p`` whole: built under a temporary name, then linked into
+    place (``os.link`` fails if another process created ``p`` meanwhile, and then its cache is
+    used). A crash leaves at most a temporary file, never an empty or half-made cache."""
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute(f"PRAGMA synchronous={synchronous}")
+            con.executescript(_SCHEMA)
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
+        finally:
+            con.close()  # checkpoints the WAL into the file and removes it
+        try:
+            os.link(tmp, p)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: let SQLite create it in place
+            pass
+    except sqlite3.Error:  # pragma: no cover - e.g. a read-only folder: SQLite will say why
+        pass
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.unlink(str(tmp) + suffix)
 
 
 class AnswerCache:
@@ -126,7 +167,14 @@ class AnswerCache:
             p = Path(self.path)
             if p.exists() and p.is_dir():
                 raise InputError(f"cache path {self.path!r} is a directory, expected a file")
+            if p.exists() and p.stat().st_size == 0 and not _has_wal(p):
+                raise InputError(
+                    f"cache file {self.path!r} is empty (0 bytes), so it is not a storyeval answer "
+                    "cache (an interrupted copy or download?); storyeval never leaves an empty "
+                    "cache behind. Delete it to start a new cache, or give the right file")
             p.parent.mkdir(parents=True, exist_ok=True)
+            if not p.exists():
+                _create(p, synchronous.upper())
         self._lock = threading.Lock()
         try:
             self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
@@ -143,6 +191,49 @@ class AnswerCache:
             raise InputError(f"cache file {self.path!r} has schema {row[0]}, this storyeval "
                              f"reads schema {_SCHEMA_VERSION}")
 
+    # -- locking ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def writer_lock(self, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the cache's exclusive writer lock (``fcntl.flock`` on ``<path>.lock``).
+
+        A run that sends requests holds it from the moment it decides what to send until its
+        last answer is stored, so a second run on the same cache waits, then finds the first
+        run's answers stored and sends only what is still missing. ``on_wait(message)`` is
+        called once if the lock is held by another process (the message names its pid). The
+        operating system releases the lock when the holder ends, even by SIGKILL. Without
+        ``fcntl`` (Windows) or for ``":memory:"`` this does nothing.
+        """
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            fcntl = None
+        if fcntl is None or self.path == ":memory:":
+            yield
+            return
+        lock_path = self.path + ".lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    try:
+                        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+                    except OSError:
+                        holder = ""
+                    on_wait(f"the answer cache {self.path!r} is in use by another storyeval run"
+                            f"{f' (pid {holder})' if holder.isdigit() else ''}; waiting for it "
+                            "to finish, then only what is still missing is sent")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+            except OSError:  # the pid is a courtesy
+                pass
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     # -- writing ---------------------------------------------------------------------------
     def put(self, *, key: str, backend: str, model: str, messages_sha: str, sampling: dict,
             try_index: int, seed: int | None, raw: str, finish_reason: str | None = None,
@@ -150,16 +241,22 @@ class AnswerCache:
             latency_s: float | None = None, attempts: int | None = None,
             parser_version: str | None = None, rating: float | None = None,
             status: str | None = None, explanation: str | None = None) -> bool:
-        """Store one answer and commit at once. Returns False if the key was already stored
-        (the first answer is kept)."""
+        """Store one answer and commit at once.
+
+        Returns False if an answer for the key was already stored: the stored answer wins
+        (read it with :meth:`get_many` and use it). The one exception is a stored empty answer
+        (older storyeval versions cached those), which a new answer replaces.
+        """
         row = (key, backend, model, messages_sha,
                json.dumps(sampling, sort_keys=True, separators=(",", ":")), int(try_index),
                seed, raw, finish_reason, prompt_tokens, completion_tokens, latency_s, attempts,
                time.time(), parser_version, rating, status, explanation)
+        update = ",".join(f"{c}=excluded.{c}" for c in _COLUMNS if c != "key")
         with self._lock:
             cur = self._con.execute(
-                f"INSERT OR IGNORE INTO answers ({','.join(_COLUMNS)}) "
-                f"VALUES ({','.join('?' * len(_COLUMNS))})", row)
+                f"INSERT INTO answers ({','.join(_COLUMNS)}) "
+                f"VALUES ({','.join('?' * len(_COLUMNS))}) "
+                f"ON CONFLICT(key) DO UPDATE SET {update} WHERE trim(answers.raw) = ''", row)
         return cur.rowcount == 1
 
     def update_parsed(self, rows: Iterable[tuple[str, float | None, str, str]],

@@ -13,10 +13,10 @@ saying why. Statuses:
     several different ratings, a range (``3-4``, ``3 or 4``, ``between 3 and 4``) or a
     non-integer (``3.5``; the ``first_number`` method keeps it, as the paper did).
 
-Two methods (:data:`PARSERS`): ``"strict"`` (the default, rules in :func:`parse_rating`) and
-``"first_number"`` (the paper's rule). Each cached answer carries the tag :func:`parser_id` of
-the parser that read it (method and :data:`PARSER_VERSION`); re-parsing stored raw answers with
-another method or a newer version needs no new request (see :mod:`storyeval.llm.cache`).
+Two methods (`PARSERS`): ``"strict"`` (the default, rules in `parse_rating`) and
+``"first_number"`` (the paper's rule). Each cached answer carries the tag `parser_id` of
+the parser that read it (method and `PARSER_VERSION`); re-parsing stored raw answers with
+another method or a newer version needs no new request (see `storyeval.llm.cache`).
 """
 
 from __future__ import annotations
@@ -181,14 +181,14 @@ def _mask(text: str) -> str:
 
 @dataclass(frozen=True)
 class ParsedRating:
-    """Result of :func:`parse_rating`.
+    """Result of `parse_rating`.
 
     Attributes
     ----------
     rating : float
         The rating, NaN unless ``status == "ok"``.
     status : str
-        One of :data:`STATUSES`.
+        One of `STATUSES`.
     explanation : str
         The answer without the rating token (the whole answer when no rating was found).
     candidate : float
@@ -250,7 +250,7 @@ def parse_rating(text: str | None, *, scale: tuple[int, int] = (1, 5),
         anywhere in the text (the first match of ``[0-9]+(\\.[0-9]+)?``), kept as it is when it
         lies on the scale, even if not an integer; ``no_number`` when there is none and
         ``out_of_range`` when it is off the scale. With
-        :func:`storyeval.llm.outputs.to_scores`'s ``on_unparsed="midpoint"`` those two become 3,
+        `storyeval.llm.outputs.to_scores`'s ``on_unparsed="midpoint"`` those two become 3,
         which is exactly the paper's rule.
 
     Returns
@@ -345,7 +345,7 @@ def parse_rating(text: str | None, *, scale: tuple[int, int] = (1, 5),
 
 
 def parse_many(texts, *, scale: tuple[int, int] = (1, 5), method: str = "strict") -> pd.DataFrame:
-    """:func:`parse_rating` over a sequence; a DataFrame with columns rating, status, explanation."""
+    """`parse_rating` over a sequence; a DataFrame with columns rating, status, explanation."""
     rows = [parse_rating(t, scale=scale, method=method) for t in texts]
     return pd.DataFrame({
         "rating": np.array([r.rating for r in rows], dtype=float),

@@ -1,13 +1,13 @@
 """From the tidy ratings table to what the rest of storyeval uses.
 
-* :func:`to_scores`: the tidy score table read by ``storyeval meta`` (one measure per model x
+* `to_scores`: the tidy score table read by ``storyeval meta`` (one measure per model x
   criterion x Eval-Prompt, named like HANNA's columns, ``"Beluga-13B RE 1"``; plus the
   ``"{model} AVG {k}"`` mean over criteria).
-* :func:`failure_rates`: answers without a usable rating, per model x Eval-Prompt x criterion.
-* :func:`self_consistency`: ICC(2,k) over the tries (the tries act as k raters of the stories).
-* :func:`judge_systems`: the paper's LLM-as-judge-of-systems table (mean rating per system and
+* `failure_rates`: answers without a usable rating, per model x Eval-Prompt x criterion.
+* `self_consistency`: ICC(2,k) over the tries (the tries act as k raters of the stories).
+* `judge_systems`: the paper's LLM-as-judge-of-systems table (mean rating per system and
   criterion with a t-interval).
-* :func:`llm_catalogue`: catalogue rows (``docs/design.md``) for the LLM measures.
+* `llm_catalogue`: catalogue rows (``docs/design.md``) for the LLM measures.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def to_scores(ratings: pd.DataFrame, *, on_unparsed: str = "nan", include_avg: b
     Parameters
     ----------
     ratings : DataFrame
-        The ratings table of :func:`storyeval.llm.rate` (columns :data:`RATING_COLUMNS`).
+        The ratings table of `storyeval.llm.rate` (columns `RATING_COLUMNS`).
     on_unparsed : {"nan", "midpoint"}, default "nan"
         ``"nan"``: failed tries are left out of the mean; a story with no usable try gets NaN
         (with ``reason``). ``"midpoint"``: parse failures (no number, out of range, ambiguous)
@@ -105,13 +105,13 @@ def to_scores(ratings: pd.DataFrame, *, on_unparsed: str = "nan", include_avg: b
     Notes
     -----
     value(story, m, k, c) = mean over tries t with a usable rating of r(story, m, k, c, t).
-    HANNA's released LLM columns are the mean over the 3 tries with failures set to 3 [1]_,
+    HANNA's released LLM columns are the mean over the 3 tries with failures set to 3 [1],
     i.e. ``on_unparsed="midpoint"``.
 
     References
     ----------
-    .. [1] Chhun, C., Suchanek, F. M., & Clavel, C. (2024). Do Language Models Enjoy Their Own
-           Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
+    1. Chhun, C., Suchanek, F. M., & Clavel, C. (2024). Do Language Models Enjoy Their Own
+       Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
 
     Validated against hand-worked tables (``tests/test_llm_outputs.py``).
 
@@ -198,9 +198,9 @@ def self_consistency(ratings: pd.DataFrame, *, confidence_level: float = 0.95) -
     -------
     DataFrame
         ``model, eval_prompt, criterion`` then the columns of
-        :func:`storyeval.meta.icc.icc2k_many` (``icc2k, ci_low, ci_high, ..., reason``).
+        [`storyeval.meta.icc.icc2k_many`][] (``icc2k, ci_low, ci_high, ..., reason``).
 
-    Validated through :func:`storyeval.meta.icc.icc2k_many`, itself checked against pingouin.
+    Validated through [`storyeval.meta.icc.icc2k_many`][], itself checked against pingouin.
     """
     from storyeval.meta.icc import icc2k_many
 
@@ -232,7 +232,7 @@ def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
                   on_unparsed: str = "nan") -> pd.DataFrame:
     """The LLM-as-judge-of-systems table: mean rating per system and criterion with a t-interval.
 
-    Each story first gets its mean over usable tries (:func:`to_scores`); then for every model,
+    Each story first gets its mean over usable tries (`to_scores`); then for every model,
     Eval-Prompt, system and criterion: ``mean`` over the system's stories, ``sem`` = s / sqrt(n),
     and the interval ``mean +/- t_{(1+level)/2, n-1} sem`` (Student t, n = stories with a
     value).
@@ -246,13 +246,13 @@ def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
     Notes
     -----
     Stories are the sampling units (tries of one story are not independent). With n < 2 the
-    interval is undefined: NaN and an :class:`UndefinedStatisticWarning`. The paper ranks the
-    generation systems (and its LLM-written stories) this way [1]_.
+    interval is undefined: NaN and an [`UndefinedStatisticWarning`][]. The paper ranks the
+    generation systems (and its LLM-written stories) this way [1].
 
     References
     ----------
-    .. [1] Chhun, C., Suchanek, F. M., & Clavel, C. (2024). TACL 12, tables of average
-           Beluga-13B and Mistral-7B ratings with 95% confidence intervals.
+    1. Chhun, C., Suchanek, F. M., & Clavel, C. (2024). TACL 12, tables of average
+       Beluga-13B and Mistral-7B ratings with 95% confidence intervals.
 
     Validated against ``scipy.stats.t.interval(level, n-1, loc=mean, scale=sem)``.
     """
@@ -285,7 +285,7 @@ def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
 
 
 def llm_catalogue(scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
-    """Catalogue rows (``docs/design.md``) for the LLM measures of a :func:`to_scores` table."""
+    """Catalogue rows (``docs/design.md``) for the LLM measures of a `to_scores` table."""
     df = _check(ratings)
     meta = df[["model", "eval_prompt", "code", "criterion"]].drop_duplicates()
     rows = []

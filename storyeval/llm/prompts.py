@@ -101,7 +101,7 @@ def load_templates(path: str | Path | None = None) -> PromptTemplates:
         A JSON file shaped like ``storyeval/llm/templates/eval_prompts.json``: keys ``name``,
         ``version``, ``scale`` (``[min, max]``) and ``eval_prompts`` mapping ``"1"``.. to
         ``{"system": str or null, "user": str}``. Templates use ``str.format`` placeholders
-        among :data:`TEMPLATE_FIELDS`; a literal brace is written ``{{`` or ``}}``.
+        among `TEMPLATE_FIELDS`; a literal brace is written ``{{`` or ``}}``.
 
     Returns
     -------

@@ -1,12 +1,13 @@
 """Plan and run LLM ratings: stories x Eval-Prompts x criteria x tries, through the cache.
 
-:func:`rate` renders every request, looks each one up in the :class:`AnswerCache`, sends only the
+`rate` renders every request, looks each one up in the `AnswerCache`, sends only the
 missing ones through the backend, persists each answer the moment it arrives, and assembles the
 tidy ratings table (one row per story, Eval-Prompt, criterion and try).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import warnings
@@ -40,6 +41,8 @@ RATING_COLUMNS: tuple[str, ...] = (
     "story_id", "system", "prompt_id", "model", "eval_prompt", "criterion", "code", "try",
     "rating", "status", "explanation", "error", "key", "parser",
 )
+
+logger = logging.getLogger("storyeval.llm")
 
 #: Characters per token of the dry-run estimate (a rule of thumb for English with BPE tokenizers).
 CHARS_PER_TOKEN = 4.0
@@ -110,7 +113,7 @@ class RatingPlan:
 
 @dataclass
 class RatingRun:
-    """Result of :func:`rate`: the tidy ratings table and run bookkeeping."""
+    """Result of `rate`: the tidy ratings table and run bookkeeping."""
 
     ratings: pd.DataFrame
     plan: RatingPlan
@@ -120,13 +123,13 @@ class RatingRun:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def scores(self, *, on_unparsed: str = "nan") -> pd.DataFrame:
-        """Shortcut for :func:`storyeval.llm.outputs.to_scores`."""
+        """Shortcut for `storyeval.llm.outputs.to_scores`."""
         from storyeval.llm.outputs import to_scores
 
         return to_scores(self.ratings, on_unparsed=on_unparsed)
 
     def failure_rates(self) -> pd.DataFrame:
-        """Shortcut for :func:`storyeval.llm.outputs.failure_rates`."""
+        """Shortcut for `storyeval.llm.outputs.failure_rates`."""
         from storyeval.llm.outputs import failure_rates
 
         return failure_rates(self.ratings)
@@ -291,7 +294,7 @@ _BUILD_DOC_PARAMS = """
 
 
 def _shared_params(func):
-    """Insert the parameters shared by :func:`plan` and :func:`rate` into the docstring (a
+    """Insert the parameters shared by `plan` and `rate` into the docstring (a
     docstring cannot be an expression, so the text is filled in after definition)."""
     if func.__doc__:  # None under python -OO
         func.__doc__ = func.__doc__.replace("\n    __BUILD_PARAMS__", _BUILD_DOC_PARAMS)
@@ -303,7 +306,7 @@ def plan(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
          eval_prompts="1-4", criteria=None, tries: int = 3,
          sampling: SamplingParams | None = None, templates=None, guidelines=None,
          criteria_file=None, cache=None) -> RatingPlan:
-    """Count the requests a :func:`rate` call would send, without sending any.
+    """Count the requests a `rate` call would send, without sending any.
 
     Parameters
     ----------
@@ -320,8 +323,7 @@ def plan(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
         return _make_plan(job, set())  # a dry run creates no cache file
     store, owned = _open_cache(cache)
     try:
-        cached = set(store.get_many([k for k in job.items["key"].tolist() if k],
-                                    columns=("try_index",)).keys())
+        cached = set(_stored_answers(store, job.items["key"].tolist()))
     finally:
         if owned:
             store.close()
@@ -342,9 +344,9 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     cache_only : bool, default False
         Send nothing; requests without a stored answer get status ``"missing"``.
     parser : {"strict", "first_number"}, default "strict"
-        The rating extraction method of :func:`storyeval.llm.extract.parse_rating`.
+        The rating extraction method of `storyeval.llm.extract.parse_rating`.
         ``"first_number"`` with ``on_unparsed="midpoint"`` in
-        :func:`~storyeval.llm.outputs.to_scores` is the paper's rule (the first number; none or
+        `to_scores` is the paper's rule (the first number; none or
         off the scale: 3). Recorded in the ``parser`` column and ``settings``.
     show_progress : bool, optional
         Progress bar (default: only on a terminal).
@@ -355,7 +357,8 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
         ``.ratings``: the tidy ratings table (:data:`RATING_COLUMNS`): one row per story,
         Eval-Prompt, criterion and try, with ``rating`` NaN unless ``status == "ok"``.
         Statuses are the parser's (``ok``, ``no_number``, ``out_of_range``, ``ambiguous``) plus
-        ``error`` (the request failed after its retries; message in ``error``), ``missing``
+        ``error`` (the request failed after its retries, or its answer was empty; message in
+        ``error``; not cached, so a later run asks again), ``missing``
         (``cache_only`` and not stored) and ``no_reference`` (an Eval-Prompt showing the human
         story, for a story without one, e.g. HANNA's human stories; not sent, with a
         :class:`~storyeval.exceptions.StoryevalWarning`). Nothing is imputed. The ``parser``
@@ -368,11 +371,14 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
     of the parser that read it (method and version, :func:`parser_id`); answers stored under
     another tag (an older version, or the other method) are re-parsed from the raw text
     without any request, and the cache keeps the latest parse. Try ``t`` uses seed
-    ``sampling.seed + t``.
+    ``sampling.seed + t``. While it sends requests a run holds the cache's writer lock
+    (:meth:`AnswerCache.writer_lock`): a concurrent run on the same cache waits, then sends only
+    what is still missing, so no answer is paid twice and the ratings equal what the cache
+    holds (an answer stored by someone else first wins).
 
     Validated against a local OpenAI-compatible test server with scripted answers, rate limits,
-    server errors and malformed answers, and a run killed with SIGKILL and resumed
-    (``tests/test_llm_openai.py``).
+    server errors and malformed answers, runs killed with SIGKILL and resumed, and two identical
+    concurrent runs (``tests/test_llm_openai.py``, ``tests/test_llm_reliability.py``).
 
     Examples
     --------
@@ -395,44 +401,60 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
             store.close()
 
 
+def _stored_answers(store: AnswerCache, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Stored rows for ``keys``, without empty answers (older versions stored those; they are
+    asked again and replaced)."""
+    rows = store.get_many([k for k in keys if k])
+    return {k: r for k, r in rows.items() if isinstance(r.get("raw"), str) and r["raw"].strip()}
+
+
 def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
              show_progress: bool | None) -> RatingRun:
     tag = parser_id(parser)
     items = job.items
     keys = items["key"].tolist()
-    stored = store.get_many([k for k in keys if k])
+    stored = _stored_answers(store, keys)
     the_plan = _make_plan(job, set(stored))
     failures: dict[str, str] = {}
     fresh: dict[str, dict[str, Any]] = {}
     skey = job.sampling.for_key()
     n_sent = 0
     if not cache_only and the_plan.n_to_send:
-        firsts = items[items["cell"] >= 0].drop_duplicates("key")
-        todo = [Request(key=k, messages=job.messages[c], sampling=job.sampling, seed=s,
-                        try_index=t)
-                for k, c, s, t in zip(firsts["key"].tolist(), firsts["cell"].tolist(),
-                                      firsts["seed"].tolist(), firsts["try"].tolist())
-                if k not in stored]
-        n_sent = len(todo)
-        backend = job.backend
+        with store.writer_lock(on_wait=lambda msg: logger.warning("%s", msg)):
+            # another run may have stored answers while this one waited for the lock
+            stored = _stored_answers(store, keys)
+            the_plan = _make_plan(job, set(stored))
+            firsts = items[items["cell"] >= 0].drop_duplicates("key")
+            todo = [Request(key=k, messages=job.messages[c], sampling=job.sampling, seed=s,
+                            try_index=t)
+                    for k, c, s, t in zip(firsts["key"].tolist(), firsts["cell"].tolist(),
+                                          firsts["seed"].tolist(), firsts["try"].tolist())
+                    if k not in stored]
+            n_sent = len(todo)
+            backend = job.backend
 
-        def on_answer(req: Request, ans: Answer) -> None:
-            p = parse_rating(ans.text, scale=job.scale, method=parser)
-            rating = None if math.isnan(p.rating) else p.rating
-            store.put(key=req.key, backend=backend.kind, model=backend.model,
-                      messages_sha=messages_digest(req.messages), sampling=skey,
-                      try_index=req.try_index, seed=req.seed, raw=ans.text,
-                      finish_reason=ans.finish_reason, prompt_tokens=ans.prompt_tokens,
-                      completion_tokens=ans.completion_tokens, latency_s=ans.latency_s,
-                      attempts=ans.attempts, parser_version=tag, rating=rating,
-                      status=p.status, explanation=p.explanation)
-            fresh[req.key] = {"raw": ans.text, "parser_version": tag,
-                              "rating": rating, "status": p.status, "explanation": p.explanation}
+            def on_answer(req: Request, ans: Answer) -> None:
+                p = parse_rating(ans.text, scale=job.scale, method=parser)
+                rating = None if math.isnan(p.rating) else p.rating
+                inserted = store.put(
+                    key=req.key, backend=backend.kind, model=backend.model,
+                    messages_sha=messages_digest(req.messages), sampling=skey,
+                    try_index=req.try_index, seed=req.seed, raw=ans.text,
+                    finish_reason=ans.finish_reason, prompt_tokens=ans.prompt_tokens,
+                    completion_tokens=ans.completion_tokens, latency_s=ans.latency_s,
+                    attempts=ans.attempts, parser_version=tag, rating=rating, status=p.status,
+                    explanation=p.explanation)
+                if inserted:
+                    fresh[req.key] = {"raw": ans.text, "parser_version": tag, "rating": rating,
+                                      "status": p.status, "explanation": p.explanation}
+                else:  # stored by someone else first: the stored answer wins
+                    fresh[req.key] = store.get_many([req.key])[req.key]
 
-        def on_failure(req: Request, message: str) -> None:
-            failures[req.key] = message
+            def on_failure(req: Request, message: str) -> None:
+                failures[req.key] = message
 
-        backend.run(todo, on_answer, on_failure, show_progress=show_progress)
+            if todo:
+                backend.run(todo, on_answer, on_failure, show_progress=show_progress)
     stored.update(fresh)
 
     # Re-parse answers stored under another parser tag (method or version; no request needed).

@@ -114,6 +114,9 @@ def load_stories(source: str | Path | pd.DataFrame, *, need_reference: bool = Fa
         return validate_stories(_hanna_stories(), source="HANNA stories",
                                 need_reference=need_reference)
     p = Path(source)
+    if p.is_dir():
+        raise InputError(f"stories file {str(p)!r} is a folder; give a CSV, JSONL, JSON or "
+                         "Parquet file of stories (or 'hanna')")
     if not p.is_file():
         raise InputError(f"stories file {str(p)!r} does not exist (or pass 'hanna')")
     suffix = p.suffix.lower()

@@ -4,7 +4,7 @@ adjustment, agreement and reliability, and the pipeline behind ``storyeval meta`
 Modules, one idea each: ``correlation`` (the vectorised kernel), ``levels`` (overall / system /
 prompt), ``baseline`` (human baseline), ``williams``, ``multitest`` (BH/BY families), ``icc``,
 ``agreement`` (Gwet's AC1, Fleiss' kappa, Krippendorff's alpha), ``user_study``, ``selection``
-(``--metrics`` specifications) and ``pipeline`` (:func:`meta_evaluate`).
+(``--metrics`` specifications) and ``pipeline`` ([`meta_evaluate`][storyeval.meta.pipeline.meta_evaluate]).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Inter-rater agreement for labels: Gwet's AC1, Fleiss' kappa, Krippendorff's alpha; and the
-ICC(2,k) of a dataset's human annotators (:func:`annotator_icc`).
+ICC(2,k) of a dataset's human annotators ([`annotator_icc`][]).
 
 All label functions take the same input: an ``(n_items, n_raters)`` table of labels with NaN /
 None for a missing rating, plus the declared ``categories``; or, with ``data_format="counts"``,
 an ``(n_items, q)`` matrix of how many raters chose each category. ICC lives in
-:mod:`storyeval.meta.icc` and is re-exported here; all coefficients per criterion of a dataset
-are in :func:`storyeval.meta.annotators.annotator_agreement`.
+`storyeval.meta.icc` and is re-exported here; all coefficients per criterion of a dataset
+are in [`storyeval.meta.annotators.annotator_agreement`][].
 """
 
 from __future__ import annotations
@@ -263,33 +263,36 @@ def gwet_ac1(
 
     Notes
     -----
-    With r_ik the number of raters who put item i in category k, r_i = sum_k r_ik, n the items
-    with at least one rating and n2 those with r_i >= 2 (Gwet 2008; Gwet 2014, ch. 2):
+    With $r_{ik}$ the number of raters who put item $i$ in category $k$, $r_i = \\sum_k r_{ik}$,
+    $n$ the items with at least one rating and $n_2$ those with $r_i \\ge 2$ (Gwet 2008; Gwet 2014,
+    ch. 2):
 
-    .. math::
-
-        p_a = \\frac{1}{n_2} \\sum_{i: r_i \\ge 2} \\sum_k \\frac{r_{ik}(r_{ik}-1)}{r_i(r_i-1)},
-        \\quad \\pi_k = \\frac{1}{n}\\sum_i \\frac{r_{ik}}{r_i}, \\quad
-        p_e = \\frac{1}{q-1}\\sum_k \\pi_k(1-\\pi_k), \\quad
-        AC_1 = \\frac{p_a - p_e}{1 - p_e}.
+    $$
+    p_a = \\frac{1}{n_2} \\sum_{i: r_i \\ge 2} \\sum_k \\frac{r_{ik}(r_{ik}-1)}{r_i(r_i-1)},
+    \\quad \\pi_k = \\frac{1}{n}\\sum_i \\frac{r_{ik}}{r_i}, \\quad
+    p_e = \\frac{1}{q-1}\\sum_k \\pi_k(1-\\pi_k), \\quad
+    AC_1 = \\frac{p_a - p_e}{1 - p_e}.
+    $$
 
     Variance (Gwet 2008, eq. 7 with the linearisation of Gwet 2014): with
-    :math:`p_{a|i}` the item's term of pa (0 if r_i < 2),
-    :math:`AC_{1|i} = \\frac{n}{n_2} \\frac{p_{a|i} - p_e [r_i \\ge 2]}{1 - p_e}`,
-    :math:`p_{e|i} = \\frac{1}{q-1} \\sum_k \\frac{r_{ik}}{r_i}(1 - \\pi_k)` and
-    :math:`AC^*_{1|i} = AC_{1|i} - 2 (1 - AC_1) \\frac{p_{e|i} - p_e}{1 - p_e}`,
+    $p_{a|i}$ the item's term of $p_a$ (0 if $r_i < 2$),
+    $AC_{1|i} = \\frac{n}{n_2} \\frac{p_{a|i} - p_e [r_i \\ge 2]}{1 - p_e}$,
+    $p_{e|i} = \\frac{1}{q-1} \\sum_k \\frac{r_{ik}}{r_i}(1 - \\pi_k)$ and
+    $AC^*_{1|i} = AC_{1|i} - 2 (1 - AC_1) \\frac{p_{e|i} - p_e}{1 - p_e}$,
 
-    .. math:: \\widehat{Var}(AC_1) = \\frac{1 - f}{n(n-1)} \\sum_i (AC^*_{1|i} - AC_1)^2,
+    $$
+    \\widehat{Var}(AC_1) = \\frac{1 - f}{n(n-1)} \\sum_i (AC^*_{1|i} - AC_1)^2,
+    $$
 
-    f = n/N the sampling fraction (0 by default). Items without any rating are excluded
+    $f = n/N$ the sampling fraction (0 by default). Items without any rating are excluded
     (counted in ``n_items_excluded``).
 
     References
     ----------
-    .. [1] Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence
-           of high agreement. British Journal of Mathematical and Statistical Psychology, 61(1),
-           29-48.
-    .. [2] Gwet, K. L. (2014). Handbook of Inter-Rater Reliability (4th ed.). Advanced Analytics.
+    1. Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence
+       of high agreement. British Journal of Mathematical and Statistical Psychology, 61(1),
+       29-48.
+    2. Gwet, K. L. (2014). Handbook of Inter-Rater Reliability (4th ed.). Advanced Analytics.
 
     Examples
     --------
@@ -381,20 +384,20 @@ def fleiss_kappa(
 
     Notes
     -----
-    With n_ij raters putting item i in category j, N items, m raters per item:
-    :math:`p_j = \\sum_i n_{ij} / (N m)`,
-    :math:`P_i = (\\sum_j n_{ij}^2 - m) / (m(m-1))`, :math:`\\bar P = \\frac1N \\sum_i P_i`,
-    :math:`P_e = \\sum_j p_j^2`, :math:`\\kappa = (\\bar P - P_e)/(1 - P_e)`. Null variance:
-    :math:`\\frac{2}{N m (m-1) (\\sum_j p_j q_j)^2}
-    [(\\sum_j p_j q_j)^2 - \\sum_j p_j q_j (q_j - p_j)]`, q_j = 1 - p_j.
+    With $n_{ij}$ raters putting item $i$ in category $j$, $N$ items, $m$ raters per item:
+    $p_j = \\sum_i n_{ij} / (N m)$,
+    $P_i = (\\sum_j n_{ij}^2 - m) / (m(m-1))$, $\\bar P = \\frac1N \\sum_i P_i$,
+    $P_e = \\sum_j p_j^2$, $\\kappa = (\\bar P - P_e)/(1 - P_e)$. Null variance:
+    $\\frac{2}{N m (m-1) (\\sum_j p_j q_j)^2}
+    [(\\sum_j p_j q_j)^2 - \\sum_j p_j q_j (q_j - p_j)]$, $q_j = 1 - p_j$.
     Items without any rating are excluded; unequal numbers of ratings are an error.
 
     References
     ----------
-    .. [1] Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
-           Psychological Bulletin, 76(5), 378-382.
-    .. [2] Fleiss, J. L., Nee, J. C. M., & Landis, J. R. (1979). Large sample variance of kappa
-           in the case of different sets of raters. Psychological Bulletin, 86(5), 974-977.
+    1. Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
+       Psychological Bulletin, 76(5), 378-382.
+    2. Fleiss, J. L., Nee, J. C. M., & Landis, J. R. (1979). Large sample variance of kappa
+       in the case of different sets of raters. Psychological Bulletin, 86(5), 974-977.
 
     Examples
     --------
@@ -485,23 +488,25 @@ def krippendorff_alpha(
 
     Notes
     -----
-    Only units with m_u >= 2 values are pairable. Coincidences, computed as one matrix product
-    from the counts N (units x values):
-    :math:`o_{ck} = \\sum_u \\frac{n_{uc} n_{uk} - [c = k] n_{uc}}{m_u - 1}`,
-    :math:`n_c = \\sum_k o_{ck}`, :math:`n = \\sum_c n_c`,
+    Only units with $m_u \\ge 2$ values are pairable. Coincidences, computed as one matrix
+    product from the counts $N$ (units x values):
+    $o_{ck} = \\sum_u \\frac{n_{uc} n_{uk} - [c = k] n_{uc}}{m_u - 1}$,
+    $n_c = \\sum_k o_{ck}$, $n = \\sum_c n_c$,
 
-    .. math:: \\alpha = 1 - (n-1)\\frac{\\sum_{c,k} o_{ck}\\, \\delta^2_{ck}}
-              {\\sum_{c,k} n_c n_k\\, \\delta^2_{ck}},
+    $$
+    \\alpha = 1 - (n-1)\\frac{\\sum_{c,k} o_{ck}\\, \\delta^2_{ck}}
+                            {\\sum_{c,k} n_c n_k\\, \\delta^2_{ck}},
+    $$
 
-    with :math:`\\delta^2_{ck}` = [c != k] (nominal), :math:`(c - k)^2` (interval),
-    :math:`(\\sum_{g=c}^{k} n_g - (n_c + n_k)/2)^2` (ordinal).
+    with $\\delta^2_{ck} = [c \\ne k]$ (nominal), $(c - k)^2$ (interval),
+    $(\\sum_{g=c}^{k} n_g - (n_c + n_k)/2)^2$ (ordinal).
 
     References
     ----------
-    .. [1] Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability. University of
-           Pennsylvania, Annenberg School for Communication.
-    .. [2] Hayes, A. F., & Krippendorff, K. (2007). Answering the call for a standard reliability
-           measure for coding data. Communication Methods and Measures, 1(1), 77-89.
+    1. Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability. University of
+       Pennsylvania, Annenberg School for Communication.
+    2. Hayes, A. F., & Krippendorff, K. (2007). Answering the call for a standard reliability
+       measure for coding data. Communication Methods and Measures, 1(1), 77-89.
 
     Examples
     --------
@@ -570,7 +575,7 @@ def annotator_icc(
     Parameters
     ----------
     data : storyeval.data.Dataset or pandas.DataFrame
-        A dataset (its :meth:`~storyeval.data.Dataset.annotators` are the default
+        A dataset (its [`annotators`][storyeval.data.dataset.Dataset.annotators] are the default
         ``annotators``), or a wide table with one row per story and one column per annotator
         rating (e.g. ``Dataset.wide()``, indexed by ``(system, prompt_id)``).
     annotators : mapping of criterion to list of column names, optional
@@ -594,7 +599,7 @@ def annotator_icc(
     Notes
     -----
     The annotators are the raters, the stories the items; each criterion is a separate
-    two-way random-effects ANOVA (see :func:`icc2k_many`). When an "annotator" is a slot (the
+    two-way random-effects ANOVA (see [`icc2k_many`][]). When an "annotator" is a slot (the
     k-th rating of each story, given by different people on different stories), the
     random-raters assumption of the two-way random-effects model describes it well.
 
@@ -704,7 +709,7 @@ def _require_complete(y: np.ndarray, index: pd.Index, criterion: str,
 
 def _criterion_icc(wide: pd.DataFrame, criterion: str, columns: list[str],
                    confidence_level: float, nan_policy: str) -> pd.DataFrame:
-    """One row of :func:`annotator_icc`."""
+    """One row of [`annotator_icc`][]."""
     try:
         y = wide.loc[:, columns].to_numpy(dtype=float)
     except (TypeError, ValueError) as exc:

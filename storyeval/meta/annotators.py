@@ -1,9 +1,9 @@
 """Agreement of a dataset's human annotators, every coefficient per criterion in one table.
 
-:func:`annotator_agreement` puts side by side, for each human criterion of a
-:class:`~storyeval.data.Dataset`, the ICC(2,k), Krippendorff's alpha (interval and ordinal),
+[`annotator_agreement`][] puts side by side, for each human criterion of a
+[`Dataset`][], the ICC(2,k), Krippendorff's alpha (interval and ordinal),
 Fleiss' kappa and Gwet's AC1 of its annotators, with the stories as items. The coefficients
-themselves are in :mod:`storyeval.meta.agreement` and :mod:`storyeval.meta.icc`.
+themselves are in `storyeval.meta.agreement` and `storyeval.meta.icc`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def annotator_agreement(
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`AGREEMENT_COLUMNS`: ``criterion``; ``n_items`` the stories with at least
+        Columns `AGREEMENT_COLUMNS`: ``criterion``; ``n_items`` the stories with at least
         one rating of the criterion; ``k`` its annotator columns; ``ratings_per_item`` the
         number of ratings per story (``"3"``, or ``"2-5"`` when ragged); ``icc2k`` with its
         interval ``icc2k_ci_low, icc2k_ci_high`` and ``n_items_omitted`` (incomplete stories
@@ -82,17 +82,17 @@ def annotator_agreement(
 
     - ICC(2,k): Shrout and Fleiss (1979) case 2, two-way random effects, absolute agreement,
       reliability of the mean of the k annotators (McGraw and Wong's ICC(A,k)), with the F-based
-      interval (:func:`~storyeval.meta.icc.icc2k_many`); complete stories only.
+      interval ([`icc2k_many`][storyeval.meta.icc.icc2k_many]); complete stories only.
     - Krippendorff's alpha at the interval and ordinal levels, over the observed values; missing
       ratings allowed, stories with fewer than 2 ratings do not count
-      (:func:`~storyeval.meta.agreement.krippendorff_alpha`).
+      ([`krippendorff_alpha`][]).
     - Fleiss' kappa (nominal): the categories are the distinct rating values observed for the
       criterion. It needs the same number of ratings for every story: with ragged ratings it is
       NaN with that reason; no story is dropped to make it defined
-      (:func:`~storyeval.meta.agreement.fleiss_kappa`).
+      ([`fleiss_kappa`][]).
     - Gwet's AC1 (nominal), same categories, missing ratings allowed, with its t interval on
       n - 1 degrees of freedom, no finite-population correction
-      (:func:`~storyeval.meta.agreement.gwet_ac1`).
+      ([`gwet_ac1`][]).
 
     With ``nan_policy="omit"`` the ICC is computed on fewer stories than the other coefficients
     when the annotators are ragged (``n_items - n_items_omitted``); the coefficients are then not
@@ -146,7 +146,7 @@ def _select_criteria(dataset: Dataset, criteria: str | Sequence[str]) -> list[st
 
 def _criterion_row(wide: pd.DataFrame, criterion: str, columns: list[str],
                    confidence_level: float, nan_policy: str) -> dict:
-    """One row of :func:`annotator_agreement`."""
+    """One row of [`annotator_agreement`][]."""
     if len(columns) < 2:
         return _undefined_row(criterion, int(wide[criterion].notna().sum()), len(columns), "",
                               "fewer than 2 annotator columns (one score per story)")

@@ -72,11 +72,11 @@ def human_baseline(
     levels : str or sequence of {"overall", "system", "prompt"}, default all three
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
-        As in :func:`storyeval.meta.levels.correlate`; computed means use the available
+        As in [`storyeval.meta.levels.correlate`][]; computed means use the available
         annotators under ``"omit"``.
     variants : str or sequence of {"upper_bound", "leave_one_out"}, default both
     tie_rtol : float, default 1e-12
-        Tie tolerance for system means (see :func:`storyeval.meta.levels.level_data`).
+        Tie tolerance for system means (see [`storyeval.meta.levels.level_data`][]).
 
     Returns
     -------
@@ -98,7 +98,7 @@ def human_baseline(
 
     References
     ----------
-    .. [1] Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
+    1. Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
        Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
 
     Validated against the paper's system-level Kendall baseline (0.73, mean over the six

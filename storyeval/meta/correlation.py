@@ -5,7 +5,7 @@ optionally for a batch of independent groups at once (a 3-D ``(groups, n_obs, p)
 per-prompt correlations). No Python loop runs over pairs of measures or pairs of observations in
 the fast path:
 
-* **Kendall** (:mod:`storyeval.meta.kendall`): the upper triangle of observation pairs is
+* **Kendall** (`storyeval.meta.kendall`): the upper triangle of observation pairs is
   visited in bounded chunks; each chunk gives sign matrices ``Sx = sign(x_j - x_i)`` (pairs x p)
   and ``Sy`` (pairs x q) and one matrix product ``Sx.T @ Sy`` adds the concordant-minus-discordant
   count of every measure pair. Non-tied pair counts (the tau-b denominator) come from each
@@ -186,10 +186,30 @@ def _is_constant(a: np.ndarray) -> np.ndarray:
     return np.max(a, axis=1) == np.min(a, axis=1)
 
 
+def unit_exponent(a: np.ndarray, axis: int, where: np.ndarray | None = None) -> np.ndarray:
+    """The exponent ``e`` of the power of two just above the largest ``|a|`` along ``axis``
+    (over ``where``; kept as a length-1 axis): ``a / 2**e`` lies in (-1, 1)."""
+    peak = np.max(np.abs(a), axis=axis, keepdims=True, initial=0.0,
+                  where=True if where is None else where)
+    return np.frexp(np.where((peak > 0) & np.isfinite(peak), peak, 1.0))[1]
+
+
+def scale_to_unit(a: np.ndarray, axis: int, where: np.ndarray | None = None) -> np.ndarray:
+    """``a`` divided by ``2**unit_exponent(a)`` along ``axis``, so that the values lie in
+    (-1, 1): exact (a power of two), and sums of values or squares of any magnitude (1e-300
+    to 1e308) neither overflow nor underflow."""
+    return np.ldexp(a, -unit_exponent(a, axis, where))
+
+
 def _pearson_complete(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pearson r of NaN-free batches and a (g, p, q) mask of undefined (constant) pairs."""
+    """Pearson r of NaN-free batches and a (g, p, q) mask of undefined (constant) pairs.
+
+    Each column is scaled to (-1, 1) before its mean, and again after centring, before its
+    norm (`scale_to_unit`): r is scale-free, and the norm of unscaled values overflows
+    beyond about 1e154 (r = 0) and underflows below 1e-154 (r undefined)."""
     def standardise(a):
-        centred = a - a.mean(axis=1, keepdims=True)
+        scaled = scale_to_unit(a, axis=1)
+        centred = scale_to_unit(scaled - scaled.mean(axis=1, keepdims=True), axis=1)
         norm = np.linalg.norm(centred, axis=1, keepdims=True)
         const = _is_constant(a)
         norm = np.where(const[:, None, :], 1.0, norm)
@@ -252,7 +272,8 @@ def _pearson_masked(x: np.ndarray, y: np.ndarray):
     my = ~np.isnan(y)
 
     def prep(a, m):
-        z = np.where(m, a, 0.0)
+        # scaled to (-1, 1) per column (exact), so that the sums cannot overflow
+        z = np.where(m, scale_to_unit(a, axis=1, where=m), 0.0)
         # dense ranks (1..k) of each column's values, 0 where missing
         dense = np.where(m, dense_ranks(a), 0).astype(np.int64)
         return z, dense
@@ -271,12 +292,15 @@ def _pearson_masked(x: np.ndarray, y: np.ndarray):
     sxy = np.zeros((g, p, q))
     sxx = np.zeros((g, p, q))
     syy = np.zeros((g, p, q))
-    block = max(1, _SPEARMAN_BLOCK_BYTES // (8 * 4 * n_obs * max(1, g * p)))
+    block = max(1, _SPEARMAN_BLOCK_BYTES // (8 * 6 * n_obs * max(1, g * p)))
     for b0 in range(0, q, block):
         b1 = min(q, b0 + block)
         w = t(mx)[:, :, :, None] & my[:, None, :, b0:b1]  # (g, p, n, d)
-        cx = np.where(w, t(zx)[:, :, :, None] - mean_x[:, :, None, b0:b1], 0.0)
-        cy = np.where(w, zy[:, None, :, b0:b1] - mean_y[:, :, None, b0:b1], 0.0)
+        # centred values scaled to (-1, 1) per pair, so that their squares cannot underflow
+        cx = scale_to_unit(np.where(w, t(zx)[:, :, :, None] - mean_x[:, :, None, b0:b1], 0.0),
+                           axis=2)
+        cy = scale_to_unit(np.where(w, zy[:, None, :, b0:b1] - mean_y[:, :, None, b0:b1], 0.0),
+                           axis=2)
         sxy[:, :, b0:b1] = np.einsum("gpnd,gpnd->gpd", cx, cy)
         sxx[:, :, b0:b1] = np.einsum("gpnd,gpnd->gpd", cx, cx)
         syy[:, :, b0:b1] = np.einsum("gpnd,gpnd->gpd", cy, cy)
@@ -303,7 +327,7 @@ def _kendall_b_masked(x: np.ndarray, y: np.ndarray, same: bool = False):
 def _kendall_c_masked(x: np.ndarray, y: np.ndarray, same: bool = False):
     """tau-c with pairwise deletion: masked sign products for S, and the number of distinct
     values of each measure within each pair's subset as sum_i 1 / t_i, t_i the size of i's tie
-    group in the subset (:func:`_masked_ranks` with ``ties=True``), rounded to the integer."""
+    group in the subset (`_masked_ranks` with ``ties=True``), rounded to the integer."""
     s, _, _ = kendall_counts(x, y, masked=True, same=same)
     mx = ~np.isnan(x)
     my = ~np.isnan(y)
@@ -374,7 +398,7 @@ def _spearman_masked(x: np.ndarray, y: np.ndarray):
     """Spearman rho with pairwise deletion via masked rank sums (no loop over measure pairs).
 
     For a pair (a, b) with N observations in common and average ranks R, Q computed within
-    that subset (:func:`_masked_ranks`), rho = (sum R Q - N m^2) / sqrt((sum R^2 - N m^2)
+    that subset (`_masked_ranks`), rho = (sum R Q - N m^2) / sqrt((sum R^2 - N m^2)
     (sum Q^2 - N m^2)), m = (N + 1) / 2. Ranks are half-integers, so the centred sums of squares
     are exact and a constant subset gives exactly 0. Cost O(n p q) after one sort per column;
     the partner measures are processed in blocks to bound memory.
@@ -437,7 +461,7 @@ def pairwise_correlations(
         measure pair uses the observations where both are present (``n`` reports how many).
         ``"propagate"``: NaN for every pair involving a column with a NaN.
     warn : bool, default True
-        Emit one :class:`UndefinedStatisticWarning` summarising undefined coefficients.
+        Emit one [`UndefinedStatisticWarning`][] summarising undefined coefficients.
 
     Returns
     -------
@@ -483,10 +507,10 @@ def pairwise_correlations(
 
     References
     ----------
-    .. [1] Kendall, M. G. (1945). The treatment of ties in ranking problems. Biometrika 33(3).
-    .. [2] Stuart, A. (1953). The estimation and comparison of strengths of association in
+    1. Kendall, M. G. (1945). The treatment of ties in ranking problems. Biometrika 33(3).
+    2. Stuart, A. (1953). The estimation and comparison of strengths of association in
        contingency problems. Biometrika 40(1/2) (tau-c).
-    .. [3] Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
+    3. Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
        Stories? TACL 12.
 
     Validated against ``scipy.stats.kendalltau`` (variants b and c), ``pearsonr`` and

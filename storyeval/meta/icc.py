@@ -1,8 +1,8 @@
 """Intraclass correlation ICC(2,k): two-way random effects, absolute agreement, mean of k raters.
 
 Used for the consistency of LLM raters (the three tries of one Eval-Prompt act as three raters
-over the stories) and for the agreement of HANNA's three human annotators. :func:`icc2k` takes
-one (items x raters) table; :func:`icc2k_many` computes many groups (e.g. every model x
+over the stories) and for the agreement of HANNA's three human annotators. [`icc2k`][] takes
+one (items x raters) table; [`icc2k_many`][] computes many groups (e.g. every model x
 Eval-Prompt x criterion) in one vectorised call.
 """
 
@@ -26,7 +26,7 @@ NanPolicy = Literal["raise", "omit"]
 
 @dataclass(frozen=True)
 class ICCResult:
-    """Result of :func:`icc2k`.
+    """Result of [`icc2k`][].
 
     Unpacks like a tuple ``(statistic, pvalue)``. ``statistic`` is ICC(2,k); ``icc_single`` is
     ICC(2,1) from the same ANOVA. ``ms_rows``, ``ms_cols``, ``ms_error`` are the two-way ANOVA
@@ -114,8 +114,13 @@ def _icc_arrays(
         f_lo = stats.f.ppf(1 - alpha / 2, v, df1)
         low1 = n * (msr - f_up * mse) / (f_up * (k * msc + (k * n - k - n) * mse) + n * msr)
         high1 = n * (f_lo * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f_lo * msr)
-        lowk = low1 * k / (1 + low1 * (k - 1))
-        highk = high1 * k / (1 + high1 * (k - 1))
+        # Spearman-Brown maps ICC(2,1) in (-1/(k-1), 1] increasingly onto (-inf, 1]; a bound
+        # at or below -1/(k-1) is an ICC(2,k) bound of -inf (it would otherwise flip sign and
+        # give an inverted interval).
+        lowk = np.where(1 + low1 * (k - 1) > 0, low1 * k / (1 + low1 * (k - 1)), -np.inf)
+        highk = np.where(1 + high1 * (k - 1) > 0, high1 * k / (1 + high1 * (k - 1)), -np.inf)
+        lowk = np.where(np.isnan(low1), np.nan, lowk)
+        highk = np.where(np.isnan(high1), np.nan, highk)
     return {
         "icc2k": icck, "ci_low": lowk, "ci_high": highk,
         "icc21": icc1, "ci_single_low": low1, "ci_single_high": high1,
@@ -162,8 +167,14 @@ def _as_3d(ratings: np.ndarray, name: str) -> np.ndarray:
 
 def _reasons(n: np.ndarray, icc: np.ndarray, msr: np.ndarray, mse: np.ndarray, msc: np.ndarray):
     reasons = np.full(n.shape, "", dtype=object)
-    bad_den = np.isclose(msr + (msc - mse) / np.where(n > 0, n, 1), 0.0, atol=1e-300) & (n >= 2)
+    with np.errstate(invalid="ignore"):
+        den = msr + (msc - mse) / np.where(n > 0, n, 1)
+    bad_den = np.isclose(den, 0.0, atol=1e-300) & (n >= 2)
     reasons[bad_den] = "all ratings equal: no variance between items or raters"
+    negative = (den < 0) & ~bad_den & (n >= 2)
+    reasons[negative] = ("negative denominator: the residual mean square exceeds n x MSR + MSC "
+                         "(the raters disagree far more than the items differ), so the "
+                         "variance estimates are negative and ICC(2,k) is undefined")
     reasons[n < 2] = "fewer than 2 complete items"
     reasons[(reasons == "") & ~np.isfinite(icc)] = "undefined (zero denominator)"
     return reasons
@@ -197,29 +208,36 @@ def icc2k_many(
     pandas.DataFrame
         One row per group: ``icc2k, ci_low, ci_high, icc21, icc21_ci_low, icc21_ci_high, F,
         df1, df2, pvalue, n_items, n_items_omitted, k, reason``. Undefined values are NaN with
-        ``reason`` set and an :class:`UndefinedStatisticWarning`.
+        ``reason`` set and an [`UndefinedStatisticWarning`][].
 
     Notes
     -----
-    With MSR, MSC, MSE the mean squares of items (rows), raters (columns) and residual of the
-    two-way ANOVA without interaction, n items and k raters (Shrout and Fleiss 1979, case 2;
+    With $MSR$, $MSC$, $MSE$ the mean squares of items (rows), raters (columns) and residual of
+    the two-way ANOVA without interaction, $n$ items and $k$ raters (Shrout and Fleiss 1979, case 2;
     McGraw and Wong 1996, ICC(A,k) / ICC(A,1)):
 
-    .. math:: ICC(2,k) = \\frac{MSR - MSE}{MSR + (MSC - MSE)/n}, \\quad
-              ICC(2,1) = \\frac{MSR - MSE}{MSR + (k-1) MSE + k (MSC - MSE)/n}.
+    $$
+    ICC(2,k) = \\frac{MSR - MSE}{MSR + (MSC - MSE)/n}, \\quad
+    ICC(2,1) = \\frac{MSR - MSE}{MSR + (k-1) MSE + k (MSC - MSE)/n}.
+    $$
 
-    The F test is F = MSR/MSE on (n-1, (n-1)(k-1)) degrees of freedom. The interval is the
+    The F test is $F = MSR/MSE$ on $(n-1, (n-1)(k-1))$ degrees of freedom. The interval is the
     McGraw and Wong (1996) one with Satterthwaite degrees of freedom v for ICC(2,1), carried to
     ICC(2,k) by the Spearman-Brown formula, exactly as pingouin computes it (pingouin fixes the
-    level at 95%; here it is an argument). When MSE = 0 (every rater gives every item the same
+    level at 95%; here it is an argument). When $MSE = 0$ (every rater gives every item the same
     rating, e.g. an LLM repeating itself) ICC = 1 but the F-based interval is undefined (NaN).
+    When the denominator $MSR + (MSC - MSE)/n$ is negative ($MSE > n \\cdot MSR + MSC$: the
+    raters disagree far more than the items differ) the variance-component estimates are
+    negative and ICC(2,k) would come out above 1: it is NaN with that ``reason``. A bound of the
+    ICC(2,1) interval at or below $-1/(k-1)$ gives an ICC(2,k) bound of $-\\infty$ (pingouin
+    reports the Spearman-Brown value, which then flips sign and inverts the interval).
 
     References
     ----------
-    .. [1] Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater
-           reliability. Psychological Bulletin, 86(2), 420-428.
-    .. [2] McGraw, K. O., & Wong, S. P. (1996). Forming inferences about some intraclass
-           correlation coefficients. Psychological Methods, 1(1), 30-46.
+    1. Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater
+       reliability. Psychological Bulletin, 86(2), 420-428.
+    2. McGraw, K. O., & Wong, S. P. (1996). Forming inferences about some intraclass
+       correlation coefficients. Psychological Methods, 1(1), 30-46.
 
     Examples
     --------
@@ -339,13 +357,13 @@ def icc2k(
 
     Notes
     -----
-    See :func:`icc2k_many` for the formulas (Shrout and Fleiss ICC(2,k) = McGraw and Wong
+    See [`icc2k_many`][] for the formulas (Shrout and Fleiss ICC(2,k) = McGraw and Wong
     ICC(A,k)).
 
     References
     ----------
-    .. [1] Shrout, P. E., & Fleiss, J. L. (1979). Psychological Bulletin, 86(2), 420-428.
-    .. [2] McGraw, K. O., & Wong, S. P. (1996). Psychological Methods, 1(1), 30-46.
+    1. Shrout, P. E., & Fleiss, J. L. (1979). Psychological Bulletin, 86(2), 420-428.
+    2. McGraw, K. O., & Wong, S. P. (1996). Psychological Methods, 1(1), 30-46.
 
     Examples
     --------

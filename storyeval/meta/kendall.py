@@ -1,6 +1,6 @@
 """Kendall concordance counts for many measures at once: the cost centre of the meta-evaluation.
 
-For measures x (p columns) and y (q columns) over n observations, :func:`kendall_counts` returns
+For measures x (p columns) and y (q columns) over n observations, `kendall_counts` returns
 S = sum over observation pairs i < j of sign(x_j - x_i) sign(y_j - y_i) for every (x, y) pair of
 measures, and the numbers of pairs not tied in x and in y (the tau-b denominator), with no Python
 loop over pairs of observations or of measures:
@@ -102,7 +102,7 @@ def kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = Fals
 
 
 def _kendall_counts_blocks(x: np.ndarray, y: np.ndarray, same: bool):
-    """:func:`kendall_counts` for NaN-free float32 ranks, by blocks of observation rows.
+    """`kendall_counts` for NaN-free float32 ranks, by blocks of observation rows.
 
     A block of rows ``I = [a, b)`` is paired with the rows after it by broadcasting (no index
     gathers): the square ``I x I`` counts every pair twice (the products and the tie indicators
@@ -186,7 +186,7 @@ def _few_levels(y: np.ndarray, n: int, p: int) -> bool:
 
 
 def _kendall_counts_by_levels(x: np.ndarray, y: np.ndarray):
-    """:func:`_kendall_counts` for NaN-free dense ranks, counting by the levels of y.
+    """`_kendall_counts` for NaN-free dense ranks, counting by the levels of y.
 
     For each x column, observations are put in x order; for each observation j and each y
     column, the observations strictly before j's x tie group are counted by y level (cumulative

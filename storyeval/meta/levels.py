@@ -27,6 +27,7 @@ from storyeval.meta.correlation import (
     _check_nan_policy,
     pairwise_correlations,
     resolve_method,
+    unit_exponent,
 )
 
 __all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
@@ -105,6 +106,13 @@ def _validate(wide: pd.DataFrame, measures: list[str], nan_policy: str) -> pd.Da
     if bad:
         raise InputError(f"non-numeric measure column(s): {bad}")
     sub = sub.astype(np.float64)
+    infinite = np.isinf(sub.to_numpy())
+    if infinite.any():
+        row, col = np.argwhere(infinite)[0]
+        raise InputError(
+            f"infinite value {sub.iat[row, col]} for measure {measures[col]!r} at story "
+            f"{_plain(sub.index[row])!r} ({int(infinite.sum())} in total); scores must be "
+            "finite numbers (NaN marks a missing value)")
     if nan_policy == "raise":
         isna = sub.isna().to_numpy()
         if isna.any():
@@ -140,7 +148,7 @@ def level_data(
         mean with a missing story is NaN.
     tie_rtol : float, default 1e-12
         System level only: system means that agree within this relative tolerance are made
-        equal (see :func:`snap_ties` and :data:`TIE_RTOL`), so that means equal in exact
+        equal (see `snap_ties` and `TIE_RTOL`), so that means equal in exact
         arithmetic are ties whatever the floating-point summation order. ``0`` keeps raw means.
 
     Returns
@@ -179,7 +187,16 @@ def level_data(
         return sub
     if level == "system":
         sys_level, _ = _index_levels(wide)
-        means = sub.groupby(level=sys_level, sort=True).mean(skipna=nan_policy != "propagate")
+        values = sub.to_numpy(dtype=np.float64)
+        # means of columns scaled to (-1, 1) by a power of two (exact): no overflow near 1e308
+        exponent = unit_exponent(values, axis=0, where=~np.isnan(values))
+        scaled = pd.DataFrame(np.ldexp(values, -exponent), index=sub.index, columns=sub.columns)
+        grouped = scaled.groupby(level=sys_level, sort=True)
+        scaled_means = grouped.mean()  # skips NaN (pandas 2 has no skipna here)
+        means = pd.DataFrame(np.ldexp(scaled_means.to_numpy(), exponent),
+                             index=scaled_means.index, columns=scaled_means.columns)
+        if nan_policy == "propagate":
+            means = means.where(grouped.count().to_numpy() == grouped.size().to_numpy()[:, None])
         return means.copy(deep=False).pipe(_snap_frame, tie_rtol)
     return _prompt_cube(sub, nan_policy)[0]
 
@@ -342,10 +359,10 @@ def correlate(
     level : {"overall", "system", "prompt"}, default "overall"
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
-        See :func:`level_data` (system means) and
-        :func:`storyeval.meta.correlation.pairwise_correlations` (pairwise deletion).
+        See [`level_data`][] (system means) and
+        [`storyeval.meta.correlation.pairwise_correlations`][] (pairwise deletion).
     tie_rtol : float, default 1e-12
-        Tie tolerance for system means (see :func:`level_data`).
+        Tie tolerance for system means (see [`level_data`][]).
 
     Returns
     -------
@@ -369,7 +386,7 @@ def correlate(
 
     References
     ----------
-    .. [1] Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
+    1. Chhun, C., Suchanek, F. M., Clavel, C. (2024). Do Language Models Enjoy Their Own
        Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
 
     Validated against per-pair ``scipy.stats`` coefficients computed on pandas group means and
@@ -391,8 +408,8 @@ def correlate(
 class CorrelationGrid:
     """Coefficients of every x measure with every y measure at one level, as arrays.
 
-    The array form of :func:`correlate` for code that looks up many entries (the Williams
-    tests): :meth:`take` picks entries by measure names without building the tidy table.
+    The array form of [`correlate`][] for code that looks up many entries (the Williams
+    tests): [`take`][] picks entries by measure names without building the tidy table.
 
     Attributes
     ----------
@@ -400,7 +417,7 @@ class CorrelationGrid:
         Measure names of the rows and columns.
     level, method : str
     value, n, n_groups, reason : ndarray, shape (len(x), len(y))
-        As the columns of the same names in :func:`correlate`.
+        As the columns of the same names in [`correlate`][].
     """
 
     x: tuple[str, ...]
@@ -427,7 +444,7 @@ class CorrelationGrid:
                 "n_groups": self.n_groups[rows, cols], "reason": self.reason[rows, cols]}
 
     def to_frame(self) -> pd.DataFrame:
-        """The tidy table of :func:`correlate` (x-major)."""
+        """The tidy table of [`correlate`][] (x-major)."""
         p, q = self.value.shape
         return pd.DataFrame({
             "measure_x": np.repeat(np.asarray(self.x, dtype=object), q),
@@ -467,7 +484,7 @@ def correlation_grid(
     nan_policy: str = "raise",
     tie_rtol: float = TIE_RTOL,
 ) -> CorrelationGrid:
-    """:func:`correlate` as a :class:`CorrelationGrid` of arrays (same arguments, same numbers).
+    """[`correlate`][] as a [`CorrelationGrid`][] of arrays (same arguments, same numbers).
 
     Examples
     --------
@@ -507,10 +524,10 @@ def correlation_matrix(
     measures : sequence of str, optional
         Measures to correlate (default: every column).
     level, method, nan_policy, tie_rtol
-        As in :func:`correlate`.
+        As in [`correlate`][].
     return_n : bool, default False
         Also return the matrix of ``n`` (observations per pair; systems per prompt at the prompt
-        level, as in :func:`correlate`).
+        level, as in [`correlate`][]).
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Multiple-comparison adjustment of p-values within explicit families.
 
 The family (which p-values are adjusted together) changes the answer, so it is always an explicit
-argument, and :func:`adjust_frame` writes it, in words, next to each adjusted p-value.
+argument, and [`adjust_frame`][] writes it, in words, next to each adjusted p-value.
 """
 
 from __future__ import annotations
@@ -126,11 +126,11 @@ def adjust_pvalues(
 
     References
     ----------
-    .. [1] Benjamini, Y. and Hochberg, Y. (1995). Controlling the false discovery rate.
+    1. Benjamini, Y. and Hochberg, Y. (1995). Controlling the false discovery rate.
        Journal of the Royal Statistical Society B, 57(1), 289-300.
-    .. [2] Benjamini, Y. and Yekutieli, D. (2001). The control of the false discovery rate in
+    2. Benjamini, Y. and Yekutieli, D. (2001). The control of the false discovery rate in
        multiple testing under dependency. Annals of Statistics, 29(4), 1165-1188.
-    .. [3] Holm, S. (1979). A simple sequentially rejective multiple test procedure.
+    3. Holm, S. (1979). A simple sequentially rejective multiple test procedure.
        Scandinavian Journal of Statistics, 6(2), 65-70.
 
     Examples
@@ -251,7 +251,7 @@ def adjust_frame(
     p_col : str, default "p"
         Column holding the p-values (in [0, 1], NaN allowed).
     method : {"bh", "by", "bonferroni", "holm", "none"}, default "bh"
-        See :func:`adjust_pvalues`.
+        See [`adjust_pvalues`][].
     out_col : str, default "p_adjusted"
         Column written with the adjusted p-values.
     family_col : str, default "family"
@@ -293,7 +293,7 @@ def adjust_frame(
     >>> out["family"].iloc[0]
     'bh over criterion | level=overall, measure_a=Beluga-13B 1, measure_b=BLEU (m=2)'
 
-    Validated through :func:`adjust_pvalues` against scipy and statsmodels, family by family.
+    Validated through [`adjust_pvalues`][] against scipy and statsmodels, family by family.
     """
     func = "adjust_frame"
     if not isinstance(df, pd.DataFrame):
@@ -382,7 +382,7 @@ def family_sizes(tests: pd.DataFrame, *, family_col: str = "family",
     Parameters
     ----------
     tests : DataFrame
-        The output of :func:`adjust_frame` with a ``level`` column (the Williams table).
+        The output of [`adjust_frame`][] with a ``level`` column (the Williams table).
     family_col, p_col : str
         The family text and the unadjusted p-value columns.
 
@@ -391,7 +391,7 @@ def family_sizes(tests: pd.DataFrame, *, family_col: str = "family",
     dict
         ``{level: {"n_families": .., "m_min": .., "m_max": ..}}`` in order of appearance.
         ``m`` counts a family's non-missing p-values over *all* its rows, as
-        :func:`adjust_frame` does, so a family spanning levels (``"all"``) reports its whole
+        [`adjust_frame`][] does, so a family spanning levels (``"all"``) reports its whole
         size at each level.
 
     Examples
@@ -416,9 +416,9 @@ def family_sizes(tests: pd.DataFrame, *, family_col: str = "family",
 
 def warn_single_test_families(tests: pd.DataFrame, method: str = "bh", *,
                               sizes: dict[str, dict[str, int]] | None = None) -> bool:
-    """Warn (:class:`SingleTestFamilyWarning`) when ``method`` adjusts nothing because every
-    family of ``tests`` (the output of :func:`adjust_frame`) holds at most one test; return
-    whether it warned. ``sizes``: :func:`family_sizes` of ``tests``, when already computed.
+    """Warn ([`SingleTestFamilyWarning`][]) when ``method`` adjusts nothing because every
+    family of ``tests`` (the output of [`adjust_frame`][]) holds at most one test; return
+    whether it warned. ``sizes``: `family_sizes` of ``tests``, when already computed.
 
     Examples
     --------

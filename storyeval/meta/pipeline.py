@@ -1,13 +1,13 @@
 """The meta-evaluation pipeline behind ``storyeval meta``.
 
-One call computes, for a :class:`~storyeval.data.Dataset`:
+One call computes, for a [`Dataset`][]:
 
 1. the correlation of every selected measure with every human criterion, per level;
 2. the human baseline (upper bound and leave-one-out) when annotator columns exist;
 3. Williams tests of a reference rater against every other measure (or of all pairs), with
    p-values adjusted for multiple comparisons over a stated family.
 
-Every setting that changes a number is recorded in :attr:`MetaResult.settings` and written next
+Every setting that changes a number is recorded in `MetaResult.settings` and written next
 to the tables.
 """
 
@@ -61,14 +61,14 @@ class MetaResult:
     baseline : DataFrame
         Human baseline per ``criterion, level, variant`` (empty without annotator columns).
     williams : DataFrame
-        One row per test, the columns of :data:`WILLIAMS_COLUMNS`.
+        One row per test, the columns of `WILLIAMS_COLUMNS`.
     settings : dict
         Dataset, systems, stories, coefficient, levels, reference, test and family conventions.
     dataset : Dataset
         The stories that were correlated (after the Human and system selection).
     chance : DataFrame
         Chance baselines per criterion and level, when requested
-        (:func:`storyeval.resample.annotate.add_chance`).
+        (`storyeval.resample.annotate.add_chance`).
     """
 
     correlations: pd.DataFrame
@@ -103,7 +103,7 @@ class MetaResult:
     def correlation_grid(self, level: str) -> pd.DataFrame:
         """Correlations at ``level`` as a grid: one row per rater (LLM ratings grouped over their
         criterion-matched measures, as in the paper's figures), one column per criterion. The
-        index holds unique labels (:meth:`catalogue_labels`); ``grid.attrs["ids"]`` the keys."""
+        index holds unique labels ([`catalogue_labels`][]); ``grid.attrs["ids"]`` the keys."""
         rows = self.correlations[self.correlations["level"] == level]
         grid = rows.assign(_key=self._row_keys(rows)).pivot(
             index="_key", columns="criterion", values="value")
@@ -114,7 +114,7 @@ class MetaResult:
     def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
         """Adjusted Williams p-values (or another ``column``) at ``level``: rows compared
         raters, columns criteria. Only for tests against one reference rater; all-pairs tests
-        are laid out by :meth:`williams_matrix`."""
+        are laid out by [`williams_matrix`][]."""
         if self.williams_all_pairs():
             raise InputError(
                 "williams_grid lays out tests against one reference rater, but these Williams "
@@ -141,7 +141,7 @@ class MetaResult:
         Cell (row, column) holds the test of the row measure (``measure_a``) against the column
         measure (``measure_b``); each pair is tested once, so with all pairs the upper triangle
         is filled and the lower triangle and the diagonal are NaN. Rows and columns are in order
-        of first appearance in the tests, labelled with :meth:`catalogue_labels`
+        of first appearance in the tests, labelled with [`catalogue_labels`][]
         (``matrix.attrs["ids"]`` holds the keys).
         """
         rows = self.williams[(self.williams["level"] == level)
@@ -168,15 +168,16 @@ class MetaResult:
 
     def family_sizes(self) -> dict[str, dict[str, int]]:
         """Per Williams level, the number of adjustment families and their smallest and largest
-        size ``m`` (:func:`storyeval.meta.multitest.family_sizes`)."""
+        size ``m`` (`storyeval.meta.multitest.family_sizes`)."""
         if self._family_sizes is None or self._family_sizes[0] is not self.williams:
             self._family_sizes = (self.williams, family_sizes(self.williams))
         return self._family_sizes[1]
 
     def warn_single_test_families(self) -> bool:
-        """Warn once per result (:class:`~storyeval.meta.multitest.SingleTestFamilyWarning`)
-        when every family of the Williams adjustment holds a single test, so that adjusting
-        changed nothing; return whether it warned."""
+        """Warn once per result
+        ([`SingleTestFamilyWarning`][storyeval.meta.multitest.SingleTestFamilyWarning]) when
+        every family of the Williams adjustment holds a single test, so that adjusting changed
+        nothing; return whether it warned."""
         if self._families_checked:
             return False
         self._families_checked = True
@@ -185,7 +186,7 @@ class MetaResult:
 
     def _pair_keys(self) -> tuple[str, str]:
         """The Williams columns naming a grid row: the rater groups when LLM ratings are
-        criterion-matched (as :meth:`_row_keys`), else the measures."""
+        criterion-matched (as `_row_keys`), else the measures."""
         if self.settings.get("llm_criteria", "matched") == "matched":
             return "rater_a", "rater_b"
         return "measure_a", "measure_b"
@@ -225,27 +226,31 @@ def meta_evaluate(
     dataset : Dataset, optional
         The scores; the embedded HANNA data when omitted.
     measures : str or sequence of str, default "all"
-        Measure specification (see :mod:`storyeval.meta.selection`): ``"all"``, ``"llm"``,
+        Measure specification (see `storyeval.meta.selection`): ``"all"``, ``"llm"``,
         ``"non-llm"``, a taxonomy family, names, rater groups or glob patterns.
     criteria : str or sequence of str, default "all"
         Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
+        Correlation levels (see [`storyeval.meta.levels.correlate`][]); Williams tests are run
+        at the overall and system levels only.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
+        Correlation coefficient (aliases such as ``"kendall"`` are accepted).
     reference : str or None, default "auto"
         The rater the Williams tests compare every other measure against (a measure, or an LLM
         rater group such as ``"gpt-4o 1"``, resolved per criterion to its matched rating).
-        ``"auto"``: the dataset's :attr:`~storyeval.data.Dataset.default_reference` when it has
-        one (HANNA: the paper's ``"Beluga-13B 1"``), else all pairs.
+        ``"auto"``: the dataset's ``default_reference`` when it has one (HANNA: the paper's
+        ``"Beluga-13B 1"``), else all pairs.
         ``"all"`` or None: all pairs of selected raters. ``"none"``: no Williams tests.
     include_human_stories : bool, default False
-        Keep the stories of the dataset's :attr:`~storyeval.data.Dataset.reference_system`
-        (HANNA: the human-written stories, which the paper leaves out because they are the
-        references of the reference-based metrics). No effect on data without one.
+        Keep the stories of the dataset's ``reference_system`` (HANNA: the human-written
+        stories, which the paper leaves out because they are the references of the
+        reference-based metrics). No effect on data without one.
     systems : sequence of str, optional
         Restrict to these systems (after the reference-system rule above).
     llm_criteria : {"matched", "all"}, default "matched"
         Correlate a criterion-specific LLM rating only with its own criterion (paper), or with all.
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
+        What a missing score does to a correlation: an error, pairwise deletion, or NaN.
     tie_rtol : float, default 1e-12
         System means agreeing within this relative tolerance are ties (means equal in exact
         arithmetic stay tied whatever the floating-point summation order); 0 keeps raw means.
@@ -254,9 +259,17 @@ def meta_evaluate(
     family : {"paper", "criterion", "level", "all"} or sequence of column names, default "paper"
         Family of the adjustment. ``"paper"``: for each compared pair of raters, its criteria,
         per level (the HANNA figure). Written into the ``family`` column.
-    alternative, direction, sign_convention
-        Passed to :func:`storyeval.meta.williams.williams_test` (paper defaults: one-sided
-        ``"greater"``, run in the direction of the larger ``|r|``, absolute correlations).
+    alternative : {"greater", "less", "two-sided"}, default "greater"
+        Alternative hypothesis of the Williams tests (the paper's: one-sided ``"greater"``).
+        Passed to [`storyeval.meta.williams.williams_test`][].
+    direction : {"larger", "fixed"}, default "larger"
+        ``"larger"`` (the paper's): each test runs in the direction of the larger ``|r|``;
+        ``"fixed"``: the reference (or the first rater of a pair) against the other. Passed
+        to [`storyeval.meta.williams.williams_test`][].
+    sign_convention : {"paper", "raw"}, default "paper"
+        ``"paper"``: absolute correlations, so that a lower-is-better measure is compared by
+        the strength of its association; ``"raw"``: signed correlations. Passed to
+        [`storyeval.meta.williams.williams_test`][].
 
     Returns
     -------
@@ -269,7 +282,7 @@ def meta_evaluate(
     >>> float(round(res.correlation_grid("system").loc["Beluga-13B 1"].mean(), 3))
     0.694
     """
-    dataset = load_hanna() if dataset is None else dataset
+    dataset = load_hanna() if dataset is None else _check_dataset(dataset)
     method = resolve_method(method)
     levels = _check_levels(levels)
     dataset = _select_stories(dataset, include_human_stories, systems)
@@ -304,6 +317,17 @@ def meta_evaluate(
                          alternative, direction, sign_convention)
     settings["tie_rtol"] = tie_rtol
     return MetaResult(correlations, baseline, williams, settings, dataset=dataset)
+
+
+def _check_dataset(dataset: object) -> Dataset:
+    """``dataset`` if it is a Dataset; else an error saying how to make one."""
+    if isinstance(dataset, Dataset):
+        return dataset
+    raise InputError(
+        f"meta_evaluate: dataset must be a storyeval Dataset, got {type(dataset).__name__}; "
+        "wrap a table in a Dataset with a reader of storyeval.data: read_dataset(path), "
+        "scores_to_dataset(long_scores), ratings_to_dataset(ratings) or "
+        "wide_to_dataset(table, id=..., criteria=...)")
 
 
 def _check_levels(levels: str | Sequence[str]) -> list[str]:

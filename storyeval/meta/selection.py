@@ -5,7 +5,7 @@ A measure specification is a comma-separated list of tokens, united in catalogue
 - ``all``: every automatic metric and every criterion-specific LLM rating;
 - ``llm`` / ``non-llm`` (alias ``metrics``): LLM ratings / automatic metrics only;
 - ``llm-avg``: LLM ratings averaged over all criteria (``gpt-4o AVG 1``);
-- a preset of the dataset (:attr:`storyeval.data.Dataset.presets`; HANNA's ``paper`` is what
+- a preset of the dataset (`storyeval.data.Dataset.presets`; HANNA's ``paper`` is what
   the paper's figures show, four LLMs with Eval-Prompt 1 and eight metrics);
 - a taxonomy family: ``reference-based``, ``reference-free``, ``lexical``,
   ``embedding``, ``model-based``; families join with ``&`` for an intersection
@@ -57,7 +57,7 @@ def select_measures(catalogue: pd.DataFrame, spec: str | Sequence[str] = "all", 
     """Measure identifiers matching ``spec`` (see the module docstring), in catalogue order.
 
     ``presets`` maps extra keywords to measures or rater groups (a dataset's
-    :attr:`~storyeval.data.Dataset.presets`).
+    `presets`).
 
     Raises
     ------

@@ -64,7 +64,7 @@ def _plain(value):
 
 def _from_released_layout(table: pd.DataFrame, m: int) -> pd.DataFrame:
     """The released CSV layout (``Input.*``, ``Answer.*`` columns) in the layout of
-    :func:`storyeval.data.load_user_study`, explanations numbered by consecutive rows."""
+    [`storyeval.data.load_user_study`][], explanations numbered by consecutive rows."""
     if len(table) % m:
         raise InputError(
             f"user study table has {len(table)} rows, not a multiple of "
@@ -86,7 +86,7 @@ def user_study_labels(
     Parameters
     ----------
     table : pandas.DataFrame, optional
-        The user study in the layout of :func:`storyeval.data.load_user_study` (default: that
+        The user study in the layout of [`storyeval.data.load_user_study`][] (default: that
         function's output), or in the released CSV layout (``Input.story_id``,
         ``Input.explanation``, ``Answer.a-1-guidelines.1``, ...), where consecutive rows are
         grouped into explanations.
@@ -96,7 +96,7 @@ def user_study_labels(
     Returns
     -------
     errors : numpy.ndarray of int, shape (n_explanations, raters_per_explanation, 6)
-        1 = the worker flagged that error, in the order of :data:`USER_STUDY_CATEGORIES`
+        1 = the worker flagged that error, in the order of `USER_STUDY_CATEGORIES`
         (the guidelines label already inverted: 1 there means "respects the guidelines").
     explanations : pandas.DataFrame
         ``explanation_id, story_id, explanation``, one row per explanation.
@@ -160,8 +160,8 @@ def user_study_table(
     Parameters
     ----------
     table : pandas.DataFrame, optional
-        The user study (default: :func:`storyeval.data.load_user_study`); see
-        :func:`user_study_labels` for the accepted layouts.
+        The user study (default: [`storyeval.data.load_user_study`][]); see
+        `user_study_labels` for the accepted layouts.
     confidence_level : float, default 0.95
         Level of the AC1 interval.
     raters_per_explanation : int, default 3
@@ -178,7 +178,7 @@ def user_study_table(
     Notes
     -----
     AC1 uses the declared categories {0, 1} (q = 2) even where only one label occurs, so
-    pe = 2 pi_1 (1 - pi_1); see :func:`storyeval.meta.agreement.gwet_ac1`. AC1 is unchanged
+    pe = 2 pi_1 (1 - pi_1); see [`storyeval.meta.agreement.gwet_ac1`][]. AC1 is unchanged
     by swapping 0 and 1, so the guidelines inversion only affects the error rates.
 
     With the released data AC1 reproduces the paper (0.90, 0.97, 0.66, 0.60, 0.81). The
@@ -187,8 +187,8 @@ def user_study_table(
 
     References
     ----------
-    .. [1] Chhun, C., Suchanek, F. M., & Clavel, C. (2024). Do Language Models Enjoy Their Own
-           Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
+    1. Chhun, C., Suchanek, F. M., & Clavel, C. (2024). Do Language Models Enjoy Their Own
+       Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
 
     Examples
     --------

@@ -48,7 +48,7 @@ _DIRECTIONS = ("larger", "fixed")
 
 @dataclass(frozen=True)
 class WilliamsResult:
-    """Result of :func:`williams_test`; unpacks as ``statistic, pvalue``.
+    """Result of [`williams_test`][]; unpacks as ``statistic, pvalue``.
 
     Every array attribute has the broadcast shape of the inputs (plain Python/NumPy scalars for
     scalar inputs).
@@ -83,7 +83,7 @@ class WilliamsResult:
     alternative, sign_convention, direction : str
         The options used.
     note : str
-        The caveat that the test is derived for Pearson correlations (:data:`WILLIAMS_NOTE`).
+        The caveat that the test is derived for Pearson correlations (`WILLIAMS_NOTE`).
     """
 
     statistic: Any
@@ -114,7 +114,7 @@ class WilliamsResult:
 
     @property
     def t(self):
-        """Alias of :attr:`statistic`."""
+        """Alias of `statistic`."""
         return self.statistic
 
     def to_frame(self) -> pd.DataFrame:
@@ -216,15 +216,16 @@ def williams_test(
 
     Notes
     -----
-    With ``K = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23`` (the determinant of the correlation
-    matrix of ``h, a, b``), Williams' (1959) statistic, in the form given by Steiger (1980), is
+    With $K = 1 - r_{12}^2 - r_{13}^2 - r_{23}^2 + 2 r_{12} r_{13} r_{23}$ (the determinant of
+    the correlation matrix of ``h, a, b``), Williams' (1959) statistic, in the form given by
+    Steiger (1980), is
 
-    .. math::
+    $$
+    t = \\frac{(r_{12} - r_{13}) \\sqrt{(n - 1)(1 + r_{23})}}
+              {\\sqrt{2 K \\frac{n - 1}{n - 3} + \\frac{(r_{12} + r_{13})^2}{4} (1 - r_{23})^3}}
+    $$
 
-        t = \\frac{(r_{12} - r_{13}) \\sqrt{(n - 1)(1 + r_{23})}}
-                  {\\sqrt{2 K \\frac{n - 1}{n - 3} + \\frac{(r_{12} + r_{13})^2}{4} (1 - r_{23})^3}}
-
-    and follows Student's t with ``n - 3`` degrees of freedom under H0: ``rho12 = rho13``.
+    and follows Student's t with $n - 3$ degrees of freedom under H0: $\\rho_{12} = \\rho_{13}$.
     The test is derived for Pearson correlations of normal variables. The HANNA paper applies
     it to Kendall's tau as an approximation; the result says so in ``note``.
 
@@ -233,13 +234,13 @@ def williams_test(
 
     References
     ----------
-    .. [1] Williams, E. J. (1959). The comparison of regression variables. Journal of the Royal
+    1. Williams, E. J. (1959). The comparison of regression variables. Journal of the Royal
        Statistical Society B, 21(2), 396-399.
-    .. [2] Steiger, J. H. (1980). Tests for comparing elements of a correlation matrix.
+    2. Steiger, J. H. (1980). Tests for comparing elements of a correlation matrix.
        Psychological Bulletin, 87(2), 245-251.
-    .. [3] Graham, Y. and Baldwin, T. (2014). Testing for significance of increased correlation
+    3. Graham, Y. and Baldwin, T. (2014). Testing for significance of increased correlation
        with human judgment. EMNLP 2014, 172-176.
-    .. [4] Chhun, C., Suchanek, F. M. and Clavel, C. (2024). Do language models enjoy their own
+    4. Chhun, C., Suchanek, F. M. and Clavel, C. (2024). Do language models enjoy their own
        stories? Prompting large language models for automatic story evaluation. TACL 12.
 
     Examples

@@ -1,9 +1,9 @@
 """Metric wrappers: score stories with ROUGE, BLEU, chrF, BERTScore, BARTScore, surface measures.
 
-Every metric implements :class:`Metric` (name, configuration, taxonomy, a batch scorer that returns
+Every metric implements [`Metric`][] (name, configuration, taxonomy, a batch scorer that returns
 named sub-scores) and is registered under a name that ``storyeval score --metrics`` accepts
 (families ``lexical``, ``embedding``, ``model-based``, ``fast``, ``all`` expand to names).
-:func:`score` turns a table of stories into the tidy score table (``docs/design.md``) that
+[`score`][] turns a table of stories into the tidy score table (``docs/design.md``) that
 ``storyeval meta`` consumes. Heavy dependencies (torch, transformers, evaluate, bert-score) are
 imported only when a metric that needs them scores something.
 

@@ -74,10 +74,10 @@ class Measure:
 class Metric(ABC):
     """Base class of every storyeval metric wrapper.
 
-    Subclasses set :attr:`name`, implement :meth:`measures`, :meth:`config` and
-    :meth:`score_batch`, and may override :meth:`finalize` for steps that need the whole set of
-    stories (baseline rescaling, inter-story repetition). :func:`storyeval.metrics.score` calls
-    :meth:`score_batch` only on the stories missing from the cache.
+    Subclasses set `name`, implement [`measures`][], [`config`][] and
+    [`score_batch`][], and may override [`finalize`][] for steps that need the whole set of
+    stories (baseline rescaling, inter-story repetition). [`storyeval.metrics.score`][] calls
+    [`score_batch`][] only on the stories missing from the cache.
     """
 
     name: str = field(default="metric", init=False)
@@ -122,7 +122,7 @@ class Metric(ABC):
         return tuple(x for x in INPUTS if x in used)
 
     def config_key(self) -> str:
-        """A stable hash of :meth:`config` (with the metric name), used to key the cache."""
+        """A stable hash of [`config`][] (with the metric name), used to key the cache."""
         payload = json.dumps({"metric": self.name, "config": self.config()}, sort_keys=True,
                              default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
@@ -209,7 +209,7 @@ def get_metric(name: str, **options) -> Metric:
 
 def resolve_metrics(spec: str | Sequence[str]) -> list[str]:
     """Expand a comma-separated list (or sequence) of metric and family names, in order, without
-    duplicates. Unknown names raise :class:`InputError`.
+    duplicates. Unknown names raise [`InputError`][].
 
     Examples
     --------
@@ -239,7 +239,7 @@ def resolve_metrics(spec: str | Sequence[str]) -> list[str]:
 
 
 def get_metric_name_check(name: str) -> None:
-    """Raise :class:`InputError` if ``name`` is not a registered metric (see :func:`get_metric`,
+    """Raise [`InputError`][] if ``name`` is not a registered metric (see `get_metric`,
     whose error message lists the valid names)."""
     if name.lower() not in _REGISTRY:
         get_metric(name)

@@ -141,10 +141,10 @@ def score(
     ----------
     stories : DataFrame
         Columns ``story_id``, ``story`` and optionally ``reference``, ``prompt``, ``system``,
-        ``prompt_id`` (see :func:`validate_stories`).
+        ``prompt_id`` (see `validate_stories`).
     metrics : str or sequence
         Comma-separated metric / family names (``"rouge,bleu,embedding"``), ``"evaluate:PATH"``
-        entries, or :class:`~storyeval.metrics.base.Metric` instances.
+        entries, or [`Metric`][] instances.
     options : mapping, optional
         Keyword options per metric name, e.g. ``{"bertscore": {"model": "roberta-large"}}``.
     cache : path, optional
@@ -166,7 +166,7 @@ def score(
         Columns ``story_id, system, prompt_id, measure, value, reason``; one row per story and
         measure; ``reason`` is empty where ``value`` is a number and says why where it is NaN.
     catalogue : DataFrame
-        Only with ``return_catalogue=True``: :func:`measure_catalogue` of the measures
+        Only with ``return_catalogue=True``: `measure_catalogue` of the measures
         (taxonomy of each measure, as ``docs/design.md`` describes).
 
     Raises
@@ -326,13 +326,13 @@ def _score_one(metric: Metric, texts, refs, prompts, systems, has_ref, has_promp
 
 
 def hanna_stories(*, include: str = "all") -> pd.DataFrame:
-    """The stories shipped with storyeval, ready for :func:`score`.
+    """The stories shipped with storyeval, ready for [`score`][].
 
     The 96 human-written HANNA stories (system ``"Human"``, prompt ids 0..95 in HANNA's order,
     aligned with the human ratings) and the 576 LLM stories of ``hanna_llm_stories.csv`` (six
     systems x 96 prompts) with the human story of the same prompt as reference. Human stories have no reference (their
     reference-based measures are NaN with reason "no reference"), as in HANNA.
-    Loaded with :func:`storyeval.data.load_hanna_stories`.
+    Loaded with [`storyeval.data.load_hanna_stories`][].
 
     Parameters
     ----------

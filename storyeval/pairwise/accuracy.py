@@ -68,7 +68,7 @@ def judge_accuracy(
 
     References
     ----------
-    .. [1] Fein, D. et al. (2025). LitBench: A Benchmark and Dataset for Reliable Evaluation of
+    1. Fein, D. et al. (2025). LitBench: A Benchmark and Dataset for Reliable Evaluation of
        Creative Writing.
 
     Validated against hand-counted verdicts in tests/test_pairwise.py.
@@ -223,7 +223,7 @@ def pointwise_pairwise_accuracy(
 
     References
     ----------
-    .. [1] Deutsch, D., Foster, G., Freitag, M. (2023). Ties Matter: Meta-Evaluating Modern
+    1. Deutsch, D., Foster, G., Freitag, M. (2023). Ties Matter: Meta-Evaluating Modern
        Metrics with Pairwise Accuracy and Tie Calibration. EMNLP.
 
     Validated against a per-pair Python count in tests/test_pairwise.py and
@@ -329,7 +329,7 @@ def preference_accuracy(
     wide : DataFrame
         Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``).
     preferences : DataFrame
-        A preference table (:mod:`storyeval.pairwise.preferences`): ``story_a, story_b,
+        A preference table (`storyeval.pairwise.preferences`): ``story_a, story_b,
         winner`` (``a``, ``b``, ``tie`` or the preferred story's id), optional ``criterion``
         (without it: one overall criterion, ``"preference"``) and ``annotator``. Its stories
         must be rows of ``wide``; a pair may cross prompts.
@@ -337,7 +337,7 @@ def preference_accuracy(
         Measures (each compared with every criterion of the preferences), or explicit
         (measure, criterion) pairs.
     human_ties : {"exclude", "include"}, default "exclude"
-        As in :func:`pointwise_pairwise_accuracy`: human-tied pairs left out (a measure tie on
+        As in [`pointwise_pairwise_accuracy`][]: human-tied pairs left out (a measure tie on
         a decided pair earns ``tie_credit``), or scored as a third outcome.
     tie_credit : float, default 0.5
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
@@ -360,7 +360,7 @@ def preference_accuracy(
     For a pair (i, j) of criterion c with preferences k = 1..K (e_k = +1: i preferred, -1: j
     preferred, 0: tie, whichever story was listed first), h = sign(sum_k e_k) (majority; a
     draw is a human tie) and m = sign(x_i - x_j): the measure prefers the story it scores
-    higher. Accuracy as in :func:`pointwise_pairwise_accuracy`; nothing is flipped (a
+    higher. Accuracy as in [`pointwise_pairwise_accuracy`][]; nothing is flipped (a
     lower-is-better measure scores below 0.5). Vectorised: both stories' scores are looked
     up by row position.
 
@@ -368,7 +368,7 @@ def preference_accuracy(
     ------
     InputError
         An invalid preference table (naming ``source``, column and line, see
-        :func:`~storyeval.pairwise.preferences.validate_preferences`), an unknown measure, a
+        `validate_preferences`), an unknown measure, a
         (measure, criterion) pair whose criterion has no preferences.
 
     Validated against a per-preference Python count in tests/test_pairwise_data.py.

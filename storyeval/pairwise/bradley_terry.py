@@ -204,7 +204,7 @@ def fit_bradley_terry(
         ``wins[i, j]``: number of comparisons won by ``i`` against ``j``.
     ties : (k, k) array or DataFrame, optional
         Symmetric number of ties between ``i`` and ``j`` (each tie counted once in ``[i, j]``
-        and once in ``[j, i]``, as :class:`~storyeval.pairwise.winmatrix.WinMatrix` stores them).
+        and once in ``[j, i]``, as `WinMatrix` stores them).
     ties_model : {"davidson", "half", "drop"}, default "davidson"
         How ties enter: Davidson's tie outcome (see the module docstring); ``"half"``: each tie
         is half a win for each side in a plain Bradley-Terry fit; ``"drop"``: ties ignored.
@@ -217,13 +217,13 @@ def fit_bradley_terry(
     Returns
     -------
     BradleyTerryResult
-        NaN strengths with a ``reason`` and an :class:`UndefinedStatisticWarning` when the MLE
+        NaN strengths with a ``reason`` and an [`UndefinedStatisticWarning`][] when the MLE
         does not exist (the "beat or tied" graph is not strongly connected) and
         ``regularization == 0``.
 
     Notes
     -----
-    Log-likelihood (``N = W + W^T + T``, ``nu = exp(lambda)``)::
+    Log-likelihood (``N = W + W^T + T``, ``nu = exp(lambda)``):
 
         l = sum_{i,j} W_ij [theta_i - log D_ij] + 1/2 sum_{i,j} T_ij [lambda + (theta_i +
             theta_j)/2 - log D_ij],   D_ij = e^theta_i + e^theta_j + nu e^{(theta_i+theta_j)/2}
@@ -235,11 +235,11 @@ def fit_bradley_terry(
 
     References
     ----------
-    .. [1] Bradley, R. A., Terry, M. E. (1952). Rank analysis of incomplete block designs.
+    1. Bradley, R. A., Terry, M. E. (1952). Rank analysis of incomplete block designs.
        Biometrika 39.
-    .. [2] Davidson, R. R. (1970). On extending the Bradley-Terry model to accommodate ties in
+    2. Davidson, R. R. (1970). On extending the Bradley-Terry model to accommodate ties in
        paired comparison experiments. JASA 65(329).
-    .. [3] Ford, L. R. (1957). Solution of a ranking problem from binary comparisons. American
+    3. Ford, L. R. (1957). Solution of a ranking problem from binary comparisons. American
        Mathematical Monthly 64.
 
     Validated against ``choix.ilsr_pairwise`` and a statsmodels logistic regression without
@@ -293,11 +293,11 @@ def bradley_terry(
     Parameters
     ----------
     verdicts : DataFrame
-        A verdict table (:mod:`storyeval.pairwise.verdicts`).
+        A verdict table (`storyeval.pairwise.verdicts`).
     dimension, by, judge
-        As in :func:`storyeval.pairwise.winmatrix.win_matrix`.
+        As in [`storyeval.pairwise.winmatrix.win_matrix`][].
     ties, regularization
-        As ``ties_model`` / ``regularization`` of :func:`fit_bradley_terry`.
+        As ``ties_model`` / ``regularization`` of [`fit_bradley_terry`][].
     n_resamples : int, default 1000
         Bootstrap resamples of the *prompts* (all verdicts of a drawn prompt enter as many
         times as it is drawn); 0 for no interval.
@@ -325,7 +325,7 @@ def bradley_terry(
     Prompts are the resampling unit because the verdicts of one prompt share its stories and
     its difficulty; resampling verdicts independently would understate the uncertainty.
 
-    Validated as :func:`fit_bradley_terry` (point estimate); the bootstrap is checked for
+    Validated as [`fit_bradley_terry`][] (point estimate); the bootstrap is checked for
     reproducibility and coverage of the point estimate in tests/test_pairwise_bt.py.
 
     Examples

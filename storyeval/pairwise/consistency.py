@@ -34,7 +34,7 @@ def position_consistency(
     Parameters
     ----------
     verdicts : DataFrame
-        A verdict table (:mod:`storyeval.pairwise.verdicts`).
+        A verdict table (`storyeval.pairwise.verdicts`).
     by : tuple of str, default ("judge", "dimension")
         Grouping columns (any subset of ``judge``, ``dimension``; ``()`` pools everything).
 
@@ -57,7 +57,7 @@ def position_consistency(
 
     References
     ----------
-    .. [1] Zheng, L. et al. (2023). Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena.
+    1. Zheng, L. et al. (2023). Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena.
        NeurIPS Datasets and Benchmarks (position consistency).
 
     Validated against hand-counted verdicts in tests/test_pairwise.py.

@@ -1,20 +1,21 @@
 """Side-by-side pairwise judging through the LLM raters' backends, cached and resumable.
 
-:func:`make_pairs` builds every pair of systems within each prompt from a stories table;
-:func:`judge_pairs` renders the side-by-side prompt (:mod:`storyeval.pairwise.template`) for each
+[`make_pairs`][] builds every pair of systems within each prompt from a stories table;
+[`judge_pairs`][] renders the side-by-side prompt (`storyeval.pairwise.template`) for each
 pair in both presentation orders, looks every request up in the LLM raters' answer cache
-(:class:`storyeval.llm.cache.AnswerCache`, same key recipe, one commit per answer), sends only
-the missing ones through an :mod:`storyeval.llm.backends` backend, and parses the answers with
-:func:`~storyeval.pairwise.template.parse_side_by_side`. An unreadable verdict is a recorded
+(`storyeval.llm.cache.AnswerCache`, same key recipe, one commit per answer), sends only
+the missing ones through an `storyeval.llm.backends` backend, and parses the answers with
+[`parse_side_by_side`][]. An unreadable verdict is a recorded
 failure with its raw answer, never a guess.
 
-The result's :attr:`JudgeRun.verdicts` is a canonical verdict table
-(:func:`~storyeval.pairwise.verdicts.validate_verdicts`), so win matrices, Bradley-Terry strengths,
+The result's [`JudgeRun.verdicts`][] is a canonical verdict table
+([`validate_verdicts`][]), so win matrices, Bradley-Terry strengths,
 position consistency and judge accuracy run on it directly.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Sequence
@@ -75,13 +76,13 @@ def make_pairs(
     ----------
     stories : DataFrame
         Columns ``story_id, system, prompt_id, prompt, story`` (e.g.
-        :func:`storyeval.data.load_hanna_stories`); one story per (system, prompt).
+        [`storyeval.data.load_hanna_stories`][]); one story per (system, prompt).
     systems : sequence of str, optional
         Keep only these systems (default: all).
     limit : int, optional
         Keep only the first ``limit`` prompts (in order of first appearance) with all their
         pairs: whole prompts keep each prompt a complete round robin, which the prompt bootstrap
-        of :func:`~storyeval.pairwise.bradley_terry.bradley_terry` resamples.
+        of [`bradley_terry`][storyeval.pairwise.bradley_terry.bradley_terry] resamples.
 
     Returns
     -------
@@ -187,7 +188,7 @@ def _validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class JudgePlan:
-    """What a :func:`judge_pairs` call will send (``storyeval pairwise judge --dry-run``)."""
+    """What a [`judge_pairs`][] call will send (``storyeval pairwise judge --dry-run``)."""
 
     n_pairs: int
     n_orders: int
@@ -219,12 +220,12 @@ class JudgePlan:
 
 @dataclass
 class JudgeRun:
-    """Result of :func:`judge_pairs`.
+    """Result of [`judge_pairs`][].
 
     Attributes
     ----------
     judgments : DataFrame
-        Every (pair, order, try, dimension) asked (:data:`JUDGMENT_COLUMNS`), failures included:
+        Every (pair, order, try, dimension) asked (`JUDGMENT_COLUMNS`), failures included:
         ``status`` is ``"ok"`` (a verdict), ``"unparsed"`` (an answer arrived but its line for
         this dimension is missing or unreadable; ``verdict`` empty), ``"error"`` (the request
         failed after its retries; message in ``error``) or ``"missing"`` (``cache_only`` and
@@ -245,7 +246,7 @@ class JudgeRun:
 
     @property
     def verdicts(self) -> pd.DataFrame:
-        """The ``"ok"`` judgments as a canonical verdict table (:func:`validate_verdicts`), with
+        """The ``"ok"`` judgments as a canonical verdict table ([`validate_verdicts`][]), with
         the extra ``try, status, raw, error, key`` columns kept."""
         ok = self.judgments[self.judgments["status"] == "ok"]
         if ok.empty:
@@ -376,13 +377,13 @@ def plan_judging(pairs: pd.DataFrame, backend: Backend, *,
                  sampling: SamplingParams | None = None, judge: str | None = None,
                  template: str | Path | None = None, dimensions_file: str | Path | None = None,
                  cache: str | Path | AnswerCache | None = None) -> JudgePlan:
-    """Count the requests a :func:`judge_pairs` call would send, without sending any.
+    """Count the requests a [`judge_pairs`][] call would send, without sending any.
 
     Parameters
     ----------
     pairs, backend, dimensions, overall, both_orders, tries, sampling, judge, template,
     dimensions_file, cache
-        As in :func:`judge_pairs`.
+        As in [`judge_pairs`][].
 
     Returns
     -------
@@ -418,10 +419,10 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
     ----------
     pairs : DataFrame
         Columns ``prompt_id, prompt, story_a, text_a, story_b, text_b`` (ids and texts),
-        optionally ``system_a, system_b``; one row per unordered pair (see :func:`make_pairs`).
+        optionally ``system_a, system_b``; one row per unordered pair (see [`make_pairs`][]).
     backend : Backend
-        A :mod:`storyeval.llm.backends` backend (``OpenAIBackend``, ``HFBackend``,
-        ``VLLMBackend``, or :func:`~storyeval.llm.backends.make_backend`).
+        A `storyeval.llm.backends` backend (``OpenAIBackend``, ``HFBackend``,
+        ``VLLMBackend``, or `make_backend`).
     dimensions : sequence of str or str, optional
         Dimension names of the dimensions file (default: all four of paper 000: Plot,
         Creativity, Development, Language Use); a comma-separated string is accepted.
@@ -440,7 +441,7 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
         local model path).
     template, dimensions_file : path, optional
         Replacement template / dimension files (see
-        :func:`~storyeval.pairwise.template.render_side_by_side`).
+        [`render_side_by_side`][]).
     cache : str, Path or AnswerCache, optional
         The LLM raters' answer cache (SQLite); default an in-memory cache (nothing persists).
         The same file can hold ratings and side-by-side answers (their keys differ).
@@ -453,10 +454,10 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
     -------
     JudgeRun
         ``.verdicts``: the usable verdicts as a verdict table (feed it to
-        :func:`~storyeval.pairwise.winmatrix.win_matrix`,
-        :func:`~storyeval.pairwise.bradley_terry.bradley_terry`,
-        :func:`~storyeval.pairwise.consistency.position_consistency`,
-        :func:`~storyeval.pairwise.accuracy.judge_accuracy`); ``.judgments``: every judgment
+        [`win_matrix`][],
+        [`bradley_terry`][storyeval.pairwise.bradley_terry.bradley_terry],
+        [`position_consistency`][],
+        [`judge_accuracy`][]); ``.judgments``: every judgment
         with its status and raw answer; ``.failures()``: failure rates.
 
     Raises
@@ -469,12 +470,12 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
 
     Notes
     -----
-    Request ``(pair, order, try)`` has the key of :func:`storyeval.llm.cache.request_key`
+    Request ``(pair, order, try)`` has the key of `storyeval.llm.cache.request_key`
     (backend kind, model, SHA-256 of the rendered messages, sampling, seed ``sampling.seed +
     t``, try index): exactly the raters' recipe, so a rerun sends only the requests whose key
     is not stored, and each answer is committed the moment it arrives. The model's answer names
     a *position* ("Story A" = the story shown first); for order ``"BA"`` it is converted to the
-    story convention of :mod:`storyeval.pairwise.verdicts` (``"A"`` = ``story_a``). A dimension
+    story convention of `storyeval.pairwise.verdicts` (``"A"`` = ``story_a``). A dimension
     whose line is missing or unreadable gets status ``"unparsed"`` with the raw answer kept;
     nothing is guessed. The raw text is re-parsed on every run, so a newer parser applies to
     old answers without a request.
@@ -501,39 +502,54 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
     try:
         items = job.items
         keys = items["key"].tolist()
-        raw_by_key = {k: r["raw"] for k, r in store.get_many(keys, columns=("raw",)).items()}
+        def stored_answers() -> dict[str, str]:  # empty answers are asked again
+            return {k: r["raw"] for k, r in store.get_many(keys, columns=("raw",)).items()
+                    if isinstance(r["raw"], str) and r["raw"].strip()}
+
+        raw_by_key = stored_answers()
         the_plan = _make_plan(job, set(raw_by_key))
         failures: dict[str, str] = {}
         n_sent = n_answered = 0
         if not cache_only and the_plan.n_to_send:
-            firsts = items.drop_duplicates("key")
-            todo = [Request(key=k, messages=job.messages[c], sampling=job.sampling, seed=s,
-                            try_index=t)
-                    for k, c, s, t in zip(firsts["key"].tolist(), firsts["cell"].tolist(),
-                                          firsts["seed"].tolist(), firsts["try"].tolist())
-                    if k not in raw_by_key]
-            n_sent = len(todo)
-            skey = job.sampling.for_key()
-            be = job.backend
+            # the cache's writer lock: a concurrent run on the same cache waits, then sends
+            # only what is still missing
+            with store.writer_lock(on_wait=logging.getLogger("storyeval.llm").warning):
+                raw_by_key = stored_answers()
+                the_plan = _make_plan(job, set(raw_by_key))
+                firsts = items.drop_duplicates("key")
+                todo = [Request(key=k, messages=job.messages[c], sampling=job.sampling, seed=s,
+                                try_index=t)
+                        for k, c, s, t in zip(firsts["key"].tolist(), firsts["cell"].tolist(),
+                                              firsts["seed"].tolist(), firsts["try"].tolist())
+                        if k not in raw_by_key]
+                n_sent = len(todo)
+                skey = job.sampling.for_key()
+                be = job.backend
 
-            def on_answer(req: Request, ans) -> None:
-                nonlocal n_answered
-                parsed = parse_side_by_side(ans.text, job.dimensions)
-                n_ok = sum(v is not None for v in parsed.values())
-                status = ("ok" if n_ok == len(parsed) else "partial" if n_ok else "unparsed")
-                store.put(key=req.key, backend=be.kind, model=be.model,
-                          messages_sha=messages_digest(req.messages), sampling=skey,
-                          try_index=req.try_index, seed=req.seed, raw=ans.text,
-                          finish_reason=ans.finish_reason, prompt_tokens=ans.prompt_tokens,
-                          completion_tokens=ans.completion_tokens, latency_s=ans.latency_s,
-                          attempts=ans.attempts, parser_version=PARSER_VERSION, status=status)
-                raw_by_key[req.key] = ans.text
-                n_answered += 1
+                def on_answer(req: Request, ans) -> None:
+                    nonlocal n_answered
+                    parsed = parse_side_by_side(ans.text, job.dimensions)
+                    n_ok = sum(v is not None for v in parsed.values())
+                    status = ("ok" if n_ok == len(parsed) else "partial" if n_ok else "unparsed")
+                    if store.put(key=req.key, backend=be.kind, model=be.model,
+                                 messages_sha=messages_digest(req.messages), sampling=skey,
+                                 try_index=req.try_index, seed=req.seed, raw=ans.text,
+                                 finish_reason=ans.finish_reason,
+                                 prompt_tokens=ans.prompt_tokens,
+                                 completion_tokens=ans.completion_tokens,
+                                 latency_s=ans.latency_s, attempts=ans.attempts,
+                                 parser_version=PARSER_VERSION, status=status):
+                        raw_by_key[req.key] = ans.text
+                    else:  # stored by another run first: the stored answer wins
+                        raw_by_key[req.key] = store.get_many([req.key],
+                                                             columns=("raw",))[req.key]["raw"]
+                    n_answered += 1
 
-            def on_failure(req: Request, message: str) -> None:
-                failures[req.key] = message
+                def on_failure(req: Request, message: str) -> None:
+                    failures[req.key] = message
 
-            be.run(todo, on_answer, on_failure, show_progress=show_progress)
+                if todo:
+                    be.run(todo, on_answer, on_failure, show_progress=show_progress)
     finally:
         if owned:
             store.close()

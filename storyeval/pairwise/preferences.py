@@ -10,7 +10,7 @@ column         meaning
 ``winner``     ``a``, ``b`` or ``tie`` (case-insensitive; ``same`` is a tie too), or the
                story id of the preferred story
 ``criterion``  optional: what was judged; without it every row is an overall preference,
-               reported under the criterion :data:`OVERALL_PREFERENCE` (``"preference"``)
+               reported under the criterion `OVERALL_PREFERENCE` (``"preference"``)
 ``annotator``  optional: who judged; one annotator judges a pair once per criterion
 =============  ==========================================================================
 
@@ -66,7 +66,7 @@ def validate_preferences(
     -------
     DataFrame
         ``story_a, story_b, winner`` (``"a"``, ``"b"`` or ``"tie"``), ``criterion`` (filled
-        with :data:`OVERALL_PREFERENCE` when absent) and ``annotator`` when present. A valid
+        with `OVERALL_PREFERENCE` when absent) and ``annotator`` when present. A valid
         table is returned unchanged by a second validation.
 
     Raises
@@ -164,7 +164,7 @@ def read_preferences(
     missing_hint: str = "",
 ) -> pd.DataFrame:
     """Read and validate a preference file (CSV, TSV, JSON lines, Parquet); see
-    :func:`validate_preferences` (errors name the file, column and line)."""
+    `validate_preferences` (errors name the file, column and line)."""
     frame, fmt = read_table(path, format=format)
     return validate_preferences(frame, source=str(path), fmt=fmt, story_ids=story_ids,
                                 missing_hint=missing_hint)

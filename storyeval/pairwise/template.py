@@ -2,10 +2,10 @@
 
 The template and the dimension descriptions are plain data files in
 ``storyeval/pairwise/templates/`` (``side_by_side.txt``, ``side_by_side_dimensions.json``) so they
-can be edited or replaced without touching code. :func:`render_side_by_side` returns a plain
+can be edited or replaced without touching code. [`render_side_by_side`][] returns a plain
 string, usable as the user message of any chat backend (e.g. the LLM raters' backends), and
-:func:`parse_side_by_side` turns the model's answer into verdicts in the story convention of
-:mod:`storyeval.pairwise.verdicts` (``"A"`` = the story shown as "Story A").
+[`parse_side_by_side`][] turns the model's answer into verdicts in the story convention of
+`storyeval.pairwise.verdicts` (``"A"`` = the story shown as "Story A").
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def render_side_by_side(
         ``$story_b`` placeholders (``string.Template`` syntax; braces and dollar signs in the
         stories are inserted verbatim). Default: ``templates/side_by_side.txt``.
     dimensions_file : str or Path, optional
-        See :func:`load_dimensions`.
+        See `load_dimensions`.
 
     Returns
     -------
@@ -160,7 +160,7 @@ def side_by_side_messages(prompt: str, first: str, second: str, **options) -> tu
     request such as ``storyeval.llm.backends.Request``.
 
     ``first`` is shown as "Story A", ``second`` as "Story B"; ``options`` go to
-    :func:`render_side_by_side`. The assessment comes before the verdict block, so allow a
+    [`render_side_by_side`][]. The assessment comes before the verdict block, so allow a
     generous ``max_tokens`` (about 1,000).
 
     Examples
@@ -184,7 +184,7 @@ def verdict_records(
     Parameters
     ----------
     parsed : dict
-        Output of :func:`parse_side_by_side`.
+        Output of [`parse_side_by_side`][].
     prompt_id : any
         The prompt of the pair.
     first, second : str

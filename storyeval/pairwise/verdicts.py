@@ -188,31 +188,23 @@ def read_verdicts(
     ----------
     path : str or Path
         ``.csv``, ``.tsv`` or ``.jsonl`` / ``.json`` (one record per line) file with the columns
-        of :func:`validate_verdicts`.
+        of [`validate_verdicts`][].
     verdict_refers_to : {"story", "position"}, default "story"
-        See :func:`validate_verdicts`.
+        See [`validate_verdicts`][].
 
     Returns
     -------
     DataFrame
-        The canonical table of :func:`validate_verdicts`.
+        The canonical table of [`validate_verdicts`][].
     """
+    from storyeval.data.io import read_table
+
     path = Path(path)
     if not path.exists():
         raise InputError(f"verdict file not found: {path}")
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            frame = pd.read_csv(path)
-        elif suffix == ".tsv":
-            frame = pd.read_csv(path, sep="\t")
-        elif suffix in (".jsonl", ".json"):
-            frame = pd.read_json(path, lines=True)
-        else:
-            raise InputError(f"{path}: unsupported verdict file type {suffix!r}; use .csv, .tsv "
-                             "or .jsonl")
-    except (pd.errors.ParserError, ValueError) as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"{path}: cannot parse the verdict file: {exc}") from exc
+    if suffix not in (".csv", ".tsv", ".jsonl", ".json"):
+        raise InputError(f"{path}: unsupported verdict file type {suffix!r}; use .csv, .tsv "
+                         "or .jsonl")
+    frame, _ = read_table(path)  # encodings, folders, duplicated columns, JSON Lines
     return validate_verdicts(frame, verdict_refers_to=verdict_refers_to, source=str(path))

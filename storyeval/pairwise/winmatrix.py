@@ -144,7 +144,7 @@ def win_matrix(
     Parameters
     ----------
     verdicts : DataFrame
-        A verdict table (see :mod:`storyeval.pairwise.verdicts`).
+        A verdict table (see `storyeval.pairwise.verdicts`).
     dimension : str, optional
         The dimension; may be omitted when the table holds only one.
     by : {"system", "story"}, default "system"

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _pyplot():
@@ -57,9 +61,21 @@ def heatmap(
     ax.set_title(textwrap.fill(title, width=max(40, int(width * 11))), fontsize=9)
     fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.6)
     stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
+    try:
+        for path in paths:
+            save_figure(fig, path, dpi=150)
+    finally:
+        plt.close(fig)
     return paths
+
+
+def save_figure(fig: Figure, path: str | Path, **kwargs: object) -> Path:
+    """``fig.savefig(path)`` through a temporary file replaced atomically (the format follows
+    the suffix of ``path``): an interrupted save leaves the previous file intact."""
+    from storyeval._atomic import atomic_path
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or None, **kwargs)
+    return path

@@ -1,4 +1,4 @@
-"""Render and write the results of :func:`storyeval.meta.meta_evaluate`.
+"""Render and write the results of [`meta_evaluate`][storyeval.meta.pipeline.meta_evaluate].
 
 Tables are shown as grids (one row per rater, one column per criterion, plus the mean), the
 paper's layout; the files written with ``--out`` keep the tidy long tables at full precision.
@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
 from storyeval.report.figures import heatmap
-from storyeval.report.tables import FILE_SUFFIX, format_table
+from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
+
+if TYPE_CHECKING:
+    from storyeval._atomic import OutputFolder
 
 BASELINE_LABELS = {"upper_bound": "Human (upper bound)", "leave_one_out": "Human (leave-one-out)"}
 SHORT_COEFFICIENT = {"kendall_b": "Kendall tau-b", "kendall_c": "Kendall tau-c",
@@ -175,12 +180,12 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     Correlations are one grid per level (raters x criteria). Williams tests against a reference
     rater are one grid per level (compared raters x criteria); tests of all pairs are one
     measure x measure matrix of adjusted p per level and criterion (upper triangle, see
-    :meth:`MetaResult.williams_matrix`), except that a matrix of more than
-    :data:`MATRIX_SHOWN_MAX` measures is listed as its :data:`SMALLEST_SHOWN` smallest adjusted
-    p-values (:func:`smallest_pairs`; :func:`write_report` writes every matrix in full).
+    [`MetaResult.williams_matrix`][]), except that a matrix of more than
+    `MATRIX_SHOWN_MAX` measures is listed as its `SMALLEST_SHOWN` smallest adjusted
+    p-values (`smallest_pairs`; [`write_report`][] writes every matrix in full).
     Undefined values are blank, with the reason listed below their table. Warns
-    (:class:`~storyeval.meta.multitest.SingleTestFamilyWarning`, once per result) when every
-    Williams family holds a single test.
+    ([`SingleTestFamilyWarning`][storyeval.meta.multitest.SingleTestFamilyWarning], once per
+    result) when every Williams family holds a single test.
     """
     result.warn_single_test_families()
     if fmt == "csv":
@@ -282,7 +287,7 @@ def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int)
 def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
                     digits: int) -> pd.DataFrame:
     """Grid cells as "value [low, high]" strings (the Mean column keeps its value); an undefined
-    value is blank and an undefined interval left out (:func:`interval_lines` says why)."""
+    value is blank and an undefined interval left out (`interval_lines` says why)."""
     rows = result.correlations[result.correlations["level"] == level]
     keys = list(result._row_keys(rows))
     cells = dict(zip(zip(keys, rows["criterion"]),
@@ -337,7 +342,7 @@ def baseline_lines(result: MetaResult, level: str) -> list[str]:
 
 def interval_lines(result: MetaResult, level: str) -> list[str]:
     """Why a bootstrap interval is left out of a defined value's cell (a reason recorded in the
-    baseline's ``reason`` column is listed by :func:`baseline_lines` instead)."""
+    baseline's ``reason`` column is listed by `baseline_lines` instead)."""
     undefined = "the coefficient is undefined in every resample (e.g. a measure constant on " \
         "the resampled stories)"
     if result.settings.get("bootstrap", {}).get("ci_method") == "bca":
@@ -393,7 +398,7 @@ def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
 
 def to_json(result: MetaResult) -> str:
     """Settings and the three tidy tables as one JSON document (full precision, NaN as null).
-    The settings gain ``williams.family_sizes`` (:meth:`MetaResult.family_sizes`)."""
+    The settings gain ``williams.family_sizes`` ([`MetaResult.family_sizes`][])."""
     doc = {"settings": report_settings(result)}
     for name in ("correlations", "baseline", "williams"):
         doc[name] = json.loads(format_table(getattr(result, name), "json"))
@@ -401,7 +406,7 @@ def to_json(result: MetaResult) -> str:
 
 
 def report_settings(result: MetaResult) -> dict:
-    """:attr:`MetaResult.settings` with the size of the Williams families, per level
+    """`MetaResult.settings` with the size of the Williams families, per level
     (``settings["williams"]["family_sizes"]``), for settings.json and the JSON output."""
     settings = dict(result.settings)
     if "williams" in settings:
@@ -411,7 +416,7 @@ def report_settings(result: MetaResult) -> dict:
 
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
-                 digits: int = 3) -> list[Path]:
+                 digits: int = 3, overwrite: bool = False) -> list[Path]:
     """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
@@ -419,20 +424,34 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png/.pdf``
     (named after the coefficient). Williams tests against a reference rater:
     ``williams_{level}.{md,tex,csv}`` and the heatmap ``williams_{level}.png/.pdf``. Tests of all
-    pairs: one matrix per level and criterion (:meth:`MetaResult.williams_matrix`),
+    pairs: one matrix per level and criterion ([`MetaResult.williams_matrix`][]),
     ``williams_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and
-    its heatmap when it has at most :data:`MATRIX_FIGURE_MAX` measures (the caption of a larger
-    one says why it has none). Warns like :func:`render`.
+    its heatmap when it has at most `MATRIX_FIGURE_MAX` measures (the caption of a larger
+    one says why it has none). Warns like [`render`][].
+
+    The files are staged in a hidden folder and moved into ``out_dir`` together at the end
+    (`storyeval._atomic.OutputFolder`): an interrupted run leaves the previous files intact.
+    A folder that already holds files is an error unless ``overwrite``; then the files of the
+    previous run that this run does not write are removed.
     """
+    from storyeval._atomic import OutputFolder
+
+    check_digits(digits)
     result.warn_single_test_families()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    with OutputFolder(out_dir, overwrite=overwrite, command="meta") as folder:
+        _write_files(result, folder, figures, digits)
+    return folder.published
+
+
+def _write_files(result: MetaResult, folder: OutputFolder, figures: bool, digits: int) -> None:
+    """Stage every file of `write_report` in ``folder`` (an ``OutputFolder``)."""
 
     def save(name: str, text: str) -> None:
-        path = out / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+        folder.write_text(name, text)
+
+    def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
+        for path in heatmap(grid, folder.staging / stem, **kwargs):
+            folder.file(path.name)
 
     save("correlations.csv", format_table(result.correlations, "csv"))
     save("baseline.csv", format_table(result.baseline, "csv"))
@@ -445,11 +464,11 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
         grid = correlation_grid(result, level)
         _save_grid(save, f"correlations_{level}", grid, level_caption(result, level), digits)
         if figures:
-            written += heatmap(grid, out / f"{coef}_{level}", title=level_caption(result, level),
-                               colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]])
+            draw(grid, f"{coef}_{level}", title=level_caption(result, level),
+                 colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]])
     for level in result.settings["williams"]["levels"]:
         if result.williams_all_pairs():
-            written += _write_matrices(result, level, out, save, figures, digits)
+            _write_matrices(result, level, save, draw if figures else None, digits)
             continue
         grid = result.williams_grid(level)
         if grid.empty:
@@ -460,35 +479,31 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
             # cells where that is the compared measure, not the reference
             swapped = result.williams_grid(level, column="swapped").reindex(
                 index=grid.index, columns=grid.columns).fillna(False).astype(bool)
-            written += heatmap(grid, out / f"williams_{level}",
-                               title=williams_caption(result, level)
-                               + "; * the compared measure has the larger |r|",
-                               cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
-                               marks=swapped)
-    return written
+            draw(grid, f"williams_{level}",
+                 title=williams_caption(result, level)
+                 + "; * the compared measure has the larger |r|",
+                 cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p", marks=swapped)
 
 
-def _write_matrices(result: MetaResult, level: str, out: Path, save, figures: bool,
-                    digits: int) -> list[Path]:
-    """The all-pairs matrices of one level (tables through ``save``); returns the figures."""
-    drawn = []
+def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], None],
+                    draw: Callable[..., None] | None, digits: int) -> None:
+    """The all-pairs matrices of one level: tables through ``save``, heatmaps through
+    ``draw`` (None: no figures)."""
     slugs = _slugs(tested_criteria(result, level))
     for criterion, slug in slugs.items():
         matrix = result.williams_matrix(level, criterion)
         caption = williams_caption(result, level, criterion)
         stem = f"williams_{level}_{slug}"
-        if figures and len(matrix) > MATRIX_FIGURE_MAX:
+        if draw is not None and len(matrix) > MATRIX_FIGURE_MAX:
             caption += (f" (no heatmap: {len(matrix)} measures, more than "
                         f"{MATRIX_FIGURE_MAX})")
         _save_grid(save, stem, matrix, caption, digits)
-        if figures and len(matrix) <= MATRIX_FIGURE_MAX:
+        if draw is not None and len(matrix) <= MATRIX_FIGURE_MAX:
             # as in the reference grid: * where the second measure had the larger |r|
             swapped = result.williams_matrix(level, criterion, column="swapped")
-            drawn += heatmap(matrix, out / stem,
-                             title=caption + "; * the column measure has the larger |r|",
-                             cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
-                             marks=swapped.fillna(0.0).astype(bool))
-    return drawn
+            draw(matrix, stem, title=caption + "; * the column measure has the larger |r|",
+                 cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
+                 marks=swapped.fillna(0.0).astype(bool))
 
 
 def _slugs(criteria: list[str]) -> dict[str, str]:

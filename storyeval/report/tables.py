@@ -30,7 +30,7 @@ _LATEX_SPECIAL = {
 
 def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
                  caption: str | None = None, label: str | None = None) -> str:
-    """Render ``frame`` in one of :data:`FORMATS`.
+    """Render ``frame`` in one of `FORMATS`.
 
     Parameters
     ----------
@@ -44,6 +44,7 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {list(FORMATS)}")
+    check_digits(digits)
     if fmt == "csv":
         return frame.to_csv(index=False)
     if fmt == "json":
@@ -54,6 +55,13 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
     if fmt == "md":
         return _markdown(frame, cells)
     return _latex(frame, cells, caption=caption, label=label)
+
+
+def check_digits(digits: object, option: str = "--digits") -> int:
+    """``digits`` if it is a whole number of decimals >= 0, else an InputError."""
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or digits < 0:
+        raise InputError(f"{option} must be a whole number >= 0, got {digits!r}")
+    return int(digits)
 
 
 def to_json(frame: pd.DataFrame) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError
+from storyeval.meta.correlation import scale_to_unit
 
 LEVELS = ("overall", "system", "prompt")
 
@@ -101,5 +102,7 @@ def make_grid(wide: pd.DataFrame, columns: Sequence[str]) -> Grid:
     si = pd.Index(systems).get_indexer(idx.get_level_values(sl))
     pi = pd.Index(prompts).get_indexer(idx.get_level_values(pl))
     X = np.empty((len(systems), len(prompts), len(columns)))
-    X[si, pi, :] = values
+    # each column scaled to (-1, 1) by a power of two: exact, and it changes no correlation,
+    # but no sum of squares overflows (values near 1e308) or underflows (near 1e-300)
+    X[si, pi, :] = scale_to_unit(values, axis=0)
     return Grid(X, systems, prompts, columns)

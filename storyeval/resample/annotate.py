@@ -1,4 +1,4 @@
-"""Add resampling results to a :class:`~storyeval.meta.pipeline.MetaResult`.
+"""Add resampling results to a [`MetaResult`][].
 
 ``storyeval meta --ci bootstrap`` adds bootstrap confidence intervals to every correlation,
 ``--permutations N`` a paired permutation p-value next to every Williams test, and
@@ -177,7 +177,7 @@ def add_chance(
     confidence_level: float = 0.95,
     random_state: int | None = None,
 ) -> MetaResult:
-    """``result`` with :attr:`MetaResult.chance`: per criterion and level, the spread of the
+    """``result`` with `MetaResult.chance`: per criterion and level, the spread of the
     coefficient of a random measure (a measured value inside it is indistinguishable from noise)."""
     wide = _wide(result)
     frames = [chance_baseline(wide, result.settings["criteria"], level=level,

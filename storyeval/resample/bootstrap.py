@@ -126,12 +126,12 @@ def bootstrap_correlations(
         The correlations to compute (e.g. every metric with every criterion, and each LLM
         rating with its matching criterion).
     level : {"overall", "system", "prompt"}, default "overall"
-        As in :func:`storyeval.meta.levels.correlate`: all stories; system means; within-prompt
+        As in [`storyeval.meta.levels.correlate`][]: all stories; system means; within-prompt
         coefficients averaged over the prompts where they are defined.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     n_resamples : int, default 1000
     resample_by : {"prompts", "systems", "both"}, default "prompts"
-        The resampling unit (:func:`draw_resamples`). Every pair is computed on the *same*
+        The resampling unit ([`draw_resamples`][]). Every pair is computed on the *same*
         resamples, so the replicate distributions of two measures are paired.
     ci_method : {"percentile", "bca"}, default "percentile"
         Percentile interval, or bias-corrected and accelerated (BCa) with the acceleration from a
@@ -157,7 +157,7 @@ def bootstrap_correlations(
     -----
     A resample is a vector of multiplicities (how often each prompt / system is drawn); every
     coefficient is evaluated from the multiplicities without building the resampled vectors
-    (:mod:`storyeval.resample._kernels`), e.g. for Kendall tau-b at the overall level under
+    (`storyeval.resample._kernels`), e.g. for Kendall tau-b at the overall level under
     prompt resampling ``C - D = 1/2 c^T T c`` with ``T[p, q] = sum_{i in p, j in q} s_x(i, j)
     s_y(i, j)``; pairs of copies of one story are tied in both variables and drop out, exactly
     as in scipy on the explicitly resampled vectors. Percentile interval:
@@ -168,8 +168,8 @@ def bootstrap_correlations(
 
     References
     ----------
-    .. [1] Efron, B., Tibshirani, R. (1993). An Introduction to the Bootstrap. Chapman & Hall.
-    .. [2] Deutsch, D., Dror, R., Roth, D. (2021). A Statistical Analysis of Summarization
+    1. Efron, B., Tibshirani, R. (1993). An Introduction to the Bootstrap. Chapman & Hall.
+    2. Deutsch, D., Dror, R., Roth, D. (2021). A Statistical Analysis of Summarization
        Evaluation Metrics Using Resampling Methods. TACL 9.
 
     Validated against ``scipy.stats`` coefficients on the explicitly resampled vectors (every

@@ -187,7 +187,7 @@ def chance_baseline(
         n_draws``; ``n`` is the number of stories / systems correlated (systems per prompt at
         the prompt level).
 
-    Validated as :func:`chance_distribution` (tests/test_chance.py).
+    Validated as [`chance_distribution`][] (tests/test_chance.py).
 
     Examples
     --------

@@ -166,9 +166,9 @@ def paired_permutation_test(
 
     References
     ----------
-    .. [1] Deutsch, D., Dror, R., Roth, D. (2021). A Statistical Analysis of Summarization
+    1. Deutsch, D., Dror, R., Roth, D. (2021). A Statistical Analysis of Summarization
        Evaluation Metrics Using Resampling Methods. TACL 9.
-    .. [2] Phipson, B., Smyth, G. K. (2010). Permutation p-values should never be zero.
+    2. Phipson, B., Smyth, G. K. (2010). Permutation p-values should never be zero.
        Statistical Applications in Genetics and Molecular Biology 9(1).
 
     Validated against a per-permutation loop over explicitly swapped vectors with
@@ -374,11 +374,11 @@ def permutation_pvalues(
     Parameters
     ----------
     wide : DataFrame
-        As in :func:`paired_permutation_test`.
+        As in [`paired_permutation_test`][].
     comparisons : DataFrame
         Columns ``criterion, measure_a, measure_b, level``; one test per row.
     method, n_permutations, alternative, orient, standardize
-        As in :func:`paired_permutation_test`.
+        As in [`paired_permutation_test`][].
     unit : str or dict, optional
         The swapping unit, or one per level. Default: ``"prompt"`` at the overall and prompt
         levels, ``"prompt"`` at the system level too (swapping whole systems with 10 systems
@@ -394,7 +394,7 @@ def permutation_pvalues(
         order). The p-values are not adjusted: adjust them with the family of the Williams
         tests (``storyeval.meta.multitest.adjust_frame``).
 
-    Validated as :func:`paired_permutation_test`.
+    Validated as [`paired_permutation_test`][].
     """
     need = ["criterion", "measure_a", "measure_b", "level"]
     missing = [c for c in need if c not in comparisons.columns]

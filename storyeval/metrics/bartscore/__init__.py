@@ -61,7 +61,7 @@ class BartScoreMetric(Metric):
         absent from the data are left out).
     max_length : int, optional
         Token limit of source and target (default: the model's, 1024 for BART); longer texts
-        are truncated with a :class:`~storyeval.metrics.bertscore.TruncationWarning` and a count.
+        are truncated with a `TruncationWarning` and a count.
     device : str, optional
         ``"cpu"``, ``"cuda"``, ...; default cuda when available.
     batch_size : int
@@ -76,7 +76,7 @@ class BartScoreMetric(Metric):
 
     References
     ----------
-    .. [1] Yuan, W., Neubig, G., Liu, P. (2021). BARTScore: Evaluating generated text as text
+    1. Yuan, W., Neubig, G., Liu, P. (2021). BARTScore: Evaluating generated text as text
        generation. NeurIPS.
 
     Validated against a hand computation from the model's logits, and by the property that after

@@ -99,7 +99,7 @@ class BertScoreMetric(Metric):
         Texts longer than the encoder window (512 word pieces for both defaults): ``"chunk"``
         (default) encodes consecutive windows separately and matches all their tokens;
         ``"truncate"`` keeps the first window like bert-score does, with a
-        :class:`TruncationWarning` giving the count.
+        `TruncationWarning` giving the count.
     rescale : bool
         Add rescaled measures (x - b) / (1 - b) (default False). The baseline b comes from
         ``baseline_path``, else from bert-score's shipped file for the model, else it is computed
@@ -126,7 +126,7 @@ class BertScoreMetric(Metric):
 
     References
     ----------
-    .. [1] Zhang, T., Kishore, V., Wu, F., Weinberger, K. Q., Artzi, Y. (2020). BERTScore:
+    1. Zhang, T., Kishore, V., Wu, F., Weinberger, K. Q., Artzi, Y. (2020). BERTScore:
        Evaluating text generation with BERT. ICLR.
 
     Validated against ``bert_score.BERTScorer.score`` on texts within the window (both modes)
@@ -387,7 +387,7 @@ class BertScoreMetric(Metric):
         return pairs
 
     def mismatched_baseline(self, stories, references) -> np.ndarray:
-        """Mean raw [P, R, F] over :meth:`mismatched_pairs`."""
+        """Mean raw [P, R, F] over `mismatched_pairs`."""
         pairs = self.mismatched_pairs(stories, references)
         vals = self.score_pairs([p[0] for p in pairs], [p[1] for p in pairs])
         return vals.mean(axis=0)

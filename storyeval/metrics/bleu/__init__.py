@@ -38,9 +38,9 @@ class BleuMetric(Metric):
 
     References
     ----------
-    .. [1] Papineni, K., et al. (2002). BLEU: a method for automatic evaluation of machine
+    1. Papineni, K., et al. (2002). BLEU: a method for automatic evaluation of machine
        translation. ACL.
-    .. [2] Post, M. (2018). A call for clarity in reporting BLEU scores. WMT.
+    2. Post, M. (2018). A call for clarity in reporting BLEU scores. WMT.
 
     Validated against ``sacrebleu.sentence_bleu`` called directly (``tests/test_metrics_lexical.py``).
 

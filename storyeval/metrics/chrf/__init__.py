@@ -37,7 +37,7 @@ class ChrfMetric(Metric):
 
     References
     ----------
-    .. [1] Popović, M. (2015). chrF: character n-gram F-score for automatic MT evaluation. WMT.
+    1. Popović, M. (2015). chrF: character n-gram F-score for automatic MT evaluation. WMT.
 
     Validated against ``sacrebleu.sentence_chrf`` called directly (``tests/test_metrics_lexical.py``).
 

@@ -40,7 +40,7 @@ class RougeMetric(Metric):
 
     References
     ----------
-    .. [1] Lin, C.-Y. (2004). ROUGE: A package for automatic evaluation of summaries.
+    1. Lin, C.-Y. (2004). ROUGE: A package for automatic evaluation of summaries.
 
     Validated against ``rouge_score.rouge_scorer.RougeScorer.score`` called directly
     (``tests/test_metrics_lexical.py``).

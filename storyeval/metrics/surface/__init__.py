@@ -1,8 +1,8 @@
 """Surface and diversity measures of stories (metric card: ``README.md`` here).
 
 Pure Python on token lists; no heavy dependency. Per-story measures come from
-:func:`story_measures`; set-level ones (:func:`distinct_n`, :func:`inter_story_repetition`) take
-several stories; :class:`SurfaceMetric` exposes all of them to :func:`storyeval.metrics.score`.
+`story_measures`; set-level ones (`distinct_n`, `inter_story_repetition`) take
+several stories; `SurfaceMetric` exposes all of them to [`storyeval.metrics.score`][].
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def fragment_statistics(summary: Sequence[str], text: Sequence[str]) -> dict[str
 
     Notes
     -----
-    With F the extractive fragments (:func:`extractive_fragments`), S the summary (the story)
+    With F the extractive fragments (`extractive_fragments`), S the summary (the story)
     and A the text (the prompt): coverage = sum_f |f| / |S|, density = sum_f |f|^2 / |S|,
     compression = |A| / |S| (Grusky et al., 2018, as SummEval's ``DataStatsMetric``).
     NaN for an empty summary.
@@ -109,7 +109,7 @@ def _share(num: float, den: float) -> float:
 
 
 def story_measures(story: str, prompt: str | None = None) -> dict[str, float]:
-    """Per-story surface measures (keys as in :data:`SurfaceMetric` measure names).
+    """Per-story surface measures (keys as in `SurfaceMetric` measure names).
 
     Parameters
     ----------
@@ -128,7 +128,7 @@ def story_measures(story: str, prompt: str | None = None) -> dict[str, float]:
 
     Notes
     -----
-    Tokens are :func:`storyeval.metrics.text.word_tokens`, punctuation kept.
+    Tokens are `storyeval.metrics.text.word_tokens`, punctuation kept.
     Over all tokens T with their case (as HANNA's released values, computed with SummEval's
     ``DataStatsMetric``; lower-casing lowers the agreement, see ``docs/metrics.md``; the
     extractive fragments, however, are matched case-insensitively, which agrees better), with G_n the set of
@@ -138,7 +138,7 @@ def story_measures(story: str, prompt: str | None = None) -> dict[str, float]:
     unique-word ratio = |set(W)| / |W|; intra-story trigram repetition = 1 - |set(W_3)| / |W_3|;
     prompt trigram overlap = share of the story's word-trigram occurrences that occur in the
     prompt; distinct-n = |set(W_n)| / |W_n|. A sentence starts with an article or a pronoun if
-    its first word token is in :data:`ARTICLES` or :data:`PRONOUNS`. Undefined ratios (0/0) are
+    its first word token is in `ARTICLES` or `PRONOUNS`. Undefined ratios (0/0) are
     NaN.
 
     Examples
@@ -276,7 +276,7 @@ INTER_NAME = "Inter-story trigram repetition"
 @register("surface")
 @dataclass
 class SurfaceMetric(Metric):
-    """All surface and diversity measures (see :func:`story_measures`), reference-free, lexical.
+    """All surface and diversity measures (see `story_measures`), reference-free, lexical.
 
     Parameters
     ----------
@@ -287,17 +287,17 @@ class SurfaceMetric(Metric):
 
     Notes
     -----
-    Prompt measures are produced only when prompts are given. Formulas: :func:`story_measures`.
+    Prompt measures are produced only when prompts are given. Formulas: `story_measures`.
 
     References
     ----------
-    .. [1] Grusky, M., Naaman, M., Artzi, Y. (2018). Newsroom. NAACL (coverage, density,
+    1. Grusky, M., Naaman, M., Artzi, Y. (2018). Newsroom. NAACL (coverage, density,
        compression).
-    .. [2] Fabbri, A. R., et al. (2021). SummEval. TACL (novelty-n, repetition-n as released by
+    2. Fabbri, A. R., et al. (2021). SummEval. TACL (novelty-n, repetition-n as released by
        HANNA).
-    .. [3] Huot, F., et al. (2024). Agents' Room (length, paragraphs, article / pronoun starts,
+    3. Huot, F., et al. (2024). Agents' Room (length, paragraphs, article / pronoun starts,
        unique words, intra / inter-story trigram repetition, prompt overlap).
-    .. [4] Yao, L., et al. (2019). Plan-and-write. AAAI (inter / intra-story repetition).
+    4. Yao, L., et al. (2019). Plan-and-write. AAAI (inter / intra-story repetition).
 
     Validated on hand-worked texts (``tests/test_metrics_surface.py``) and against HANNA's
     released values for the 96 human stories (``docs/metrics.md``).
