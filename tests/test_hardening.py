@@ -246,6 +246,44 @@ def _c_pointwise_folder_preferences(f):
             "--preferences", str(f["dir"])]
 
 
+def _c_ratings_no_criterion(f):
+    _ratings().drop(columns="criterion").to_csv(f["dir"] / "nocrit.csv", index=False)
+    return _meta(f["dir"] / "nocrit.csv", f["scores"])
+
+
+def _c_ratings_twice(f):
+    frame = _ratings()
+    pd.concat([frame, frame.iloc[[3]]]).to_csv(f["dir"] / "twice.csv", index=False)
+    return _meta(f["dir"] / "twice.csv", f["scores"])
+
+
+def _c_story_id_without_system(f):
+    _write(f["dir"] / "sid.csv", "story_id,criterion,value\ns1,Overall,3\ns2,Overall,4\n")
+    return _meta(f["dir"] / "sid.csv", f["scores"])
+
+
+def _c_scores_in_two_files(f):
+    return _meta(f["ratings"], f["scores"], "--scores", str(f["scores"]))
+
+
+def _c_unknown_criterion(f):
+    return _meta(f["ratings"], f["scores"], "--criteria", "Plot")
+
+
+def _c_unknown_id_role(f):
+    return _meta(f["ratings"], f["scores"], "--id", "writer=system")
+
+
+def _c_annotator_pattern_matches_nothing(f):
+    path = _write(f["dir"] / "w.csv", "system,prompt_id,r1,r2,m\nA,0,1,2,0.5\nA,1,2,2,0.1\n")
+    return ["meta", "--data", str(path), "--annotators", "Overall=q_*"]
+
+
+def _c_wide_without_story_columns(f):
+    path = _write(f["dir"] / "w2.csv", "model,item,Overall,m\nA,0,1,0.5\nA,1,2,0.1\n")
+    return ["meta", "--data", str(path), "--criteria", "Overall"]
+
+
 CORPUS = [
     _case("latin1-scores", _c_latin1_scores, "l1.csv, line 2: not UTF-8 text"),
     _case("latin1-data", _c_latin1_data, "r_latin1.csv, line 2: not UTF-8 text"),
@@ -289,6 +327,18 @@ CORPUS = [
     _case("no-such-file", _c_no_such_file, "missing.csv: no such file"),
     _case("pointwise-folder-preferences", _c_pointwise_folder_preferences,
           "is a folder, not a file"),
+    _case("ratings-without-criterion", _c_ratings_no_criterion,
+          "nocrit.csv: missing column(s) ['criterion']"),
+    _case("rating-given-twice", _c_ratings_twice, "rated story A/"),
+    _case("story-id-without-system", _c_story_id_without_system,
+          "sid.csv, line 2: story_id 's1' does not say its system"),
+    _case("scores-in-two-files", _c_scores_in_two_files, "is in both"),
+    _case("unknown-criterion", _c_unknown_criterion, "unknown criterion 'Plot'"),
+    _case("unknown-id-role", _c_unknown_id_role, "--id: unknown role 'writer'"),
+    _case("annotator-pattern-matches-nothing", _c_annotator_pattern_matches_nothing,
+          "w.csv: --annotators pattern 'q_*' matches no column"),
+    _case("wide-without-story-columns", _c_wide_without_story_columns,
+          "w2.csv: which columns identify a story?"),
 ]
 
 
@@ -307,7 +357,7 @@ def test_malformed_input_is_one_clear_line(files, capsys, build, expect):
 
 
 def test_the_corpus_is_large_enough():
-    assert len(CORPUS) >= 25
+    assert len(CORPUS) >= 40
 
 
 def test_debug_shows_the_traceback(files):

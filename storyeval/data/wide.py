@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from storyeval.data.catalogue import criterion_row, infer_catalogue
+from storyeval.data.catalogue import infer_catalogue
 from storyeval.data.dataset import Dataset
 from storyeval.data.io import (
     numeric_column,

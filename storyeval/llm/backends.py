@@ -22,7 +22,7 @@ import re
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,6 +100,17 @@ class Request:
     sampling: SamplingParams
     seed: int | None
     try_index: int
+
+
+def pending_requests(items: Any, messages: Sequence[Any], sampling: SamplingParams,
+                     done: Collection[str]) -> list[Request]:
+    """The requests still to send: one per row of ``items`` (a frame with columns ``key``,
+    ``cell``, ``seed``, ``try``, one row per cache key) whose key is not in ``done``;
+    ``messages[cell]`` is the conversation to send."""
+    return [Request(key=k, messages=messages[c], sampling=sampling, seed=s, try_index=t)
+            for k, c, s, t in zip(items["key"].tolist(), items["cell"].tolist(),
+                                  items["seed"].tolist(), items["try"].tolist())
+            if k not in done]
 
 
 @dataclass

@@ -20,7 +20,13 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError, StoryevalWarning
-from storyeval.llm.backends import Answer, Backend, Request, SamplingParams
+from storyeval.llm.backends import (
+    Answer,
+    Backend,
+    Request,
+    SamplingParams,
+    pending_requests,
+)
 from storyeval.llm.cache import AnswerCache, key_from_prefix, key_prefix, messages_digest
 from storyeval.llm.extract import PARSER_VERSION, PARSERS, parse_rating, parser_id
 from storyeval.llm.prompts import (
@@ -425,11 +431,7 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
             stored = _stored_answers(store, keys)
             the_plan = _make_plan(job, set(stored))
             firsts = items[items["cell"] >= 0].drop_duplicates("key")
-            todo = [Request(key=k, messages=job.messages[c], sampling=job.sampling, seed=s,
-                            try_index=t)
-                    for k, c, s, t in zip(firsts["key"].tolist(), firsts["cell"].tolist(),
-                                          firsts["seed"].tolist(), firsts["try"].tolist())
-                    if k not in stored]
+            todo = pending_requests(firsts, job.messages, job.sampling, stored)
             n_sent = len(todo)
             backend = job.backend
 

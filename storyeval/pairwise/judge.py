@@ -492,7 +492,7 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
     >>> run = judge_pairs(pairs, OpenAIBackend("my-model"), cache="answers.sqlite")  # doctest: +SKIP
     >>> bradley_terry(run.verdicts, dimension="Overall")  # doctest: +SKIP
     """
-    from storyeval.llm.backends import Request
+    from storyeval.llm.backends import Request, pending_requests
     from storyeval.llm.cache import messages_digest
 
     job = _build(pairs, backend, dimensions=dimensions, overall=overall,
@@ -517,11 +517,7 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
                 raw_by_key = stored_answers()
                 the_plan = _make_plan(job, set(raw_by_key))
                 firsts = items.drop_duplicates("key")
-                todo = [Request(key=k, messages=job.messages[c], sampling=job.sampling, seed=s,
-                                try_index=t)
-                        for k, c, s, t in zip(firsts["key"].tolist(), firsts["cell"].tolist(),
-                                              firsts["seed"].tolist(), firsts["try"].tolist())
-                        if k not in raw_by_key]
+                todo = pending_requests(firsts, job.messages, job.sampling, raw_by_key)
                 n_sent = len(todo)
                 skey = job.sampling.for_key()
                 be = job.backend
