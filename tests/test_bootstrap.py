@@ -11,8 +11,12 @@ import pandas as pd
 import pytest
 import scipy.stats as st
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
 from storyeval.resample import bootstrap_correlations, draw_resamples
+from storyeval.resample.bootstrap import expanded_level
+
+# the small test grid has 12 prompts and 5 systems: the warning is tested once, below
+pytestmark = pytest.mark.filterwarnings("ignore::storyeval.exceptions.FewClustersWarning")
 
 S, P = 5, 12
 SYSTEMS = [f"sys{i}" for i in range(S)]
@@ -168,6 +172,46 @@ def test_undefined_and_bad_input(wide):
         bootstrap_correlations(nan, PAIRS)
     with pytest.raises(InputError, match="every system to have a story for every prompt"):
         bootstrap_correlations(wide.iloc[1:], PAIRS)
+
+
+def test_expanded_level_by_hand():
+    # Hesterberg (2015): z replaced by sqrt(n/(n-1)) t_{n-1}; n = 10, 95%:
+    # t_9(0.975) = 2.262157, x sqrt(10/9) = 2.384542, level = 1 - 2 Phi(-2.384542) = 0.98290
+    assert expanded_level(10) == pytest.approx(0.98290, abs=5e-5)
+    assert expanded_level(10, 0.9) == pytest.approx(
+        1 - 2 * st.norm.cdf(-st.t.ppf(0.95, 9) * np.sqrt(10 / 9)), abs=1e-12)
+    assert 0.95 < expanded_level(1000) < 0.9505
+    with pytest.raises(InputError, match="at least 2"):
+        expanded_level(1)
+
+
+@pytest.mark.parametrize("resample_by", ["prompts", "systems", "both"])
+def test_expanded_interval_is_the_percentile_interval_at_the_expanded_level(wide, resample_by):
+    res, dist = bootstrap_correlations(wide, PAIRS, n_resamples=400, resample_by=resample_by,
+                                       ci_method="expanded", random_state=5,
+                                       return_distribution=True)
+    n = {"prompts": P, "systems": S, "both": min(S, P)}[resample_by]
+    alpha = (1 - expanded_level(n)) / 2
+    np.testing.assert_allclose(res["ci_low"], np.quantile(dist, alpha, axis=0), atol=1e-12)
+    np.testing.assert_allclose(res["ci_high"], np.quantile(dist, 1 - alpha, axis=0), atol=1e-12)
+    pct = bootstrap_correlations(wide, PAIRS, n_resamples=400, resample_by=resample_by,
+                                 random_state=5)
+    assert (res["ci_low"] <= pct["ci_low"]).all() and (res["ci_high"] >= pct["ci_high"]).all()
+    assert (res["ci_method"] == "expanded").all()
+
+
+def test_few_clusters_warning(wide):
+    with pytest.warns(FewClustersWarning, match=r"only 12 prompts .*ci_method='expanded'"):
+        bootstrap_correlations(wide, PAIRS[:1], n_resamples=5, random_state=0)
+    with pytest.warns(FewClustersWarning, match=r"only 5 systems"):
+        bootstrap_correlations(wide, PAIRS[:1], n_resamples=5, resample_by="systems",
+                               random_state=0)
+    g = np.random.default_rng(1)
+    idx = pd.MultiIndex.from_product([SYSTEMS, range(20)], names=["system", "prompt_id"])
+    many = pd.DataFrame({"h": g.normal(size=5 * 20), "m": g.normal(size=5 * 20)}, index=idx)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewClustersWarning)  # 20 prompts: no warning
+        bootstrap_correlations(many, [("m", "h")], n_resamples=5, random_state=0)
 
 
 def test_hanna_system_level_interval(hanna_generation_wide):

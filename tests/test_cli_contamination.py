@@ -48,7 +48,10 @@ def test_labelled_run_writes_consistent_outputs(setup, tmp_path, capsys):
     assert [e["score"] for e in summary["evaluation"]] == ["Min-K% Prob", "Min-K%++"]
     scores = pd.read_csv(out / "scores.csv")
     assert list(scores["text_id"]) == pd.read_csv(setup / "labelled.csv")["story_id"].tolist()
-    assert scores["bos"].all()
+    # the reference convention on this GPT-2-style tokenizer: no BOS, first token is context
+    assert not scores["bos"].any()
+    assert summary["bos"] == "reference" and summary["count_rule"] == "reference"
+    assert summary["fpr_comparison"] == "<"
     for e, col in zip(summary["evaluation"], ("min_k", "min_k_pp")):
         # the reported AUC is the AUC of the written scores
         assert e["auc"] == pytest.approx(roc_auc(scores[col], scores["is_member"]), abs=1e-12)

@@ -97,13 +97,14 @@ def test_scores_equal_hand_computation_from_logits(corpus, tiny_lm):
     expected_mink = np.sort(chosen)[:m].mean()
     expected_pp = np.sort((chosen - mu) / sigma)[:m].mean()
 
-    stats = token_statistics([text], model, tok, show_progress=False)[0]
+    stats = token_statistics([text], model, tok, bos="auto", show_progress=False)[0]
     assert stats.bos_prepended and stats.n_tokens == len(ids)
     np.testing.assert_array_equal(stats.token_ids, ids)
     np.testing.assert_allclose(stats.logprob, chosen, atol=2e-5)
     np.testing.assert_allclose(stats.mu, mu, atol=2e-5)
     np.testing.assert_allclose(stats.sigma, sigma, atol=2e-5)
-    row = score_texts([text], model, tok, k=0.2, show_progress=False).iloc[0]
+    row = score_texts([text], model, tok, k=0.2, bos="auto", count_rule="floor_eps",
+                      show_progress=False).iloc[0]
     assert row["n_lowest"] == m
     assert row["min_k"] == pytest.approx(expected_mink, abs=2e-5)
     assert row["min_k_pp"] == pytest.approx(expected_pp, abs=2e-4)
@@ -116,7 +117,8 @@ def test_sliding_window_scores_each_token_once_with_its_window(corpus, tiny_lm):
     full = [tok.bos_token_id] + tok(text, add_special_tokens=False)["input_ids"]
     assert len(full) > 2 * CONTEXT  # needs at least three windows
     stride = 24
-    stats = token_statistics([text], model, tok, stride=stride, show_progress=False)[0]
+    stats = token_statistics([text], model, tok, bos="auto", stride=stride,
+                             show_progress=False)[0]
     assert stats.n_tokens == len(full) - 1
     # by hand: target t is scored in the first window [b, b + CONTEXT) holding it
     expected = np.empty(len(full) - 1)
@@ -169,6 +171,46 @@ def test_checkpoint_persists_and_resumes(corpus, tiny_lm, tmp_path):
         score_texts(texts[:2], model, tok, ids=["a", "a"], checkpoint=tmp_path / "x.jsonl")
 
 
+def test_default_conventions_equal_the_reference_code(corpus, tiny_lm):
+    """Shi et al. (2024) / Min-K%++ reference code, written out: ids = tokenizer.encode(text);
+    log-probs of ids[1:] from one forward pass; k_length = int(len(all_prob) * ratio);
+    mean of np.sort(all_prob)[:k_length]."""
+    model, tok = tiny_lm
+    for n_words in (8, 16):
+        text = " ".join(corpus[1][0].split()[:n_words])
+        ids = tok.encode(text)  # GPT-2-style: no BOS added, the first token is context only
+        assert len(ids) <= CONTEXT  # one window, as the reference code
+        logp = _log_softmax(_logits(model, ids))
+        all_prob = np.array([logp[i, t] for i, t in enumerate(ids[1:])])
+        p = np.exp(logp[:-1])
+        mu = (p * logp[:-1]).sum(-1)
+        sigma = np.sqrt((p * logp[:-1] ** 2).sum(-1) - mu ** 2)
+        for ratio in (0.1, 0.2, 0.3, 0.5, 0.6):
+            k_length = int(len(all_prob) * ratio)
+            row = score_texts([text], model, tok, k=ratio, show_progress=False)
+            assert row.attrs["conventions"] == {"k": ratio, "count_rule": "reference",
+                                                "bos": "reference"}
+            row = row.iloc[0]
+            assert row["n_tokens"] == len(ids) - 1 and not row["bos"]
+            assert row["n_lowest"] == k_length
+            assert row["min_k"] == pytest.approx(np.mean(np.sort(all_prob)[:k_length]),
+                                                 abs=2e-5)
+            z = (all_prob - mu) / sigma
+            assert row["min_k_pp"] == pytest.approx(np.mean(np.sort(z)[:k_length]), abs=2e-4)
+
+
+class _BosAddingTokenizer:
+    """A LLaMA-style view of the tiny tokenizer: add_special_tokens=True prepends BOS."""
+
+    def __init__(self, tok):
+        self._tok = tok
+        self.bos_token_id = tok.bos_token_id
+
+    def __call__(self, text, add_special_tokens=True, **kwargs):
+        ids = self._tok(text, add_special_tokens=False, **kwargs)["input_ids"]
+        return {"input_ids": ([self.bos_token_id] if add_special_tokens else []) + ids}
+
+
 def test_bos_policy(corpus, tiny_lm):
     model, tok = tiny_lm
     text = corpus[0][1]
@@ -177,6 +219,18 @@ def test_bos_policy(corpus, tiny_lm):
     assert with_bos.bos_prepended and not without.bos_prepended
     assert without.n_tokens == with_bos.n_tokens - 1  # the first token is context only
     np.testing.assert_array_equal(without.token_ids, with_bos.token_ids[1:])
+    # "reference": the tokenizer's own special tokens; this GPT-2-style one adds none
+    ref = token_statistics([text], model, tok, show_progress=False)[0]
+    assert not ref.bos_prepended
+    np.testing.assert_array_equal(ref.token_ids, without.token_ids)
+    np.testing.assert_array_equal(ref.logprob, without.logprob)
+    # a tokenizer that adds BOS itself: "reference" scores every text token, like "auto"
+    llama_like = _BosAddingTokenizer(tok)
+    ref2 = token_statistics([text], model, llama_like, max_length=CONTEXT,
+                            show_progress=False)[0]
+    assert ref2.bos_prepended
+    np.testing.assert_array_equal(ref2.token_ids, with_bos.token_ids)
+    np.testing.assert_allclose(ref2.logprob, with_bos.logprob, atol=1e-6)
     with pytest.raises(InputError, match="bos"):
         token_statistics([text], model, tok, bos="sometimes")
 
@@ -201,8 +255,12 @@ def test_min_k_prob_and_plus_plus_by_hand():
     # z = (1, -2, 0.5); lowest 1 of 3 at k=0.34 -> -2
     assert min_k_plus_plus([-1.0, -3.0, 0.0], [-2.0, -2.0, -1.0], [1.0, 0.5, 2.0],
                            k=0.34) == pytest.approx(-2.0)
-    assert n_lowest(100, 0.29) == 29  # 0.29 * 100 = 28.999999999999996 in floating point
-    assert n_lowest(4, 0.2) == 0
+    # count rule: 0.29 * 100 = 28.999999999999996 in floating point
+    assert n_lowest(100, 0.29) == 28 == int(100 * 0.29)  # reference code: int(n * k)
+    assert n_lowest(100, 0.29, count_rule="floor_eps") == 29
+    assert n_lowest(4, 0.2) == 0 and n_lowest(5, 0.2) == 1
+    with pytest.raises(InputError, match="count_rule"):
+        n_lowest(10, 0.2, count_rule="round")
     with pytest.warns(UndefinedStatisticWarning, match="too short"):
         assert math.isnan(min_k_prob([-1.0, -2.0], k=0.2))
     for bad in (0, 1.5, -0.1):
@@ -210,6 +268,44 @@ def test_min_k_prob_and_plus_plus_by_hand():
             min_k_prob([-1.0], k=bad)
     with pytest.raises(InputError, match="sigma"):
         min_k_plus_plus([-1.0, -2.0], [-1.0, -1.0], [1.0, 0.0], k=0.5)
+
+
+def test_count_rule_on_a_hand_worked_vector():
+    # n = 50, k = 0.58: k * n = 28.999999999999996, so int(n * k) = 28 but floor(k n + 1e-9)
+    # = 29. Log-probs -1, -2, ..., -50: the 28 lowest are -50..-23 (mean -36.5), the 29
+    # lowest -50..-22 (mean -36.0).
+    lp = -np.arange(1.0, 51.0)
+    assert 50 * 0.58 < 29
+    assert min_k_prob(lp, k=0.58) == -36.5
+    assert min_k_prob(lp, k=0.58, count_rule="reference") == -36.5
+    assert min_k_prob(lp, k=0.58, count_rule="floor_eps") == -36.0
+    mu, sigma = np.zeros(50), np.full(50, 2.0)
+    assert min_k_plus_plus(lp, mu, sigma, k=0.58) == -18.25
+    assert min_k_plus_plus(lp, mu, sigma, k=0.58, count_rule="floor_eps") == -18.0
+    # a count of 0 (as the reference's np.mean of an empty slice) is NaN, for both rules
+    for rule in ("reference", "floor_eps"):
+        with pytest.warns(UndefinedStatisticWarning, match="at least 5 needed"):
+            assert math.isnan(min_k_prob([-1.0] * 4, k=0.2, count_rule=rule))
+
+
+def test_tpr_at_fpr_strictness_on_a_tiny_example():
+    # members 0.9, 0.3; non-members 0.8, 0.1. Thresholds: above 0.8 -> FPR 0, TPR 0.5;
+    # above 0.3 -> FPR 0.5, TPR 0.5; above 0.1 -> FPR 0.5, TPR 1.
+    s, y = [0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0]
+    assert tpr_at_fpr(s, y, fpr=0.5) == 0.5  # default "<": FPR 0.5 is not < 0.5
+    assert tpr_at_fpr(s, y, fpr=0.5, comparison="<") == 0.5
+    assert tpr_at_fpr(s, y, fpr=0.5, comparison="<=") == 1.0
+    assert tpr_at_fpr(s, y, fpr=0.6) == 1.0
+    with pytest.warns(UndefinedStatisticWarning, match="no threshold"):
+        assert math.isnan(tpr_at_fpr(s, y, fpr=0.0))
+    assert tpr_at_fpr(s, y, fpr=0.0, comparison="<=") == 0.5
+    with pytest.raises(InputError, match="comparison"):
+        tpr_at_fpr(s, y, fpr=0.5, comparison="=")
+    ev = evaluate_membership(s, y, fprs=(0.5,), n_resamples=20)
+    assert ev.fpr_comparison == "<" and ev.tpr[0.5] == 0.5
+    assert set(ev.to_frame().dropna(subset=["fpr_comparison"])["fpr_comparison"]) == {"<"}
+    ev2 = evaluate_membership(s, y, fprs=(0.5,), n_resamples=20, fpr_comparison="<=")
+    assert ev2.fpr_comparison == "<=" and ev2.tpr[0.5] == 1.0
 
 
 def test_auc_and_tpr_match_sklearn():
@@ -220,6 +316,12 @@ def test_auc_and_tpr_match_sklearn():
     fpr, tpr, _ = sklearn_metrics.roc_curve(y, s)
     for target in (0.0, 0.001, 0.01, 0.05, 0.2, 0.5):
         expected = tpr[fpr <= target + 1e-12].max()
+        assert tpr_at_fpr(s, y, fpr=target, comparison="<=") == pytest.approx(
+            expected, abs=1e-12), target
+    n0 = int((y == 0).sum())
+    for target in (0.001, 0.01, 0.05, 0.2, 0.5, 3 / n0, 10 / n0):
+        # Shi et al.'s evaluation: tpr[np.where(fpr < target)[0][-1]]
+        expected = tpr[np.where(fpr < target)[0][-1]]
         assert tpr_at_fpr(s, y, fpr=target) == pytest.approx(expected, abs=1e-12), target
 
 

@@ -459,6 +459,7 @@ def _meta_pearson(tmp_path: Path, capsys, scale: float) -> pd.DataFrame:
     return table[table["measure"] == "m"].set_index("level")
 
 
+@pytest.mark.filterwarnings("ignore::storyeval.exceptions.FewClustersWarning")  # 8 prompts
 @pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e160, 1e300])
 def test_meta_pearson_at_extreme_magnitudes(tmp_path, capsys, scale):
     """Before: r = 0 beyond 1e154, NaN with an empty reason below 1e-154 (point estimates and

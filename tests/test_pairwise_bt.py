@@ -125,11 +125,26 @@ def test_nonexistent_mle_warns_and_regularization_equals_choix():
     with pytest.warns(UndefinedStatisticWarning, match="does not exist"):
         res = fit_bradley_terry(wins)
     assert np.isnan(res.log_strength).all() and "regularization" in res.reason
-    alpha = 0.05  # choix minimises -loglik + alpha * sum(theta^2): our penalty / 2 = alpha
-    ref = choix.opt_pairwise(3, _pairs_from_wins(wins), alpha=alpha, method="Newton-CG",
-                             tol=1e-12)
-    reg = fit_bradley_terry(wins, regularization=2 * alpha)
-    np.testing.assert_allclose(reg.log_strength, ref - ref.mean(), atol=1e-6)
+    for alpha in (0.05, 0.5, 2.0):  # choix minimises -loglik + alpha * sum(theta^2)
+        ref = choix.opt_pairwise(3, _pairs_from_wins(wins), alpha=alpha, method="Newton-CG",
+                                 tol=1e-12)
+        reg = fit_bradley_terry(wins, regularization=alpha)  # documented: the same number
+        np.testing.assert_allclose(reg.log_strength, ref - ref.mean(), atol=1e-6)
+        assert abs(ref.mean()) < 1e-6  # the penalised optimum is centred already
+
+
+def test_regularization_equals_choix_alpha_on_connected_data():
+    rng = np.random.default_rng(7)
+    wins = rng.integers(0, 6, size=(5, 5)).astype(float)
+    np.fill_diagonal(wins, 0)
+    pairs = _pairs_from_wins(wins)
+    for alpha in (0.01, 0.3, 1.0):
+        ref = choix.opt_pairwise(5, pairs, alpha=alpha, method="Newton-CG", tol=1e-12)
+        res = fit_bradley_terry(wins, regularization=alpha)
+        np.testing.assert_allclose(res.log_strength, ref - ref.mean(), atol=1e-6)
+        # the old convention (penalty regularization / 2) is choix's alpha / 2, not alpha
+        half = choix.opt_pairwise(5, pairs, alpha=alpha / 2, method="Newton-CG", tol=1e-12)
+        assert np.max(np.abs(res.log_strength - (half - half.mean()))) > 1e-4
 
 
 def test_bad_matrices():

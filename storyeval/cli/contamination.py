@@ -45,9 +45,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="false-positive rate of the calibrated threshold (default: 0.05)")
     parser.add_argument("--k", type=float, default=0.2,
                         help="fraction of lowest-probability tokens averaged (default: 0.2)")
-    parser.add_argument("--bos", choices=("auto", "always", "never"), default="auto",
-                        help="prepend the BOS token so the first token is scored (default: auto "
-                        "= when the tokenizer has one)")
+    parser.add_argument("--count-rule", choices=("reference", "floor_eps"),
+                        default="reference",
+                        help="tokens averaged: int(n*k) as the reference code (default), or "
+                        "floor(k*n + 1e-9)")
+    parser.add_argument("--bos", choices=("reference", "auto", "always", "never"),
+                        default="reference",
+                        help="first-token handling. reference (default): as the reference "
+                        "code, tokenize with the tokenizer's own special tokens and never "
+                        "score the first position (GPT-2-style tokenizers: first text token "
+                        "not scored; LLaMA-style: BOS added, all scored); auto: prepend BOS "
+                        "when the tokenizer has one, so every text token is scored; always: "
+                        "prepend BOS or fail; never: no BOS")
+    parser.add_argument("--fpr-comparison", choices=("<", "<="), default="<",
+                        help="TPR at FPR: empirical FPR strictly below the target as Shi et "
+                        "al.'s evaluation (default '<'), or at most it ('<=')")
     parser.add_argument("--max-length", type=int, help="window length in tokens (default: the "
                         "model's context length)")
     parser.add_argument("--stride", type=int, help="window shift for long texts (default: half "
@@ -142,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if args.n_resamples < 1:
         raise InputError(f"--n-resamples must be >= 1, got {args.n_resamples}")
     model, tokenizer = load_causal_lm(args.model, device=args.device, dtype=args.dtype)
-    options = {"k": args.k, "bos": args.bos, "max_length": args.max_length,
+    options = {"k": args.k, "count_rule": args.count_rule, "bos": args.bos, "max_length": args.max_length,
                "stride": args.stride, "batch_size": args.batch_size}
     # with --out, every scored text is persisted at once: re-running the command resumes
     ckpt = (args.out / "checkpoint") if args.out is not None else None
@@ -162,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
         ref_scores.insert(1, "set", "nonmembers")
 
     summary: dict = {
-        "model": str(args.model), "k": args.k, "bos": args.bos,
+        "model": str(args.model), "k": args.k, "count_rule": args.count_rule,
+        "bos": args.bos, "fpr_comparison": args.fpr_comparison,
         "max_length": args.max_length, "stride": args.stride, "dtype": args.dtype,
         "n_texts": len(scores), "n_unscored": int((scores["reason"] != "").sum()),
         "confidence_level": args.confidence_level, "n_resamples": args.n_resamples,
@@ -179,11 +192,12 @@ def run(args: argparse.Namespace) -> int:
             evaluations.append(evaluate_membership(
                 sub[col].to_numpy(), sub["is_member"].to_numpy(), score_name=SCORE_NAMES[col],
                 confidence_level=args.confidence_level, n_resamples=args.n_resamples,
-                random_state=args.seed))
+                random_state=args.seed, fpr_comparison=args.fpr_comparison))
         summary["evaluation"] = [
             {"score": e.score_name, "auc": e.auc, "auc_ci": list(e.auc_ci),
              "tpr": {f"{f:g}": v for f, v in e.tpr.items()},
              "tpr_ci": {f"{f:g}": list(c) for f, c in e.tpr_ci.items()},
+             "fpr_comparison": e.fpr_comparison,
              "n_members": e.n_members, "n_nonmembers": e.n_nonmembers, "notes": e.notes}
             for e in evaluations]
     if ref_scores is not None:
@@ -246,7 +260,9 @@ def _jsonable(obj):
 
 def _print_table(summary: dict, scores: pd.DataFrame) -> None:
     lvl = f"{summary['confidence_level']:.0%}"
-    print(f"model: {summary['model']}  k={summary['k']:g}  BOS policy: {summary['bos']}")
+    print(f"model: {summary['model']}  k={summary['k']:g}  count rule: "
+          f"{summary['count_rule']}  BOS policy: {summary['bos']}  TPR at FPR "
+          f"{summary['fpr_comparison']} target")
     print(f"texts scored: {summary['n_texts'] - summary['n_unscored']} of {summary['n_texts']}"
           + (f" ({summary['n_unscored']} too short, see scores.csv 'reason')"
              if summary["n_unscored"] else ""))
@@ -259,7 +275,8 @@ def _print_table(summary: dict, scores: pd.DataFrame) -> None:
               f"{e['n_nonmembers']} non-members)")
         for f, v in e["tpr"].items():
             lo, hi = e["tpr_ci"][f]
-            print(f"    TPR at {float(f):.1%} FPR: {v:.3f} [{lo:.3f}, {hi:.3f}]")
+            print(f"    TPR at FPR {e['fpr_comparison']} {float(f):.1%}: {v:.3f} "
+                  f"[{lo:.3f}, {hi:.3f}]")
         for note in e["notes"]:
             print(f"    note: {note}")
     for r in summary.get("contamination_rate", []):

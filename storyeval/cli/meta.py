@@ -7,8 +7,8 @@ import sys
 
 from storyeval.cli.common import (
     add_data_options,
-    add_include_reference_option,
     add_format_option,
+    add_include_reference_option,
     add_out_option,
     load_dataset_args,
 )
@@ -94,8 +94,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="bootstrap resamples (default: 1000)")
     unc.add_argument("--resample-by", choices=["prompts", "systems", "both"],
                      default="prompts", help="what the bootstrap resamples (default: prompts)")
-    unc.add_argument("--ci-method", choices=["percentile", "bca"], default="percentile",
-                     help="bootstrap interval (default: percentile)")
+    unc.add_argument("--ci-method", choices=["percentile", "bca", "expanded"],
+                     default="percentile",
+                     help="bootstrap interval: percentile (default), bca (bias-corrected and "
+                          "accelerated, one --resample-by unit), or expanded (the percentile "
+                          "interval widened for few clusters, Hesterberg 2015; covers better "
+                          "below 20 prompts or systems)")
     unc.add_argument("--confidence-level", type=float, default=0.95, metavar="X",
                      help="confidence level of intervals and chance bands (default: 0.95)")
     unc.add_argument("--permutations", type=int, default=0, metavar="N",

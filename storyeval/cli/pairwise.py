@@ -88,7 +88,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="how ties enter: Davidson's tie model (default), half a win each, or "
                         "dropped")
     p.add_argument("--regularization", type=float, default=0.0,
-                   help="ridge penalty on log-strengths (default 0: plain MLE)")
+                   help="ridge penalty R * sum(theta^2) on the log-strengths, equal to "
+                        "choix's alpha (default 0: plain MLE)")
     p.add_argument("--resamples", type=int, default=1000,
                    help="bootstrap resamples of prompts (0: no interval; default 1000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
@@ -368,8 +369,8 @@ def _pointwise_stories(dataset: Dataset, include_reference: bool) -> tuple[Datas
         raise InputError(f"the data hold only the stories of the reference system {ref!r}, "
                          "left out by default; pass --include-human-stories to use them")
     return (dataset.select_systems(exclude=[ref]),
-            f"; the stories of the reference system {ref!r} are left out unless "
-            "--include-human-stories")
+            (f"; the stories of the reference system {ref!r} are left out unless "
+             "--include-human-stories"))
 
 
 def _dataset_criterion(dataset: Dataset, label: str) -> str | None:

@@ -17,7 +17,8 @@ from storyeval._optional import import_optional
 from storyeval._progress import progress_bar
 from storyeval.exceptions import InputError
 
-BosPolicy = Literal["auto", "always", "never"]
+BosPolicy = Literal["reference", "auto", "always", "never"]
+BOS_POLICIES: tuple[str, ...] = ("reference", "auto", "always", "never")
 
 __all__ = ["TokenStatistics", "load_causal_lm", "resolve_device", "token_statistics"]
 
@@ -38,7 +39,8 @@ class TokenStatistics:
     sigma : numpy.ndarray of float, shape (n,)
         Standard deviation of ``log p(v | x_<t)`` under the same distribution.
     bos_prepended : bool
-        Whether a BOS token was put in front of the text (so that its first token is scored).
+        Whether a BOS token stands in front of the text (put there by the policy, or by the
+        tokenizer under ``bos="reference"``), so that the text's first token is scored.
     """
 
     token_ids: np.ndarray
@@ -150,9 +152,16 @@ def _context_length(model: Any, tokenizer: Any) -> int:
 
 
 def _encode(text: str, tokenizer: Any, bos: BosPolicy) -> tuple[list[int], bool]:
-    """Token ids of ``text`` (no special tokens) with the BOS policy applied."""
+    """Token ids of ``text`` with the BOS policy applied; position 0 is never scored."""
     ids = list(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
     bos_id = getattr(tokenizer, "bos_token_id", None)
+    if bos == "reference":
+        # as the reference code: tokenizer.encode(text) with the tokenizer's own special
+        # tokens (LLaMA-style tokenizers add BOS, GPT-2/GPT-NeoX-style ones add nothing)
+        full = [int(t) for t in tokenizer(text, verbose=False)["input_ids"]]
+        added = (bos_id is not None and len(full) > len(ids) and len(full) > 0
+                 and full[0] == int(bos_id))
+        return full, added
     if bos == "never":
         return ids, False
     if bos_id is None:
@@ -188,7 +197,7 @@ def token_statistics(
     model: Any,
     tokenizer: Any,
     *,
-    bos: BosPolicy = "auto",
+    bos: BosPolicy = "reference",
     max_length: int | None = None,
     stride: int | None = None,
     batch_size: int = 8,
@@ -199,15 +208,21 @@ def token_statistics(
     Parameters
     ----------
     texts : sequence of str
-        The texts; each is tokenized without special tokens.
+        The texts.
     model, tokenizer
         A ``transformers`` causal LM (in eval mode, on its device) and its tokenizer.
-    bos : {"auto", "always", "never"}, default "auto"
-        BOS policy. ``"auto"`` and ``"always"`` put the tokenizer's BOS token in front of the
-        text, so every text token ``x_1..x_N`` is predicted (the first from BOS alone);
-        ``"auto"`` silently skips this when the tokenizer has no BOS token, ``"always"`` then
-        raises. ``"never"`` feeds the text alone: its first token is context only and
-        ``N - 1`` tokens are scored (the reference Min-K% code on GPT-style tokenizers).
+    bos : {"reference", "auto", "always", "never"}, default "reference"
+        BOS policy. The first position of the input is never scored (it has no context).
+        ``"reference"`` (default) does what the reference code of Shi et al. (2024) and
+        Min-K%++ does (``tokenizer.encode(text)``, then score positions ``1..``): the text
+        is tokenized *with* the tokenizer's own special tokens, so a LLaMA-style tokenizer
+        that adds BOS gets every text token scored, and a GPT-2/GPT-NeoX-style tokenizer that
+        adds nothing gets its first text token used as context only (``N - 1`` scored).
+        The other policies tokenize without special tokens: ``"auto"`` and ``"always"`` put
+        the tokenizer's BOS token in front, so every text token ``x_1..x_N`` is predicted
+        (the first from BOS alone; storyeval's default before ``"reference"``); ``"auto"``
+        silently skips this when the tokenizer has no BOS token, ``"always"`` then raises.
+        ``"never"`` feeds the text alone (``N - 1`` tokens scored).
     max_length : int, optional
         Window length in tokens; default the model's context length (``n_positions`` /
         ``max_position_embeddings``, capped by ``tokenizer.model_max_length``).
@@ -243,8 +258,8 @@ def token_statistics(
     (``tests/test_contamination.py``), for single windows, sliding windows and batches.
     """
     torch = import_optional("torch", extra="contamination", purpose="Min-K% scoring")
-    if bos not in ("auto", "always", "never"):
-        raise InputError(f"bos must be 'auto', 'always' or 'never', got {bos!r}")
+    if bos not in BOS_POLICIES:
+        raise InputError(f"bos must be one of {BOS_POLICIES}, got {bos!r}")
     if isinstance(texts, str):
         raise InputError("texts must be a sequence of strings, not a single string")
     if batch_size < 1:

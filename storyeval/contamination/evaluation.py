@@ -25,6 +25,20 @@ __all__ = [
 
 _EPS = 1e-9
 DEFAULT_FPRS: tuple[float, ...] = (0.001, 0.01, 0.05)
+FPR_COMPARISONS: tuple[str, ...] = ("<", "<=")
+
+
+def _check_comparison(comparison: str) -> str:
+    if comparison not in FPR_COMPARISONS:
+        raise InputError(f"comparison must be '<' or '<=', got {comparison!r}")
+    return comparison
+
+
+def _allowed_false_positives(fpr: float, n0: int, comparison: str) -> int:
+    """Largest number ``j`` of false positives with ``j / n0 < fpr`` (or ``<=``); -1: none."""
+    if comparison == "<":
+        return math.ceil(fpr * n0 - _EPS) - 1
+    return math.floor(fpr * n0 + _EPS)
 
 
 def _as_scores(scores, name: str) -> np.ndarray:
@@ -58,10 +72,14 @@ def _auc_matrix(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     return u / (n1 * n0)
 
 
-def _tpr_matrix(pos: np.ndarray, neg: np.ndarray, fpr: float) -> np.ndarray:
-    """Largest TPR with empirical FPR <= fpr, for each row (decision rule: score > tau)."""
+def _tpr_matrix(pos: np.ndarray, neg: np.ndarray, fpr: float,
+                comparison: str = "<") -> np.ndarray:
+    """Largest TPR with empirical FPR < fpr (or <=), for each row (rule: score > tau);
+    NaN when no threshold qualifies (``fpr = 0`` with ``"<"``)."""
     n0 = neg.shape[1]
-    j = math.floor(fpr * n0 + _EPS)  # false positives allowed
+    j = _allowed_false_positives(fpr, n0, comparison)  # false positives allowed
+    if j < 0:
+        return np.full(pos.shape[0], np.nan)
     if j >= n0:
         return np.ones(pos.shape[0])
     # tau = the (j+1)-th largest non-member score: exactly j non-members lie strictly above
@@ -105,8 +123,8 @@ def roc_auc(scores, is_member) -> float:
     return float(_auc_matrix(s[y][None, :], s[~y][None, :])[0])
 
 
-def tpr_at_fpr(scores, is_member, *, fpr: float = 0.01) -> float:
-    """True-positive rate at the strictest threshold whose false-positive rate is <= ``fpr``.
+def tpr_at_fpr(scores, is_member, *, fpr: float = 0.01, comparison: str = "<") -> float:
+    """True-positive rate at the best threshold whose false-positive rate is below ``fpr``.
 
     Parameters
     ----------
@@ -114,36 +132,52 @@ def tpr_at_fpr(scores, is_member, *, fpr: float = 0.01) -> float:
     is_member : array-like of bool or {0, 1}, shape (n,)
     fpr : float, default 0.01
         Target false-positive rate in [0, 1].
+    comparison : {"<", "<="}, default "<"
+        ``"<"``: thresholds whose empirical FPR is strictly below ``fpr``, as the evaluation
+        code of Shi et al. (2024) (``tpr[np.where(fpr < target)[0][-1]]`` on
+        ``sklearn.metrics.roc_curve``); ``"<="``: FPR at most ``fpr`` (as the Min-K%++
+        code, and storyeval before this option).
 
     Returns
     -------
     float
-        ``max {TPR(tau) : FPR(tau) <= fpr}`` over thresholds ``tau`` (flag a text as a member
-        when its score exceeds ``tau``), the usual low-FPR figure of membership-inference work.
+        ``max {TPR(tau) : FPR(tau) < fpr}`` (or ``<=``) over thresholds ``tau`` (flag a text
+        as a member when its score exceeds ``tau``), the usual low-FPR figure of
+        membership-inference work. NaN with an [`UndefinedStatisticWarning`][] when no
+        threshold qualifies (``fpr=0`` with ``"<"``).
 
     Notes
     -----
-    With ``n_0`` non-members only ``floor(fpr n_0)`` false positives are allowed, so the FPR
-    resolution is ``1 / n_0``: at ``fpr=0.001`` and fewer than 1,000 non-members no false
-    positive is allowed at all.
+    With ``n_0`` non-members, ``"<"`` allows ``ceil(fpr n_0) - 1`` false positives and
+    ``"<="`` allows ``floor(fpr n_0)``; they differ when ``fpr n_0`` is a whole number
+    (e.g. 5% of 100 non-members: 4 against 5). The FPR resolution is ``1 / n_0``: at
+    ``fpr=0.001`` and at most 1,000 non-members no false positive is allowed at all.
 
     Examples
     --------
-    >>> tpr_at_fpr([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0], fpr=0.0)
+    >>> tpr_at_fpr([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0], fpr=0.5)
     0.5
+    >>> tpr_at_fpr([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0], fpr=0.5, comparison="<=")
+    1.0
 
     Validated against ``sklearn.metrics.roc_curve`` (largest ``tpr`` among points with
-    ``fpr <= target``).
+    ``fpr < target``, or ``<=``).
     """
     s = _as_scores(scores, "scores")
     y = _as_labels(is_member, s.shape[0])
     if not 0.0 <= fpr <= 1.0:
         raise InputError(f"fpr must be in [0, 1], got {fpr}")
+    _check_comparison(comparison)
     if y.all() or not y.any():
         warnings.warn("TPR at FPR is undefined: only one class present",
                       UndefinedStatisticWarning, stacklevel=2)
         return math.nan
-    return float(_tpr_matrix(s[y][None, :], s[~y][None, :], fpr)[0])
+    if _allowed_false_positives(fpr, int((~y).sum()), comparison) < 0:
+        warnings.warn(f"TPR at FPR {comparison} {fpr:g} is undefined: no threshold has a "
+                      f"false-positive rate {comparison} {fpr:g}", UndefinedStatisticWarning,
+                      stacklevel=2)
+        return math.nan
+    return float(_tpr_matrix(s[y][None, :], s[~y][None, :], fpr, comparison)[0])
 
 
 @dataclass(frozen=True)
@@ -163,6 +197,9 @@ class MembershipEvaluation:
     confidence_level : float
     n_resamples : int
     random_state : int or None
+    notes : list of str
+    fpr_comparison : str
+        ``"<"`` or ``"<="``: how the empirical FPR was compared with each target.
     """
 
     score_name: str
@@ -176,6 +213,7 @@ class MembershipEvaluation:
     n_resamples: int
     random_state: int | None = None
     notes: list[str] = field(default_factory=list)
+    fpr_comparison: str = "<"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per statistic: ``score``, ``statistic``, ``value``, ``ci_low``, ``ci_high``."""
@@ -183,6 +221,7 @@ class MembershipEvaluation:
                  "ci_low": self.auc_ci[0], "ci_high": self.auc_ci[1]}]
         for f, v in self.tpr.items():
             rows.append({"score": self.score_name, "statistic": f"tpr@{f:g}fpr", "value": v,
+                         "fpr_comparison": self.fpr_comparison,
                          "ci_low": self.tpr_ci[f][0], "ci_high": self.tpr_ci[f][1]})
         out = pd.DataFrame(rows)
         out["n_members"] = self.n_members
@@ -212,6 +251,7 @@ def evaluate_membership(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     random_state: int | None = 0,
+    fpr_comparison: str = "<",
 ) -> MembershipEvaluation:
     """ROC AUC and TPR at each FPR in ``fprs`` with stratified bootstrap CIs.
 
@@ -231,6 +271,9 @@ def evaluate_membership(
         so every resample has both classes.
     random_state : int or None, default 0
         Seed of ``numpy.random.default_rng``.
+    fpr_comparison : {"<", "<="}, default "<"
+        Empirical FPR strictly below each target (Shi et al.'s evaluation) or at most it;
+        see [`tpr_at_fpr`][]. Recorded in the result.
 
     Returns
     -------
@@ -238,8 +281,8 @@ def evaluate_membership(
 
     Notes
     -----
-    Percentile bootstrap intervals. TPR at FPR as in `tpr_at_fpr`; the FPR resolution
-    ``1/n_0`` is added to ``notes`` when a target is below it.
+    Percentile bootstrap intervals. TPR at FPR as in `tpr_at_fpr`; a note is added when the
+    FPR resolution ``1/n_0`` allows no false positive at a target (or no threshold at all).
 
     Examples
     --------
@@ -255,6 +298,7 @@ def evaluate_membership(
     _check_level(confidence_level)
     if n_resamples < 1:
         raise InputError(f"n_resamples must be >= 1, got {n_resamples}")
+    _check_comparison(fpr_comparison)
     fprs = tuple(float(f) for f in fprs)
     for f in fprs:
         if not 0.0 <= f <= 1.0:
@@ -270,15 +314,21 @@ def evaluate_membership(
     auc_ci = _percentile_ci(_auc_matrix(pos_b, neg_b), confidence_level)
     tpr, tpr_ci, notes = {}, {}, []
     for f in fprs:
-        tpr[f] = float(_tpr_matrix(pos[None, :], neg[None, :], f)[0])
-        tpr_ci[f] = _percentile_ci(_tpr_matrix(pos_b, neg_b, f), confidence_level)
-        if f * neg.size < 1 - _EPS:
-            notes.append(f"FPR {f:g} is below the resolution 1/{neg.size} of the "
-                         f"{neg.size} non-members: no false positive allowed")
+        tpr[f] = float(_tpr_matrix(pos[None, :], neg[None, :], f, fpr_comparison)[0])
+        tpr_ci[f] = _percentile_ci(_tpr_matrix(pos_b, neg_b, f, fpr_comparison),
+                                   confidence_level)
+        j = _allowed_false_positives(f, neg.size, fpr_comparison)
+        if j < 0:
+            notes.append(f"TPR at FPR {fpr_comparison} {f:g} is undefined: no threshold has "
+                         f"a false-positive rate {fpr_comparison} {f:g}")
+        elif j == 0:
+            notes.append(f"FPR {fpr_comparison} {f:g} with {neg.size} non-members (resolution "
+                         f"1/{neg.size}): no false positive allowed")
     return MembershipEvaluation(score_name=score_name, auc=auc, auc_ci=auc_ci, tpr=tpr,
                                 tpr_ci=tpr_ci, n_members=int(pos.size),
                                 n_nonmembers=int(neg.size), confidence_level=confidence_level,
-                                n_resamples=n_resamples, random_state=random_state, notes=notes)
+                                n_resamples=n_resamples, random_state=random_state, notes=notes,
+                                fpr_comparison=fpr_comparison)
 
 
 def calibrate_threshold(nonmember_scores, *, fpr: float = 0.05) -> float:

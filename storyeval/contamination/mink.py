@@ -8,7 +8,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -16,9 +16,18 @@ import pandas as pd
 from storyeval.contamination._lm import BosPolicy, TokenStatistics, token_statistics
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
-__all__ = ["min_k_plus_plus", "min_k_prob", "n_lowest", "score_texts"]
+__all__ = ["COUNT_RULES", "min_k_plus_plus", "min_k_prob", "n_lowest", "score_texts"]
 
 _EPS = 1e-9
+
+CountRule = Literal["reference", "floor_eps"]
+COUNT_RULES: tuple[str, ...] = ("reference", "floor_eps")
+
+
+def _check_rule(count_rule: str) -> str:
+    if count_rule not in COUNT_RULES:
+        raise InputError(f"count_rule must be one of {COUNT_RULES}, got {count_rule!r}")
+    return count_rule
 
 
 def _check_k(k: float) -> float:
@@ -27,30 +36,49 @@ def _check_k(k: float) -> float:
     return float(k)
 
 
-def n_lowest(n_tokens: int, k: float) -> int:
-    """Number of tokens averaged by Min-K%: ``floor(k * n_tokens)`` (0 means too short).
+def n_lowest(n_tokens: int, k: float, *, count_rule: CountRule = "reference") -> int:
+    """Number of tokens averaged by Min-K% (0 means too short: the score is NaN).
 
-    The product is floored with a tolerance of 1e-9 so that, e.g., ``0.29 * 100`` gives 29.
+    ``count_rule="reference"`` (default): ``int(n_tokens * k)``, the product truncated in
+    floating point exactly as the reference code of Shi et al. (2024) and of Min-K%++
+    (Zhang et al.) computes ``k_length = int(len(all_prob) * ratio)``. So ``int(100 * 0.29)``
+    is 28 (the product is 28.999999999999996).
+    ``count_rule="floor_eps"``: ``floor(k * n_tokens + 1e-9)``, which reads the product as
+    the intended decimal (``0.29 * 100`` gives 29); storyeval's default before the reference
+    rule. The two differ only when ``k * n`` is within rounding error of an integer.
     """
-    return math.floor(_check_k(k) * n_tokens + _EPS)
+    k = _check_k(k)
+    if _check_rule(count_rule) == "reference":
+        return int(n_tokens * k)
+    return math.floor(k * n_tokens + _EPS)
 
 
-def _mean_of_lowest(values: np.ndarray, k: float) -> tuple[float, str]:
+def _min_tokens(k: float, count_rule: str) -> int:
+    """Smallest text length with at least one token averaged."""
+    n = max(1, math.floor(1.0 / k) - 1)
+    while n_lowest(n, k, count_rule=count_rule) < 1:
+        n += 1
+    return n
+
+
+def _mean_of_lowest(values: np.ndarray, k: float,
+                    count_rule: str = "reference") -> tuple[float, str]:
     values = np.asarray(values, dtype=float)
     if values.ndim != 1:
         raise InputError(f"token scores must be one-dimensional, got shape {values.shape}")
     if np.isnan(values).any():
         raise InputError("token scores contain NaN")
-    m = n_lowest(values.shape[0], k)
+    m = n_lowest(values.shape[0], k, count_rule=count_rule)
     if m == 0:
-        need = math.ceil(1.0 / k - _EPS)
+        need = _min_tokens(k, count_rule)
         return math.nan, (f"too short for k={k:g}: {values.shape[0]} scored token(s), "
                           f"at least {need} needed")
     lowest = np.partition(values, m - 1)[:m]
     return float(lowest.mean()), ""
 
 
-def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2) -> float:
+def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2,
+               count_rule: CountRule = "reference") -> float:
     """Min-K% Prob: mean log-probability of the ``k`` fraction of least likely tokens.
 
     Parameters
@@ -59,17 +87,23 @@ def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2) -> floa
         ``log p(x_t | x_<t)`` for each scored token of one text.
     k : float, default 0.2
         Fraction of tokens kept, in (0, 1].
+    count_rule : {"reference", "floor_eps"}, default "reference"
+        How many tokens are averaged: ``int(n * k)`` as the reference code, or
+        ``floor(k * n + 1e-9)``; see `n_lowest`.
 
     Returns
     -------
     float
         The score (higher: more likely seen in training); NaN with an
-        [`UndefinedStatisticWarning`][] when ``floor(k n) == 0`` (fewer than ``1/k`` tokens).
+        [`UndefinedStatisticWarning`][] when the count is 0 (about fewer than ``1/k`` tokens;
+        the reference code's ``np.mean`` of an empty slice is NaN too).
 
     Notes
     -----
-    With ``m = floor(k n)`` and ``L`` the ``m`` smallest values of ``log p(x_t | x_<t)``:
-    ``MinK%(x) = (1/m) sum_{t in L} log p(x_t | x_<t)``.
+    With ``m = n_lowest(n, k)`` (``int(n k)`` by default) and ``L`` the ``m`` smallest values
+    of ``log p(x_t | x_<t)``: ``MinK%(x) = (1/m) sum_{t in L} log p(x_t | x_<t)``. (The
+    reference code reports the negated mean, ``-np.mean``; storyeval keeps the sign so that
+    higher means "more likely a member" for both scores.)
 
     References
     ----------
@@ -83,14 +117,16 @@ def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2) -> floa
 
     Validated against a hand computation (sorting and averaging) in the tests.
     """
-    score, reason = _mean_of_lowest(np.asarray(logprob, dtype=float), _check_k(k))
+    score, reason = _mean_of_lowest(np.asarray(logprob, dtype=float), _check_k(k),
+                                    _check_rule(count_rule))
     if reason:
         warnings.warn(reason, UndefinedStatisticWarning, stacklevel=2)
     return score
 
 
 def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] | np.ndarray,
-                    sigma: Sequence[float] | np.ndarray, *, k: float = 0.2) -> float:
+                    sigma: Sequence[float] | np.ndarray, *, k: float = 0.2,
+                    count_rule: CountRule = "reference") -> float:
     """Min-K%++: Min-K% over log-probabilities standardised by the next-token distribution.
 
     Parameters
@@ -101,6 +137,8 @@ def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] |
         (`storyeval.contamination.token_statistics` gives all three).
     k : float, default 0.2
         Fraction of tokens kept, in (0, 1].
+    count_rule : {"reference", "floor_eps"}, default "reference"
+        See `n_lowest`.
 
     Returns
     -------
@@ -113,7 +151,8 @@ def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] |
     -----
     ``z_t = (log p(x_t | x_<t) - mu_t) / sigma_t`` with
     ``mu_t = sum_v p_v log p_v`` and ``sigma_t^2 = sum_v p_v (log p_v)^2 - mu_t^2``;
-    the score is the mean of the ``floor(k n)`` smallest ``z_t``.
+    the score is the mean of the ``n_lowest(n, k)`` smallest ``z_t`` (``int(n k)`` by
+    default, as the reference code).
 
     References
     ----------
@@ -135,15 +174,16 @@ def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] |
     if zero.size:
         raise InputError(f"sigma is not positive at token {int(zero[0])}: the standardised "
                          f"log-probability is undefined")
-    score, reason = _mean_of_lowest((lp - m_) / s_, _check_k(k))
+    score, reason = _mean_of_lowest((lp - m_) / s_, _check_k(k), _check_rule(count_rule))
     if reason:
         warnings.warn(reason, UndefinedStatisticWarning, stacklevel=2)
     return score
 
 
-def _scores_from_stats(stats: TokenStatistics, k: float) -> tuple[float, float, str]:
+def _scores_from_stats(stats: TokenStatistics, k: float,
+                       count_rule: str) -> tuple[float, float, str]:
     lp, mu, sd = stats.logprob, stats.mu, stats.sigma
-    mink, reason = _mean_of_lowest(lp, k)
+    mink, reason = _mean_of_lowest(lp, k, count_rule)
     if reason:
         return math.nan, math.nan, reason
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -151,7 +191,7 @@ def _scores_from_stats(stats: TokenStatistics, k: float) -> tuple[float, float, 
     if not np.isfinite(z).all():
         bad = int(np.flatnonzero(~np.isfinite(z))[0])
         return mink, math.nan, f"Min-K%++ undefined: zero next-token spread at token {bad}"
-    minkpp, _ = _mean_of_lowest(z, k)
+    minkpp, _ = _mean_of_lowest(z, k, count_rule)
     return mink, minkpp, ""
 
 
@@ -159,16 +199,17 @@ _COLUMNS = ["text_id", "n_tokens", "n_lowest", "min_k", "min_k_pp", "mean_logpro
             "reason"]
 
 
-def _row(tid: Any, st: TokenStatistics, k: float) -> dict[str, Any]:
-    mink, minkpp, reason = _scores_from_stats(st, k)
-    return {"text_id": tid, "n_tokens": st.n_tokens, "n_lowest": n_lowest(st.n_tokens, k),
+def _row(tid: Any, st: TokenStatistics, k: float, count_rule: str) -> dict[str, Any]:
+    mink, minkpp, reason = _scores_from_stats(st, k, count_rule)
+    return {"text_id": tid, "n_tokens": st.n_tokens,
+            "n_lowest": n_lowest(st.n_tokens, k, count_rule=count_rule),
             "min_k": mink, "min_k_pp": minkpp,
             "mean_logprob": float(st.logprob.mean()) if st.n_tokens else math.nan,
             "bos": st.bos_prepended, "reason": reason}
 
 
-def _score_with_checkpoint(texts, ids, model, tokenizer, *, k, path: Path, every: int,
-                           options: dict) -> list[dict[str, Any]]:
+def _score_with_checkpoint(texts, ids, model, tokenizer, *, k, count_rule, path: Path,
+                           every: int, options: dict) -> list[dict[str, Any]]:
     if every < 1:
         raise InputError(f"checkpoint_every must be >= 1, got {every}")
     keys = [json.dumps(t, default=_json_default) for t in ids]
@@ -176,7 +217,8 @@ def _score_with_checkpoint(texts, ids, model, tokenizer, *, k, path: Path, every
         raise InputError("a checkpoint needs unique ids; some ids repeat")
     settings = {"model": str(getattr(model, "name_or_path", "") or
                              getattr(getattr(model, "config", None), "_name_or_path", "")),
-                "vocab_size": len(tokenizer), "k": k, "bos": options["bos"],
+                "vocab_size": len(tokenizer), "k": k, "count_rule": count_rule,
+                "bos": options["bos"],
                 "max_length": options["max_length"], "stride": options["stride"]}
     done: dict[str, dict[str, Any]] = {}
     if path.exists() and path.stat().st_size:
@@ -204,7 +246,7 @@ def _score_with_checkpoint(texts, ids, model, tokenizer, *, k, path: Path, every
     for start in range(0, len(todo), every):
         chunk = todo[start:start + every]
         stats = token_statistics([texts[i] for i in chunk], model, tokenizer, **options)
-        new = [_row(ids[i], st, k) for i, st in zip(chunk, stats)]
+        new = [_row(ids[i], st, k, count_rule) for i, st in zip(chunk, stats)]
         with path.open("a", encoding="utf-8") as handle:
             for row in new:
                 clean = {c: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -230,7 +272,8 @@ def score_texts(
     *,
     k: float = 0.2,
     ids: Sequence[Any] | None = None,
-    bos: BosPolicy = "auto",
+    count_rule: CountRule = "reference",
+    bos: BosPolicy = "reference",
     max_length: int | None = None,
     stride: int | None = None,
     batch_size: int = 8,
@@ -251,13 +294,17 @@ def score_texts(
         Fraction of lowest-scoring tokens averaged (Shi et al. use 20%).
     ids : sequence, optional
         Identifiers of the texts (default ``0..n-1``), written to the ``text_id`` column.
+    count_rule : {"reference", "floor_eps"}, default "reference"
+        How many tokens are averaged (``int(n k)`` as the reference code); see
+        `n_lowest`.
     bos, max_length, stride, batch_size, show_progress
         See `storyeval.contamination.token_statistics`.
     checkpoint : path-like, optional
         A JSON-lines file that receives each text's row as soon as its chunk of
         ``checkpoint_every`` texts is scored. If it exists, texts already in it (same
         ``text_id``) are not scored again, so an interrupted run resumes; its first line
-        records the settings (model, tokenizer size, ``k``, ``bos``, ``max_length``,
+        records the settings (model, tokenizer size, ``k``, ``count_rule``, ``bos``,
+        ``max_length``,
         ``stride``) and a mismatch raises [`InputError`][]. Needs unique ``ids``.
         Scores do not depend on how texts are chunked or batched.
     checkpoint_every : int, default 64
@@ -267,11 +314,12 @@ def score_texts(
     -------
     pandas.DataFrame
         One row per text: ``text_id``, ``n_tokens`` (scored tokens), ``n_lowest``
-        (``floor(k n)``), ``min_k`` (Min-K% Prob), ``min_k_pp`` (Min-K%++), ``mean_logprob``
+        (tokens averaged, by ``count_rule``), ``min_k`` (Min-K% Prob), ``min_k_pp`` (Min-K%++), ``mean_logprob``
         (the loss-attack score, for reference), ``bos`` (whether a BOS token was prepended),
         ``reason`` (empty, or why a score is NaN). Higher scores mean "more likely a member".
         If some texts are too short, one [`UndefinedStatisticWarning`][] gives their
-        number.
+        number. The conventions used are in ``table.attrs["conventions"]``:
+        ``{"k", "count_rule", "bos"}``.
 
     Notes
     -----
@@ -285,6 +333,7 @@ def score_texts(
     ``tests/test_contamination.py``.
     """
     k = _check_k(k)
+    count_rule = _check_rule(count_rule)
     texts = list(texts)
     if ids is None:
         ids = list(range(len(texts)))
@@ -296,11 +345,13 @@ def score_texts(
                "batch_size": batch_size, "show_progress": show_progress}
     if checkpoint is None:
         stats = token_statistics(texts, model, tokenizer, **options)
-        rows = [_row(tid, st, k) for tid, st in zip(ids, stats)]
+        rows = [_row(tid, st, k, count_rule) for tid, st in zip(ids, stats)]
     else:
-        rows = _score_with_checkpoint(texts, ids, model, tokenizer, k=k, path=Path(checkpoint),
+        rows = _score_with_checkpoint(texts, ids, model, tokenizer, k=k, count_rule=count_rule,
+                                      path=Path(checkpoint),
                                       every=checkpoint_every, options=options)
     table = pd.DataFrame(rows, columns=_COLUMNS)
+    table.attrs["conventions"] = {"k": k, "count_rule": count_rule, "bos": bos}
     n_bad = int((table["reason"] != "").sum())
     if n_bad:
         warnings.warn(f"{n_bad} of {len(table)} text(s) have no Min-K% score; see the "

@@ -29,19 +29,12 @@ from storyeval.meta.correlation import (
     resolve_method,
     unit_exponent,
 )
+from storyeval.meta.ties import TIE_RTOL, snap_ties, tie_values  # noqa: F401 (re-exported)
 
 __all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
            "level_data"]
 
 LEVELS: tuple[str, ...] = ("overall", "system", "prompt")
-
-TIE_RTOL = 1e-12
-"""Default relative tolerance under which two system means count as tied.
-
-Means of Likert ratings that are equal in exact arithmetic (e.g. two systems whose ratings sum
-to the same total) can differ in the last bits once summed in floating point, and the order of
-summation decides whether a rank coefficient sees a tie. Snapping means that agree to 1e-12
-(relative) restores the exact ties. ``tie_rtol=0`` keeps the raw float means."""
 
 # the NaN reason that is not an undefined coefficient (no warning for it)
 _PROPAGATED = "missing values (nan_policy='propagate')"
@@ -148,8 +141,9 @@ def level_data(
         mean with a missing story is NaN.
     tie_rtol : float, default 1e-12
         System level only: system means that agree within this relative tolerance are made
-        equal (see `snap_ties` and `TIE_RTOL`), so that means equal in exact
+        equal (the tie rule, `storyeval.meta.ties`), so that means equal in exact
         arithmetic are ties whatever the floating-point summation order. ``0`` keeps raw means.
+        Overall and prompt levels compare the raw scores exactly.
 
     Returns
     -------
@@ -202,36 +196,9 @@ def level_data(
 
 
 def _snap_frame(frame: pd.DataFrame, tie_rtol: float) -> pd.DataFrame:
-    return pd.DataFrame(snap_ties(frame.to_numpy(dtype=np.float64), tie_rtol),
+    """System means under the tie rule (`storyeval.meta.ties.tie_values`)."""
+    return pd.DataFrame(tie_values(frame.to_numpy(dtype=np.float64), "system", rtol=tie_rtol),
                         index=frame.index, columns=frame.columns)
-
-
-def snap_ties(values: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
-    """Make the values of each column that agree within ``rtol`` (relative) exactly equal.
-
-    Within a column, sorted values are chained into groups while consecutive values satisfy
-    ``|a - b| <= rtol * max(|a|, |b|)``; each value is replaced by the smallest of its group.
-    NaN stays NaN. ``rtol <= 0`` returns the input unchanged.
-
-    Examples
-    --------
-    >>> snap_ties(np.array([[2/3 + 1e-16], [2/3], [0.5]]))[:, 0].tolist() == [2/3, 2/3, 0.5]
-    True
-    """
-    if rtol < 0 or not np.isfinite(rtol):
-        raise InputError(f"tie_rtol must be a finite number >= 0, got {rtol!r}")
-    if rtol == 0 or values.shape[0] < 2:
-        return values
-    order = np.argsort(values, axis=0, kind="stable")  # NaN sorted last
-    ordered = np.take_along_axis(values, order, axis=0)
-    gap = np.abs(np.diff(ordered, axis=0))
-    scale = np.maximum(np.abs(ordered[1:]), np.abs(ordered[:-1]))
-    starts = np.vstack([np.ones((1, values.shape[1]), bool), ~(gap <= rtol * scale)])
-    rows = np.arange(values.shape[0])[:, None]
-    first = np.maximum.accumulate(np.where(starts, rows, 0), axis=0)
-    snapped = np.empty_like(values)
-    np.put_along_axis(snapped, order, np.take_along_axis(ordered, first, axis=0), axis=0)
-    return snapped
 
 
 def _sorted(values) -> list:

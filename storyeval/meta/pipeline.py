@@ -31,6 +31,7 @@ from storyeval.meta.selection import (
     select_criteria,
     select_measures,
 )
+from storyeval.meta.ties import TIE_RULE
 from storyeval.meta.williams import WILLIAMS_NOTE, williams_test
 
 COEFFICIENT_DESCRIPTIONS = {
@@ -541,6 +542,7 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
         "coefficient_description": COEFFICIENT_DESCRIPTIONS[method],
         "llm_criteria": llm_criteria,
         "nan_policy": nan_policy,
+        "tie_rule": TIE_RULE,
         "williams": {
             "levels": williams_levels,
             "comparison": comparison,

@@ -141,8 +141,9 @@ def _nll_grad(params, wins, ties, nmat, k, fit_tie, free_last, alpha):
         q = np.exp(lam + half - log_d)
     else:
         q = np.zeros((k, k))
-    ll -= 0.5 * alpha * np.sum(theta**2)
-    g_theta = (wins + 0.5 * ties).sum(axis=1) - (nmat * (p + 0.5 * q)).sum(axis=1) - alpha * theta
+    ll -= alpha * np.sum(theta**2)  # choix's penalty: alpha * sum(theta^2)
+    g_theta = ((wins + 0.5 * ties).sum(axis=1) - (nmat * (p + 0.5 * q)).sum(axis=1)
+               - 2.0 * alpha * theta)
     grad = g_theta if free_last else g_theta[:k - 1]
     if fit_tie:
         g_lam = 0.5 * ties.sum() - 0.5 * np.sum(nmat * q)
@@ -209,8 +210,13 @@ def fit_bradley_terry(
         How ties enter: Davidson's tie outcome (see the module docstring); ``"half"``: each tie
         is half a win for each side in a plain Bradley-Terry fit; ``"drop"``: ties ignored.
     regularization : float, default 0
-        Ridge penalty ``regularization / 2 * sum(theta^2)`` on the log-strengths (as choix's
-        ``alpha``); makes the estimate finite when the MLE does not exist.
+        Ridge penalty: the fit maximises ``l(theta) - regularization * sum(theta^2)`` (the
+        log-likelihood ``l`` below), i.e. minimises ``-l + regularization * sum(theta^2)``,
+        exactly the objective of ``choix.opt_pairwise(..., alpha=regularization)``, so the same
+        number gives the same (centred) estimates as choix's ``alpha``. Makes the estimate
+        finite when the MLE does not exist. (Earlier versions penalised
+        ``regularization / 2 * sum(theta^2)``, i.e. choix's ``alpha = regularization / 2``;
+        see CHANGELOG.md.)
     items : list, optional
         Item labels (default: the DataFrame index, or 0..k-1).
 
@@ -230,8 +236,10 @@ def fit_bradley_terry(
 
     maximised by BFGS with the analytic gradient ``dl/dtheta_i = sum_j (W_ij + T_ij/2) -
     sum_j N_ij (p_ij + q_ij/2)`` (``p_ij = e^theta_i / D_ij``, ``q_ij`` the tie probability),
-    ``dl/dlambda = sum_{i<j} (T_ij - N_ij q_ij)``; the last log-strength is fixed at 0 during
-    the fit and the result centred.
+    ``dl/dlambda = sum_{i<j} (T_ij - N_ij q_ij)``; with ``regularization = a > 0`` the
+    objective is ``l - a sum_i theta_i^2`` (gradient ``- 2 a theta_i``) and all log-strengths
+    are free; without it the last log-strength is fixed at 0 during the fit. The result is
+    centred (the penalised optimum is already mean zero: the score equations sum to zero).
 
     References
     ----------

@@ -153,6 +153,8 @@ def settings_lines(result: MetaResult) -> list[str]:
         lines.append(f"bootstrap: {b['ci_method']} {b['confidence_level']:.0%} intervals [low, "
                      f"high] from {b['n_resamples']} resamples of {b['resample_by']} (the same "
                      f"resamples for every measure), seed {b['random_state']}")
+        if "n_clusters" in b:
+            lines.append(_clusters_line(b))
     if "permutation" in s:
         p = s["permutation"]
         units = ", ".join(f"{lev}: {unit}" for lev, unit in p["unit"].items())
@@ -165,6 +167,19 @@ def settings_lines(result: MetaResult) -> list[str]:
                      f"{c['n_draws']} random measures per criterion and level (column "
                      f"chance_abs_high), seed {c['random_state']}")
     return lines
+
+
+def _clusters_line(b: dict) -> str:
+    """How many clusters the bootstrap resampled, and whether that is too few for its intervals."""
+    counts = " and ".join(f"{n} {unit}" for unit, n in b["n_clusters"].items())
+    line = f"bootstrap clusters: {counts} resampled"
+    if b.get("few_clusters"):
+        alternative = ("" if b["ci_method"] == "expanded" else
+                       "; the expanded interval (--ci-method expanded) covers better")
+        line += (f"; fewer than 20, so {b['ci_method']} intervals tend to be too short (they "
+                 f"contain the true value less often than {b['confidence_level']:.0%}; see "
+                 f"the Resampling docs page){alternative}")
+    return line
 
 
 def _adjustment_text(result: MetaResult) -> str:

@@ -20,8 +20,9 @@ computed from the weights, without materialising the resampled vectors:
 * **Spearman**: the mid-rank of story i among the resampled copies is
   ``sum_j w_j [x_j < x_i] + (sum_j w_j [x_j = x_i] + 1) / 2``; then weighted Pearson.
 * **Small n** (system means, within-prompt correlations): all observation pairs enumerated.
-  Values that differ by less than ``TIE_RTOL`` times the largest absolute value are tied (means
-  of equal sums computed in different orders can differ in the last bit).
+
+Ties follow the one tie rule of `storyeval.meta.ties` (as `correlate`): raw scores are compared
+exactly; the system means of every resample are snapped (`tie_values`) before exact comparison.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-# One tie tolerance for point estimates and resamples (see storyeval.meta.levels.TIE_RTOL).
-from storyeval.meta.levels import TIE_RTOL
+# One tie rule for point estimates and resamples (storyeval.meta.ties).
+from storyeval.meta.correlation import scale_to_unit
+from storyeval.meta.ties import tie_values
 
 KENDALL = ("kendall_b", "kendall_c")
 _CHUNK_BYTES = 48 * 2**20
@@ -52,20 +54,12 @@ def _chunks(total: int, per_item_bytes: int):
 # small n: every pair of observations enumerated
 
 
-# Values computed by averaging (system means) can differ in the last bits although they are
-# mathematically equal; differences below this relative tolerance count as ties.
-
-
-def _tie_tol(V: np.ndarray) -> np.ndarray:
-    return TIE_RTOL * np.max(np.abs(V), axis=-2, keepdims=True)
-
-
 def _distinct_present(V: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Number of distinct values of V (..., n, K) among observations with w > 0."""
     Vm = np.where(w[..., None] > 0, V, np.nan)
     Vs = np.sort(Vm, axis=-2)
     any_present = (~np.isnan(Vs)).any(axis=-2)
-    return any_present + (np.diff(Vs, axis=-2) > _tie_tol(V)).sum(axis=-2)
+    return any_present + (np.diff(Vs, axis=-2) > 0).sum(axis=-2)
 
 
 def _weighted_pearson_cols(V, w, ia, ic):
@@ -76,8 +70,9 @@ def _weighted_pearson_cols(V, w, ia, ic):
     wd = w[..., None] * D
     var = np.einsum("...nk,...nk->...k", wd, D)
     cov = np.einsum("...nm,...nm->...m", wd[..., ia], D[..., ic])
-    scale = np.einsum("...nk,...nk->...k", w[..., None] * V, V)
-    var = np.where(var <= 1e-12 * np.maximum(scale, 1e-300), 0.0, var)
+    # constant exactly as in `correlate` (the tie rule: raw values compared exactly), not
+    # "variance small next to the scale": near-constant columns have a defined r
+    var = np.where(_distinct_present(V, w) <= 1, 0.0, var)
     r = _safe_div(cov, np.sqrt(var[..., ia] * var[..., ic]))
     return np.clip(r, -1.0, 1.0)
 
@@ -93,7 +88,7 @@ def direct(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray, method:
     if method in KENDALL:
         iu, ju = np.triu_indices(n, k=1)
         d = V[..., ju, :] - V[..., iu, :]
-        s = np.sign(d) * (np.abs(d) > _tie_tol(V))  # (..., Q, K)
+        s = np.sign(d)  # (..., Q, K); exact comparison (the tie rule)
         wq = (w[..., iu] * w[..., ju])[..., None, :]  # (..., 1, Q)
         num = np.matmul(wq, s[..., ia] * s[..., ic])[..., 0, :]
         if method == "kendall_b":
@@ -109,9 +104,8 @@ def direct(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray, method:
         return _weighted_pearson_cols(V, w, ia, ic)
     # spearman: weighted mid-ranks, then weighted Pearson
     d = V[..., None, :, :] - V[..., :, None, :]  # [..., i, j, k] = V_j - V_i
-    tol = _tie_tol(V)[..., None, :, :]
-    less = (d < -tol).astype(np.float64)
-    eq = np.abs(d) <= tol
+    less = (d < 0).astype(np.float64)
+    eq = d == 0
     R = np.einsum("...j,...ijk->...ik", w, less + 0.5 * eq) + 0.5
     return _weighted_pearson_cols(R, w, ia, ic)
 
@@ -347,10 +341,13 @@ def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallKernel |
         per_b = (S * K + S * S * K * 2 + S * S * M) * 8
         for sl in _chunks(B, per_b):
             means = np.einsum("bp,spk->bsk", cP[sl], X) / cP[sl].sum(axis=1)[:, None, None]
+            means = tie_values(means, "system", axis=1)
             out[sl] = direct(means, cS[sl], ia, ic, method)
         return out
     # prompt level: within-prompt coefficient over systems (weights cS), mean over prompts (cP)
-    V = X.transpose(1, 0, 2)  # (P, S, K)
+    # (P, S, K), each prompt's column scaled to (-1, 1) by a power of two (exact; changes no
+    # coefficient) so that tiny within-prompt scores (CIDEr: 1e-200) do not underflow
+    V = scale_to_unit(X.transpose(1, 0, 2), axis=1)
     if np.all(cS == cS[:1]) and np.all(cS[0] == 1):
         r = direct(V, np.ones(S), ia, ic, method)[None]  # (1, P, M)
         r = np.broadcast_to(r, (B, P, M))
@@ -359,7 +356,7 @@ def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallKernel |
         # the within-prompt sign products do not depend on the resample: compute them once
         iu, ju = np.triu_indices(S, k=1)
         d = V[:, ju, :] - V[:, iu, :]
-        s = np.sign(d) * (np.abs(d) > _tie_tol(V))  # (P, Q, K)
+        s = np.sign(d)  # (P, Q, K); exact comparison (the tie rule)
         Q = len(iu)
         prod = (s[..., ia] * s[..., ic]).transpose(1, 0, 2).reshape(Q, P * M)
         absS = np.abs(s).transpose(1, 0, 2).reshape(Q, P * K)

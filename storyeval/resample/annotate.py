@@ -8,15 +8,21 @@ point estimates (``result.dataset``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError
+from storyeval.exceptions import FewClustersWarning, InputError
 from storyeval.meta.multitest import adjust_frame
 from storyeval.meta.pipeline import MetaResult
-from storyeval.resample.bootstrap import bootstrap_correlations
+from storyeval.resample.bootstrap import (
+    bootstrap_correlations,
+    cluster_counts,
+    expanded_level,
+    few_clusters_message,
+)
 from storyeval.resample.chance import chance_baseline
 from storyeval.resample.permutation import permutation_pvalues
 
@@ -40,35 +46,55 @@ def add_bootstrap_ci(
     show_progress: bool | None = None,
 ) -> MetaResult:
     """``result`` with ``ci_low, ci_high, se`` columns on its correlations (paired resamples:
-    every measure sees the same resampled systems / prompts). Prompt-level rows included."""
+    every measure sees the same resampled systems / prompts). Prompt-level rows included.
+
+    ``settings["bootstrap"]["n_clusters"]`` records how many prompts / systems were resampled;
+    with fewer than 20 of them, one [`FewClustersWarning`][storyeval.exceptions.FewClustersWarning]
+    per call (percentile intervals are then too short)."""
     wide = _wide(result)
     frames = []
-    for level, rows in result.correlations.groupby("level", sort=False):
-        pairs = list(zip(rows["measure"], rows["criterion"]))
-        frames.append(bootstrap_correlations(
-            wide, pairs, level=level, method=result.settings["coefficient"],
-            n_resamples=n_resamples, resample_by=resample_by, ci_method=ci_method,
-            confidence_level=confidence_level, random_state=random_state,
-            show_progress=show_progress))
-    baseline = _baseline_intervals(result, wide, n_resamples=n_resamples,
-                                   resample_by=resample_by, confidence_level=confidence_level,
-                                   random_state=random_state)
+    # one FewClustersWarning for the call, not one per level and baseline
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewClustersWarning)
+        for level, rows in result.correlations.groupby("level", sort=False):
+            pairs = list(zip(rows["measure"], rows["criterion"]))
+            frames.append(bootstrap_correlations(
+                wide, pairs, level=level, method=result.settings["coefficient"],
+                n_resamples=n_resamples, resample_by=resample_by, ci_method=ci_method,
+                confidence_level=confidence_level, random_state=random_state,
+                show_progress=show_progress))
+        baseline = _baseline_intervals(result, wide, n_resamples=n_resamples,
+                                       resample_by=resample_by, ci_method=ci_method,
+                                       confidence_level=confidence_level,
+                                       random_state=random_state)
+    clusters = _clusters(wide, resample_by)
+    few = few_clusters_message(clusters, ci_method)
+    if few:
+        warnings.warn(few, FewClustersWarning, stacklevel=2)
     boot = pd.concat(frames, ignore_index=True)
     keep = [*_KEY, "ci_low", "ci_high", "se", "ci_method", "confidence_level", "n_resamples",
             "resample_by"]
     correlations = result.correlations.merge(boot[keep], on=_KEY, how="left")
     settings = {**result.settings, "bootstrap": {
         "n_resamples": n_resamples, "resample_by": resample_by, "ci_method": ci_method,
-        "confidence_level": confidence_level, "random_state": random_state}}
+        "confidence_level": confidence_level, "random_state": random_state,
+        "n_clusters": clusters, "few_clusters": few is not None}}
     return replace(result, correlations=correlations, baseline=baseline, settings=settings)
 
 
+def _clusters(wide: pd.DataFrame, resample_by: str) -> dict[str, int]:
+    """How many prompts / systems the bootstrap resamples (the wide frame's complete grid)."""
+    return cluster_counts(wide.index.unique("system").size, wide.index.unique("prompt_id").size,
+                          resample_by)
+
+
 def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: int,
-                        resample_by: str, confidence_level: float,
+                        resample_by: str, ci_method: str, confidence_level: float,
                         random_state: int | None) -> pd.DataFrame:
     """Percentile intervals of the human baseline, from the same resamples as the measures: per
     resample, the mean over annotators of corr(annotator i, target i) (target: the criterion
-    mean for the upper bound, the mean of the others for leave-one-out)."""
+    mean for the upper bound, the mean of the others for leave-one-out). ``expanded``: at the
+    expanded level; ``bca``: percentile (a mean of coefficients has no jackknife here)."""
     from storyeval.meta.pipeline import annotator_columns
 
     base = result.baseline
@@ -76,6 +102,10 @@ def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: 
         return base
     annotators, loo = annotator_columns(result.dataset.catalogue, result.settings["criteria"])
     wide, loo, skipped = _loo_targets(wide, annotators, loo)
+    level_used = confidence_level
+    if ci_method == "expanded":
+        level_used = expanded_level(min(_clusters(wide, resample_by).values()), confidence_level)
+    alpha = (1 - level_used) / 2
     rows = []
     for level, part in base.groupby("level", sort=False):
         groups, pairs = [], []
@@ -94,7 +124,6 @@ def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: 
             wide, pairs, level=level, method=result.settings["coefficient"],
             n_resamples=n_resamples, resample_by=resample_by, confidence_level=confidence_level,
             random_state=random_state, return_distribution=True)
-        alpha = (1 - confidence_level) / 2
         for index, cols in zip(part.index, groups):
             if cols:
                 means = theta[:, cols].mean(axis=1)
@@ -106,7 +135,7 @@ def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: 
     where = [r[0] for r in rows]
     out.loc[where, "ci_low"] = [r[1] for r in rows]
     out.loc[where, "ci_high"] = [r[2] for r in rows]
-    out["ci_method"] = "percentile"
+    out["ci_method"] = "expanded" if ci_method == "expanded" else "percentile"
     no_ci = out["criterion"].isin(list(skipped)).to_numpy()
     if no_ci.any():
         why = ("no bootstrap interval: not every annotator rated every story (ragged "

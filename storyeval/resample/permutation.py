@@ -12,6 +12,8 @@ from scipy.stats import rankdata
 
 from storyeval._progress import progress_bar
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.meta.correlation import scale_to_unit
+from storyeval.meta.ties import tie_values
 from storyeval.resample._common import ALTERNATIVES, check_method, check_positive_int
 from storyeval.resample._data import check_level, make_grid
 from storyeval.resample._kernels import _chunks, _distinct_present, _prompt_mean, _safe_div, direct
@@ -324,8 +326,10 @@ def _level_coefficients(V: np.ndarray, ia, ic, level: str, method: str) -> np.nd
             flat = rankdata(flat, axis=1)
         return _weighted_pearson_cols(flat, np.ones(S * P), ia, ic)
     if level == "system":
-        return direct(V.mean(axis=2), np.ones(S), ia, ic, method)
-    r = direct(V.transpose(0, 2, 1, 3), np.ones(S), ia, ic, method)  # (B, P, M)
+        means = tie_values(V.mean(axis=2), "system", axis=1)  # the tie rule
+        return direct(means, np.ones(S), ia, ic, method)
+    per_prompt = scale_to_unit(V.transpose(0, 2, 1, 3), axis=2)  # exact; avoids underflow
+    r = direct(per_prompt, np.ones(S), ia, ic, method)  # (B, P, M)
     return _prompt_mean(r, np.ones((B, P)))
 
 
