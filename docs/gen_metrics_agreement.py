@@ -66,7 +66,7 @@ def agreement_table() -> pd.DataFrame:
 
 
 #: the measures of the end-to-end example on the page (its `storyeval meta --metrics`)
-END_TO_END_MEASURES = ("Length (tokens),Unique-word ratio,Novelty-1 (vs prompt),Repetition-1,"
+END_TO_END_MEASURES = ("Length (tokens),Distinct-1,Novelty-1 (vs prompt),Repetition-1,"
                        "Coverage (vs prompt),Sentences starting with a pronoun")
 PAGE = Path(__file__).resolve().parent / "metrics.md"
 

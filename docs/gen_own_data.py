@@ -100,8 +100,8 @@ print(summary["criteria"])
 result = meta_evaluate(dataset, levels="overall")   # Kendall tau-b, all pairs, BH
 print(result.correlation_grid("overall").round(3))
 print(result.baseline[["criterion", "variant", "value", "n_annotators"]].round(3))
-tests = result.williams[["criterion", "measure_a", "measure_b", "r_a", "r_b", "p_adjusted",
-                         "hypothesis"]]
+tests = result.williams[["criterion", "measure_a", "measure_b", "test", "delta", "ci_low",
+                         "ci_high", "p_adjusted", "hypothesis"]]
 print(tests.round(3).to_string(index=False))
 print(result.williams_matrix("overall", "Plot twist").round(3))
 """
@@ -189,11 +189,13 @@ def command_snippet(argv: Sequence[str], output: str) -> str:
 
 
 def williams_excerpt(output: str) -> str:
-    """The ``# Williams tests`` header line and the Williams matrices of a meta output."""
+    """The comparison-test header lines and the comparison matrices of a meta output."""
     lines = output.splitlines()
-    keep = [line for line in lines if line.startswith("# Williams tests")]
-    start = next(i for i, line in enumerate(lines) if "Williams p (" in line
-                 and not line.startswith("#"))
+    keep = [line for line in lines
+            if line.startswith(("# comparison tests", "# Williams tests", "# effect size"))
+            or (line.startswith("# ") and ": test '" in line)]
+    start = next(i for i, line in enumerate(lines)
+                 if not line.startswith("#") and "-adjusted" in line and " p (" in line)
     return "\n".join([*keep, "...", *lines[start:]])
 
 

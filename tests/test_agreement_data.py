@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from storyeval.cli import main
-from storyeval.data import read_dataset, ratings_to_dataset
+from storyeval.data import ratings_to_dataset, read_dataset
 from storyeval.exceptions import InputError
 from storyeval.meta.annotators import AGREEMENT_COLUMNS, annotator_agreement
 

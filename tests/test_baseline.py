@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from storyeval.data.criteria import CRITERIA
-from storyeval.exceptions import InputError
 from storyeval.data.hanna import hanna_annotator_columns
+from storyeval.exceptions import InputError
 from storyeval.meta.baseline import human_baseline
 
 

@@ -53,7 +53,8 @@ def test_meta_json_is_pinned(capsys):
 
 def test_meta_out_dir_writes_tables_and_figures(tmp_path, capsys):
     out = tmp_path / "res"
-    assert main(["meta", "--metrics", "paper", "--out", str(out), "--format", "csv"]) == 0
+    assert main(["meta", "--metrics", "paper", "--out", str(out), "--format", "csv",
+                 "--figure-format", "png,pdf"]) == 0
     corr = pd.read_csv(out / "correlations.csv")
     assert list(corr.columns[:6]) == ["measure", "criterion", "level", "coefficient", "value", "n"]
     will = pd.read_csv(out / "williams.csv")
@@ -64,6 +65,22 @@ def test_meta_out_dir_writes_tables_and_figures(tmp_path, capsys):
             assert (out / f"{name}{suffix}").stat().st_size > 1000
     assert (out / "correlations_system.tex").read_text().startswith(r"\begin{table}")
     assert "Beluga-13B RE 1" in set(corr["measure"])
+
+
+def test_figure_formats(tmp_path, capsys):
+    out = tmp_path / "png"
+    assert main(["meta", "--metrics", "BLEU,chrF", "--levels", "system", "--out", str(out),
+                 "--format", "csv"]) == 0
+    figures = sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".pdf", ".svg"))
+    assert figures == ["kendall_system.png", "williams_system.png"]  # PNG only by default
+    out = tmp_path / "svg"
+    assert main(["meta", "--metrics", "BLEU,chrF", "--levels", "system", "--out", str(out),
+                 "--format", "csv", "--figure-format", "SVG"]) == 0
+    assert (out / "kendall_system.svg").read_text().lstrip().startswith("<?xml")
+    assert not (out / "kendall_system.png").exists()
+    assert main(["meta", "--metrics", "BLEU", "--out", str(tmp_path / "x"),
+                 "--figure-format", "png,gif"]) == 2
+    assert "'gif'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "message"), [

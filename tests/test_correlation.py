@@ -502,10 +502,10 @@ def test_paper_system_level_figures(hanna_generation_wide):
 def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
     """Few low-cardinality y columns (human criteria) take the counting-by-levels path."""
     from storyeval.meta.kendall import (
-        _few_levels,
         _kendall_counts_blocks,
         _kendall_counts_by_levels,
         dense_ranks,
+        kendall_plan,
     )
 
     rng = np.random.default_rng(11)
@@ -515,7 +515,10 @@ def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
     y = np.column_stack([rng.integers(3, 16, n) / 3, rng.integers(0, 5, n)]).astype(float)
     xr = dense_ranks(x[None]).astype(np.float32)
     yr = dense_ranks(y[None]).astype(np.float32)
-    assert _few_levels(yr, n, p=x.shape[1])
+    levels = int(np.nanmax(yr, axis=1).sum())
+    costs = kendall_plan(1, n, x.shape[1], y.shape[1], masked=False, same=False,
+                         y_levels=levels)[1]
+    assert costs["levels"] < costs["blocks"]
     by_levels = _kendall_counts_by_levels(xr, yr)
     by_pairs = _kendall_counts_blocks(xr, yr, same=False)
     for got, expected in zip(by_levels, by_pairs):

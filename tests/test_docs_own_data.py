@@ -47,7 +47,7 @@ def _snippet(name: str) -> str:
 
 def _output(name: str) -> list[str]:
     """The lines of the (last) ```text block of a snippet: the command's output."""
-    blocks = re.findall(r"```text\n(.*?)\n```", _snippet(name), re.S)
+    blocks = re.findall(r"```text\n(.*?)\n```", _snippet(name), re.DOTALL)
     assert blocks, name
     return blocks[-1].splitlines()
 
@@ -115,22 +115,43 @@ def test_meta_numbers_quoted_on_the_page():
     overall = _table(lines, "Kendall tau-b with human criteria, overall level")
     system = _table(lines, "Kendall tau-b with human criteria, system level")
     mine, length = overall["my-metric"]["Plot twist"], overall["length"]["Plot twist"]
-    twist = _table(lines, "BH-adjusted Williams p (one-sided, P(T_{n-3} > t), family 'paper': "
-                          "3 families of m = 2 tests), all pairs of selected raters, overall "
-                          "level, Plot twist")
-    p = twist["length"]["my-metric"]
-    assert f"`my-metric` ({mine}) against `length` ({length}) gives p = {p}." in page
+    p_title = ("BH-adjusted U-statistic z-test p (two-sided, 2 P(Z > |z|), family 'paper': "
+               "3 families of m = 2 tests), all pairs of selected raters, overall level, ")
+    d_title = ("difference of correlations with the human criterion, delta = |r(h,a)| - "
+               "|r(h,b)| [95% CI: U-statistic normal interval], all pairs of selected raters, "
+               "overall level, ")
+    twist_p, twist_d = _table(lines, p_title + "Plot twist"), _table(lines, d_title + "Plot twist")
+    assert mine == "0.346" and length == "0.147"
+    assert twist_p["length"]["my-metric"] == "0.000"
+    assert (f"`length` ({length}) against `my-metric` ({mine}) gives delta = "
+            f"{twist_d['length']['my-metric']} and an adjusted p below 0.001") in page
+    flu_p, flu_d = _table(lines, p_title + "Fluency"), _table(lines, d_title + "Fluency")
+    assert (f"`my-metric` against `overlap-f1` gives delta = "
+            f"{flu_d['my-metric']['overlap-f1']} and adjusted p = "
+            f"{flu_p['my-metric']['overlap-f1']}") in page
     # "length and overlap-f1 order the six systems on Fluency exactly as the humans do"
     perfect = {m for m in ("length", "my-metric", "overlap-f1")
                if system[m]["Fluency"] == "1.000"}
     assert perfect == {"length", "overlap-f1"}
-    fluency = _table(lines, "BH-adjusted Williams p (one-sided, P(T_{n-3} > t), family "
-                            "'paper': 3 families of m = 2 tests), all pairs of selected raters, "
-                            "system level, Fluency")
-    assert fluency["length"]["overlap-f1"] == "0.500"
+    # "no adjusted p is below 0.1" at the system level
+    for criterion in ("Fluency", "Plot twist"):
+        cells = _table(lines, "BH-adjusted paired permutation (random tie-breaking) p "
+                              "(two-sided, family 'paper': 3 families of m = 2 tests), all pairs "
+                              f"of selected raters, system level, {criterion}")
+        values = [float(v) for row in cells.values() for v in row.values() if v]
+        assert len(values) == 3 and min(values) >= 0.1
+        deltas = _table(lines, "difference of correlations with the human criterion, delta = "
+                               "|r(h,a)| - |r(h,b)| [95% CI: bootstrap percentile (1000 "
+                               "resamples of prompts)], all pairs of selected raters, system "
+                               f"level, {criterion}")
+        for cell in (v for row in deltas.values() for v in row.values() if v):
+            low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(","))
+            assert low <= 0 <= high, cell  # "every interval contains 0"
+    header = lines[next(i for i, line in enumerate(lines)
+                        if line.startswith("# comparison tests"))]
     assert "3 families of m = 2 tests (overall level), 3 families of m = 2 tests (system " \
-           "level)" in lines[next(i for i, line in enumerate(lines)
-                                  if line.startswith("# Williams tests"))]
+           "level)" in header
+    assert any("test 'ustat'" in line for line in lines if line.startswith("#"))
     family = "\n".join(_output("meta_family"))
     assert "family 'criterion': 2 families of m = 3 tests" in family
 
@@ -169,8 +190,8 @@ def test_python_output_first_williams_row_as_described():
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["criterion",
                                                                           "measure_a"])
     first = lines[header + 1].split()
-    assert first[:3] == ["Fluency", "length", "my-metric"]
-    assert " ".join(first[-3:]) == "|r(h,b)| > |r(h,a)|"
+    assert first[:4] == ["Fluency", "length", "my-metric", "ustat"]
+    assert " ".join(first[-3:]) == "|r(h,a)| != |r(h,b)|"
 
 
 # ------------------------------------------------------------------------ failing loudly

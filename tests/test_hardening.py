@@ -558,7 +558,7 @@ def test_heatmap_save_failure_keeps_the_previous_figure(tmp_path, monkeypatch):
     from storyeval.report.figures import heatmap
 
     grid = pd.DataFrame({"c": [0.5, -0.2]}, index=["m1", "m2"])
-    png, _ = heatmap(grid, tmp_path / "fig", title="t")
+    png, _ = heatmap(grid, tmp_path / "fig", title="t", formats=("png", "pdf"))
     before = png.read_bytes()
 
     def failing(self, fname, *args, **kwargs):
@@ -567,7 +567,7 @@ def test_heatmap_save_failure_keeps_the_previous_figure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Figure, "savefig", failing)
     with pytest.raises(OSError, match=r"fig\.png"):
-        heatmap(grid, tmp_path / "fig", title="t")
+        heatmap(grid, tmp_path / "fig", title="t", formats=("png", "pdf"))
     assert png.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.pdf", "fig.png"]
 

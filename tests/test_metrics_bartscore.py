@@ -44,7 +44,7 @@ def test_loglik_equals_hand_computation_from_logits(tiny):
     tgt = [CORPUS[2], "A much longer target sentence about dragons and the sea.", CORPUS[3]]
     got = m.loglik(src, tgt)  # batched: padding must not change the values
     want = [_hand_loglik(model, tok, s, t) for s, t in zip(src, tgt)]
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
     # and the HF loss (mean token cross-entropy) of one unpadded pair is its negative
     x, y = tok(src[0], return_tensors="pt"), tok(tgt[0], return_tensors="pt")["input_ids"]
     with torch.no_grad():
@@ -82,9 +82,13 @@ def test_directions_and_combinations_through_score(tmp_path):
     tok = train_tokenizer()
     model = tiny_bart(tok, seed=2)  # the same weights as the saved folder
     assert wide.loc["a", name("ref->story")] == pytest.approx(
-        _hand_loglik(model, tok, CORPUS[3], CORPUS[0]), abs=1e-5)
+        _hand_loglik(model, tok, CORPUS[3], CORPUS[0]), abs=1e-6)
     assert wide.loc["c", name("story->prompt")] == pytest.approx(
-        _hand_loglik(model, tok, CORPUS[2], CORPUS[7]), abs=1e-5)
+        _hand_loglik(model, tok, CORPUS[2], CORPUS[7]), abs=1e-6)
+    # F (Yuan et al.): the arithmetic mean of precision (r -> h) and recall (h -> r)
+    assert wide.loc["a", name("ref<->story")] == pytest.approx(
+        (_hand_loglik(model, tok, CORPUS[3], CORPUS[0])
+         + _hand_loglik(model, tok, CORPUS[0], CORPUS[3])) / 2, abs=1e-6)
     np.testing.assert_allclose(
         wide[name("ref<->story")], (wide[name("ref->story")] + wide[name("story->ref")]) / 2)
     assert np.isnan(wide.loc["b", name("ref->story")])

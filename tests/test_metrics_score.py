@@ -143,7 +143,7 @@ def test_undefined_values_warn_and_carry_a_reason():
     df = pd.DataFrame({"story_id": ["a"], "story": ["Hi."]})
     with pytest.warns(UndefinedStatisticWarning, match="undefined for their text"):
         out = score(df, "surface", show_progress=False)
-    row = out.set_index("measure").loc["Intra-story trigram repetition"]
+    row = out.set_index("measure").loc["Distinct-3"]
     assert np.isnan(row["value"]) and row["reason"].startswith("undefined")
 
 

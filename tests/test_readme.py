@@ -11,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def _test_command() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- test-command -->\s*```bash\n(.+?)\n```\s*<!-- /test-command -->",
-                      readme, re.S)
+                      readme, re.DOTALL)
     assert block, "README.md must mark its test command with <!-- test-command --> markers"
     return block.group(1).strip()
 
 
 def test_readme_leads_with_install_and_test_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r"```bash\n(.+?)\n```", readme, re.S)
+    commands = re.findall(r"```bash\n(.+?)\n```", readme, re.DOTALL)
     assert commands[0].strip() == "pip install . && storyeval meta --metrics all"
     assert commands[1].strip() == _test_command()
     assert "pytest" in _test_command()

@@ -99,7 +99,7 @@ def test_all_pairs_render(all_pairs, fmt):
 
 
 def test_all_pairs_write_report(all_pairs, tmp_path):
-    paths = write_report(all_pairs, tmp_path)
+    paths = write_report(all_pairs, tmp_path, figure_formats="png,pdf")
     names = {p.name for p in paths}
     assert "williams.csv" in names and "settings.json" in names
     for slug in ("relevance", "coherence"):
@@ -217,7 +217,8 @@ def test_toy_all_pairs_render_has_no_nan(toy, fmt):
 
 
 def test_undefined_values_and_intervals_say_why(toy):
-    res = meta_evaluate(toy, criteria=CRITERIA, levels="overall", reference="all")
+    res = meta_evaluate(toy, criteria=CRITERIA, levels="overall", reference="all",
+                        test="williams")
     corr = res.correlations.copy()
     corr["ci_low"], corr["ci_high"] = corr["value"] - 0.1, corr["value"] + 0.1
     corr.loc[0, ["ci_low", "ci_high"]] = np.nan

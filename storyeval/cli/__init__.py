@@ -25,6 +25,7 @@ EXIT_USAGE = 2
 COMMANDS: tuple[str, ...] = (
     "describe",
     "meta",
+    "power",
     "agreement",
     "score",
     "rate",
@@ -64,7 +65,7 @@ def _short_warnings(command: str) -> Callable[..., None]:
     ``storyeval CMD: warning: ...`` (they are addressed to the user, not to a developer)."""
     original = warnings.showwarning
 
-    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+    def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, StoryevalWarning):
             print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
         else:

@@ -69,7 +69,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     what.add_argument("--tie-rtol", type=float, default=1e-12, metavar="X",
                       help="system means agreeing within this relative tolerance are ties "
                            "(default 1e-12; 0 keeps raw float means)")
-    tests = parser.add_argument_group("Williams tests")
+    tests = parser.add_argument_group("comparison tests")
+    tests.add_argument("--test", default="auto", metavar="TEST",
+                       help="comparison test: auto (default: the paper's Williams convention "
+                            "on the embedded HANNA data, else the calibrated two-sided test: "
+                            "ustat for tau-b / williams for Pearson / jackknife at the overall "
+                            "level, permutation-random at the system level), paper, williams, "
+                            "ustat, jackknife, bootstrap, permutation, permutation-random; or one "
+                            "per level: overall=ustat,system=bootstrap (docs: Which test?)")
     tests.add_argument("--reference", default="auto", metavar="RATER",
                        help="rater the tests compare every other measure against; 'auto' "
                             "(default) is the dataset's default reference (HANNA: the paper's "
@@ -81,9 +88,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="adjustment family: paper (each compared rater's criteria, per "
                             "level; default), criterion, level, all, or comma-separated columns")
     tests.add_argument("--alternative", choices=["greater", "two-sided", "less"],
-                       default="greater", help="alternative hypothesis (default: one-sided)")
-    tests.add_argument("--direction", choices=["larger", "fixed"], default="larger",
-                       help="test in the direction of the larger |r| (paper) or always a > b")
+                       help="alternative hypothesis (default: the test's; paper: one-sided "
+                            "greater, others two-sided)")
+    tests.add_argument("--direction", choices=["larger", "fixed"],
+                       help="test in the direction of the larger |r| (paper; Williams tests "
+                            "only) or always a vs b (default: the test's)")
+    tests.add_argument("--test-permutations", type=int, default=1000, metavar="N",
+                       help="permutations of the permutation tests (default: 1000)")
     tests.add_argument("--sign-convention", choices=["paper", "raw"], default="paper",
                        help="paper: compare |r| (lower-is-better metrics compared fairly)")
     unc = parser.add_argument_group("uncertainty (resampling)")
@@ -91,7 +102,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="add bootstrap confidence intervals (ci_low, ci_high) to every "
                           "correlation")
     unc.add_argument("--resamples", type=int, default=1000, metavar="B",
-                     help="bootstrap resamples (default: 1000)")
+                     help="bootstrap resamples, of --ci bootstrap, of --test bootstrap and of "
+                          "the system-level intervals of differences (default: 1000)")
     unc.add_argument("--resample-by", choices=["prompts", "systems", "both"],
                      default="prompts", help="what the bootstrap resamples (default: prompts)")
     unc.add_argument("--ci-method", choices=["percentile", "bca", "expanded"],
@@ -116,8 +128,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     out = parser.add_argument_group("output")
     add_format_option(out)
     add_out_option(out, "correlations.csv, baseline.csv, williams.csv, grids (md, tex, csv), "
-                        "settings.json and the heatmaps (PNG, PDF)")
+                        "settings.json and the heatmaps (PNG; see --figure-format)")
     out.add_argument("--no-figures", action="store_true", help="with --out, skip the figures")
+    out.add_argument("--figure-format", default="png", metavar="FMT[,FMT]",
+                     help="with --out, the heatmaps' formats, comma-separated among png, pdf, "
+                          "svg (default: png; e.g. png,pdf for a paper)")
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     return parser
 
@@ -130,6 +145,21 @@ def _path(text: str):
 
 def _split(text: str | None) -> list[str] | None:
     return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _test_arg(text: str) -> str | dict[str, str]:
+    """``--test NAME`` or ``--test overall=NAME,system=NAME``."""
+    from storyeval.exceptions import InputError
+
+    if "=" not in text:
+        return text.strip()
+    out = {}
+    for part in _split(text) or []:
+        level, sep, name = part.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"--test: expected LEVEL=TEST, got {part!r}")
+        out[level.strip()] = name.strip()
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,12 +190,19 @@ def run(args: argparse.Namespace) -> int:
         alternative=args.alternative,
         direction=args.direction,
         sign_convention=args.sign_convention,
+        test=_test_arg(args.test),
+        confidence_level=args.confidence_level,
+        n_resamples=args.resamples,
+        n_permutations=args.test_permutations,
+        resample_by=args.resample_by,
+        permutation_unit=args.permutation_unit or "prompt",
+        random_state=args.seed,
     )
     result = _add_resampling(result, args)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     if args.out is not None:
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
-                             overwrite=args.overwrite)
+                             overwrite=args.overwrite, figure_formats=args.figure_format)
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
 
@@ -173,9 +210,9 @@ def run(args: argparse.Namespace) -> int:
 def _add_resampling(result, args: argparse.Namespace):
     from storyeval.exceptions import InputError
 
-    for name in ("resamples", "permutations", "chance"):
+    for name in ("resamples", "permutations", "chance", "test_permutations"):
         if getattr(args, name) < 0:
-            raise InputError(f"--{name} must be >= 0")
+            raise InputError(f"--{name.replace('_', '-')} must be >= 0")
     if args.ci == "bootstrap":
         from storyeval.resample.annotate import add_bootstrap_ci
 

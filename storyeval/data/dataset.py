@@ -55,6 +55,10 @@ class Dataset:
         Short codes accepted for criteria (HANNA: ``{"Relevance": "RE", ...}``).
     presets : mapping, optional
         Named measure selections usable in measure specifications (HANNA: ``paper``).
+    default_test : str, optional
+        The comparison test that ``test="auto"`` means on this dataset (HANNA: ``"paper"``, the
+        convention its published numbers use); None: the calibrated default
+        (`storyeval.meta.compare.calibrated_test`).
     notes : tuple of str
         What the reader understood that changes numbers (shown by ``storyeval describe`` and
         in report headers), e.g. how per-story human scores were computed.
@@ -68,6 +72,7 @@ class Dataset:
     criterion_codes: Mapping[str, str] = field(default_factory=dict)
     presets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    default_test: str | None = None
 
     def __post_init__(self) -> None:
         if list(self.table.index.names) != ["system", "prompt_id"]:

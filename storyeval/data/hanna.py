@@ -80,12 +80,14 @@ def hanna_catalogue(columns: list[str]) -> pd.DataFrame:
 
 def as_hanna(dataset: Dataset, name: str = "hanna") -> Dataset:
     """``dataset`` (with HANNA's columns) with HANNA's roles and settings: the six criteria,
-    annotators, the Human reference system, the paper's reference rater and ``paper`` preset."""
+    annotators, the Human reference system, the paper's reference rater, ``paper`` preset and
+    comparison test (the reproduction's conventions)."""
     return Dataset(dataset.table, hanna_catalogue(list(dataset.table.columns)), name,
                    reference_system=HUMAN_SYSTEM, default_reference=PAPER_REFERENCE_RATER,
                    criterion_codes=dict(CRITERION_CODES),
                    presets={"paper": (*PAPER_METRICS, *PAPER_LLM_RATERS)},
-                   notes=("human criteria: the mean of HANNA's three annotators per story",))
+                   notes=("human criteria: the mean of HANNA's three annotators per story",),
+                   default_test="paper")
 
 
 def hanna_annotator_columns(

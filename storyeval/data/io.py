@@ -110,17 +110,65 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _read_delimited(text: str, source: str, fmt: str) -> pd.DataFrame:
+def _read_delimited(text: str, source: str, fmt: str, data: bytes | None = None
+                    ) -> pd.DataFrame:
+    """Parse a CSV/TSV file's ``text``; ``data`` is the same text as UTF-8 bytes, which the
+    parsers read about twice as fast as a Python string."""
     sep = "," if fmt == "csv" else "\t"
     if not text.strip():
         raise InputError(f"{source}: the file is empty")
     _check_header(next(csv.reader(io.StringIO(text), delimiter=sep)), source)
+    data = text.encode("utf-8") if data is None else data
+    if len(data) >= _ARROW_MIN_BYTES:
+        frame = _read_delimited_arrow(data, sep)
+        if frame is not None:
+            return frame
     try:
-        return pd.read_csv(io.StringIO(text), sep=sep, keep_default_na=True)
+        return pd.read_csv(io.BytesIO(data), sep=sep, keep_default_na=True, encoding="utf-8")
     except pd.errors.EmptyDataError:
         raise InputError(f"{source}: the file is empty") from None
     except (pd.errors.ParserError, ValueError) as exc:
         raise InputError(f"{source}: cannot be read as {fmt}: {_one_line(exc)}") from None
+
+
+# Files from this size are parsed by pyarrow's multi-threaded CSV reader when pyarrow is
+# installed. Smaller files keep pandas' C parser, whose messages name the line of a malformed
+# row; a file pyarrow cannot parse also goes to the C parser, for that message.
+_ARROW_MIN_BYTES = 8 * 2**20
+
+# pandas' default missing-value markers (read_csv's keep_default_na=True)
+_PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+              "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
+def _read_delimited_arrow(data: bytes, sep: str) -> pd.DataFrame | None:
+    """UTF-8 ``data`` parsed by pyarrow as pandas' C parser would type it (pandas' missing
+    markers, no dates or times: such columns stay text), or None without pyarrow or when
+    pyarrow cannot parse it."""
+    try:
+        import pyarrow as pa
+        from pyarrow import csv as pa_csv
+    except ImportError:
+        return None
+
+    def parse(column_types: dict) -> pa.Table:
+        return pa_csv.read_csv(io.BytesIO(data), parse_options=pa_csv.ParseOptions(delimiter=sep),
+                               convert_options=pa_csv.ConvertOptions(
+                                   null_values=list(_PANDAS_NA), strings_can_be_null=True,
+                                   column_types=column_types))
+
+    try:
+        table = parse({})
+        temporal = {f.name: pa.string() for f in table.schema if pa.types.is_temporal(f.type)}
+        if temporal:  # pyarrow infers dates and times; pandas reads them as text
+            table = parse(temporal)
+    except (pa.ArrowException, ValueError):
+        return None
+    frame = table.to_pandas()
+    for name in frame.columns:  # an all-missing column: float NaN, as pandas reads it
+        if frame[name].dtype == object and frame[name].isna().all():
+            frame[name] = np.nan
+    return frame
 
 
 _JSONL_HINT = ("JSON Lines expected: one JSON object per line, one line per row, e.g. "
@@ -174,10 +222,14 @@ def read_table(path: str | Path, *, format: str | None = None) -> tuple[pd.DataF
             raise InputError(f"{path}: cannot be read as parquet: {_one_line(exc)}") from None
         _check_header([str(c) for c in frame.columns], str(path))
         return frame, fmt
-    text = read_text(path)
+    raw = path.read_bytes()
+    text = decode_text(raw, str(path))
     if fmt == "jsonl":
         return _read_jsonl(text, str(path)), fmt
-    return _read_delimited(text, str(path), fmt), fmt
+    # UTF-8 files are parsed from their own bytes (without the byte-order mark)
+    data = raw.removeprefix(codecs.BOM_UTF8)
+    return _read_delimited(text, str(path), fmt,
+                           data if _encoding(raw) != "utf-16" else None), fmt
 
 
 def row_label(source: str, index: int, fmt: str | None) -> str:
@@ -197,7 +249,18 @@ def validate_scores(
     Checks, each with an error naming ``source``, the column and the row: no rows; missing
     columns; an empty ``prompt_id`` (integer ids stay integers, others are strings); ``value`` not numeric (empty cells are missing values,
     kept as NaN); one ``story_id`` with several (system, prompt_id); duplicate (story, measure).
+
+    Every check is vectorised (string checks run on the distinct values), so a table of
+    millions of rows is validated in seconds.
     """
+    return _validate_scores(frame, source, fmt, require)[0]
+
+
+def _validate_scores(frame: pd.DataFrame, source: str, fmt: str | None,
+                     require: Sequence[str]) -> tuple[pd.DataFrame, dict]:
+    """`validate_scores` and the integer codes it computed on the way (``"story"``: codes of
+    the distinct (system, prompt_id) with their values; ``"measure"``), for reuse."""
+    codes: dict = {}
     if len(frame) == 0:
         raise InputError(f"{source}: no rows")
     frame = frame.copy()
@@ -214,15 +277,35 @@ def validate_scores(
     if "system" in frame.columns:
         frame["system"] = _string_column(frame["system"], "system", source, fmt)
     if "story_id" in frame.columns:
-        if frame["story_id"].isna().all() and {"system", "prompt_id"} <= set(frame.columns):
-            frame["story_id"] = [make_story_id(s, p) for s, p in
-                                 zip(frame["system"], frame["prompt_id"])]
-        frame["story_id"] = _string_column(frame["story_id"], "story_id", source, fmt)
+        if {"system", "prompt_id"} <= set(frame.columns):
+            codes["story"] = _pair_codes(frame["system"], frame["prompt_id"])
+        if frame["story_id"].isna().all() and "story" in codes:
+            # ids "{system}/{prompt_id}" of checked, non-empty systems: never empty
+            story, systems, prompts = codes["story"]
+            ids = np.array([make_story_id(a, b) for a, b in zip(systems, prompts)], dtype=object)
+            frame["story_id"] = pd.Series(ids[story], index=frame.index).astype(str)
+            codes["story_id"] = (story, ids)  # one story per (system, prompt_id) pair
+        else:
+            frame["story_id"] = _string_column(frame["story_id"], "story_id", source, fmt)
     frame["measure"] = _string_column(frame["measure"], "measure", source, fmt)
+    codes["measure"] = pd.factorize(frame["measure"])
     about = frame[[c for c in ("story_id", "measure") if c in frame.columns]]
     frame["value"] = _numeric_column(frame["value"], "value", source, fmt, about)
-    _check_unique(frame, source, fmt)
-    return frame.reset_index(drop=True)
+    _check_unique(frame, source, fmt, codes)
+    return frame.reset_index(drop=True), codes
+
+
+def _pair_codes(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, list, list]:
+    """Integer codes of the distinct (first, second) pairs of the rows (in order of
+    appearance) and the two values of every distinct pair, via integer codes (factorizing
+    pairs of strings as tuples is about 20x slower)."""
+    codes_a, values_a = pd.factorize(first)
+    codes_b, values_b = pd.factorize(second)
+    width = max(len(values_b), 1)
+    codes, pairs = pd.factorize(codes_a.astype(np.int64) * width + codes_b)
+    values_a, values_b = values_a.tolist(), values_b.tolist()
+    return (codes, [values_a[k // width] for k in pairs.tolist()],
+            [values_b[k % width] for k in pairs.tolist()])
 
 
 def string_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
@@ -254,7 +337,10 @@ def split_story_ids(frame: pd.DataFrame, source: str, fmt: str | None) -> None:
 
 
 def _string_column(col: pd.Series, name: str, source: str, fmt: str | None) -> pd.Series:
-    bad = np.flatnonzero(col.isna().to_numpy() | (col.astype(str).str.strip() == "").to_numpy())
+    # checked on the distinct values: a long table repeats its systems and measures
+    codes, uniques = pd.factorize(col)
+    blank = (pd.Series(uniques, dtype=object).astype(str).str.strip() == "").to_numpy()
+    bad = np.flatnonzero((codes < 0) | (blank[codes] if len(blank) else False))
     if len(bad):
         raise InputError(f"{_row_label(source, int(bad[0]), fmt)}: column {name!r} is empty "
                          f"({len(bad)} row(s) in all)")
@@ -275,14 +361,21 @@ def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None,
                     what: pd.DataFrame | None = None) -> pd.Series:
     """``col`` as floats; a non-number or an infinite value is an error naming the row (and
     the row's cells of ``what``, e.g. its story and measure)."""
-    numeric = pd.to_numeric(col, errors="coerce")
-    blank = col.isna() | col.astype(str).str.strip().isin(["", "nan", "NaN", "NA"])
-    bad = np.flatnonzero((numeric.isna() & ~blank).to_numpy())
-    if len(bad):
-        i = int(bad[0])
-        raise InputError(f"{_row_label(source, i, fmt)}: column {name!r} is not a number: "
-                         f"{col.iloc[i]!r} ({len(bad)} row(s) in all)")
-    numeric = numeric.astype(float)
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        numeric = col.astype(float)  # parsed as numbers already: only infinities to check
+    else:
+        numeric = pd.to_numeric(col, errors="coerce")
+        # blank markers, checked on the distinct values
+        codes, uniques = pd.factorize(col)
+        text = pd.Series(uniques, dtype=object).astype(str).str.strip()
+        blank_unique = text.isin(["", "nan", "NaN", "NA"]).to_numpy()
+        blank = (codes < 0) | (blank_unique[codes] if len(uniques) else False)
+        bad = np.flatnonzero(numeric.isna().to_numpy() & ~blank)
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"{_row_label(source, i, fmt)}: column {name!r} is not a number: "
+                             f"{col.iloc[i]!r} ({len(bad)} row(s) in all)")
+        numeric = numeric.astype(float)
     infinite = np.flatnonzero(np.isinf(numeric.to_numpy()))
     if len(infinite):
         i = int(infinite[0])
@@ -299,10 +392,16 @@ def _plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_unique(frame: pd.DataFrame, source: str, fmt: str | None) -> None:
+def _check_unique(frame: pd.DataFrame, source: str, fmt: str | None,
+                  codes: dict | None = None) -> None:
     if "story_id" not in frame.columns:
         return
-    dup = frame.duplicated(["story_id", "measure"], keep=False).to_numpy()
+    codes = codes or {}
+    # duplicates among integer codes of (story, measure): no hashing of string pairs
+    story_codes, stories = codes.get("story_id") or pd.factorize(frame["story_id"])
+    measure_codes, measures = codes.get("measure") or pd.factorize(frame["measure"])
+    key = story_codes.astype(np.int64) * max(len(measures), 1) + measure_codes
+    dup = _duplicated(key)
     if dup.any():
         rows = np.flatnonzero(dup)[:2]
         first = frame.iloc[rows[0]]
@@ -313,11 +412,23 @@ def _check_unique(frame: pd.DataFrame, source: str, fmt: str | None) -> None:
             f"({int(dup.sum())} duplicated row(s) in all)"
         )
     if {"system", "prompt_id"} <= set(frame.columns):
-        keys = frame.groupby("story_id")[["system", "prompt_id"]].nunique()
-        clash = keys[(keys > 1).any(axis=1)]
+        # one (system, prompt_id) per story: every row's pair is its story's first pair
+        pair_codes = (codes.get("story") or _pair_codes(frame["system"], frame["prompt_id"]))[0]
+        first_pair = np.full(len(stories), -1, dtype=np.int64)
+        first_pair[story_codes[::-1]] = pair_codes[::-1]
+        clash = np.unique(story_codes[pair_codes != first_pair[story_codes]])
         if len(clash):
-            raise InputError(f"{source}: story_id {clash.index[0]!r} has several "
+            raise InputError(f"{source}: story_id {min(stories[clash])!r} has several "
                              f"(system, prompt_id) values")
+
+
+def _duplicated(key: np.ndarray) -> np.ndarray:
+    """Rows whose non-negative integer key occurs more than once (counting when the key range
+    is small, hashing otherwise)."""
+    top = int(key.max(initial=-1)) + 1
+    if top <= 8 * key.size + 2**20:
+        return np.bincount(key, minlength=top)[key] > 1
+    return pd.Series(key).duplicated(keep=False).to_numpy()
 
 
 def scores_to_dataset(
@@ -337,16 +448,28 @@ def scores_to_dataset(
     names the measures that are per-story human scores (every other measure is automatic).
     Ratings of individual annotators are read with [`storyeval.data.ratings_to_dataset`][].
     """
-    frame = validate_scores(frame, source=source, fmt=fmt)
-    order = list(dict.fromkeys(frame["system"]))
-    table = frame.pivot(index=["system", "prompt_id"], columns="measure", values="value")
-    table = table.reindex(columns=list(dict.fromkeys(frame["measure"])))
-    table = sort_stories(table, order, list(dict.fromkeys(frame["prompt_id"])))
+    frame, codes = _validate_scores(frame, source, fmt, ("system", "prompt_id", "measure", "value"))
+    table = _pivot_scores(frame, codes)
+    table = sort_stories(table, pd.unique(frame["system"]).tolist(),
+                         pd.unique(frame["prompt_id"]).tolist())
     if require_same_prompts:
         _check_same_prompts(table, source)
-    table.columns.name = None
-    dataset = Dataset(table.astype(float), catalogue, name)
+    dataset = Dataset(table, catalogue, name)
     return dataset.with_criteria(list(criteria)) if criteria else dataset
+
+
+def _pivot_scores(frame: pd.DataFrame, codes: dict) -> pd.DataFrame:
+    """The validated long table as a wide float table: one row per (system, prompt_id), one
+    column per measure in file order, NaN where a story lacks a measure. Filled through integer
+    codes (a pandas pivot of millions of rows hashes every row several times)."""
+    story_codes, systems, prompts = codes["story"]
+    measure_codes, measures = codes["measure"]
+    values = np.full((len(systems), len(measures)), np.nan)
+    values[story_codes, measure_codes] = frame["value"].to_numpy(dtype=np.float64)
+    index = pd.MultiIndex.from_arrays(
+        [pd.Index(systems, dtype=frame["system"].dtype),
+         pd.Index(prompts, dtype=frame["prompt_id"].dtype)], names=["system", "prompt_id"])
+    return pd.DataFrame(values, index=index, columns=pd.Index(measures))
 
 
 def sort_stories(table: pd.DataFrame, systems: list, prompts: list) -> pd.DataFrame:
@@ -361,7 +484,8 @@ def sort_stories(table: pd.DataFrame, systems: list, prompts: list) -> pd.DataFr
 
 
 def _check_same_prompts(table: pd.DataFrame, source: str) -> None:
-    prompts = table.reset_index().groupby("system", sort=False)["prompt_id"].apply(frozenset)
+    level = table.index.get_level_values
+    prompts = pd.Series(level("prompt_id")).groupby(level("system"), sort=False).agg(frozenset)
     reference = prompts.iloc[0]
     for system, have in prompts.items():
         if have != reference:

@@ -32,14 +32,14 @@ __all__ = ["merge_score_tables", "read_dataset", "read_human_table", "read_score
 def read_human_table(
     path: str | Path,
     *,
-    id: str | Mapping[str, str] | None = None,  # noqa: A002 - the CLI option's name
+    id: str | Mapping[str, str] | None = None,
     criteria: Sequence[str] = (),
     annotators: Sequence[str] = (),
     measures: Sequence[str] | None = None,
     annotator_mode: str = "auto",
     reference_system: str | None = None,
     require_same_prompts: bool = True,
-    format: str | None = None,  # noqa: A002
+    format: str | None = None,
 ) -> Dataset:
     """A dataset from one file of human judgments (and possibly scores), in any layout."""
     from storyeval.data.hanna import is_hanna_wide, read_hanna_wide
@@ -126,7 +126,7 @@ def read_dataset(
     *,
     ratings: str | Path | None = None,
     scores: Sequence[str | Path] | str | Path = (),
-    id: str | Mapping[str, str] | None = None,  # noqa: A002
+    id: str | Mapping[str, str] | None = None,
     criteria: Sequence[str] | str = (),
     annotators: Sequence[str] | str = (),
     measures: Sequence[str] | None = None,

@@ -36,7 +36,7 @@ def describe_dataset(dataset: Dataset) -> dict:
     kinds = cat.groupby("kind", sort=False)["measure"].agg(list).to_dict()
     return {
         "name": dataset.name,
-        "n_stories": int(len(table)),
+        "n_stories": len(table),
         "n_systems": len(systems),
         "systems": systems,
         "n_prompts": len(dataset.prompts),

@@ -136,7 +136,7 @@ def _match(columns: list[str], pattern: str, what: str, source: str) -> list[str
 def wide_to_dataset(
     frame: pd.DataFrame,
     *,
-    id: str | Mapping[str, str] | None = None,  # noqa: A002 - the CLI option's name
+    id: str | Mapping[str, str] | None = None,
     criteria: Sequence[str] = (),
     annotators: Sequence[str] | str = (),
     measures: Sequence[str] | None = None,

@@ -3,8 +3,11 @@ adjustment, agreement and reliability, and the pipeline behind ``storyeval meta`
 
 Modules, one idea each: ``correlation`` (the vectorised kernel), ``levels`` (overall / system /
 prompt), ``baseline`` (human baseline), ``williams``, ``multitest`` (BH/BY families), ``icc``,
-``agreement`` (Gwet's AC1, Fleiss' kappa, Krippendorff's alpha), ``user_study``, ``selection``
-(``--metrics`` specifications) and ``pipeline`` ([`meta_evaluate`][storyeval.meta.pipeline.meta_evaluate]).
+``compare`` (the named comparison tests and their calibrated default), ``dependent`` (variance
+of the difference of two dependent correlations: U-statistic, jackknife, Zou's interval),
+``power`` (sample size planning by simulation), ``agreement`` (Gwet's AC1, Fleiss' kappa,
+Krippendorff's alpha), ``user_study``, ``selection`` (``--metrics`` specifications) and
+``pipeline`` ([`meta_evaluate`][storyeval.meta.pipeline.meta_evaluate]).
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ _LAZY = {
     "level_data": "levels",
     "human_baseline": "baseline",
     "williams_test": "williams",
+    "ustat_diff": "dependent",
+    "jackknife_diff": "dependent",
+    "zou_ci": "dependent",
+    "resolve_tests": "compare",
     "WilliamsResult": "williams",
     "adjust_pvalues": "multitest",
     "adjust_frame": "multitest",
@@ -37,6 +44,9 @@ _LAZY = {
     "select_measures": "selection",
     "select_criteria": "selection",
     "meta_evaluate": "pipeline",
+    "plan_power": "power",
+    "PowerResult": "power",
+    "fisher_z_power": "power",
     "MetaResult": "pipeline",
 }
 

@@ -9,7 +9,8 @@ the fast path:
   visited in bounded chunks; each chunk gives sign matrices ``Sx = sign(x_j - x_i)`` (pairs x p)
   and ``Sy`` (pairs x q) and one matrix product ``Sx.T @ Sy`` adds the concordant-minus-discordant
   count of every measure pair. Non-tied pair counts (the tau-b denominator) come from each
-  column's tie groups.
+  column's tie groups. For many observations an O(n log n) count per pair of measures takes
+  over (`storyeval.meta.kendall_sorted`), chosen by a cost model; the counts are identical.
 * **Pearson**: one product of column-standardised matrices.
 * **Spearman**: Pearson on average ranks (``scipy.stats.rankdata`` along the observation axis).
 
@@ -493,10 +494,14 @@ def pairwise_correlations(
     * Pearson r = sum z_x z_y with z the centred, unit-norm columns;
     * Spearman rho = Pearson r of average ranks.
 
-    The Kendall sums are accumulated over chunks of about 4 MB of float32 sign matrices
-    (exact: every partial sum is an integer below 2**24) with one matrix product per chunk, so
-    memory stays bounded whatever the number of observations. Kendall costs O(n^2 p q / 2)
-    multiply-adds; Pearson and complete-data Spearman O(n p q).
+    Kendall's counts come from the cheaper of two exact kernels (`storyeval.meta.kendall`,
+    chosen by a cost model measured on the kernels): sums over chunks of about 4 MB of float32
+    sign matrices (exact: every partial sum is an integer below 2**24) with one matrix product
+    per chunk, O(n^2 p q / 2) multiply-adds, fastest up to a few thousand observations; or
+    O(n log n) per pair of measures (`storyeval.meta.kendall_sorted`: each measure sorted
+    once, discordant pairs counted by a Fenwick tree or merge sort, compiled with numba when
+    installed, else vectorised NumPy). Both give the same integer counts; memory stays
+    proportional to the data. Pearson and complete-data Spearman cost O(n p q).
 
     Pairwise deletion (``"omit"``): tau-b from masked sign products (pairs where both
     observations of both measures are present); Pearson from masked moments; Spearman from

@@ -11,6 +11,12 @@ loop over pairs of observations or of measures:
 * few low-cardinality y columns (human criteria): counted by level instead of by pair;
 * missing values: masked sign products over chunks of observation pairs.
 
+These kernels cost O(n^2) per batch of measures. For many observations, counting per pair of
+measures in O(n log n) (`storyeval.meta.kendall_sorted`: sort once per measure, count
+inversions) wins; `kendall_plan` predicts the time of every applicable kernel from measured
+per-operation costs and `kendall_counts` runs the cheapest. All kernels return the same exact
+integer counts.
+
 The matrix products run near the BLAS peak; computing only the blocks of measure pairs a
 request needs (e.g. no products between LLM ratings of different criteria) was measured and
 does not pay: the thinner products run at about half the speed.
@@ -18,12 +24,17 @@ does not pay: the thinner products run at about half the speed.
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["dense_ranks", "kendall_counts"]
+__all__ = ["KERNELS", "dense_ranks", "kendall_counts", "kendall_plan"]
+
+#: The Kendall kernels `kendall_counts` chooses from.
+KERNELS = ("blocks", "levels", "sorted")
 
 # Working-memory budget of one chunk of observation pairs (bytes): cache-sized chunks beat
 # large ones (measured on HANNA: 4 MB about 1.3x faster than 64 MB for x != y).
@@ -51,54 +62,150 @@ def _pair_chunks(n: int, max_pairs: int):
         start = stop
 
 
-def kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = False):
+def kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = False,
+                   kernel: str = "auto"):
     """Concordant-minus-discordant counts and non-tied pair counts.
 
     Returns ``s`` (g, p, q), ``tx`` and ``ty`` (g, p, q): pairs untied in x (resp. y) among the
     pairs of observations where both measures are present. With ``masked=False`` the inputs must
     be NaN-free and tx/ty only depend on one side. ``same=True`` (y is x) computes the sign
-    matrices once.
+    matrices once. ``kernel`` forces one of `KERNELS` (``"levels"`` only applies to NaN-free,
+    ungrouped data); ``"auto"`` takes the cheapest by `kendall_plan`. Every kernel returns
+    the same exact integer counts.
     """
     g, n, p = x.shape
     q = y.shape[2]
+    y_levels = None
+    if kernel in ("auto", "levels") and _levels_applicable(g, n, masked, same):
+        y = dense_ranks(y)  # the level count decides; the ranks are reused below
+        y_levels = int(np.nanmax(y, axis=1, initial=0).sum())
+    if kernel == "auto":
+        kernel = kendall_plan(g, n, p, q, masked=masked, same=same, y_levels=y_levels)[0]
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown Kendall kernel {kernel!r}; use one of {KERNELS}")
+    if kernel == "sorted":
+        from storyeval.meta.kendall_sorted import sorted_counts
+
+        s, tx, ty, _ = sorted_counts(x, x if same else y, same=same)
+        return s, tx, ty
     # Signs of differences are those of dense-rank differences; float32 dense ranks are exact
     # (below 2**24) and halve the memory traffic of the pair gathers.
     x = dense_ranks(x).astype(np.float32)
-    y = x if same else dense_ranks(y).astype(np.float32)
-    if not masked and not same and _few_levels(y, n, p):
+    y = x if same else (y if y_levels is not None else dense_ranks(y)).astype(np.float32)
+    if kernel == "levels":
+        if y_levels is None:
+            raise ValueError("the 'levels' kernel needs NaN-free data without groups and y != x")
         return _kendall_counts_by_levels(x, y)
     if not masked:
         return _kendall_counts_blocks(x, y, same)
+    return _kendall_counts_masked(x, y, same)
+
+
+def _kendall_counts_masked(x: np.ndarray, y: np.ndarray, same: bool):
+    """`kendall_counts` with missing values (float32 dense ranks, NaN kept), by chunks of
+    observation pairs and masked sign products."""
+    g, n, p = x.shape
+    q = y.shape[2]
     s = np.zeros((g, p, q))
     tx = np.zeros((g, p, q))
     ty = np.zeros((g, p, q))
-    width = (p + (0 if same else q)) * (3 if masked else 1) + 1
+    width = (p + (0 if same else q)) * 3 + 1
     max_pairs = int(min(_FLOAT32_EXACT - 1, max(256, _KENDALL_CHUNK_BYTES // (4 * width * g))))
     for i, j in _pair_chunks(n, max_pairs):
         sx = _rank_signs(x[:, j, :] - x[:, i, :])
         sy = sx if same else _rank_signs(y[:, j, :] - y[:, i, :])
-        if masked:
-            vx = ~np.isnan(sx)
-            sx = np.where(vx, sx, np.float32(0.0))
-            vxf = vx.astype(np.float32)
-            if same:
-                sy, vyf = sx, vxf
-            else:
-                vy = ~np.isnan(sy)
-                sy = np.where(vy, sy, np.float32(0.0))
-                vyf = vy.astype(np.float32)
-            s += np.matmul(sx.transpose(0, 2, 1), sy)
-            tx += np.matmul(np.abs(sx).transpose(0, 2, 1), vyf)
-            if not same:
-                ty += np.matmul(vxf.transpose(0, 2, 1), np.abs(sy))
+        vx = ~np.isnan(sx)
+        sx = np.where(vx, sx, np.float32(0.0))
+        vxf = vx.astype(np.float32)
+        if same:
+            sy, vyf = sx, vxf
         else:
-            s += np.matmul(sx.transpose(0, 2, 1), sy)
-            tx += np.count_nonzero(sx, axis=1)[:, :, None]
-            if not same:
-                ty += np.count_nonzero(sy, axis=1)[:, None, :]
+            vy = ~np.isnan(sy)
+            sy = np.where(vy, sy, np.float32(0.0))
+            vyf = vy.astype(np.float32)
+        s += np.matmul(sx.transpose(0, 2, 1), sy)
+        tx += np.matmul(np.abs(sx).transpose(0, 2, 1), vyf)
+        if not same:
+            ty += np.matmul(vxf.transpose(0, 2, 1), np.abs(sy))
     if same:  # untied-in-y counts of (a, b) are the untied-in-x counts of (b, a)
         ty = tx.transpose(0, 2, 1).copy()
     return s, tx, ty
+
+
+# --------------------------------------------------------------------------------------------
+# cost model
+#
+# Seconds per elementary operation, measured on the 2-core development machine (numpy 2.4,
+# OpenBLAS, numba 0.68; benchmarks/bench_scale.py prints the kernels' times). Only the
+# ratios matter: they place the switch points, and the kernels differ by orders of magnitude
+# away from them.
+_COST = {
+    "mac": 2.0e-11,        # blocks: one float32 multiply-add of the sign-matrix products
+    "sign": 1.6e-9,        # blocks: one sign of a (pair of observations, column)
+    "block_call": 1.5e-5,  # blocks: one small matrix product per (group, block of rows)
+    "masked": 1.6e-7,      # masked blocks: one (pair of observations, column), 3 products
+    "level": 1.1e-8,       # levels: one (observation, x column, y level)
+    "rank": 6e-9,          # sorted: one sort step (observation, column, log2 n)
+    "pair_numba": 4e-9,    # sorted, numba: one (observation, pair of measures, log2 n)
+    "pair_numpy": 6.5e-8,  # sorted, NumPy: the same
+    "direct": 4e-9,        # sorted, numba, n <= 32: one (pair of observations, pair of measures)
+    "task": 2e-7,          # sorted: one (group, pair of measures) task
+    "load_numba": 0.8,     # sorted, numba: importing numba, loading the cached machine code
+}
+
+
+def kendall_plan(g: int, n: int, p: int, q: int, *, masked: bool, same: bool,
+                 y_levels: int | None = None) -> tuple[str, dict[str, float]]:
+    """The cheapest Kendall kernel for a (g, n, p) x (g, n, q) problem and the predicted
+    seconds of every applicable kernel (`KERNELS`).
+
+    ``y_levels`` (the summed distinct values of the y columns) makes the by-levels kernel
+    applicable (NaN-free, one group, y != x). The sorted kernel's cost depends on its engine:
+    numba when installed (with a one-off import cost in a process that has not loaded it
+    yet), else NumPy.
+    """
+    pairs_of_obs = g * n * (n - 1) / 2
+    costs: dict[str, float] = {}
+    if masked:
+        costs["blocks"] = pairs_of_obs * (
+            _COST["mac"] * 3 * p * (p if same else q) + _COST["masked"] * (p + (0 if same else q)))
+    else:
+        rows = max(1, min(n, _KENDALL_CHUNK_BYTES // (4 * (p + (0 if same else q)) * g * n)))
+        n_blocks = 2 * math.ceil(n / rows)
+        costs["blocks"] = (pairs_of_obs * (_COST["mac"] * p * q
+                                          + _COST["sign"] * (p + (0 if same else q)))
+                           + g * n_blocks * _COST["block_call"])
+    if y_levels is not None:
+        costs["levels"] = _COST["level"] * n * p * y_levels
+    costs["sorted"] = _sorted_cost(g, n, p, q, same)
+    return min(costs, key=costs.get), costs
+
+
+def _sorted_cost(g: int, n: int, p: int, q: int, same: bool) -> float:
+    """Predicted seconds of `storyeval.meta.kendall_sorted.sorted_counts`."""
+    tasks = g * (p * (p - 1) / 2 if same else p * q)
+    log_n = max(1.0, math.log2(max(n, 2)))
+    numba = _numba_available()
+    if numba and n <= 32:
+        work = tasks * (_COST["task"] + _COST["direct"] * n * (n - 1) / 2)
+    else:
+        per_pair = _COST["pair_numba" if numba else "pair_numpy"]
+        work = (g * (p + (0 if same else q)) * n * log_n * _COST["rank"]
+                + tasks * (_COST["task"] + per_pair * n * log_n))
+    loaded = "storyeval.meta._kendall_numba" in sys.modules
+    return work + (_COST["load_numba"] if numba and not loaded else 0.0)
+
+
+def _numba_available() -> bool:
+    """Whether the sorted kernel will run on numba (installed and not switched off)."""
+    from storyeval.meta.kendall_sorted import engine
+
+    return engine() == "numba"
+
+
+def _levels_applicable(g: int, n: int, masked: bool, same: bool) -> bool:
+    """Whether the by-levels kernel can run: NaN-free, one group, y != x, enough rows."""
+    return g == 1 and not masked and not same and n >= 64
 
 
 def _kendall_counts_blocks(x: np.ndarray, y: np.ndarray, same: bool):
@@ -170,19 +277,6 @@ def _single_threaded_blas():
 
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
-
-
-def _few_levels(y: np.ndarray, n: int, p: int) -> bool:
-    """Whether counting by the levels of y beats enumerating pairs of observations for p x
-    columns: few y columns with few distinct values (human criteria are means of three 1-5
-    ratings) and few x columns.
-
-    Measured costs on HANNA (n = 960): about 11 ns per (observation, x column, y level) by
-    levels against 0.6-1.5 ns per (pair of observations, column) by pairs.
-    """
-    q = y.shape[2]
-    levels = np.nanmax(y, axis=1).sum()  # dense ranks: the maximum is the number of levels
-    return y.shape[0] == 1 and n >= 64 and 18 * p * levels <= n * (p + q)
 
 
 def _kendall_counts_by_levels(x: np.ndarray, y: np.ndarray):

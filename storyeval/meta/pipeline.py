@@ -4,8 +4,11 @@ One call computes, for a [`Dataset`][]:
 
 1. the correlation of every selected measure with every human criterion, per level;
 2. the human baseline (upper bound and leave-one-out) when annotator columns exist;
-3. Williams tests of a reference rater against every other measure (or of all pairs), with
-   p-values adjusted for multiple comparisons over a stated family.
+3. tests of a reference rater against every other measure (or of all pairs), with p-values
+   adjusted for multiple comparisons over a stated family and the difference of the two
+   correlations with a confidence interval beside every p-value. The test is named
+   (`storyeval.meta.compare`): the calibrated default on user data, the paper's Williams
+   convention on the embedded HANNA data (the reproduction).
 
 Every setting that changes a number is recorded in `MetaResult.settings` and written next
 to the tables.
@@ -22,6 +25,14 @@ import pandas as pd
 from storyeval.data import Dataset, load_hanna
 from storyeval.exceptions import InputError
 from storyeval.meta.baseline import human_baseline
+from storyeval.meta.compare import (
+    CALIBRATED_LEVEL,
+    PAPER_LEVEL,
+    TEST_DESCRIPTIONS,
+    compare_rows,
+    effect_sizes,
+    resolve_tests,
+)
 from storyeval.meta.correlation import resolve_method
 from storyeval.meta.levels import LEVELS, TIE_RTOL, CorrelationGrid, correlation_grid, positions
 from storyeval.meta.multitest import adjust_frame, family_sizes, warn_single_test_families
@@ -46,8 +57,13 @@ WILLIAMS_COLUMNS = [
     "level", "criterion", "measure_a", "measure_b", "r_a", "r_b", "r_ab", "n", "t", "p",
     "p_adjusted", "family", "rater_a", "rater_b", "coefficient", "alternative", "hypothesis",
     "swapped",
-    "reason", "note",
+    "reason", "note", "test", "sided", "convention", "statistic_kind", "delta", "ci_low",
+    "ci_high", "ci_method",
 ]
+# alternative and direction of each test unless given: the paper's one-sided test in the
+# direction of the larger |r|, every other test two-sided with the direction fixed (a vs b)
+TEST_DEFAULTS = {"paper": ("greater", "larger")}
+OTHER_DEFAULTS = ("two-sided", "fixed")
 
 
 @dataclass
@@ -216,9 +232,16 @@ def meta_evaluate(
     tie_rtol: float = TIE_RTOL,
     adjust: str = "bh",
     family: str | Sequence[str] = "paper",
-    alternative: str = "greater",
-    direction: str = "larger",
+    alternative: str | None = None,
+    direction: str | None = None,
     sign_convention: str = "paper",
+    test: str | dict[str, str] = "auto",
+    confidence_level: float = 0.95,
+    n_resamples: int = 1000,
+    n_permutations: int = 1000,
+    resample_by: str = "prompts",
+    permutation_unit: str = "prompt",
+    random_state: int | None = 0,
 ) -> MetaResult:
     """Correlate measures with human criteria, compare them with Williams tests, adjust p-values.
 
@@ -260,17 +283,36 @@ def meta_evaluate(
     family : {"paper", "criterion", "level", "all"} or sequence of column names, default "paper"
         Family of the adjustment. ``"paper"``: for each compared pair of raters, its criteria,
         per level (the HANNA figure). Written into the ``family`` column.
-    alternative : {"greater", "less", "two-sided"}, default "greater"
-        Alternative hypothesis of the Williams tests (the paper's: one-sided ``"greater"``).
-        Passed to [`storyeval.meta.williams.williams_test`][].
-    direction : {"larger", "fixed"}, default "larger"
-        ``"larger"`` (the paper's): each test runs in the direction of the larger ``|r|``;
-        ``"fixed"``: the reference (or the first rater of a pair) against the other. Passed
-        to [`storyeval.meta.williams.williams_test`][].
+    alternative : {"greater", "less", "two-sided"}, optional
+        Alternative hypothesis. Default: the test's (``"paper"``: one-sided ``"greater"``;
+        every other test ``"two-sided"``).
+    direction : {"larger", "fixed"}, optional
+        ``"larger"`` (the paper's): each test runs in the direction of the larger ``|r|``,
+        chosen after seeing the data (with a one-sided p this doubles the level);
+        ``"fixed"``: the reference (or the first rater of a pair) against the other. Default:
+        the test's (``"paper"``: ``"larger"``, others ``"fixed"``; only the Williams tests
+        accept ``"larger"``).
     sign_convention : {"paper", "raw"}, default "paper"
         ``"paper"``: absolute correlations, so that a lower-is-better measure is compared by
-        the strength of its association; ``"raw"``: signed correlations. Passed to
-        [`storyeval.meta.williams.williams_test`][].
+        the strength of its association; ``"raw"``: signed correlations.
+    test : str or dict, default "auto"
+        The comparison test (`storyeval.meta.compare.TESTS`), or one per level
+        (``{"overall": "ustat", "system": "permutation-random"}``). ``"auto"``: on the embedded
+        HANNA data ``"paper"`` (Williams, one-sided, direction of the larger |r|: the
+        reproduction); on any other data the calibrated default
+        (`storyeval.meta.compare.calibrated_test`), two-sided, whose measured type-I error
+        lies within [0.04, 0.06] at nominal 0.05 (docs page "Which test?").
+    confidence_level : float, default 0.95
+        Of the interval of every difference of correlations (``ci_low``, ``ci_high``).
+    n_resamples, n_permutations : int, default 1000
+        Bootstrap resamples (test ``"bootstrap"`` and the system-level intervals of rank
+        coefficients) and permutations (permutation tests).
+    resample_by : {"prompts", "systems", "both"}, default "prompts"
+        What the bootstrap resamples.
+    permutation_unit : {"prompt", "system", "story"}, default "prompt"
+        What test ``"permutation"`` swaps.
+    random_state : int, optional, default 0
+        Seed of the resampling tests and intervals.
 
     Returns
     -------
@@ -310,12 +352,19 @@ def meta_evaluate(
         if tested:
             tests.append(_williams_level(grid, pairs, refs))
     correlations = _tidy_correlations(pd.concat(corr_frames, ignore_index=True), info)
-    williams = _finish_williams(tests, info, method, adjust, family, alternative, direction,
-                                sign_convention)
+    tested_levels = [lev for lev in levels if lev in WILLIAMS_LEVELS]
+    options = _TestOptions(
+        tests=resolve_tests(test, tested_levels, method, dataset.default_test), method=method,
+        alternative=alternative, direction=direction, sign_convention=sign_convention,
+        confidence_level=confidence_level, n_resamples=n_resamples,
+        n_permutations=n_permutations, resample_by=resample_by,
+        permutation_unit=permutation_unit, random_state=random_state, nan_policy=nan_policy,
+        tie_rtol=tie_rtol)
+    williams = _finish_williams(tests, info, wide, options, adjust, family)
     baseline = _baseline(dataset, crits, levels, method, nan_policy, tie_rtol)
     settings = _settings(dataset, chosen, crits, levels, method, ref_rater, reference,
                          include_human_stories, llm_criteria, nan_policy, adjust, family,
-                         alternative, direction, sign_convention)
+                         options)
     settings["tie_rtol"] = tie_rtol
     return MetaResult(correlations, baseline, williams, settings, dataset=dataset)
 
@@ -439,34 +488,134 @@ def _constant(value: object, size: int) -> np.ndarray:
     return out
 
 
-def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, method: str,
-                     adjust: str, family: str | Sequence[str], alternative: str,
-                     direction: str, sign_convention: str) -> pd.DataFrame:
-    comp = {key: np.concatenate([t[key] for t in tests]) for key in tests[0]} if tests else {}
-    if not comp or not len(comp["level"]):
+@dataclass(frozen=True)
+class _TestOptions:
+    """The comparison test of each level and the options every test shares."""
+
+    tests: dict[str, str]
+    method: str
+    alternative: str | None
+    direction: str | None
+    sign_convention: str
+    confidence_level: float
+    n_resamples: int
+    n_permutations: int
+    resample_by: str
+    permutation_unit: str
+    random_state: int | None
+    nan_policy: str
+    tie_rtol: float
+
+    def alternative_for(self, level: str) -> str:
+        default = TEST_DEFAULTS.get(self.tests[level], OTHER_DEFAULTS)[0]
+        return self.alternative or default
+
+    def direction_for(self, level: str) -> str:
+        test = self.tests[level]
+        direction = self.direction or TEST_DEFAULTS.get(test, OTHER_DEFAULTS)[1]
+        if direction == "larger" and test not in ("paper", "williams"):
+            raise InputError(f"direction 'larger' (the direction of the larger |r|, chosen after "
+                             f"seeing the data) is a convention of the Williams tests; test "
+                             f"{test!r} runs in a fixed direction (a vs b)")
+        return direction
+
+    def convention(self, level: str) -> str:
+        """The convention in words, e.g. "fixed direction (a vs b), two-sided"."""
+        direction, alternative = self.direction_for(level), self.alternative_for(level)
+        text = ("direction of the larger |r| (chosen after seeing the data)"
+                if direction == "larger" else "fixed direction (a vs b)")
+        return f"{text}, sign convention {self.sign_convention!r}"
+
+
+def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, wide: pd.DataFrame,
+                     options: _TestOptions, adjust: str,
+                     family: str | Sequence[str]) -> pd.DataFrame:
+    frames = [_test_level(comp, info, wide, options) for comp in tests if len(comp["level"])]
+    if not frames:
         return pd.DataFrame(columns=WILLIAMS_COLUMNS)
-    result = williams_test(comp["r_a"], comp["r_b"], comp["r_ab"], comp["n"],
-                           alternative=alternative, direction=direction,
-                           sign_convention=sign_convention)
-    size = len(comp["level"])
-    rater = info["rater"].to_numpy(dtype=object)
-    comp.update(
-        t=np.asarray(result.statistic, dtype=float),
-        p=np.asarray(result.pvalue, dtype=float),
-        rater_a=rater[positions(info.index, comp["measure_a"], "the catalogue's")],
-        rater_b=rater[positions(info.index, comp["measure_b"], "the catalogue's")],
-        coefficient=_constant(method, size),
-        alternative=_constant(alternative, size),
-        hypothesis=np.broadcast_to(np.asarray(result.hypothesis, dtype=object), size),
-        swapped=np.broadcast_to(np.asarray(result.swapped, dtype=bool), size),
-        reason=np.broadcast_to(np.asarray(result.reason, dtype=object), size),
-        note=_constant(WILLIAMS_NOTE if method != "pearson" else "", size),
-    )
+    comp = {key: np.concatenate([f[key] for f in frames]) for key in frames[0]}
     # Named families ("paper" groups LLM ratings by rater, so a rater's six criteria form one
     # family) are defined in storyeval.meta.multitest.adjust_frame.
     by = family if isinstance(family, str) else list(family)
     frame = adjust_frame(pd.DataFrame(comp), by=by, p_col="p", method=adjust)
     return frame.loc[:, WILLIAMS_COLUMNS]
+
+
+def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFrame,
+                options: _TestOptions) -> dict[str, np.ndarray]:
+    """The rows of one level: the level's test, its p-values and the effect sizes."""
+    level = str(comp["level"][0])
+    test, method = options.tests[level], options.method
+    alternative, direction = options.alternative_for(level), options.direction_for(level)
+    size = len(comp["level"])
+    shared = dict(level=level, method=method, sign_convention=options.sign_convention,
+                  confidence_level=options.confidence_level, n_resamples=options.n_resamples,
+                  resample_by=options.resample_by, random_state=options.random_state,
+                  nan_policy=options.nan_policy, tie_rtol=options.tie_rtol)
+    if test in ("paper", "williams"):
+        result = williams_test(comp["r_a"], comp["r_b"], comp["r_ab"], comp["n"],
+                               alternative=alternative, direction=direction,
+                               sign_convention=options.sign_convention)
+        out = dict(t=np.asarray(result.statistic, dtype=float),
+                   p=np.asarray(result.pvalue, dtype=float),
+                   hypothesis=np.broadcast_to(np.asarray(result.hypothesis, dtype=object), size),
+                   swapped=np.broadcast_to(np.asarray(result.swapped, dtype=bool), size),
+                   reason=np.broadcast_to(np.asarray(result.reason, dtype=object), size),
+                   statistic_kind=_constant("t(n-3)", size),
+                   note=_constant(WILLIAMS_NOTE if method != "pearson" else "", size))
+        out.update(effect_sizes(wide, comp, test=test, **shared))
+    else:
+        res = compare_rows(wide, comp, test=test, alternative=alternative,
+                           n_permutations=options.n_permutations,
+                           permutation_unit=options.permutation_unit, **shared)
+        prefix = "|r(h,{})|" if options.sign_convention == "paper" else "r(h,{})"
+        op = {"greater": " > ", "less": " < ", "two-sided": " != "}[alternative]
+        out = dict(t=res["t"], p=res["p"], statistic_kind=res["statistic_kind"],
+                   hypothesis=_constant(prefix.format("a") + op + prefix.format("b"), size),
+                   swapped=np.zeros(size, dtype=bool), reason=res["test_reason"],
+                   note=_constant("", size), delta=res["delta"], ci_low=res["ci_low"],
+                   ci_high=res["ci_high"], ci_method=res["ci_method"],
+                   ci_reason=res["ci_reason"])
+    # an undefined interval says why in the row's reason (after the test's own reason)
+    reason = np.asarray(out.pop("reason"), dtype=object).astype(str)
+    extra = np.asarray(out.pop("ci_reason"), dtype=object).astype(str)
+    joined = np.where((reason != "") & (extra != ""), np.char.add(np.char.add(reason, "; "), extra),
+                      np.where(reason != "", reason, extra))
+    out["reason"] = joined.astype(object)
+    rater = info["rater"].to_numpy(dtype=object)
+    return {
+        **comp, **out,
+        "rater_a": rater[positions(info.index, comp["measure_a"], "the catalogue's")],
+        "rater_b": rater[positions(info.index, comp["measure_b"], "the catalogue's")],
+        "coefficient": _constant(method, size),
+        "alternative": _constant(alternative, size),
+        "test": _constant(test, size),
+        "sided": _constant("two-sided" if alternative == "two-sided" else "one-sided", size),
+        "convention": _constant(options.convention(level), size),
+    }
+
+
+def measured_level_text(test: str, method: str, level: str) -> str:
+    """"measured type-I error 0.010-0.015 at nominal 0.05 (30-5,000 stories; ...)" for the
+    paper's convention and the calibrated defaults (`storyeval.meta.compare.PAPER_LEVEL`,
+    ``CALIBRATED_LEVEL``: benchmarks/bench_calibration.py), else ""."""
+    if test == "paper":
+        table = PAPER_LEVEL
+    elif test == calibrated_name(level, method):
+        table = CALIBRATED_LEVEL
+    else:
+        return ""
+    if method not in table:
+        return ""
+    low, high, where = table[method][level]
+    return (f"measured type-I error {low:.3f}-{high:.3f} at nominal 0.05 ({where}, simulated "
+            "null; docs: Which test?)")
+
+
+def calibrated_name(level: str, method: str) -> str:
+    from storyeval.meta.compare import calibrated_test
+
+    return calibrated_test(level, method)
 
 
 def annotator_columns(catalogue: pd.DataFrame, crits: Sequence[str],
@@ -513,8 +662,8 @@ def baseline_nan_policy(dataset: Dataset, annotators: dict[str, list[str]],
 
 def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: list[str],
               method: str, ref_rater: str | None, reference: str | None, include_human: bool,
-              llm_criteria: str, nan_policy: str, adjust: str, family, alternative: str,
-              direction: str, sign_convention: str) -> dict:
+              llm_criteria: str, nan_policy: str, adjust: str, family,
+              options: _TestOptions) -> dict:
     williams_levels = [lev for lev in levels if lev in WILLIAMS_LEVELS]
     if reference == "none":
         comparison = "none"
@@ -547,14 +696,47 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
             "levels": williams_levels,
             "comparison": comparison,
             "reference": ref_rater,
-            "alternative": alternative,
-            "p_value": ("one-sided, P(T_{n-3} > t)" if alternative == "greater" else alternative),
-            "direction": direction,
-            "sign_convention": sign_convention,
-            "note": WILLIAMS_NOTE if method != "pearson" else "",
+            "test": dict(options.tests),
+            "test_description": {lev: TEST_DESCRIPTIONS[t] for lev, t in options.tests.items()},
+            "measured_level": {lev: measured_level_text(t, method, lev)
+                               for lev, t in options.tests.items()},
+            "alternative": _one(options.alternative_for, williams_levels),
+            "p_value": _one(lambda lev: _p_value_text(options.tests[lev],
+                                                      options.alternative_for(lev)),
+                            williams_levels),
+            "direction": _one(options.direction_for, williams_levels),
+            "sign_convention": options.sign_convention,
+            "note": (WILLIAMS_NOTE if method != "pearson" and any(
+                t in ("paper", "williams") for t in options.tests.values()) else ""),
+            "effect_size": {"statistic": "delta = r(h,a) - r(h,b) after the sign convention",
+                            "confidence_level": options.confidence_level,
+                            "n_resamples": options.n_resamples,
+                            "resample_by": options.resample_by,
+                            "random_state": options.random_state},
+            "n_permutations": options.n_permutations,
+            "permutation_unit": options.permutation_unit,
             "adjustment": adjust,
             "family": family if isinstance(family, str) else list(family),
             "prompt_level": "not tested (averaged per-prompt correlations)"
             if "prompt" in levels else "",
         },
     }
+
+
+def _one(value, levels: list[str]):
+    """The value when every level has the same, else one per level (settings stay short)."""
+    values = {lev: value(lev) for lev in levels}
+    distinct = set(map(str, values.values()))
+    if len(distinct) == 1:
+        return next(iter(values.values()))
+    return values
+
+
+def _p_value_text(test: str, alternative: str) -> str:
+    if test in ("paper", "williams"):
+        return {"greater": "one-sided, P(T_{n-3} > t)", "less": "one-sided, P(T_{n-3} < t)",
+                "two-sided": "two-sided, 2 P(T_{n-3} > |t|)"}[alternative]
+    if test in ("ustat", "jackknife"):
+        return {"greater": "one-sided, P(Z > z)", "less": "one-sided, P(Z < z)",
+                "two-sided": "two-sided, 2 P(Z > |z|)"}[alternative]
+    return "two-sided" if alternative == "two-sided" else f"one-sided ({alternative})"

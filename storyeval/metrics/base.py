@@ -52,6 +52,12 @@ class Measure:
         Inputs besides the story: ``"reference"`` and/or ``"prompt"``.
     higher_is_better : bool
         Direction, for readers of the table (surface measures such as length have none; True).
+    implementation : str
+        The reference implementation whose numbers this measure reproduces (or the paper that
+        defines it when none exists), as the catalogue's ``implementation`` column shows it.
+    variant : str
+        The configuration of that recipe (tokeniser, case, options), catalogue column
+        ``variant``; ``docs/metric-fidelity.md`` gives the measured differences.
     """
 
     name: str
@@ -60,6 +66,8 @@ class Measure:
     family: str
     needs: tuple[str, ...] = ()
     higher_is_better: bool = True
+    implementation: str = ""
+    variant: str = ""
 
     def __post_init__(self) -> None:
         if self.reference not in REFERENCE_KINDS:
@@ -104,6 +112,12 @@ class Metric(ABC):
 
         Entries whose required input is ``None`` must be NaN (the caller records the reason).
         """
+
+    def prepare(self, context: dict) -> None:
+        """Set-level preparation before any story is scored (default: none), e.g. BERTScore's
+        idf weights from the references of the whole set. ``context`` is the one `finalize`
+        receives; [`config`][] may depend on what this sets, since the cache key is taken
+        after it."""
 
     def finalize(self, values: np.ndarray, measures: Sequence[Measure], context: dict) -> tuple[
             np.ndarray, list[Measure]]:

@@ -108,7 +108,9 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories") -> pd.Da
 
 def measure_catalogue(measures: Sequence[Measure]) -> pd.DataFrame:
     """Catalogue rows (``docs/design.md``) for metric measures: measure, display_name, kind,
-    criterion, annotator, reference, family, model, eval_prompt, rater."""
+    criterion, annotator, reference, family, model, eval_prompt, rater, and the extra columns
+    higher_is_better, implementation (the reference implementation a measure reproduces) and
+    variant (its configuration)."""
     return pd.DataFrame({
         "measure": [m.name for m in measures],
         "display_name": [m.display_name for m in measures],
@@ -121,6 +123,8 @@ def measure_catalogue(measures: Sequence[Measure]) -> pd.DataFrame:
         "eval_prompt": pd.array([pd.NA] * len(measures), dtype="Int64"),
         "rater": [m.name for m in measures],
         "higher_is_better": [m.higher_is_better for m in measures],
+        "implementation": [m.implementation for m in measures],
+        "variant": [m.variant for m in measures],
     })
 
 
@@ -273,6 +277,8 @@ def score(
 
 def _score_one(metric: Metric, texts, refs, prompts, systems, has_ref, has_prompt, *, cache,
                batch_size, show_progress) -> tuple[np.ndarray, list[Measure]]:
+    context = {"stories": texts, "references": refs, "prompts": prompts, "systems": systems}
+    metric.prepare(context)
     measures = metric.measures(has_reference=has_ref, has_prompt=has_prompt)
     if not measures:
         needs = sorted({x for m in metric.measures() for x in m.needs})
@@ -320,7 +326,6 @@ def _score_one(metric: Metric, texts, refs, prompts, systems, has_ref, has_promp
     for i, k in enumerate(keys):
         if k is not None:
             values[i] = known[k]
-    context = {"stories": texts, "references": refs, "prompts": prompts, "systems": systems}
     values, measures = metric.finalize(values, measures, context)
     return np.asarray(values, dtype=float), list(measures)
 

@@ -159,7 +159,7 @@ def _check_repeats(prefs: pd.DataFrame, source: str, fmt: str | None) -> None:
 def read_preferences(
     path: str | Path,
     *,
-    format: str | None = None,  # noqa: A002 - as storyeval.data.read_table
+    format: str | None = None,
     story_ids: Sequence[str] | pd.Index | None = None,
     missing_hint: str = "",
 ) -> pd.DataFrame:

@@ -1,19 +1,43 @@
 """The paper's figures: correlation heatmaps and the Williams adjusted-p heatmap.
 
-Matplotlib is used with the non-interactive Agg backend; each figure is written as PNG and PDF.
+Matplotlib is used with the non-interactive Agg backend; each figure is written as PNG by
+default, and in any of `FIGURE_FORMATS` on request (``--figure-format png,pdf``).
+
+Drawing the value of every cell is what costs time in a large heatmap (HANNA's 192-row grids:
+about 1,000 texts per figure, each laid out and rasterised once per format). The cell texts
+are kept out of the constrained layout (they lie inside the axes and cannot change it, but
+the layout engine would measure each of them again), and each format is a separate save.
 """
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from storyeval.exceptions import InputError
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
+DEFAULT_FIGURE_FORMATS: tuple[str, ...] = ("png",)
+
+
+def check_figure_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
+    """``formats`` as a tuple of known formats (``"png,pdf"`` or ``["png", "pdf"]``), in the
+    order given and without repeats; an `InputError` names an unknown one."""
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    out = tuple(dict.fromkeys(str(f).strip().lower().lstrip(".") for f in items if str(f).strip()))
+    unknown = [f for f in out if f not in FIGURE_FORMATS]
+    if unknown or not out:
+        raise InputError(f"figure format(s) {unknown or formats!r} not supported; choose from "
+                         f"{', '.join(FIGURE_FORMATS)} (comma-separated)")
+    return out
 
 
 def _pyplot():
@@ -23,6 +47,12 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+ANNOTATE_MAX_CELLS = 400
+"""A heatmap with more cells than this has no value written in its cells (the values are in
+the tables written beside it): at HANNA's 192 x 6, the cell texts cost 3x the rest of the
+figure, and the paper's figures of that size are read by colour."""
 
 
 def heatmap(
@@ -36,38 +66,108 @@ def heatmap(
     colorbar_label: str = "",
     digits: int = 2,
     marks: pd.DataFrame | None = None,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+    annotate: bool | None = None,
 ) -> list[Path]:
-    """Draw ``matrix`` (rows x columns, floats, NaN left blank) with its values written in the
-    cells; save ``path_stem``.png and .pdf and return both paths. ``marks`` (same shape,
-    booleans) appends a ``*`` to the marked cells' values (explain it in the title)."""
-    plt = _pyplot()
-    n_rows, n_cols = matrix.shape
-    width = max(4.0, 1.1 + 0.62 * n_cols + 0.075 * max(len(str(r)) for r in matrix.index))
-    height = max(2.5, 1.2 + 0.26 * n_rows)
-    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    """Draw ``matrix`` (rows x columns, floats, NaN left blank) and save ``path_stem`` in each
+    of ``formats`` (default PNG); return the paths.
+
+    The cells show their values (``digits`` decimals) when ``annotate`` is True, or by default
+    when the grid has at most `ANNOTATE_MAX_CELLS` cells. ``marks`` (same shape, booleans)
+    appends a ``*`` to the marked cells' values (explain it in the title); in a grid without
+    values, marked cells get a dot."""
+    formats = check_figure_formats(formats)
+    if annotate is None:
+        annotate = matrix.size <= ANNOTATE_MAX_CELLS
+    from matplotlib.figure import Figure  # no pyplot: no global figure registry to clean up
+
+    layout = _Layout.of(matrix, title, annotate)
+    fig = Figure(figsize=(layout.width, layout.height))
+    ax, cax = layout.axes(fig)
     values = matrix.to_numpy(dtype=float)
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax,
                       aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(n_cols), [str(c) for c in matrix.columns], rotation=45, ha="right",
-                  fontsize=8)
-    ax.set_yticks(range(n_rows), [str(r) for r in matrix.index], fontsize=7)
-    for (i, j), value in np.ndenumerate(values):
-        if np.isfinite(value):
-            red, green, blue, _ = image.cmap(image.norm(value))
-            luminance = 0.299 * red + 0.587 * green + 0.114 * blue  # readable on any colormap
-            star = "*" if marks is not None and bool(marks.iat[i, j]) else ""
-            ax.text(j, i, f"{value:.{digits}f}{star}", ha="center", va="center", fontsize=6,
-                    color="black" if luminance > 0.5 else "white")
-    ax.set_title(textwrap.fill(title, width=max(40, int(width * 11))), fontsize=9)
-    fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.6)
+    ax.set_xticks(range(matrix.shape[1]), [str(c) for c in matrix.columns], rotation=45,
+                  ha="right", rotation_mode="anchor", fontsize=8)
+    _row_labels(ax, [str(r) for r in matrix.index])
+    marked = (np.zeros(values.shape, bool) if marks is None
+              else marks.to_numpy(dtype=bool, na_value=False))
+    if annotate:
+        _write_values(ax, image, values, marked, digits)
+    elif marked.any():
+        rows, cols = np.nonzero(marked & np.isfinite(values))
+        ax.scatter(cols, rows, s=4, c="black", marker="o", linewidths=0)
+    fig.suptitle(layout.title, fontsize=9, x=0.5, y=1 - 0.08 / layout.height, va="top")
+    fig.colorbar(image, cax=cax, label=colorbar_label)
     stem = Path(path_stem)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    try:
-        for path in paths:
-            save_figure(fig, path, dpi=150)
-    finally:
-        plt.close(fig)
+    paths = [stem.with_suffix(f".{fmt}") for fmt in formats]
+    for path in paths:
+        save_figure(fig, path, dpi=layout.dpi)
     return paths
+
+
+def _row_labels(ax, labels: list[str]) -> None:
+    """One text per row at the left of the axes, in place of y tick labels: the same look, and
+    half the time of a 192-row grid's figure (a tick is an object with lines and a label that
+    the axis measures and draws separately)."""
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
+    ax.set_yticks([])
+    # x in axes fractions, y in rows, shifted 4 points to the left of the axes
+    where = blended_transform_factory(ax.transAxes, ax.transData) + ScaledTranslation(
+        -4 / 72, 0, ax.figure.dpi_scale_trans)
+    for row, label in enumerate(labels):
+        ax.text(0, row, label, transform=where, ha="right", va="center", fontsize=7,
+                in_layout=False)
+
+
+def _write_values(ax, image, values: np.ndarray, marked: np.ndarray, digits: int) -> None:
+    """The value of every defined cell, in black or white by the luminance of its colour."""
+    rgba = image.cmap(image.norm(values))
+    luminance = rgba[..., :3] @ np.array([0.299, 0.587, 0.114])  # readable on any colormap
+    for i, j in zip(*np.nonzero(np.isfinite(values))):
+        star = "*" if marked[i, j] else ""
+        # in_layout=False: the texts lie inside the axes; nothing needs to measure them
+        ax.text(j, i, f"{values[i, j]:.{digits}f}{star}", ha="center", va="center",
+                fontsize=6, color="black" if luminance[i, j] > 0.5 else "white",
+                in_layout=False)
+
+
+class _Layout:
+    """Figure size and margins (inches) computed from the labels, instead of a layout engine
+    that measures every tick label (seconds for a 192-row grid)."""
+
+    _CHAR_IN = {7: 0.056, 8: 0.064}  # mean width of a character of DejaVu Sans at 7 / 8 pt
+    _MAX_PIXELS = 6000  # the longer side of a PNG, at most (dpi lowered for very tall grids)
+
+    def __init__(self, n_rows: int, n_cols: int, row_label: int, col_label: int,
+                 title: str, annotate: bool) -> None:
+        self.left = 0.25 + self._CHAR_IN[7] * row_label
+        self.bottom = 0.3 + 0.71 * self._CHAR_IN[8] * col_label
+        cell_w, cell_h = (0.62, 0.26) if annotate else (0.45, 0.16)
+        self.plot_w = max(2.0, cell_w * n_cols)
+        self.plot_h = max(1.2, cell_h * n_rows)
+        self.right = 1.1  # colour bar and its label
+        self.width = max(4.0, self.left + self.plot_w + self.right)
+        self.title = textwrap.fill(title, width=max(40, int(self.width * 11)))
+        self.top = 0.25 + 0.17 * (self.title.count("\n") + 1)
+        self.height = self.bottom + self.plot_h + self.top
+        self.dpi = min(150.0, self._MAX_PIXELS / max(self.width, self.height))
+
+    @classmethod
+    def of(cls, matrix: pd.DataFrame, title: str, annotate: bool) -> _Layout:
+        longest = lambda labels: max((len(str(x)) for x in labels), default=1)
+        return cls(*matrix.shape, longest(matrix.index), longest(matrix.columns), title,
+                   annotate)
+
+    def axes(self, fig):
+        """The heatmap's axes and the colour bar's axes, placed in figure fractions."""
+        W, H = self.width, self.height
+        ax = fig.add_axes((self.left / W, self.bottom / H, self.plot_w / W, self.plot_h / H))
+        bar_h = min(self.plot_h, max(1.0, 0.6 * self.plot_h))
+        cax = fig.add_axes(((self.left + self.plot_w + 0.15) / W,
+                            (self.bottom + (self.plot_h - bar_h) / 2) / H, 0.15 / W, bar_h / H))
+        return ax, cax
 
 
 def save_figure(fig: Figure, path: str | Path, **kwargs: object) -> Path:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
-from storyeval.report.figures import heatmap
+from storyeval.report.figures import DEFAULT_FIGURE_FORMATS, check_figure_formats, heatmap
 from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
 
 if TYPE_CHECKING:
@@ -66,14 +66,33 @@ def level_caption(result: MetaResult, level: str) -> str:
     return f"{coef} with human criteria, {level} level ({what})"
 
 
+TEST_LABELS = {"paper": "Williams", "williams": "Williams", "ustat": "U-statistic z-test",
+               "jackknife": "jackknife z-test", "bootstrap": "paired bootstrap",
+               "permutation": "paired permutation", "permutation-random": "paired permutation "
+               "(random tie-breaking)"}
+
+
+def _per_level(value, level: str):
+    """A setting that is one value, or one per level."""
+    return value.get(level, "") if isinstance(value, dict) else value
+
+
+def level_test(result: MetaResult, level: str) -> str:
+    """The name of the comparison test run at ``level`` ("paper" for results made before tests
+    were named)."""
+    return _per_level(result.settings["williams"].get("test", "paper"), level)
+
+
 def williams_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
-    """What a Williams table holds: the p-value, its adjustment and family (with the family
-    sizes), the comparison and the level; with ``criterion``, the all-pairs matrix layout."""
+    """What a comparison table holds: the test and its p-value, its adjustment and family (with
+    the family sizes), the comparison and the level; with ``criterion``, the all-pairs matrix
+    layout."""
     w = result.settings["williams"]
-    what = (f"{w['adjustment'].upper()}-adjusted Williams p" if w["adjustment"] != "none"
-            else "Williams p (not adjusted)")
-    text = (f"{what} ({w['p_value']}, {family_text(result, level)}), {w['comparison']}, "
-            f"{level} level")
+    label = TEST_LABELS[level_test(result, level)]
+    what = (f"{w['adjustment'].upper()}-adjusted {label} p" if w["adjustment"] != "none"
+            else f"{label} p (not adjusted)")
+    text = (f"{what} ({_per_level(w['p_value'], level)}, {family_text(result, level)}), "
+            f"{w['comparison']}, {level} level")
     if criterion is None:
         return text
     return (f"{text}, {criterion}; cell (row, column): row measure tested against column "
@@ -140,12 +159,13 @@ def settings_lines(result: MetaResult) -> list[str]:
                      "annotator's correlation uses the stories they rated (pairwise deletion)")
     if w["comparison"] != "none":
         where = ", ".join(w["levels"]) or "none of the requested levels"
+        tests = {level_test(result, lev) for lev in w["levels"]}
+        kind = "Williams tests" if tests <= {"paper", "williams"} else "comparison tests"
         lines.append(
-            f"Williams tests ({where} level; prompt-level values are averages of per-prompt "
-            f"correlations and are not tested): {w['comparison']}; {w['p_value']}; "
-            f"run in the direction of "
-            f"{'the larger |r|' if w['direction'] == 'larger' else 'a > b'}; sign convention "
+            f"{kind} ({where} level; prompt-level values are averages of per-prompt "
+            f"correlations and are not tested): {w['comparison']}; sign convention "
             f"{w['sign_convention']!r}; {_adjustment_text(result)}")
+        lines += comparison_lines(result)
         if w["note"]:
             lines.append(f"note: {w['note']}")
     if "bootstrap" in s:
@@ -166,6 +186,37 @@ def settings_lines(result: MetaResult) -> list[str]:
         lines.append(f"chance: the {c['confidence_level']:.0%} band of |coefficient| of "
                      f"{c['n_draws']} random measures per criterion and level (column "
                      f"chance_abs_high), seed {c['random_state']}")
+    return lines
+
+
+def comparison_lines(result: MetaResult) -> list[str]:
+    """Per tested level: the test, its sidedness and direction, its measured level (the paper's
+    convention and the calibrated defaults) and how the difference's interval is computed."""
+    w = result.settings["williams"]
+    lines = []
+    for level in w["levels"]:
+        test = level_test(result, level)
+        direction = _per_level(w["direction"], level)
+        where = ("the direction of the larger |r| (chosen after seeing the data)"
+                 if direction == "larger" else "a fixed direction (a vs b)")
+        line = (f"{level} level: test {test!r}: "
+                f"{w.get('test_description', {}).get(level, 'Williams t')}; "
+                f"{_per_level(w['p_value'], level)}")
+        if test == "williams":
+            line += f", in {where}"
+        measured = w.get("measured_level", {}).get(level, "")
+        if measured:
+            line += f"; {measured}"
+        if test == "paper":
+            line += ("; the paper's convention, kept for the reproduction: for your own "
+                     "comparisons use --test auto (calibrated, two-sided)")
+        lines.append(line)
+    if "effect_size" in w and not result.williams.empty and "ci_method" in result.williams:
+        methods = result.williams.groupby("level", sort=False)["ci_method"].first()
+        cl = w["effect_size"]["confidence_level"]
+        lines.append(f"effect size: delta = |r(h,a)| - |r(h,b)| (signed r under sign convention "
+                     f"'raw') with a {cl:.0%} interval: "
+                     + "; ".join(f"{lev}: {m}" for lev, m in methods.items()))
     return lines
 
 
@@ -238,6 +289,9 @@ def _reference_tables(result: MetaResult, level: str, fmt: str, digits: int) -> 
     grid = result.williams_grid(level).reset_index()
     if len(grid):
         parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
+    effect = effect_grid(result, level, digits)
+    if effect is not None and len(effect):
+        parts.append(_titled(effect_caption(result, level), effect.reset_index(), fmt, digits))
     if "perm_p_adjusted" in result.williams.columns:
         perm = result.williams_grid(level, column="perm_p_adjusted").reset_index()
         parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
@@ -257,6 +311,10 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
                                  table, fmt, digits))
             continue
         parts.append(_titled(caption, matrix.reset_index(), fmt, digits))
+        effect = effect_matrix(result, level, criterion, digits)
+        if effect is not None:
+            parts.append(_titled(f"{effect_caption(result, level)}, {criterion}",
+                                 effect.reset_index(), fmt, digits))
         if "perm_p_adjusted" in result.williams.columns:
             perm = result.williams_matrix(level, criterion, column="perm_p_adjusted")
             parts.append(_titled(f"{permutation_caption(result, level)}, {criterion}",
@@ -281,12 +339,61 @@ def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
     rows = rows.sort_values(["p_adjusted", "p"], kind="stable", na_position="last").head(n)
     labels = result.catalogue_labels()
     key_a, key_b = result._pair_keys()
-    numbers = [c for c in ("r_a", "r_b", "n", "p", "p_adjusted", "perm_p_adjusted")
+    numbers = [c for c in ("r_a", "r_b", "n", "delta", "ci_low", "ci_high", "p", "p_adjusted",
+                           "perm_p_adjusted")
                if c in rows.columns]
     table = rows.loc[:, numbers].reset_index(drop=True)
     table.insert(0, "measure b", rows[key_b].map(lambda k: labels.get(k, k)).to_numpy())
     table.insert(0, "measure a", rows[key_a].map(lambda k: labels.get(k, k)).to_numpy())
     return table
+
+
+def effect_caption(result: MetaResult, level: str) -> str:
+    """What an effect-size table holds."""
+    will = result.williams
+    rows = will[will["level"] == level]
+    method = rows["ci_method"].iloc[0] if "ci_method" in rows and len(rows) else ""
+    cl = result.settings["williams"].get("effect_size", {}).get("confidence_level", 0.95)
+    return (f"difference of correlations with the human criterion, delta = |r(h,a)| - "
+            f"|r(h,b)| [{cl:.0%} CI: {method}], {result.settings['williams']['comparison']}, "
+            f"{level} level")
+
+
+def _delta_cells(rows: pd.DataFrame, digits: int) -> list[str]:
+    return _interval_cells(rows["delta"], rows["ci_low"], rows["ci_high"], digits)
+
+
+def effect_grid(result: MetaResult, level: str, digits: int = 3) -> pd.DataFrame | None:
+    """Compared raters x criteria of "delta [low, high]" cells (tests against a reference)."""
+    will = result.williams
+    if "delta" not in will.columns or will.empty:
+        return None
+    rows = will[will["level"] == level]
+    key = result._pair_keys()[1]
+    cells = rows.assign(_cell=_delta_cells(rows, digits))
+    grid = cells.pivot(index=key, columns="criterion", values="_cell")
+    grid = grid.reindex(index=list(dict.fromkeys(rows[key])),
+                        columns=[c for c in result.settings["criteria"]
+                                 if c in set(rows["criterion"])])
+    return result._labelled(grid.fillna(""), "compared with")
+
+
+def effect_matrix(result: MetaResult, level: str, criterion: str,
+                  digits: int = 3) -> pd.DataFrame | None:
+    """All pairs: the measure x measure matrix of "delta [low, hi]" cells of one criterion,
+    laid out as [`MetaResult.williams_matrix`][]."""
+    will = result.williams
+    if "delta" not in will.columns or will.empty:
+        return None
+    matrix = result.williams_matrix(level, criterion)
+    rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
+    key_a, key_b = result._pair_keys()
+    where = {k: i for i, k in enumerate(matrix.attrs["ids"])}
+    text = pd.DataFrame("", index=matrix.index, columns=matrix.columns, dtype=object)
+    for a, b, cell in zip(rows[key_a], rows[key_b], _delta_cells(rows, digits)):
+        text.iloc[where[a], where[b]] = cell
+    text.attrs["ids"] = matrix.attrs["ids"]
+    return text
 
 
 def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int) -> str:
@@ -379,11 +486,20 @@ def interval_lines(result: MetaResult, level: str) -> list[str]:
 
 
 def williams_undefined_lines(result: MetaResult, level: str) -> list[str]:
-    """Why Williams p-values of a level are blank (NaN), from the tests' ``reason``."""
+    """Why comparison p-values (or intervals of the difference) of a level are blank (NaN), from
+    the tests' ``reason``."""
     will = result.williams
     rows = will[(will["level"] == level) & (will["reason"].fillna("") != "")]
-    return [f"{count} Williams test(s) undefined: {reason}"
-            for reason, count in rows["reason"].value_counts(sort=False).items()]
+    label = TEST_LABELS.get(level_test(result, level), "Williams")
+    what = "Williams test(s)" if label == "Williams" else f"comparison(s) ({label})"
+    lines = []
+    for reason, count in rows["reason"].value_counts(sort=False).items():
+        if reason.startswith("interval: "):
+            lines.append(f"{count} interval(s) of the difference undefined: "
+                         f"{reason[len('interval: '):]}")
+        else:
+            lines.append(f"{count} {what} undefined: {reason}")
+    return lines
 
 
 def chance_line(result: MetaResult, level: str, digits: int = 3) -> str:
@@ -431,18 +547,22 @@ def report_settings(result: MetaResult) -> dict:
 
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
-                 digits: int = 3, overwrite: bool = False) -> list[Path]:
+                 digits: int = 3, overwrite: bool = False,
+                 figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS) -> list[Path]:
     """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
     ``baseline.csv``, ``williams.csv`` (every test, always), ``settings.json``,
-    ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png/.pdf``
-    (named after the coefficient). Williams tests against a reference rater:
-    ``williams_{level}.{md,tex,csv}`` and the heatmap ``williams_{level}.png/.pdf``. Tests of all
+    ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png``
+    (named after the coefficient; ``figure_formats`` such as ``"png,pdf"`` adds formats). Williams tests against a reference rater:
+    ``williams_{level}.{md,tex,csv}`` and the heatmap ``williams_{level}.png``. Tests of all
     pairs: one matrix per level and criterion ([`MetaResult.williams_matrix`][]),
     ``williams_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and
     its heatmap when it has at most `MATRIX_FIGURE_MAX` measures (the caption of a larger
-    one says why it has none). Warns like [`render`][].
+    one says why it has none). Every comparison table has its effect sizes beside it:
+    ``williams_{level}_effect.*`` / ``williams_{level}_{criterion}_effect.*``, cells
+    "delta [low, high]" (the difference of the two correlations and its interval). Warns like
+    [`render`][].
 
     The files are staged in a hidden folder and moved into ``out_dir`` together at the end
     (`storyeval._atomic.OutputFolder`): an interrupted run leaves the previous files intact.
@@ -452,20 +572,24 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     from storyeval._atomic import OutputFolder
 
     check_digits(digits)
+    formats = check_figure_formats(figure_formats)
     result.warn_single_test_families()
     with OutputFolder(out_dir, overwrite=overwrite, command="meta") as folder:
-        _write_files(result, folder, figures, digits)
+        _write_files(result, folder, formats if figures else (), digits)
     return folder.published
 
 
-def _write_files(result: MetaResult, folder: OutputFolder, figures: bool, digits: int) -> None:
-    """Stage every file of `write_report` in ``folder`` (an ``OutputFolder``)."""
+def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple[str, ...],
+                 digits: int) -> None:
+    """Stage every file of `write_report` in ``folder`` (an ``OutputFolder``); no figures when
+    ``figure_formats`` is empty."""
+    figures = bool(figure_formats)
 
     def save(name: str, text: str) -> None:
         folder.write_text(name, text)
 
     def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
-        for path in heatmap(grid, folder.staging / stem, **kwargs):
+        for path in heatmap(grid, folder.staging / stem, formats=figure_formats, **kwargs):
             folder.file(path.name)
 
     save("correlations.csv", format_table(result.correlations, "csv"))
@@ -489,6 +613,10 @@ def _write_files(result: MetaResult, folder: OutputFolder, figures: bool, digits
         if grid.empty:
             continue
         _save_grid(save, f"williams_{level}", grid, williams_caption(result, level), digits)
+        effect = effect_grid(result, level, digits)
+        if effect is not None and len(effect):
+            _save_grid(save, f"williams_{level}_effect", effect, effect_caption(result, level),
+                       digits)
         if figures:
             # the paper's direction rule tests whichever of the two correlates better: mark the
             # cells where that is the compared measure, not the reference
@@ -513,6 +641,10 @@ def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], N
             caption += (f" (no heatmap: {len(matrix)} measures, more than "
                         f"{MATRIX_FIGURE_MAX})")
         _save_grid(save, stem, matrix, caption, digits)
+        effect = effect_matrix(result, level, criterion, digits)
+        if effect is not None:
+            _save_grid(save, f"{stem}_effect", effect,
+                       f"{effect_caption(result, level)}, {criterion}", digits)
         if draw is not None and len(matrix) <= MATRIX_FIGURE_MAX:
             # as in the reference grid: * where the second measure had the larger |r|
             swapped = result.williams_matrix(level, criterion, column="swapped")

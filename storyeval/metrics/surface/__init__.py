@@ -1,13 +1,25 @@
 """Surface and diversity measures of stories (metric card: ``README.md`` here).
 
-Pure Python on token lists; no heavy dependency. Per-story measures come from
-`story_measures`; set-level ones (`distinct_n`, `inter_story_repetition`) take
-several stories; `SurfaceMetric` exposes all of them to [`storyeval.metrics.score`][].
+Two variants, chosen with ``tokenizer``:
+
+* ``"spacy"`` (default, HANNA-compatible): the ten surface columns HANNA released (*Text
+  length*, *Novelty-1/2/3*, *Repetition-1/2/3*, *Coverage*, *Density*, *Compression*) are computed
+  with the recipe that produced them: SummEval's ``DataStatsMetric`` (Newsroom's extractive
+  fragments) over spaCy's English tokens, each text tokenised as one line ending in a line
+  break. They equal the released values on all 96 human stories (``docs/metric-fidelity.md``).
+* ``"regex"``: the same formulas over a dependency-free regular-expression tokeniser; every
+  measure name carries the suffix ``" [regex tokens]"`` so the variants never share a name.
+
+Per-story measures come from `story_measures`; set-level ones (`distinct_n`,
+`inter_story_repetition`) take several stories; `SurfaceMetric` exposes them to
+[`storyeval.metrics.score`][].
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,12 +28,22 @@ import numpy as np
 
 from storyeval.exceptions import InputError
 from storyeval.metrics.base import Measure, Metric, register
-from storyeval.metrics.text import ngrams, paragraphs, sentences, word_tokens
+from storyeval.metrics.text import (
+    TOKENIZERS,
+    get_tokenizer,
+    ngrams,
+    paragraphs,
+    sentences,
+    spacy_version,
+    word_tokens,
+)
 
 __all__ = [
     "ARTICLES",
+    "DEPRECATED_MEASURES",
     "PRONOUNS",
     "SurfaceMetric",
+    "data_statistics",
     "distinct_n",
     "extractive_fragments",
     "fragment_statistics",
@@ -35,10 +57,33 @@ ARTICLES = frozenset({"a", "an", "the"})
 PRONOUNS = frozenset(["i", "me", "my", "mine", "myself", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "we", "us", "our", "ours", "ourselves", "they", "them", "their", "theirs", "themselves", "this", "that", "these", "those", "who", "whom", "whose", "which", "what", "someone", "somebody", "something", "anyone", "anybody", "anything", "everyone", "everybody", "everything", "no-one", "nobody", "nothing", "one"])
 
 ORDERS = (1, 2, 3)
+REGEX_SUFFIX = " [regex tokens]"
+
+#: Measure names no longer produced, each a duplicate of a kept measure (scoring both would add
+#: a redundant test to every multiple-testing family): old name -> what to use instead.
+DEPRECATED_MEASURES = {
+    "Unique-word ratio": "Distinct-1 (the same value: distinct / all words of the story)",
+    "Intra-story trigram repetition": "Distinct-3 (intra-story repetition = 1 - Distinct-3)",
+}
+
+
+_WORD_CHAR = re.compile(r"[^\W_]")  # a letter or digit (str.isalnum without the loop)
 
 
 def _is_word(tok: str) -> bool:
-    return any(ch.isalnum() for ch in tok)
+    return _WORD_CHAR.search(tok) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_tokens(text: str, tokenizer: str) -> tuple[str, ...]:
+    """Tokens of ``text`` as one line (cached: the set-level step tokenises the stories again)."""
+    return tuple(get_tokenizer(tokenizer, end_of_line=True)(text))
+
+
+def _words(tokens: Sequence[str]) -> list[str]:
+    """Word tokens (at least one letter or digit), lower-cased: punctuation and white space
+    tokens removed."""
+    return [t.lower() for t in tokens if _is_word(t)]
 
 
 def extractive_fragments(summary: Sequence[str], text: Sequence[str]) -> list[tuple[int, int]]:
@@ -108,7 +153,51 @@ def _share(num: float, den: float) -> float:
     return num / den if den else math.nan
 
 
-def story_measures(story: str, prompt: str | None = None) -> dict[str, float]:
+def data_statistics(story: Sequence[str], prompt: Sequence[str], *,
+                    orders: Sequence[int] = ORDERS) -> dict[str, float]:
+    """SummEval's "data statistics" of a tokenised story (the summary) against its tokenised
+    prompt (the source), as HANNA released them.
+
+    Notes
+    -----
+    With S the story's tokens (case kept), P the prompt's, G_n the set of the story's n-grams
+    and c(g) their counts in S: ``length`` = |S|; ``novelty_n`` = |G_n minus n-grams(P)| / |G_n|;
+    ``repetition_n`` = |{g in G_n : c(g) > 1}| / |G_n|; ``coverage``, ``density`` and
+    ``compression`` are `fragment_statistics` over the lower-cased tokens (SummEval passes
+    ``case=False`` to Newsroom's fragments, which lower-cases, while its n-gram counts use the
+    original tokens). Undefined ratios are NaN (SummEval skips them).
+
+    Examples
+    --------
+    >>> d = data_statistics("a b a".split(), "b c".split())
+    >>> d["novelty_1"], d["repetition_1"], d["compression"]
+    (0.5, 0.5, 0.6666666666666666)
+    """
+    out: dict[str, float] = {"length": len(story)}
+    for n in orders:
+        counts = Counter(ngrams(story, n))
+        novel = set(counts).difference(ngrams(prompt, n))
+        out[f"novelty_{n}"] = _share(len(novel), len(counts))
+        out[f"repetition_{n}"] = _share(sum(c > 1 for c in counts.values()), len(counts))
+    out.update(fragment_statistics([t.lower() for t in story], [t.lower() for t in prompt]))
+    return out
+
+
+def _sentence_openers(story: str) -> list[str]:
+    """The first word (lower-cased) of each sentence that has one. Both variants split
+    sentences and find their first word with the regular expressions of
+    `storyeval.metrics.text` (a first word is the same token under either tokeniser, and
+    running spaCy once per sentence would double the cost of the measures)."""
+    firsts = []
+    for sent in sentences(story):
+        first = next((t for t in word_tokens(sent) if _is_word(t)), None)
+        if first is not None:
+            firsts.append(first)
+    return firsts
+
+
+def story_measures(story: str, prompt: str | None = None, *,
+                   tokenizer: str = "spacy") -> dict[str, float]:
     """Per-story surface measures (keys as in `SurfaceMetric` measure names).
 
     Parameters
@@ -117,77 +206,69 @@ def story_measures(story: str, prompt: str | None = None) -> dict[str, float]:
         The story.
     prompt : str, optional
         Its story-prompt; the prompt measures are NaN without it.
+    tokenizer : {"spacy", "regex"}
+        ``"spacy"`` (default): spaCy tokens with the end-of-line token, HANNA's recipe;
+        ``"regex"``: `storyeval.metrics.text.word_tokens`, no end-of-line token.
 
     Returns
     -------
     dict
         ``length`` (tokens), ``paragraphs``, ``article_start`` and ``pronoun_start`` (shares of
-        sentences), ``unique_words`` (distinct / all word tokens), ``intra_rep3`` (1 - distinct /
-        all word trigrams), ``distinct_{n}``, ``repetition_{n}``, and with a prompt
-        ``novelty_{n}``, ``prompt_overlap3``, ``coverage``, ``density``, ``compression``.
+        sentences), ``distinct_{n}``, ``repetition_{n}``, and with a prompt ``novelty_{n}``,
+        ``prompt_overlap3``, ``coverage``, ``density``, ``compression``.
 
     Notes
     -----
-    Tokens are `storyeval.metrics.text.word_tokens`, punctuation kept.
-    Over all tokens T with their case (as HANNA's released values, computed with SummEval's
-    ``DataStatsMetric``; lower-casing lowers the agreement, see ``docs/metrics.md``; the
-    extractive fragments, however, are matched case-insensitively, which agrees better), with G_n the set of
-    the story's n-grams and c(g) their counts: repetition-n = |{g in G_n : c(g) > 1}| / |G_n|;
-    novelty-n = |G_n minus P_n| / |G_n| with P_n the prompt's n-grams. Over word tokens W only
-    (punctuation removed, lower-cased; the measures of Huot et al., 2024 and Yao et al., 2019):
-    unique-word ratio = |set(W)| / |W|; intra-story trigram repetition = 1 - |set(W_3)| / |W_3|;
-    prompt trigram overlap = share of the story's word-trigram occurrences that occur in the
-    prompt; distinct-n = |set(W_n)| / |W_n|. A sentence starts with an article or a pronoun if
-    its first word token is in `ARTICLES` or `PRONOUNS`. Undefined ratios (0/0) are
-    NaN.
+    ``length``, ``repetition_n``, ``novelty_n``, ``coverage``, ``density`` and ``compression``
+    are `data_statistics` (HANNA's columns). Over word tokens W only (punctuation and white space
+    removed, lower-cased): distinct-n = |set(W_n)| / |W_n| (Li et al., 2016; distinct-1 is the
+    unique-word ratio of Huot et al., 2024, and 1 - distinct-3 their intra-story trigram
+    repetition); prompt trigram overlap = share of the story's word-trigram occurrences that
+    occur in the prompt. A sentence starts with an article or a pronoun if its first word is in
+    `ARTICLES` or `PRONOUNS`. Undefined ratios (0/0) are NaN.
 
     Examples
     --------
     >>> m = story_measures("The cat sat. The cat ran.", prompt="A cat sat.")
     >>> m["length"], m["article_start"], m["repetition_1"]
-    (8, 1.0, 0.6)
+    (9, 1.0, 0.5)
     """
-    toks = word_tokens(story, lowercase=False)
-    words = [t.lower() for t in toks if _is_word(t)]
-    out: dict[str, float] = {"length": len(toks), "paragraphs": len(paragraphs(story))}
-    firsts = []
-    for sent in sentences(story):
-        first = next((t for t in word_tokens(sent) if _is_word(t)), None)
-        if first is not None:
-            firsts.append(first)
+    if tokenizer not in TOKENIZERS:
+        raise InputError(f"tokenizer: expected one of {TOKENIZERS}, got {tokenizer!r}")
+    toks = _line_tokens(story, tokenizer)
+    words = _words(toks)
+    out: dict[str, float] = {"paragraphs": len(paragraphs(story))}
+    firsts = _sentence_openers(story)
     out["article_start"] = _share(sum(f in ARTICLES for f in firsts), len(firsts))
     out["pronoun_start"] = _share(sum(f in PRONOUNS for f in firsts), len(firsts))
-    out["unique_words"] = _share(len(set(words)), len(words))
-    w3 = ngrams(words, 3)
-    out["intra_rep3"] = _share(len(w3) - len(set(w3)), len(w3))
     for n in ORDERS:
         wn = ngrams(words, n)
         out[f"distinct_{n}"] = _share(len(set(wn)), len(wn))
-        counts = Counter(ngrams(toks, n))
-        out[f"repetition_{n}"] = _share(sum(c > 1 for c in counts.values()), len(counts))
     if prompt is None:
+        stats = data_statistics(toks, [])
         for key in [f"novelty_{n}" for n in ORDERS] + ["prompt_overlap3", "coverage", "density",
                                                         "compression"]:
-            out[key] = math.nan
-        return out
-    ptoks = word_tokens(prompt, lowercase=False)
-    for n in ORDERS:
-        sset = set(ngrams(toks, n))
-        out[f"novelty_{n}"] = _share(len(sset - set(ngrams(ptoks, n))), len(sset))
-    p3 = set(ngrams([t.lower() for t in ptoks if _is_word(t)], 3))
+            stats[key] = math.nan
+        return {**out, **stats}
+    ptoks = _line_tokens(prompt, tokenizer)
+    p3 = set(ngrams(_words(ptoks), 3))
+    w3 = ngrams(words, 3)
     out["prompt_overlap3"] = _share(sum(g in p3 for g in w3), len(w3))
-    # fragments are matched case-insensitively (Grusky et al.'s default; closest to HANNA's)
-    out.update(fragment_statistics([t.lower() for t in toks], [t.lower() for t in ptoks]))
-    return out
+    return {**out, **data_statistics(toks, ptoks)}
 
 
-def distinct_n(texts: Sequence[str], n: int = 2) -> float:
+def _word_ngrams(text: str, n: int, tokenizer: str) -> list[tuple[str, ...]]:
+    return ngrams(_words(_line_tokens(text, tokenizer)), n)
+
+
+def distinct_n(texts: Sequence[str], n: int = 2, *, tokenizer: str = "spacy") -> float:
     """Distinct-n of a set of texts: distinct word n-grams / all word n-grams over the set.
 
     Notes
     -----
     distinct-n(O) = |unique n-grams(O)| / |n-grams(O)| (Li et al., 2016; as defined in paper 003
-    of the project's reading list). NaN if the set has no n-gram.
+    of the project's reading list), over lower-cased word tokens of ``tokenizer``. NaN if the
+    set has no n-gram.
 
     Examples
     --------
@@ -196,11 +277,12 @@ def distinct_n(texts: Sequence[str], n: int = 2) -> float:
     """
     if n < 1:
         raise InputError(f"n: must be >= 1, got {n}")
-    grams = [g for t in texts for g in ngrams([w for w in word_tokens(t) if _is_word(w)], n)]
+    grams = [g for t in texts for g in _word_ngrams(t, n, tokenizer)]
     return _share(len(set(grams)), len(grams))
 
 
-def inter_story_repetition(texts: Sequence[str], n: int = 3) -> float:
+def inter_story_repetition(texts: Sequence[str], n: int = 3, *, tokenizer: str = "spacy",
+                           ) -> float:
     """Inter-story n-gram repetition of a set: 1 - distinct / all word n-grams, where each story
     contributes its *distinct* n-grams, so only repetition across stories counts (Yao et al.,
     2019). NaN if the set has no n-gram.
@@ -212,11 +294,11 @@ def inter_story_repetition(texts: Sequence[str], n: int = 3) -> float:
     """
     grams: list = []
     for t in texts:
-        grams.extend(set(ngrams([w for w in word_tokens(t) if _is_word(w)], n)))
+        grams.extend(set(_word_ngrams(t, n, tokenizer)))
     return _share(len(grams) - len(set(grams)), len(grams))
 
 
-def system_diversity(stories, *, orders: Sequence[int] = ORDERS):
+def system_diversity(stories, *, orders: Sequence[int] = ORDERS, tokenizer: str = "spacy"):
     """Set-level diversity of each system's stories: distinct-n and inter-story trigram
     repetition over all stories of the system.
 
@@ -226,6 +308,8 @@ def system_diversity(stories, *, orders: Sequence[int] = ORDERS):
         Columns ``story`` and ``system`` (all stories form one group ``""`` without ``system``).
     orders : sequence of int
         The n of distinct-n (default 1, 2, 3).
+    tokenizer : {"spacy", "regex"}
+        Word tokeniser (default spaCy's).
 
     Returns
     -------
@@ -249,28 +333,40 @@ def system_diversity(stories, *, orders: Sequence[int] = ORDERS):
     for system, texts in stories["story"].fillna("").groupby(groups.to_numpy(), sort=False):
         texts = texts.tolist()
         for n in orders:
-            rows.append((system, f"Distinct-{n} (set)", distinct_n(texts, n), len(texts)))
+            rows.append((system, f"Distinct-{n} (set)", distinct_n(texts, n, tokenizer=tokenizer),
+                         len(texts)))
         rows.append((system, "Inter-story trigram repetition (set)",
-                     inter_story_repetition(texts), len(texts)))
+                     inter_story_repetition(texts, tokenizer=tokenizer), len(texts)))
     return pd.DataFrame(rows, columns=["system", "measure", "value", "n_stories"])
 
 
-_SPEC = [  # key, measure name, display name, needs prompt
-    ("length", "Length (tokens)", "Length", False),
-    ("paragraphs", "Paragraphs", "Paragraphs", False),
-    ("article_start", "Sentences starting with an article", "Article start", False),
-    ("pronoun_start", "Sentences starting with a pronoun", "Pronoun start", False),
-    ("unique_words", "Unique-word ratio", "Unique words", False),
-    ("intra_rep3", "Intra-story trigram repetition", "Intra-rep-3", False),
-    *[(f"distinct_{n}", f"Distinct-{n}", f"Distinct-{n}", False) for n in ORDERS],
-    *[(f"repetition_{n}", f"Repetition-{n}", f"Repetition-{n}", False) for n in ORDERS],
-    *[(f"novelty_{n}", f"Novelty-{n} (vs prompt)", f"Novelty-{n}", True) for n in ORDERS],
-    ("prompt_overlap3", "Prompt trigram overlap", "Prompt overlap-3", True),
-    ("coverage", "Coverage (vs prompt)", "Coverage", True),
-    ("density", "Density (vs prompt)", "Density", True),
-    ("compression", "Compression (prompt/story)", "Compression", True),
+_DATASTATS = "SummEval DataStatsMetric (Fabbri et al., 2021)"
+_FRAGMENTS = "Newsroom Fragments (Grusky et al., 2018) via SummEval DataStatsMetric"
+_HUOT = "definition of Huot et al. (2024); storyeval's implementation"
+_SPEC = [  # key, measure name, display name, needs prompt, reference implementation
+    ("length", "Length (tokens)", "Length", False,
+     f"{_DATASTATS} summary_length = HANNA 'Text length'"),
+    ("paragraphs", "Paragraphs", "Paragraphs", False, _HUOT),
+    ("article_start", "Sentences starting with an article", "Article start", False, _HUOT),
+    ("pronoun_start", "Sentences starting with a pronoun", "Pronoun start", False, _HUOT),
+    *[(f"distinct_{n}", f"Distinct-{n}", f"Distinct-{n}", False,
+       "definition of Li et al. (2016), per story; storyeval's implementation") for n in ORDERS],
+    *[(f"repetition_{n}", f"Repetition-{n}", f"Repetition-{n}", False,
+       f"{_DATASTATS} percentage_repeated_{n}-gram_in_summ = HANNA 'Repetition-{n}'")
+      for n in ORDERS],
+    *[(f"novelty_{n}", f"Novelty-{n} (vs prompt)", f"Novelty-{n}", True,
+       f"{_DATASTATS} percentage_novel_{n}-gram = HANNA 'Novelty-{n}'") for n in ORDERS],
+    ("prompt_overlap3", "Prompt trigram overlap", "Prompt overlap-3", True, _HUOT),
+    ("coverage", "Coverage (vs prompt)", "Coverage", True, f"{_FRAGMENTS} = HANNA 'Coverage'"),
+    ("density", "Density (vs prompt)", "Density", True, f"{_FRAGMENTS} = HANNA 'Density'"),
+    ("compression", "Compression (prompt/story)", "Compression", True,
+     f"{_FRAGMENTS} = HANNA 'Compression'"),
 ]
 INTER_NAME = "Inter-story trigram repetition"
+_VARIANTS = {
+    "spacy": "HANNA-compatible: spaCy English tokens, text as one line (end-of-line token)",
+    "regex": "regex tokens (approximates spaCy; no end-of-line token)",
+}
 
 
 @register("surface")
@@ -280,6 +376,10 @@ class SurfaceMetric(Metric):
 
     Parameters
     ----------
+    tokenizer : {"spacy", "regex"}
+        ``"spacy"`` (default): the HANNA-compatible recipe (needs the ``metrics`` extra for
+        spaCy); ``"regex"``: a dependency-free approximation whose measure names end in
+        ``" [regex tokens]"``.
     inter_story : bool
         Add the per-story inter-story trigram repetition (default True): the share of the story's
         word-trigram occurrences that occur in another story of the same system (all stories are
@@ -288,6 +388,7 @@ class SurfaceMetric(Metric):
     Notes
     -----
     Prompt measures are produced only when prompts are given. Formulas: `story_measures`.
+    Measures that duplicated another one are gone (`DEPRECATED_MEASURES`).
 
     References
     ----------
@@ -295,36 +396,56 @@ class SurfaceMetric(Metric):
        compression).
     2. Fabbri, A. R., et al. (2021). SummEval. TACL (novelty-n, repetition-n as released by
        HANNA).
-    3. Huot, F., et al. (2024). Agents' Room (length, paragraphs, article / pronoun starts,
-       unique words, intra / inter-story trigram repetition, prompt overlap).
-    4. Yao, L., et al. (2019). Plan-and-write. AAAI (inter / intra-story repetition).
+    3. Huot, F., et al. (2024). Agents' Room (paragraphs, article / pronoun starts, inter-story
+       trigram repetition, prompt overlap).
+    4. Yao, L., et al. (2019). Plan-and-write. AAAI (inter-story repetition).
+    5. Li, J., et al. (2016). A diversity-promoting objective function. NAACL (distinct-n).
 
-    Validated on hand-worked texts (``tests/test_metrics_surface.py``) and against HANNA's
-    released values for the 96 human stories (``docs/metrics.md``).
+    Validated on hand-worked texts and against HANNA's released values for the 96 human stories,
+    which the default variant reproduces exactly (``tests/test_metrics_surface.py``,
+    ``docs/metric-fidelity.md``).
 
     Examples
     --------
     >>> [m.name for m in SurfaceMetric().measures(has_prompt=False)][:2]
     ['Length (tokens)', 'Paragraphs']
+    >>> SurfaceMetric(tokenizer="regex").measures()[0].name
+    'Length (tokens) [regex tokens]'
     """
 
+    tokenizer: str = "spacy"
     inter_story: bool = True
 
     def __post_init__(self) -> None:
         self.name = "surface"
+        if self.tokenizer not in TOKENIZERS:
+            raise InputError(f"surface tokenizer: expected one of {TOKENIZERS}, "
+                             f"got {self.tokenizer!r}")
+
+    def _name(self, base: str) -> str:
+        return base + (REGEX_SUFFIX if self.tokenizer == "regex" else "")
+
+    def _measure(self, base: str, display: str, needs_prompt: bool, impl: str) -> Measure:
+        return Measure(self._name(base), display, "reference-free", "lexical",
+                       ("prompt",) if needs_prompt else (), implementation=impl,
+                       variant=_VARIANTS[self.tokenizer])
 
     def measures(self, *, has_reference: bool = True, has_prompt: bool = True) -> list[Measure]:
-        return [Measure(name, disp, "reference-free", "lexical", ("prompt",) if p else ())
-                for _, name, disp, p in _SPEC if has_prompt or not p]
+        return [self._measure(name, disp, p, impl) for _, name, disp, p, impl in _SPEC
+                if has_prompt or not p]
 
     def config(self) -> dict:
-        return {"tokenizer": "storyeval.text v1", "version": 1}
+        tok = f"spacy {spacy_version()} blank en + end of line" if self.tokenizer == "spacy" \
+            else "storyeval.text regex v1"
+        return {"tokenizer": tok, "version": 2}
 
     def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
-        key_of = {name: key for key, name, _, _ in _SPEC}
+        key_of = {self._name(name): key for key, name, _, _, _ in _SPEC}
         out = np.full((len(stories), len(measures)), np.nan)
         for i, (s, p) in enumerate(zip(stories, prompts)):
-            vals = story_measures(s, p)
+            if s is None:
+                continue
+            vals = story_measures(s, p, tokenizer=self.tokenizer)
             out[i] = [vals[key_of[m.name]] for m in measures]
         return out
 
@@ -332,7 +453,7 @@ class SurfaceMetric(Metric):
         if not self.inter_story:
             return values, list(measures)
         stories, systems = context["stories"], context.get("systems")
-        grams = [ngrams([w for w in word_tokens(s or "") if _is_word(w)], 3) for s in stories]
+        grams = [_word_ngrams(s or "", 3, self.tokenizer) for s in stories]
         groups = systems if systems is not None else [""] * len(stories)
         doc_freq: dict[str, Counter] = {}
         for g, tri in zip(groups, grams):
@@ -342,5 +463,7 @@ class SurfaceMetric(Metric):
             if tri:
                 df = doc_freq[g]
                 col[i] = sum(df[t] > 1 for t in tri) / len(tri)
-        extra = Measure(INTER_NAME, "Inter-rep-3", "reference-free", "lexical")
+        extra = self._measure(INTER_NAME, "Inter-rep-3", False,
+                              "definition of Yao et al. (2019) / Huot et al. (2024), per story; "
+                              "storyeval's implementation")
         return np.column_stack([values, col]), [*measures, extra]

@@ -1,0 +1,471 @@
+"""Which test compares two measures' correlations with a human criterion, and how.
+
+`meta_evaluate` compares measures pairwise (a reference rater against the others, or all pairs);
+this module names the tests it can run and runs them on the comparison rows of one level:
+
+======================  =========================================================================
+``paper``               Williams' t on the level's coefficient, one-sided, run in the direction of
+                        the larger ``|r|`` (chosen after seeing the data): the HANNA paper's
+                        convention. Measured type-I error at nominal 0.05: see `PAPER_LEVEL`.
+``williams``            Williams' t, two-sided, direction fixed (a vs b). Exact for Pearson and
+                        normal data; on Kendall's tau far too conservative.
+``ustat``               Kendall tau-b only: z-test of the difference with a U-statistic variance
+                        (`storyeval.meta.dependent.ustat_diff`), two-sided.
+``jackknife``           z-test with the delete-one-item jackknife variance of the difference,
+                        any coefficient, two-sided.
+``bootstrap``           paired bootstrap of the difference (prompts, systems or both resampled,
+                        the same resamples for both measures; `storyeval.resample`), two-sided.
+``permutation``         paired permutation test of Deutsch et al. (2021) (PERM-INPUTS/SYSTEMS/BOTH,
+                        `storyeval.resample.permutation`), ``p = (1 + #extreme) / (1 + N)``.
+``permutation-random``  system level: the same swaps of whole prompts with ties between the
+                        observed and a permuted difference broken at random, which makes the
+                        test exact (level = nominal) under exchangeability even with 5 systems,
+                        whose Kendall differences take few values.
+``auto``                the calibrated default (`calibrated_test`): overall level ``ustat``
+                        (tau-b), ``williams`` (Pearson), ``jackknife`` (Spearman, tau-c); system
+                        level ``permutation-random``. On the embedded HANNA data, ``paper``
+                        (the reproduction).
+======================  =========================================================================
+
+Every result row carries the effect size: ``delta = r(h, a) - r(h, b)`` (after the sign
+convention) with a confidence interval (`ci_method`): Zou (2007) for Pearson; for the rank
+coefficients the U-statistic or jackknife normal interval at the overall level and a paired
+bootstrap of prompts (percentile) at the system level, or the bootstrap's own interval when the
+test is ``bootstrap``. The measured levels and power of every test are produced by
+``benchmarks/bench_calibration.py`` (docs page "Which test?").
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from storyeval.exceptions import InputError, StoryevalWarning
+from storyeval.meta.dependent import (
+    DiffEstimate,
+    jackknife_diff,
+    kendall_rows,
+    normal_test,
+    untied_counts,
+    ustat_diff,
+    ustat_diff_from_rows,
+    zou_ci,
+)
+
+__all__ = ["CALIBRATED", "PAPER_LEVEL", "TESTS", "TEST_DESCRIPTIONS", "calibrated_test",
+           "compare_rows", "resolve_tests"]
+
+TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
+         "permutation-random")
+CALIBRATED = {
+    "overall": {"kendall_b": "ustat", "kendall_c": "jackknife", "pearson": "williams",
+                "spearman": "jackknife"},
+    "system": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"),
+                            "permutation-random"),
+}
+TEST_DESCRIPTIONS = {
+    "paper": "Williams t (Steiger 1980 form), one-sided, in the direction of the larger |r| "
+             "chosen after seeing the data (the HANNA paper's convention)",
+    "williams": "Williams t (Steiger 1980 form), direction fixed (a vs b)",
+    "ustat": "z-test of tau-b(h,a) - tau-b(h,b) with a U-statistic variance (Sen 1960, delta "
+             "method)",
+    "jackknife": "z-test of r(h,a) - r(h,b) with the delete-one-item jackknife variance",
+    "bootstrap": "paired bootstrap of r(h,a) - r(h,b) (same resamples for both measures)",
+    "permutation": "paired permutation test (Deutsch et al. 2021), p = (1 + #extreme)/(1 + N)",
+    "permutation-random": "paired permutation test swapping whole prompts, ties with the "
+                          "observed difference broken at random (exact under exchangeability)",
+}
+# Measured P(p < 0.05) under the null, (lowest, highest, where) over the cells of a level:
+# benchmarks/bench_calibration.py --reps 10000 --resampling-reps 2000 --resamples 100 --seed 0
+# (docs/which-test.md). The paper's convention (Williams, one-sided, larger |r|):
+PAPER_LEVEL = {
+    "kendall_b": {"overall": (0.010, 0.015, "30-5,000 stories"),
+                  "system": (0.019, 0.273, "5-20 systems")},
+    "pearson": {"overall": (0.098, 0.108, "30-5,000 stories"),
+                "system": (0.082, 0.099, "5-20 systems")},
+    "spearman": {"overall": (0.117, 0.122, "30-5,000 stories"),
+                 "system": (0.150, 0.288, "5-20 systems")},
+}
+# The calibrated defaults (CALIBRATED); Spearman's jackknife was measured at 30 and 100 stories
+# only (its leave-one-out ranks cost O(n^2) per replication).
+CALIBRATED_LEVEL = {
+    "kendall_b": {"overall": (0.047, 0.054, "30-5,000 stories"),
+                  "system": (0.044, 0.050, "5-20 systems")},
+    "pearson": {"overall": (0.048, 0.052, "30-5,000 stories"),
+                "system": (0.042, 0.057, "5-20 systems")},
+    "spearman": {"overall": (0.036, 0.045, "30-100 stories"),
+                 "system": (0.042, 0.049, "5-20 systems")},
+}
+_TOL = 1e-12
+
+
+def calibrated_test(level: str, method: str) -> str:
+    """The default test at ``level`` for ``method`` on user data (see the module table)."""
+    return CALIBRATED[level][method]
+
+
+def resolve_tests(test: str | Mapping[str, str], levels: list[str], method: str,
+                  default_test: str | None = None) -> dict[str, str]:
+    """The test of each tested level: ``test`` may be a name of `TESTS` or a mapping level ->
+    name; ``"auto"`` becomes the dataset's ``default_test`` when it has one (the embedded HANNA
+    data: ``"paper"``, its reproduction), else `calibrated_test`."""
+    chosen = dict(test) if isinstance(test, Mapping) else dict.fromkeys(levels, test)
+    unknown = [lev for lev in chosen if lev not in ("overall", "system")]
+    if unknown:
+        raise InputError(f"test: comparisons are run at the overall and system levels, not "
+                         f"{unknown}")
+    out = {}
+    for level in levels:
+        name = chosen.get(level, "auto")
+        if name == "auto":
+            name = default_test or calibrated_test(level, method)
+        if name not in TESTS or name == "auto":
+            raise InputError(f"unknown test {name!r}; use one of {', '.join(TESTS)}")
+        if name == "ustat" and method != "kendall_b":
+            raise InputError(f"test 'ustat' is for Kendall tau-b, not {method!r}; use "
+                             "'jackknife' or 'bootstrap'")
+        if name == "permutation-random" and level != "system":
+            raise InputError("test 'permutation-random' runs at the system level only; at the "
+                             "overall level use 'ustat', 'jackknife', 'bootstrap' or "
+                             "'permutation'")
+        out[level] = name
+    return out
+
+
+def _orient(r: np.ndarray, sign_convention: str) -> np.ndarray:
+    """+-1 per correlation: the paper's convention compares |r| (a zero counts as positive)."""
+    if sign_convention == "raw":
+        return np.ones_like(r)
+    return np.where(r < 0, -1.0, 1.0)
+
+
+def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str, method: str,
+                 test: str, alternative: str = "two-sided", sign_convention: str = "paper",
+                 confidence_level: float = 0.95, n_resamples: int = 1000,
+                 n_permutations: int = 1000, resample_by: str = "prompts",
+                 permutation_unit: str = "prompt", random_state: int | None = 0,
+                 nan_policy: str = "raise", tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+    """Run ``test`` (not ``paper``/``williams``, which `meta_evaluate` runs with
+    `williams_test`) on the comparison rows of one level and add the effect size.
+
+    ``comp`` holds arrays ``criterion, measure_a, measure_b, r_a, r_b, r_ab, n``. Returns arrays
+    ``t`` (the statistic: z, or the observed difference for resampling tests), ``p``,
+    ``statistic_kind``, ``delta``, ``ci_low``, ``ci_high``, ``ci_method``, ``test_reason``.
+    """
+    sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
+    delta = sa * comp["r_a"] - sb * comp["r_b"]
+    size = len(delta)
+    out = {"t": np.full(size, np.nan), "p": np.full(size, np.nan),
+           "statistic_kind": np.full(size, "", dtype=object),
+           "test_reason": np.full(size, "", dtype=object)}
+    if test in ("ustat", "jackknife"):
+        est = _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy, tie_rtol)
+        z, p, _, _ = normal_test(est, alternative, confidence_level)
+        out.update(t=z, p=p, statistic_kind=np.full(size, "z", dtype=object))
+    elif test == "bootstrap":
+        boot = _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by,
+                          random_state, confidence_level, alternative)
+        out.update(t=delta, p=boot["p"], statistic_kind=np.full(size, "delta", dtype=object),
+                   test_reason=boot["reason"])
+    elif test == "permutation":
+        out.update(_permutation(wide, comp, level, method, permutation_unit, n_permutations,
+                                alternative, random_state))
+    elif test == "permutation-random":
+        try:
+            out.update(system_permutation(wide, comp, sa, sb, method, alternative,
+                                          n_permutations, random_state, tie_rtol))
+        except InputError as exc:  # missing scores: the rows say why, the rest still runs
+            out["test_reason"] = np.full(size, str(exc), dtype=object)
+    out.update(effect_sizes(wide, comp, level=level, method=method, test=test,
+                            sign_convention=sign_convention, confidence_level=confidence_level,
+                            n_resamples=n_resamples, resample_by=resample_by,
+                            random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol))
+    return out
+
+
+def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str, method: str,
+                 test: str, sign_convention: str = "paper", confidence_level: float = 0.95,
+                 n_resamples: int = 1000, resample_by: str = "prompts",
+                 random_state: int | None = 0, nan_policy: str = "raise",
+                 tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+    """``delta`` and its confidence interval ``ci_low, ci_high`` (method in ``ci_method``) for
+    every comparison row, whatever the test (see the module doc)."""
+    sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
+    delta = sa * comp["r_a"] - sb * comp["r_b"]
+    size = len(delta)
+    ci_reason = np.full(size, "", dtype=object)
+    if method == "pearson" and test != "bootstrap":
+        low, high = zou_ci(sa * comp["r_a"], sb * comp["r_b"], sa * sb * comp["r_ab"],
+                           comp["n"], confidence_level)
+        kind = f"Zou (2007), Fisher z, n = {'systems' if level == 'system' else 'stories'}"
+    elif level == "overall" and test != "bootstrap":
+        name = "ustat" if method == "kendall_b" else "jackknife"
+        est = _normal_estimates(wide, comp, sa, sb, level, method, name, nan_policy, tie_rtol)
+        _, _, low, high = normal_test(est, "two-sided", confidence_level)
+        kind = ("U-statistic normal interval" if name == "ustat"
+                else "jackknife normal interval")
+    else:
+        boot = _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by,
+                          random_state, confidence_level, "two-sided")
+        low, high = boot["low"], boot["high"]
+        kind = f"bootstrap percentile ({n_resamples} resamples of {resample_by})"
+        why = np.asarray(boot["reason"], dtype=object).astype(str)
+        ci_reason = np.where(why != "", np.char.add("interval: ", why), "").astype(object)
+    return {"delta": delta, "ci_low": np.asarray(low, dtype=float),
+            "ci_high": np.asarray(high, dtype=float),
+            "ci_method": np.full(size, kind, dtype=object), "ci_reason": ci_reason}
+
+
+# ------------------------------------------------------------------------------------------------
+# U-statistic and jackknife tests on the level's data
+
+
+def _level_frame(wide: pd.DataFrame, columns: list[str], level: str, nan_policy: str,
+                 tie_rtol: float) -> pd.DataFrame:
+    from storyeval.meta.levels import level_data
+
+    return level_data(wide, columns, level=level, nan_policy=nan_policy, tie_rtol=tie_rtol)
+
+
+def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
+                      tie_rtol) -> DiffEstimate:
+    """delta and se of every row (rows with missing values on their complete items)."""
+    cols = list(dict.fromkeys([*comp["criterion"], *comp["measure_a"], *comp["measure_b"]]))
+    frame = _level_frame(wide, cols, level, "omit" if nan_policy == "raise" else nan_policy,
+                         tie_rtol)
+    X = frame.to_numpy(dtype=np.float64)
+    pos = {c: k for k, c in enumerate(frame.columns)}
+    ih = np.array([pos[c] for c in comp["criterion"]])
+    ia = np.array([pos[c] for c in comp["measure_a"]])
+    ib = np.array([pos[c] for c in comp["measure_b"]])
+    size = len(ih)
+    delta, se = np.full(size, np.nan), np.full(size, np.nan)
+    complete = ~np.isnan(X[:, ih]).any(0) & ~np.isnan(X[:, ia]).any(0) & ~np.isnan(X[:, ib]).any(0)
+
+    def run(rows, items=slice(None)):
+        h = X[items][:, ih[rows]].T
+        a = X[items][:, ia[rows]].T * sa[rows, None]
+        b = X[items][:, ib[rows]].T * sb[rows, None]
+        if test == "ustat":
+            return ustat_diff(h, a, b)
+        return jackknife_diff(h, a, b, method)
+
+    full = np.flatnonzero(complete)
+    n = X.shape[0]
+    if test == "ustat":
+        est = _ustat_shared(X, ih[full], ia[full], ib[full], sa[full], sb[full])
+        delta[full], se[full] = est.delta, est.se
+    else:
+        step = max(1, int(2e7 // max(n * n, 1)))
+        for start in range(0, len(full), step):
+            rows = full[start:start + step]
+            est = run(rows)
+            delta[rows], se[rows] = est.delta, est.se
+    if nan_policy != "propagate":
+        for row in np.flatnonzero(~complete):  # pairwise deletion: one row at a time
+            keep = ~np.isnan(X[:, [ih[row], ia[row], ib[row]]]).any(1)
+            if keep.sum() > 3:
+                est = run(np.array([row]), keep)
+                delta[row], se[row] = est.delta[0], est.se[0]
+    return DiffEstimate(delta, se)
+
+
+def _ustat_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                  sa: np.ndarray, sb: np.ndarray) -> DiffEstimate:
+    """`ustat_diff` of many comparisons on complete columns of ``X`` (items x columns): the
+    Kendall rows of each distinct (criterion, measure) pair and the untied counts of each
+    column are computed once (HANNA's 50,232 all-pairs tests share 1,188 pairs), then combined
+    per comparison in chunks; an orientation of -1 negates a measure's rows."""
+    n = X.shape[0]
+    keys = np.concatenate([np.stack([ih, ia], 1), np.stack([ih, ib], 1)])
+    pairs, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    ka, kb = inverse[:len(ih)], inverse[len(ih):]
+    rows = np.empty((len(pairs), n))
+    step = max(1, int(2e6 // max(n * 16, 1)))  # the counting path holds (pairs, n, levels)
+    for start in range(0, len(pairs), step):
+        chunk = pairs[start:start + step]
+        rows[start:start + step] = kendall_rows(X[:, chunk[:, 0]].T, X[:, chunk[:, 1]].T)
+    columns = np.unique(np.concatenate([ih, ia, ib]))
+    where = np.zeros(X.shape[1], dtype=np.int64)
+    where[columns] = np.arange(len(columns))
+    untied = untied_counts(X[:, columns].T)
+    delta, se = np.empty(len(ih)), np.empty(len(ih))
+    step = max(1, int(4e6 // max(n, 1)))
+    for start in range(0, len(ih), step):
+        sl = slice(start, start + step)
+        est = ustat_diff_from_rows(sa[sl, None] * rows[ka[sl]], sb[sl, None] * rows[kb[sl]],
+                                   untied[where[ih[sl]]], untied[where[ia[sl]]],
+                                   untied[where[ib[sl]]])
+        delta[sl], se[sl] = est.delta, est.se
+    return DiffEstimate(delta, se)
+
+
+# ------------------------------------------------------------------------------------------------
+# resampling
+
+
+def _pairs(comp) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray]:
+    pairs = list(dict.fromkeys([*zip(comp["measure_a"], comp["criterion"]),
+                                *zip(comp["measure_b"], comp["criterion"])]))
+    where = {p: k for k, p in enumerate(pairs)}
+    ka = np.array([where[p] for p in zip(comp["measure_a"], comp["criterion"])])
+    kb = np.array([where[p] for p in zip(comp["measure_b"], comp["criterion"])])
+    return pairs, ka, kb
+
+
+def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, random_state,
+               confidence_level, alternative) -> dict[str, np.ndarray]:
+    """Paired bootstrap of every row's difference from one set of resamples (the engine of
+    `storyeval.resample.bootstrap`): p-value and percentile interval."""
+    from storyeval.resample._common import quantile_columns
+    from storyeval.resample.bootstrap import bootstrap_correlations
+
+    size = len(sa)
+    pairs, ka, kb = _pairs(comp)
+    try:
+        with warnings.catch_warnings():
+            # few clusters / undefined resamples: the row's reason says so instead
+            warnings.simplefilter("ignore", StoryevalWarning)
+            _, theta = bootstrap_correlations(wide, pairs, level=level, method=method,
+                                              n_resamples=n_resamples, resample_by=resample_by,
+                                              random_state=random_state,
+                                              return_distribution=True, show_progress=False)
+    except InputError as exc:
+        nan = np.full(size, np.nan)
+        return {"p": nan, "low": nan, "high": nan,
+                "reason": np.full(size, f"no bootstrap: {exc}", dtype=object)}
+    d = theta[:, ka] * sa - theta[:, kb] * sb  # (B, rows)
+    valid = np.isfinite(d)
+    B = valid.sum(0)
+    below = ((d <= _TOL) & valid).sum(0)
+    above = ((d >= -_TOL) & valid).sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if alternative == "two-sided":
+            p = np.minimum(1.0, 2.0 * np.minimum(1 + below, 1 + above) / (B + 1))
+        elif alternative == "greater":
+            p = (1 + below) / (B + 1)
+        else:
+            p = (1 + above) / (B + 1)
+    alpha = (1 - confidence_level) / 2
+    low = quantile_columns(d, np.full(size, alpha))
+    high = quantile_columns(d, np.full(size, 1 - alpha))
+    reason = np.where(B < 2, "no defined bootstrap difference", "").astype(object)
+    return {"p": np.where(B > 0, p, np.nan), "low": low, "high": high, "reason": reason}
+
+
+def _permutation(wide, comp, level, method, unit, n_permutations, alternative,
+                 random_state) -> dict[str, np.ndarray]:
+    from storyeval.resample.permutation import permutation_pvalues
+
+    frame = pd.DataFrame({"criterion": comp["criterion"], "measure_a": comp["measure_a"],
+                          "measure_b": comp["measure_b"], "level": level})
+    size = len(frame)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StoryevalWarning)
+            res = permutation_pvalues(wide, frame, method=method, unit={level: unit},
+                                      n_permutations=n_permutations, alternative=alternative,
+                                      random_state=random_state)
+    except InputError as exc:
+        return {"test_reason": np.full(size, f"no permutation test: {exc}", dtype=object)}
+    return {"t": res["perm_delta"].to_numpy(dtype=float), "p": res["perm_p"].to_numpy(dtype=float),
+            "statistic_kind": np.full(size, "delta", dtype=object)}
+
+
+def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
+    """Per (prompt, system) sums of every column over its stories, the stories per system, and
+    the column means per system. Measures are z-scored over the stories first (as the
+    permutation engine does), so swapped scores are on one scale."""
+    index = wide.index
+    names = list(index.names)
+    sl = names.index("system") if "system" in names else 0
+    pl = names.index("prompt_id") if "prompt_id" in names else 1
+    systems, s_idx = np.unique(index.get_level_values(sl).astype(str), return_inverse=True)
+    _, p_idx = np.unique(index.get_level_values(pl).astype(str), return_inverse=True)
+    X = wide[columns].to_numpy(dtype=np.float64)
+    S, P = len(systems), int(p_idx.max()) + 1
+    sums = np.zeros((P, S, X.shape[1]))
+    np.add.at(sums, (p_idx, s_idx), X)
+    count = np.bincount(s_idx, minlength=S).astype(np.float64)
+    return sums, count
+
+
+def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.ndarray,
+                       sb: np.ndarray, method: str, alternative: str = "two-sided",
+                       n_permutations: int = 1000, random_state: int | None = 0,
+                       tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+    """System-level paired permutation test with random tie-breaking (``permutation-random``).
+
+    Every permutation swaps a's and b's (z-scored, oriented) scores on all stories of a random
+    half of the prompts (each prompt independently with probability 1/2, the same masks for every
+    row), recomputes the system means and their coefficient with the human system means, and
+    compares ``delta* = r(h, a*) - r(h, b*)`` with the observed ``delta``. Two-sided:
+
+    ``p = (#{|delta*| > |delta|} + U (1 + #{|delta*| = |delta|})) / (1 + N)``, U ~ Uniform(0, 1),
+
+    which is uniform under the null that a and b are exchangeable within prompts (the observed
+    data counted as one of the N + 1 equally likely arrangements): the test's level is the
+    nominal one even when the coefficient of 5 system means takes few values and ties with the
+    observed difference are frequent (counting them as extreme, as ``permutation`` does, makes
+    the test conservative). ``"greater"``/``"less"`` compare signed differences. Needs no
+    complete system x prompt grid; missing scores are not allowed (stories with one are an
+    error). Seeded by ``random_state``: masks first, then the tie-breaking uniforms.
+    """
+    from storyeval.meta.ties import tie_values
+    from storyeval.resample._kernels import direct
+
+    cols = list(dict.fromkeys([*comp["criterion"], *comp["measure_a"], *comp["measure_b"]]))
+    values = wide[cols]
+    if values.isna().to_numpy().any():
+        raise InputError("test 'permutation-random' needs every story scored by every compared "
+                         "measure (missing values found); use test 'bootstrap' or drop them")
+    z = values.copy()
+    measures = [c for c in cols if c not in set(comp["criterion"])]
+    sd = z[measures].std(ddof=0).replace(0, 1.0)
+    z[measures] = (z[measures] - z[measures].mean()) / sd
+    sums, count = _prompt_sums(z, cols)
+    pos = {c: k for k, c in enumerate(cols)}
+    ih = np.array([pos[c] for c in comp["criterion"]])
+    ia = np.array([pos[c] for c in comp["measure_a"]])
+    ib = np.array([pos[c] for c in comp["measure_b"]])
+    P, S, _ = sums.shape
+    mean = sums.sum(0) / count[:, None]  # (S, K)
+    rng = np.random.default_rng(random_state)
+    masks = np.vstack([np.zeros((1, P)), (rng.random((n_permutations, P)) < 0.5)])
+    size = len(ih)
+    deltas = np.empty((n_permutations + 1, size))
+    per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
+    step = max(1, int(2**28 // per_row))
+    for start in range(0, size, step):
+        rows = slice(start, min(size, start + step))
+        a_s = mean[:, ia[rows]] * sa[rows]
+        b_s = mean[:, ib[rows]] * sb[rows]
+        swap = (sums[:, :, ib[rows]] * sb[rows] - sums[:, :, ia[rows]] * sa[rows]) / count[None, :, None]
+        shift = np.einsum("np,psr->nsr", masks, swap)  # (N+1, S, R)
+        A = tie_values(a_s[None] + shift, "system", axis=1, rtol=tie_rtol)
+        Bm = tie_values(b_s[None] + (-shift), "system", axis=1, rtol=tie_rtol)
+        H = np.broadcast_to(tie_values(mean[:, ih[rows]], "system", axis=0, rtol=tie_rtol)[None],
+                            A.shape)
+        V = np.stack([H, A, Bm], axis=-1).transpose(0, 2, 1, 3)  # (N+1, R, S, 3)
+        r = direct(V, np.ones(S), np.array([1, 2]), np.array([0, 0]), method)  # (N+1, R, 2)
+        deltas[:, rows] = r[..., 0] - r[..., 1]
+    observed, perm = deltas[0], deltas[1:]
+    if alternative == "two-sided":
+        obs, dist = np.abs(observed), np.abs(perm)
+    elif alternative == "greater":
+        obs, dist = observed, perm
+    else:
+        obs, dist = -observed, -perm
+    more = (dist > obs + _TOL).sum(0)
+    tied = (np.abs(dist - obs) <= _TOL).sum(0)
+    u = rng.random(size)
+    p = (more + u * (1 + tied)) / (n_permutations + 1)
+    ok = np.isfinite(observed)
+    return {"t": observed, "p": np.where(ok, p, np.nan),
+            "statistic_kind": np.full(size, "delta", dtype=object),
+            "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
+            .astype(object)}

@@ -1,0 +1,339 @@
+"""Comparison tests of two dependent correlations (storyeval.meta.dependent, .compare): exact
+checks against brute force and hand-worked values, and calibration under the null (slow)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from storyeval.data import scores_to_dataset
+from storyeval.exceptions import InputError
+from storyeval.meta.compare import _bootstrap, resolve_tests, system_permutation
+from storyeval.meta.dependent import (
+    _rows_pairwise,
+    jackknife_diff,
+    kendall_rows,
+    normal_test,
+    ustat_diff,
+    zou_ci,
+)
+from storyeval.meta.pipeline import meta_evaluate
+from storyeval.meta.williams import williams_test
+
+COEF = {
+    "kendall_b": lambda x, y: stats.kendalltau(x, y).statistic,
+    "kendall_c": lambda x, y: stats.kendalltau(x, y, variant="c").statistic,
+    "pearson": lambda x, y: stats.pearsonr(x, y).statistic,
+    "spearman": lambda x, y: stats.spearmanr(x, y).statistic,
+}
+
+
+def _human(q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Mean of three 1-5 ratings (13 possible values: realistic ties)."""
+    return np.clip(np.rint(3 + q[..., None] + rng.normal(0, 0.8, q.shape + (3,))), 1, 5).mean(-1)
+
+
+def _null(reps: int, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    q, u = rng.normal(size=(reps, n)), rng.normal(size=(reps, n))
+    return (_human(q, rng), q + 0.5 * u + rng.normal(size=(reps, n)),
+            q + 0.5 * u + rng.normal(size=(reps, n)))
+
+
+def _within_binomial(p: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """Rejection rate and its 3.5-standard-error tolerance around alpha."""
+    reps = np.isfinite(p).sum()
+    return float(np.mean(p[np.isfinite(p)] < alpha)), 3.5 * math.sqrt(alpha * (1 - alpha) / reps)
+
+
+# ------------------------------------------------------------------------------------------------
+# exact checks
+
+
+def test_kendall_rows_counting_path_equals_pairs_with_ties():
+    g = np.random.default_rng(0)
+    h = g.integers(1, 6, (4, 50)).astype(float)
+    a = np.round(g.normal(size=(4, 50)), 1)  # ties in a too
+    assert np.array_equal(kendall_rows(h, a), _rows_pairwise(h, a))
+    assert np.array_equal(kendall_rows(a, h), _rows_pairwise(a, h))
+    full = stats.kendalltau(h[0], a[0])
+    assert kendall_rows(h, a)[0].sum() / 2 == pytest.approx(
+        full.statistic * math.sqrt(((h[0][:, None] != h[0]).sum() / 2)
+                                   * ((a[0][:, None] != a[0]).sum() / 2)))
+
+
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c", "pearson", "spearman"])
+def test_jackknife_equals_brute_force_leave_one_out(method):
+    g = np.random.default_rng(1)
+    n = 25
+    h = g.integers(1, 6, n).astype(float)
+    a, b = h + g.normal(size=n), np.round(h + 2 * g.normal(size=n), 1)
+    est = jackknife_diff(h, a, b, method)
+    f = COEF[method]
+    loo = np.array([f(np.delete(h, i), np.delete(a, i)) - f(np.delete(h, i), np.delete(b, i))
+                    for i in range(n)])
+    assert est.delta == pytest.approx(f(h, a) - f(h, b), abs=1e-12)
+    assert est.se == pytest.approx(math.sqrt((n - 1) / n * ((loo - loo.mean()) ** 2).sum()),
+                                   rel=1e-10)
+
+
+def test_ustat_variance_against_brute_force_jackknife():
+    # Without ties, tau-b is a U-statistic and Sen's variance is exactly the brute-force
+    # jackknife variance times (n - 2)^2 / (n - 1)^2.
+    g = np.random.default_rng(2)
+    n = 20
+    h = g.normal(size=n)
+    a, b = h + g.normal(size=n), h + 2 * g.normal(size=n)
+    loo = np.array([COEF["kendall_b"](np.delete(h, i), np.delete(a, i))
+                    - COEF["kendall_b"](np.delete(h, i), np.delete(b, i)) for i in range(n)])
+    jack_var = (n - 1) / n * ((loo - loo.mean()) ** 2).sum()
+    est = ustat_diff(h, a, b)
+    assert est.delta == pytest.approx(COEF["kendall_b"](h, a) - COEF["kendall_b"](h, b))
+    assert est.se**2 == pytest.approx(jack_var * (n - 2) ** 2 / (n - 1) ** 2, rel=1e-10)
+    # with ties in h (tau-b is then a ratio of U-statistics): the linearised variance stays
+    # within a few percent of the brute-force jackknife
+    h = g.integers(1, 6, n).astype(float)
+    a, b = h + g.normal(size=n), h + 2 * g.normal(size=n)
+    loo = np.array([COEF["kendall_b"](np.delete(h, i), np.delete(a, i))
+                    - COEF["kendall_b"](np.delete(h, i), np.delete(b, i)) for i in range(n)])
+    jack_var = (n - 1) / n * ((loo - loo.mean()) ** 2).sum()
+    assert ustat_diff(h, a, b).se ** 2 == pytest.approx(jack_var * (n - 2) ** 2 / (n - 1) ** 2,
+                                                        rel=0.1)
+
+
+def test_zou_interval_hand_worked():
+    # r12 = .5, r13 = .3, r23 = .4, n = 50, 95%: worked step by step from Zou (2007)
+    half = 1.959963985 / math.sqrt(47)                              # 0.285890
+    l1, u1 = math.tanh(math.atanh(0.5) - half), math.tanh(math.atanh(0.5) + half)
+    l2, u2 = math.tanh(math.atanh(0.3) - half), math.tanh(math.atanh(0.3) + half)
+    # atanh(.5) = 0.549306, atanh(.3) = 0.309520; +- 0.285890, back-transformed:
+    assert (round(l1, 4), round(u1, 4)) == (0.2575, 0.6833)
+    assert (round(l2, 4), round(u2, 4)) == (0.0236, 0.5338)
+    # corr(r12, r13) = ((.4 - .075)(1 - .25 - .09 - .16) + .064) / (.75 * .91) = .2265 / .6825
+    c = ((0.4 - 0.5 * 0.3 / 2) * (1 - 0.25 - 0.09 - 0.16) + 0.4**3) / ((1 - 0.25) * (1 - 0.09))
+    assert round(c, 4) == 0.3319
+    low = 0.2 - math.sqrt((0.5 - l1) ** 2 + (u2 - 0.3) ** 2 - 2 * c * (0.5 - l1) * (u2 - 0.3))
+    high = 0.2 + math.sqrt((u1 - 0.5) ** 2 + (0.3 - l2) ** 2 - 2 * c * (u1 - 0.5) * (0.3 - l2))
+    assert (round(low, 4), round(high, 4)) == (-0.0754, 0.4763)
+    got = zou_ci(0.5, 0.3, 0.4, 50)
+    assert (float(got[0]), float(got[1])) == pytest.approx((low, high), abs=1e-9)
+    # equal correlations: symmetric around 0; n <= 3: undefined
+    lo, hi = zou_ci(0.4, 0.4, 0.5, 100)
+    assert float(lo) == pytest.approx(-float(hi))
+    assert np.isnan(zou_ci(0.4, 0.3, 0.5, 3)[0])
+
+
+def test_resolve_tests_defaults_and_errors():
+    assert resolve_tests("auto", ["overall", "system"], "kendall_b") == {
+        "overall": "ustat", "system": "permutation-random"}
+    assert resolve_tests("auto", ["overall"], "pearson") == {"overall": "williams"}
+    # a dataset's default_test (HANNA's loader declares "paper") replaces the calibrated one
+    assert resolve_tests("auto", ["overall", "system"], "kendall_b", "paper") == {
+        "overall": "paper", "system": "paper"}
+    assert resolve_tests({"system": "bootstrap"}, ["overall", "system"], "spearman") == {
+        "overall": "jackknife", "system": "bootstrap"}
+    with pytest.raises(InputError, match="tau-b"):
+        resolve_tests("ustat", ["overall"], "pearson")
+    with pytest.raises(InputError, match="system level only"):
+        resolve_tests("permutation-random", ["overall"], "kendall_b")
+    with pytest.raises(InputError, match="unknown test"):
+        resolve_tests("wilcoxon", ["overall"], "kendall_b")
+    with pytest.raises(InputError, match="unknown test 'nope'"):
+        resolve_tests("auto", ["overall"], "kendall_b", "nope")
+
+
+def test_auto_is_the_paper_convention_only_where_the_dataset_says_so():
+    from storyeval.data import load_hanna
+
+    hanna = load_hanna()
+    assert hanna.default_test == "paper"
+    renamed = replace(hanna, name="my-copy")  # the name does not matter, the declaration does
+    res = meta_evaluate(renamed, measures="BLEU,chrF", levels="system", reference="all")
+    assert set(res.williams["test"]) == {"paper"}
+    res = meta_evaluate(replace(hanna, default_test=None), measures="BLEU,chrF",
+                        levels="system", reference="all")
+    assert set(res.williams["test"]) == {"permutation-random"}
+
+
+# ------------------------------------------------------------------------------------------------
+# the pipeline
+
+
+def test_paper_setting_reproduces_default_hanna_numbers():
+    default = meta_evaluate(measures="BLEU,Beluga-13B 1,ChatGPT 1")
+    paper = meta_evaluate(measures="BLEU,Beluga-13B 1,ChatGPT 1", test="paper")
+    cols = ["t", "p", "p_adjusted", "swapped"]
+    pd.testing.assert_frame_equal(default.williams[cols], paper.williams[cols])
+    assert set(paper.williams["test"]) == {"paper"}
+    assert set(paper.williams["sided"]) == {"one-sided"}
+    assert paper.williams[["delta", "ci_low", "ci_high"]].notna().all().all()
+    assert (paper.williams["ci_low"] <= paper.williams["delta"]).all()
+
+
+def _user_dataset(seed: int = 0, systems: int = 6, prompts: int = 30):
+    g = np.random.default_rng(seed)
+    rows = []
+    for s in range(systems):
+        for p in range(prompts):
+            q = 0.4 * s / systems + g.normal()
+            rows.append({"system": f"S{s}", "prompt_id": p, "quality": _human(np.array(q), g),
+                         "good": q + g.normal(), "weak": q + 3 * g.normal(),
+                         "inverse": -q + g.normal()})
+    table = pd.DataFrame(rows)
+    long = table.melt(id_vars=["system", "prompt_id"], var_name="measure", value_name="value")
+    return scores_to_dataset(long, criteria=["quality"], name="mine")
+
+
+def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
+    res = meta_evaluate(_user_dataset(), reference="all")
+    will = res.williams
+    assert dict(zip(will["level"], will["test"])) == {"overall": "ustat",
+                                                      "system": "permutation-random"}
+    assert set(will["sided"]) == {"two-sided"} and not will["swapped"].any()
+    assert will[["p", "delta", "ci_low", "ci_high"]].notna().all().all()
+    # "inverse" is oriented (paper sign convention): compared by |tau|
+    row = will[(will["level"] == "overall") & (will["measure_a"] == "good")
+               & (will["measure_b"] == "inverse")].iloc[0]
+    assert row["delta"] == pytest.approx(abs(row["r_a"]) - abs(row["r_b"]))
+    assert res.settings["williams"]["test"] == {"overall": "ustat",
+                                                "system": "permutation-random"}
+
+
+@pytest.mark.parametrize("test", ["williams", "jackknife", "bootstrap", "permutation"])
+def test_every_named_test_runs_on_user_data(test):
+    res = meta_evaluate(_user_dataset(1), reference="all", test=test, n_resamples=200,
+                        n_permutations=200)
+    will = res.williams
+    assert set(will["test"]) == {test}
+    assert will["p"].between(0, 1).all()
+    assert will[["ci_low", "ci_high"]].notna().all().all()
+
+
+def test_direction_larger_only_for_williams_tests():
+    with pytest.raises(InputError, match="fixed direction"):
+        meta_evaluate(_user_dataset(), test="ustat", direction="larger", levels="overall")
+
+
+# ------------------------------------------------------------------------------------------------
+# calibration under the null (>= 2,000 replications each; vectorised)
+
+
+@pytest.mark.slow
+def test_ustat_holds_its_level():
+    h, a, b = _null(3000, 60, seed=10)
+    p = normal_test(ustat_diff(h, a, b))[1]
+    rate, tol = _within_binomial(p)
+    assert abs(rate - 0.05) < tol, rate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["kendall_b", "pearson", "spearman"])
+def test_jackknife_holds_its_level(method):
+    h, a, b = _null(2000, 60, seed=11)
+    p = normal_test(jackknife_diff(h, a, b, method))[1]
+    rate, tol = _within_binomial(p)
+    assert abs(rate - 0.05) < tol, rate
+
+
+@pytest.mark.slow
+def test_williams_two_sided_fixed_holds_its_level_for_pearson():
+    g = np.random.default_rng(12)
+    cov = np.array([[1, 0.5, 0.5], [0.5, 1, 0.6], [0.5, 0.6, 1]])
+    x = g.multivariate_normal(np.zeros(3), cov, size=(4000, 30))
+    xc = x - x.mean(1, keepdims=True)
+    c = np.einsum("rni,rnj->rij", xc, xc)
+    d = np.sqrt(np.einsum("rii->ri", c))
+    r = c / d[:, :, None] / d[:, None, :]
+    p = williams_test(r[:, 0, 1], r[:, 0, 2], r[:, 1, 2], 30, alternative="two-sided",
+                      direction="fixed").pvalue
+    rate, tol = _within_binomial(p)
+    assert abs(rate - 0.05) < tol, rate
+    # the paper's convention (direction chosen after seeing the data, one-sided) doubles it
+    paper = williams_test(r[:, 0, 1], r[:, 0, 2], r[:, 1, 2], 30).pvalue
+    assert np.mean(paper < 0.05) == pytest.approx(2 * rate, abs=0.01)
+
+
+def _replicate_frame(h, a, b, systems: int):
+    """Replications as column triples of one (system, prompt) table: rows r of the comparison
+    table are independent data sets."""
+    reps, n = h.shape
+    prompts = n // systems
+    idx = pd.MultiIndex.from_product([[f"S{s}" for s in range(systems)], range(prompts)],
+                                     names=["system", "prompt_id"])
+    cols = {}
+    for r in range(reps):
+        cols[f"h{r}"], cols[f"a{r}"], cols[f"b{r}"] = h[r], a[r], b[r]
+    wide = pd.DataFrame(cols, index=idx)
+    comp = {"criterion": np.array([f"h{r}" for r in range(reps)], dtype=object),
+            "measure_a": np.array([f"a{r}" for r in range(reps)], dtype=object),
+            "measure_b": np.array([f"b{r}" for r in range(reps)], dtype=object)}
+    return wide, comp
+
+
+@pytest.mark.slow
+def test_system_permutation_with_random_ties_holds_its_level_with_5_systems():
+    # 5 systems x 20 prompts; system effects drawn per replication
+    g = np.random.default_rng(13)
+    reps, S, P = 2000, 5, 20
+    q = g.normal(0, 0.3, (reps, S, 1)) + g.normal(size=(reps, S, P))
+    u = g.normal(size=q.shape)
+    h = _human(q, g)
+    a, b = q + 0.5 * u + g.normal(size=q.shape), q + 0.5 * u + g.normal(size=q.shape)
+    wide, comp = _replicate_frame(h.reshape(reps, -1), a.reshape(reps, -1), b.reshape(reps, -1),
+                                  S)
+    ones = np.ones(reps)
+    res = system_permutation(wide, comp, ones, ones, "kendall_b", n_permutations=199,
+                             random_state=0)
+    rate, tol = _within_binomial(res["p"])
+    assert abs(rate - 0.05) < tol, rate
+
+
+@pytest.mark.slow
+def test_bootstrap_test_holds_its_level():
+    h, a, b = _null(2000, 200, seed=14)
+    wide, comp = _replicate_frame(h, a, b, systems=2)  # 100 prompts (pairs of stories) resampled
+    ones = np.ones(len(comp["criterion"]))
+    res = _bootstrap(wide, comp, ones, ones, "overall", "pearson", 200, "prompts", 0, 0.95,
+                     "two-sided")
+    rate, tol = _within_binomial(res["p"])
+    assert abs(rate - 0.05) < tol, rate
+
+
+@pytest.mark.slow
+def test_permutation_test_holds_its_level():
+    # the engine vectorises over compared measures, not over data sets: one call per
+    # replication (about 5 ms each). With 199 permutations the attainable level is 9/200.
+    from storyeval.resample.permutation import paired_permutation_test
+
+    h, a, b = _null(2000, 20, seed=15)
+    idx = pd.MultiIndex.from_product([["S0", "S1"], range(10)],
+                                     names=["system", "prompt_id"])
+    p = np.array([paired_permutation_test(
+        pd.DataFrame({"h": h[r], "a": a[r], "b": b[r]}, index=idx), "h", "a", ["b"],
+        method="pearson", unit="story", n_permutations=199, alternative="two-sided",
+        random_state=r)["pvalue"].iloc[0] for r in range(len(h))])
+    rate, tol = _within_binomial(p)
+    assert abs(rate - 0.05) < tol, rate
+
+
+def test_cli_test_option_and_effect_size_tables(capsys):
+    from storyeval.cli import main
+
+    assert main(["meta", "--metrics", "BLEU,Beluga-13B 1", "--criteria", "RE,CH",
+                 "--test", "overall=ustat,system=permutation-random", "--format", "md",
+                 "--test-permutations", "199", "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "BH-adjusted U-statistic z-test p (two-sided, 2 P(Z > |z|)" in out
+    assert "paired permutation (random tie-breaking) p" in out
+    assert "difference of correlations with the human criterion" in out
+    assert "overall level: test 'ustat'" in out
+    # the paper's convention says what its level is measured to be
+    assert main(["meta", "--metrics", "BLEU,Beluga-13B 1", "--criteria", "RE,CH",
+                 "--levels", "overall"]) == 0
+    assert "measured type-I error" in capsys.readouterr().out
+    assert main(["meta", "--metrics", "BLEU", "--test", "overall"]) == 2

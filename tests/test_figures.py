@@ -1,0 +1,64 @@
+"""Heatmaps: formats, when cells show their values, and a layout that keeps every label."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storyeval.exceptions import InputError
+from storyeval.report import figures
+
+
+def _grid(n_rows: int, n_cols: int = 6) -> pd.DataFrame:
+    g = np.random.default_rng(n_rows)
+    return pd.DataFrame(g.uniform(-1, 1, (n_rows, n_cols)),
+                        index=[f"a rather long measure name {i}" for i in range(n_rows)],
+                        columns=[f"criterion {j}" for j in range(n_cols)])
+
+
+def test_formats_are_checked_and_ordered():
+    assert figures.check_figure_formats("PDF, png,pdf") == ("pdf", "png")
+    assert figures.check_figure_formats([".svg"]) == ("svg",)
+    for bad in ("gif", "", "png,jpeg"):
+        with pytest.raises(InputError, match="figure format"):
+            figures.check_figure_formats(bad)
+
+
+def test_values_written_only_in_grids_small_enough_to_read(tmp_path, monkeypatch):
+    calls = []
+    original = figures._write_values
+    monkeypatch.setattr(figures, "_write_values",
+                        lambda *a, **k: (calls.append(a[2].shape), original(*a, **k)))
+    figures.heatmap(_grid(10), tmp_path / "small", title="t")
+    figures.heatmap(_grid(192), tmp_path / "large", title="t")
+    figures.heatmap(_grid(80), tmp_path / "forced", title="t", annotate=True)
+    assert calls == [(10, 6), (80, 6)]
+    assert 10 * 6 <= figures.ANNOTATE_MAX_CELLS < 192 * 6
+
+
+def test_layout_keeps_labels_inside_the_figure(tmp_path):
+    plt = figures._pyplot()
+    grid = _grid(40)
+    layout = figures._Layout.of(grid, "a title " * 30, annotate=True)
+    fig = plt.figure(figsize=(layout.width, layout.height))
+    ax, _ = layout.axes(fig)
+    ax.imshow(grid.to_numpy(), aspect="auto")
+    ax.set_xticks(range(6), list(grid.columns), rotation=45, ha="right", rotation_mode="anchor",
+                  fontsize=8)
+    ax.set_yticks(range(40), list(grid.index), fontsize=7)
+    fig.canvas.draw()
+    box = ax.get_tightbbox(fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.y0 >= 0  # no tick label cut at the left or the bottom
+    plt.close(fig)
+    # a very tall grid stays within the pixel budget
+    tall = figures._Layout.of(_grid(2000, 2), "t", annotate=False)
+    assert max(tall.width, tall.height) * tall.dpi <= 6000 + 1e-6
+
+
+def test_marks_without_values_are_dots(tmp_path):
+    grid = _grid(192)
+    marks = pd.DataFrame(False, index=grid.index, columns=grid.columns)
+    marks.iloc[3, 2] = True
+    (png,) = figures.heatmap(grid, tmp_path / "marked", title="t", marks=marks)
+    assert png.stat().st_size > 1000
