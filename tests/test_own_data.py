@@ -163,6 +163,23 @@ def test_scores_files_are_merged_and_duplicates_name_both_files(files, tmp_path)
         read_dataset(files["ratings"], scores=[files["good"], copy])
 
 
+def test_own_story_ids_beside_system_and_prompt_join_on_the_story(files, tmp_path):
+    """A score file with its own id scheme (gen0-item3) and system, prompt_id columns joins on
+    (system, prompt_id); one story under two own ids is a duplicate, named."""
+    good = pd.read_csv(files["good"])
+    good[["system", "prompt_id"]] = good["story_id"].str.split("/", expand=True)
+    good["story_id"] = good["system"] + "-item" + good["prompt_id"]
+    path = tmp_path / "own_ids.csv"
+    good.to_csv(path, index=False)
+    ds = read_dataset(files["ratings"], scores=[path])
+    ref = read_dataset(files["ratings"], scores=[files["good"]])
+    pd.testing.assert_series_equal(ds.wide()["good"], ref.wide()["good"])
+    twice = pd.concat([good, good.iloc[:1].assign(story_id="another-id")])
+    twice.to_csv(path, index=False)
+    with pytest.raises(InputError, match="duplicate score for story"):
+        read_dataset(files["ratings"], scores=[path])
+
+
 def test_long_score_table_declares_its_criteria(tmp_path):
     ratings = _ratings(ragged=False)
     story = ratings.groupby(["system", "prompt_id", "criterion"], sort=False)["value"].mean()

@@ -230,9 +230,14 @@ class Dataset:
         own_ids = pd.Index(self.story_ids)
         unknown = new.index.difference(own_ids)
         if len(unknown):
-            systems = sorted({str(i).rsplit("/", 1)[0] for i in unknown} - set(self.systems))
+            # ids of the SYSTEM/PROMPT form name their system; other ids name none
+            systems = sorted({str(i).rsplit("/", 1)[0] for i in unknown if "/" in str(i)}
+                             - set(self.systems))
             hint = (f"; systems {systems[:6]} have no stories (and no human ratings) in it"
                     if systems else "")
+            if not any("/" in str(i) for i in unknown[:100]):
+                hint += ("; give the scores 'system' and 'prompt_id' columns (a story is its "
+                         "system and prompt), or story ids of the form SYSTEM/PROMPT")
             if self.reference_system is not None and systems:
                 hint += (f" - score the stories of the rated systems (the references are "
                          f"system {self.reference_system!r})")

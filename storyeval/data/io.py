@@ -292,7 +292,22 @@ def _validate_scores(frame: pd.DataFrame, source: str, fmt: str | None,
     about = frame[[c for c in ("story_id", "measure") if c in frame.columns]]
     frame["value"] = _numeric_column(frame["value"], "value", source, fmt, about)
     _check_unique(frame, source, fmt, codes)
+    if "story" in codes and "story_id" not in codes:
+        _canonical_story_ids(frame, source, fmt, codes)
     return frame.reset_index(drop=True), codes
+
+
+def _canonical_story_ids(frame: pd.DataFrame, source: str, fmt: str | None,
+                         codes: dict) -> None:
+    """A file with ``system`` and ``prompt_id`` and its own ``story_id`` (e.g. ``gen0-item3``):
+    the story is its (system, prompt_id), so the ids become storyeval's ``SYSTEM/PROMPT`` and
+    the file joins any dataset on its stories, whatever its own id scheme. Checked again for
+    duplicates: two own ids of one (system, prompt_id) would score one story twice."""
+    story, systems, prompts = codes["story"]
+    ids = np.array([make_story_id(a, b) for a, b in zip(systems, prompts)], dtype=object)
+    frame["story_id"] = pd.Series(ids[story], index=frame.index).astype(str)
+    codes["story_id"] = (story, ids)
+    _check_unique(frame, source, fmt, codes)
 
 
 def _pair_codes(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, list, list]:
