@@ -8,11 +8,16 @@ ratings, 13 levels), 30 automatic metrics (every fifth rounded to 0.1, so with t
   of every pair of the 36 (16) measures at the overall and system levels
   (``correlation_grid``), and the Williams tests of every pair of metrics for every criterion
   at both levels (``williams_test``; 6 x 435 x 2 = 5,220 tests with 30 metrics): wall time
-  (import included) and peak RSS (the process's VmHWM);
+  (import included) and peak RSS (the process's VmHWM); the Kendall time is that of the
+  counts, the one-time load of the compiled kernels (numba) is timed on its own before them,
+  as the scipy loop's time leaves out importing scipy.stats;
+* up to ``--bootstrap-max-stories`` (default 100,000), ``bootstrap_correlations`` of every
+  metric with every criterion (tau-b, overall level, 1,000 resamples of prompts; what
+  ``--ci bootstrap`` adds): wall time of the call and peak RSS;
 * up to ``--cli-max-stories`` (default 10,000), the whole command ``storyeval meta --data
   FILE --criteria ... --metrics all --reference all --test williams --no-figures --format csv
   --out D``, which adds the reports and, with the comparison-test feature, the effect sizes
-  and their intervals;: wall time (import included) and peak RSS (the process's VmHWM);
+  and their intervals: wall time (import included) and peak RSS (the process's VmHWM);
 * reading and validating the long table alone (``read_dataset``);
 * a plain ``scipy.stats.kendalltau`` loop over the pairs the Williams tests need (every metric
   with every criterion and with every other metric): wall time of the loop and peak RSS.
@@ -20,7 +25,7 @@ ratings, 13 levels), 30 automatic metrics (every fifth rounded to 0.1, so with t
 Prints a Markdown table, writes it with the raw numbers to ``benchmarks/bench_scale.json`` and
 draws ``docs/img/bench_scale.png`` (log-log).
 
-    python benchmarks/bench_scale.py                 # all sizes (about 15 minutes)
+    python benchmarks/bench_scale.py                 # all sizes (about 20 minutes)
     python benchmarks/bench_scale.py --max-stories 20000 --cli-max-stories 0
 """
 
@@ -43,6 +48,7 @@ CRITERIA = ["Relevance", "Coherence", "Empathy", "Surprise", "Engagement", "Comp
 # (prompts, metrics) with 10 systems: 960, 10^4, 10^5 and 10^6 stories
 SIZES = [(96, 30), (1_000, 30), (10_000, 30), (100_000, 10)]
 SYSTEMS = 10
+BOOT_RESAMPLES = 1000
 
 
 def make_wide(n_prompts: int, n_metrics: int, seed: int = 0) -> pd.DataFrame:
@@ -103,6 +109,10 @@ CORE_BODY = """
     ia, ib = np.triu_indices(len(metrics), 1)
     ic = np.arange(len(metrics), len(measures))[:, None]
     tests = 0
+    from storyeval.meta.kendall_sorted import warm_up
+    start = time.perf_counter()
+    warm_up()  # the compiled kernels' one-time load, timed on its own
+    load = time.perf_counter() - start
     for level in ("overall", "system"):
         start = time.perf_counter()
         grid = correlation_grid(wide, measures, measures, level=level)
@@ -111,7 +121,19 @@ CORE_BODY = """
         r, n = grid.value, grid.n
         res = williams_test(r[ia, ic], r[ib, ic], r[ia, ib], n[ia, ib])
         tests += np.size(res.statistic)
-    print(tests, kendall)
+    print(tests, kendall, load)
+"""
+
+BOOT_BODY = """
+    from storyeval.data import read_dataset
+    from storyeval.resample import bootstrap_correlations
+    crits = sys.argv[2].split(",")
+    wide = read_dataset(sys.argv[1], criteria=crits).wide()
+    pairs = [(m, c) for m in wide.columns if m not in crits for c in crits]
+    start = time.perf_counter()
+    bootstrap_correlations(wide, pairs, level="overall", n_resamples=int(sys.argv[3]),
+                           random_state=0, show_progress=False)
+    print(time.perf_counter() - start, len(pairs))
 """
 
 READ_BODY = """
@@ -160,7 +182,8 @@ def run(body: str, args: list[str]) -> tuple[float, float, str]:
     return wall, peak, done.stdout
 
 
-def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int) -> dict:
+def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int,
+            boot_max: int) -> dict:
     data = folder / f"long_{n_prompts}.csv"
     rows = write_long(data, n_prompts, n_metrics)
     crits = ",".join(CRITERIA)
@@ -168,7 +191,11 @@ def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int) -> dict:
            *WILLIAMS, "--no-figures", "--format", "csv", "--out", str(folder / f"out_{n_prompts}"),
            "--overwrite"]
     wall, peak, out = run(CORE_BODY, [str(data), crits])
-    n_tests, kendall = int(out.split()[0]), float(out.split()[1])
+    n_tests, kendall, load = int(out.split()[0]), float(out.split()[1]), float(out.split()[2])
+    boot = boot_peak = boot_pairs = None
+    if n_prompts * SYSTEMS <= boot_max:
+        _, boot_peak, out = run(BOOT_BODY, [str(data), crits, str(BOOT_RESAMPLES)])
+        boot, boot_pairs = float(out.split()[0]), int(out.split()[1])
     cli_wall = cli_peak = None
     if n_prompts * SYSTEMS <= cli_max:
         cli_wall, cli_peak, _ = run(CLI_BODY, ["meta", *cli])
@@ -179,7 +206,9 @@ def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int) -> dict:
     scipy_loop, n_pairs = float(out.split()[0]), int(out.split()[1])
     data.unlink()
     return {"stories": n_prompts * SYSTEMS, "measures": len(CRITERIA) + n_metrics,
-            "rows": rows, "pairs": n_pairs, "williams_tests": n_tests, "kendall_s": kendall, "storyeval_s": wall,
+            "rows": rows, "pairs": n_pairs, "williams_tests": n_tests, "kendall_s": kendall,
+            "numba_load_s": load, "bootstrap_s": boot, "bootstrap_mb": boot_peak,
+            "bootstrap_pairs": boot_pairs, "storyeval_s": wall,
             "storyeval_mb": peak, "read_s": read, "scipy_s": scipy_loop, "scipy_mb": scipy_peak,
             "cli_s": cli_wall, "cli_mb": cli_peak}
 
@@ -187,18 +216,25 @@ def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int) -> dict:
 def table(results: list[dict]) -> str:
     header = ("| stories | measures (long rows) | storyeval core, wall (Williams tests) | peak RSS "
               "| of which reading + validating | of which tau-b of all pairs, overall "
+              "(+ one-time load of the compiled kernels) "
               "| scipy loop (pairs) | loop peak RSS | scipy loop / storyeval tau-b "
+              f"| `--ci bootstrap`: {BOOT_RESAMPLES:,} resamples, overall (pairs), peak RSS "
               "| `storyeval meta` command |")
     lines = [header,
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in results:
         cli = ("-" if r["cli_s"] is None
                else f"{r['cli_s']:.1f} s, {r['cli_mb']:,.0f} MB")
+        boot = ("-" if r.get("bootstrap_s") is None else
+                f"{r['bootstrap_s']:.1f} s ({r['bootstrap_pairs']}), "
+                f"{r['bootstrap_mb']:,.0f} MB")
         lines.append(
             f"| {r['stories']:,} | {r['measures']} ({r['rows']:,}) | {r['storyeval_s']:.1f} s "
             f"({r['williams_tests']:,}) | {r['storyeval_mb']:,.0f} MB | {r['read_s']:.1f} s "
-            f"| {r['kendall_s']:.2f} s | {r['scipy_s']:.1f} s ({r['pairs']}) "
-            f"| {r['scipy_mb']:,.0f} MB | {r['scipy_s'] / r['kendall_s']:.1f}x | {cli} |")
+            f"| {r['kendall_s']:.2f} s (+ {r['numba_load_s']:.1f} s) "
+            f"| {r['scipy_s']:.1f} s ({r['pairs']}) "
+            f"| {r['scipy_mb']:,.0f} MB | {r['scipy_s'] / r['kendall_s']:.1f}x | {boot} "
+            f"| {cli} |")
     return "\n".join(lines)
 
 
@@ -216,6 +252,10 @@ def plot(results: list[dict], path: Path) -> None:
               label="storyeval: tau-b of all pairs (overall level)")
     ax.loglog(n, [r["scipy_s"] for r in results], "s--",
               label="scipy.stats.kendalltau loop (pairs only)")
+    boot = [(r["stories"], r["bootstrap_s"]) for r in results if r.get("bootstrap_s")]
+    if boot:
+        ax.loglog(*zip(*boot), "d-",
+                  label=f"storyeval: bootstrap, {BOOT_RESAMPLES:,} resamples (overall)")
     for r in results:
         ax.annotate(f"{r['measures']} measures", (r["stories"], r["scipy_s"]),
                     textcoords="offset points", xytext=(4, -12), fontsize=7)
@@ -232,12 +272,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-stories", type=int, default=10**6)
     parser.add_argument("--cli-max-stories", type=int, default=10**4)
+    parser.add_argument("--bootstrap-max-stories", type=int, default=10**5)
     args = parser.parse_args()
     sizes = [s for s in SIZES if s[0] * SYSTEMS <= args.max_stories]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for n_prompts, n_metrics in sizes:
-            results.append(measure(n_prompts, n_metrics, Path(tmp), args.cli_max_stories))
+            results.append(measure(n_prompts, n_metrics, Path(tmp), args.cli_max_stories,
+                                   args.bootstrap_max_stories))
             print(table(results[-1:]).splitlines()[-1], flush=True)
     print(table(results))
     (ROOT / "benchmarks" / "bench_scale.json").write_text(json.dumps(results, indent=1) + "\n")

@@ -1,5 +1,5 @@
 """``python -m storyeval`` runs the command line."""
 
-from storyeval.cli import main
+from storyeval.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -225,3 +225,53 @@ def test_hanna_system_level_interval(hanna_generation_wide):
     assert res.loc[0, "value"] == pytest.approx(expected, abs=1e-12)
     assert (res["ci_low"] <= res["value"]).all() and (res["value"] <= res["ci_high"]).all()
     assert (res["ci_high"] - res["ci_low"] > 0).all()
+
+
+def _direct_kendall_reference(V, w, ia, ic, method):
+    """Kendall of small n as first written: float signs of every observation pair, weighted by
+    w_i w_j through a matrix product (the exact integer counts of `direct`)."""
+    from storyeval.resample._kernels import _distinct_present, _safe_div
+
+    n = V.shape[-2]
+    w = np.asarray(w, dtype=np.float64)
+    iu, ju = np.triu_indices(n, k=1)
+    with np.errstate(invalid="ignore"):
+        s = np.sign(V[..., ju, :] - V[..., iu, :])
+    wq = (w[..., iu] * w[..., ju])[..., None, :]
+    num = np.matmul(wq, s[..., ia] * s[..., ic])[..., 0, :]
+    if method == "kendall_b":
+        den = np.matmul(wq, np.abs(s))[..., 0, :]
+        return _safe_div(num, np.sqrt(den[..., ia] * den[..., ic]))
+    shape = np.broadcast_shapes(w.shape, V.shape[:-1])
+    wb = np.broadcast_to(w, shape)
+    distinct = _distinct_present(np.broadcast_to(V, (*shape, V.shape[-1])), wb)
+    m = np.minimum(distinct[..., ia], distinct[..., ic]).astype(np.float64)
+    return _safe_div(2.0 * num, wb.sum(axis=-1)[..., None] ** 2 * (m - 1) / np.maximum(m, 1))
+
+
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c"])
+def test_direct_kendall_equals_the_pairwise_formulation(method):
+    """int8 signs, pairs first, integer counts (all weights 1) or weighted sums: every weight
+    shape the callers use, heavy ties, NaN and inf (undefined comparisons), 1-9 observations."""
+    from storyeval.resample._kernels import direct
+
+    g = np.random.default_rng(3)
+    for _ in range(300):
+        n, K, M = (int(v) for v in g.integers(1, [10, 6, 8]))
+        batch = tuple(int(v) for v in g.integers(1, 4, int(g.integers(0, 3))))
+        V = g.integers(0, 3, (*batch, n, K)) / 3.0
+        for value, share in ((np.nan, 0.05), (np.inf, 0.05), (-0.0, 0.2)):
+            V[g.random(V.shape) < share * (g.random() < 0.3)] = value
+        ia, ic = g.integers(0, K, M), g.integers(0, K, M)
+        kind = int(g.integers(0, 5))
+        w = [np.ones(n), np.ones((*batch, n)), g.integers(0, 3, n).astype(float),
+             g.integers(0, 4, (*batch, n)).astype(float), None][kind]
+        if w is None:  # weights with more batch axes than the values (a resample axis)
+            V = V[None]
+            w = g.integers(0, 3, (4, *(1,) * len(batch), n)).astype(float)
+            w = np.ones_like(w) if g.random() < 0.5 else w
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = _direct_kendall_reference(V, w, ia, ic, method)
+            got = direct(V, w, ia, ic, method)
+        assert got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True)

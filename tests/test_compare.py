@@ -13,12 +13,14 @@ from scipy import stats
 
 from storyeval.data import scores_to_dataset
 from storyeval.exceptions import InputError
-from storyeval.meta.compare import _bootstrap, resolve_tests, system_permutation
+from storyeval.meta.compare import _bootstrap, _ustat_shared, resolve_tests, system_permutation
 from storyeval.meta.dependent import (
     _rows_pairwise,
     jackknife_diff,
     kendall_rows,
     normal_test,
+    shared_kendall_rows,
+    untied_counts,
     ustat_diff,
     zou_ci,
 )
@@ -65,6 +67,64 @@ def test_kendall_rows_counting_path_equals_pairs_with_ties():
     assert kendall_rows(h, a)[0].sum() / 2 == pytest.approx(
         full.statistic * math.sqrt(((h[0][:, None] != h[0]).sum() / 2)
                                    * ((a[0][:, None] != a[0]).sum() / 2)))
+
+
+def _brute_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = np.broadcast_arrays(x, y)
+    return (np.sign(x[..., None, :] - x[..., :, None])
+            * np.sign(y[..., None, :] - y[..., :, None])).sum(-1)
+
+
+def test_kendall_rows_by_levels_equals_brute_force_with_heavy_ties():
+    """The one-cumulative-sum counting path (x levels in y's order) on batches, broadcast
+    operands and every path choice (x or y with few levels, neither)."""
+    g = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(g.integers(1, 90))
+        batch = tuple(int(v) for v in g.integers(1, 4, int(g.integers(0, 3))))
+        x = g.integers(0, int(g.integers(1, 14)), (*batch, n)) / 3.0
+        y = np.round(g.normal(size=(*batch, n)), int(g.integers(0, 3)))
+        if g.random() < 0.3:
+            x, y = y, x
+        if g.random() < 0.2:
+            x = g.normal(size=(*batch, n))  # many levels in both
+        if batch and g.random() < 0.3:
+            x = x[..., :1, :] if x.ndim > 1 else x
+        assert np.array_equal(kendall_rows(x, y), _brute_rows(x, y))
+
+
+def test_shared_kendall_rows_equal_kendall_rows_per_pair():
+    """Every column sorted once for all pairs equals kendall_rows and untied_counts pair by
+    pair, including criteria with more levels than the counting path takes."""
+    g = np.random.default_rng(12)
+    n = 150
+    X = np.column_stack([
+        _human(g.normal(size=n), g), g.integers(1, 6, n).astype(float),
+        g.normal(size=n),  # 150 levels: the general path
+        np.round(g.normal(size=(n, 5)), 1), g.integers(0, 3, (n, 3)).astype(float)])
+    xcols = np.repeat([0, 1, 2], 10)
+    ycols = g.integers(0, X.shape[1], 30)
+    rows, untied = shared_kendall_rows(X, xcols, ycols)
+    for k in range(30):
+        assert np.array_equal(rows[k], kendall_rows(X[:, xcols[k]], X[:, ycols[k]]))
+    assert np.array_equal(untied, untied_counts(X.T))
+
+
+def test_shared_ustat_equals_ustat_diff_row_by_row():
+    """All-pairs tests sharing (criterion, measure) pairs: the same numbers as `ustat_diff` on
+    every comparison (orientation -1 negates a measure)."""
+    g = np.random.default_rng(13)
+    n = 120
+    q = g.normal(size=n)
+    X = np.column_stack([_human(q, g), _human(q, g)]
+                        + [np.round(q + g.normal(size=n), int(d)) for d in g.integers(0, 3, 8)])
+    ih = g.integers(0, 2, 40)
+    ia, ib = g.integers(2, 10, 40), g.integers(2, 10, 40)
+    sa, sb = g.choice([-1.0, 1.0], 40), g.choice([-1.0, 1.0], 40)
+    est = _ustat_shared(X, ih, ia, ib, sa, sb)
+    want = ustat_diff(X[:, ih].T, X[:, ia].T * sa[:, None], X[:, ib].T * sb[:, None])
+    assert np.array_equal(est.delta, want.delta, equal_nan=True)
+    assert np.array_equal(est.se, want.se, equal_nan=True)
 
 
 @pytest.mark.parametrize("method", ["kendall_b", "kendall_c", "pearson", "spearman"])

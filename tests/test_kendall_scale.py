@@ -181,3 +181,38 @@ def test_vectorised_validation_keeps_its_messages():
     text = frame.assign(value=["1", "x", "", "NA"])
     with pytest.raises(InputError, match="row 1: column 'value' is not a number: 'x'"):
         validate_scores(text)
+
+
+def test_warm_up_loads_the_compiled_kernels_or_does_nothing(monkeypatch):
+    import sys
+
+    from storyeval.meta.kendall_sorted import engine, warm_up
+
+    thread = warm_up(background=True)
+    if engine() != "numba":
+        assert thread is None
+        return
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert "storyeval.meta._kendall_numba" in sys.modules
+    monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+    assert warm_up(background=True) is None
+
+
+def test_meta_command_warms_up_for_large_inputs(tmp_path, monkeypatch):
+    import argparse
+
+    from storyeval.cli import meta as meta_cli
+
+    calls = []
+    monkeypatch.setattr("storyeval.meta.kendall_sorted.warm_up",
+                        lambda background=False: calls.append(background))
+    small, large = tmp_path / "small.csv", tmp_path / "large.csv"
+    small.write_text("a\n1\n")
+    with open(large, "wb") as f:
+        f.truncate(meta_cli._WARM_UP_MIN_BYTES)
+    meta_cli._warm_up_for_large_input(argparse.Namespace(data=small, scores=[]))
+    meta_cli._warm_up_for_large_input(argparse.Namespace(data=None, scores=[]))
+    assert calls == []
+    meta_cli._warm_up_for_large_input(argparse.Namespace(data=small, scores=[large]))
+    assert calls == [True]

@@ -274,3 +274,51 @@ def test_settings_state_the_tie_rule():
         warnings.simplefilter("ignore")
         res = meta_evaluate(measures="paper", levels="system", reference="none")
     assert res.settings["tie_rule"] == TIE_RULE
+
+
+# ------------------------------------------------------------------------------------------------
+# the fast implementations against the plain formulations (bit for bit, heavy and near ties)
+
+
+def _snap_reference(values: np.ndarray, rtol: float) -> np.ndarray:
+    """`snap_ties` along axis 0 of a 2-D array as first written: stable argsort of every column,
+    chain consecutive sorted values, each value replaced by the first (smallest) of its group."""
+    order = np.argsort(values, axis=0, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=0)
+    gap = np.abs(np.diff(ordered, axis=0))
+    scale = np.maximum(np.abs(ordered[1:]), np.abs(ordered[:-1]))
+    starts = np.vstack([np.ones((1, values.shape[1]), bool), ~(gap <= rtol * scale)])
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(values))[:, None], 0), axis=0)
+    snapped = np.empty_like(values)
+    np.put_along_axis(snapped, order, np.take_along_axis(ordered, first, axis=0), axis=0)
+    return snapped
+
+
+def _tied_means(g: np.random.Generator, n: int, m: int) -> np.ndarray:
+    """Means with exact ties, ties broken in the last bits, near-misses, +-0, NaN and inf."""
+    v = g.integers(-3, 4, (n, m)) / 3.0
+    v = v + g.choice([0, 0, 1e-16, -1e-16, 5e-13, 1e-13, 1e-11], (n, m)) * np.abs(v)
+    for value, share in ((0.0, 0.2), (-0.0, 0.2), (np.nan, 0.05), (np.inf, 0.03),
+                         (-np.inf, 0.03)):
+        v[g.random((n, m)) < share] = value
+    return v
+
+
+@pytest.mark.parametrize("block", [2**15, 7])  # one block, and many small ones
+def test_snap_ties_equals_the_sorted_column_formulation(monkeypatch, block):
+    from storyeval.meta import ties
+
+    monkeypatch.setattr(ties, "_SNAP_BLOCK", block)
+    g = np.random.default_rng(7)
+    with np.errstate(invalid="ignore"):
+        for _ in range(300):
+            v = _tied_means(g, int(g.integers(2, 12)), int(g.integers(1, 60)))
+            for rtol in (1e-12, 1e-14, 0.3):
+                want = _snap_reference(v, rtol)
+                got = snap_ties(v, rtol)
+                assert got.dtype == want.dtype
+                assert np.array_equal(got.view(np.int64), want.view(np.int64))  # same bits
+        batch = _tied_means(g, 40 * 10, 7).reshape(40, 10, 7)  # (resample, system, measure)
+        want = _snap_reference(batch.transpose(1, 0, 2).reshape(10, -1), 1e-12)
+        got = snap_ties(batch, axis=1).transpose(1, 0, 2).reshape(10, -1)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))

@@ -262,3 +262,116 @@ def pair_counts(rx, ox, kx, ry, oy, ky, pa, pb, same, out, start, stop
             _store(out, grp, a, b, s, n_obs, tv, tu, same)
         else:
             _store(out, grp, a, b, s, n_obs, tu, tv, same)
+
+
+# --------------------------------------------------------------------------------------------
+# weighted counts for resampling (storyeval.meta.kendall_weighted)
+
+
+# Up to this many levels, the weights below a level are summed level by level (no tree).
+LINEAR_MAX_LEVELS = 16
+
+
+@nb.njit(cache=True, nogil=True)
+def _weighted_counts(su, vu, kv, w, out, m, swap, b0):  # pragma: no cover - compiled
+    """Weighted counts of one pair (u, v) for the weight columns of ``w`` (n, width), whose
+    rows are already in u order: ``su`` u ranks and ``vu`` v ranks (1..kv) in that order.
+    Writes into ``out[:, b0 + b, m]``: S = sum_{i<j} w_i w_j sign(u_j - u_i) sign(v_j - v_i),
+    the sums of squared tie-group weights of x and of y, and the numbers of x and y values with
+    positive weight (x is u unless ``swap``).
+
+    A u tie group is queried before any of it is inserted; a Fenwick tree over the v ranks (or,
+    for few levels, the per-level weights summed directly) holds one weight per column, so the
+    inner loops run over the columns and vectorise."""
+    n, width = w.shape
+    linear = kv <= LINEAR_MAX_LEVELS
+    tree = np.zeros((kv + 1, width))
+    at_level = np.zeros((kv + 1, width))  # inserted weight with exactly each v rank
+    inserted = np.zeros(width)
+    s = np.zeros(width)
+    less = np.empty(width)
+    group = np.empty(width)
+    tied_u = np.zeros(width)
+    distinct_u = np.zeros(width)
+    start = 0
+    while start < n:
+        stop = start + 1
+        while stop < n and su[stop] == su[start]:
+            stop += 1
+        for t in range(start, stop):
+            r = vu[t]
+            less[:] = 0.0
+            if linear:
+                for i in range(1, r):
+                    for b in range(width):
+                        less[b] += at_level[i, b]
+            else:
+                i = r - 1
+                while i > 0:
+                    for b in range(width):
+                        less[b] += tree[i, b]
+                    i -= i & (-i)
+            for b in range(width):  # less - greater, greater = inserted - less - at_level
+                s[b] += w[t, b] * (2.0 * less[b] + at_level[r, b] - inserted[b])
+        group[:] = 0.0
+        for t in range(start, stop):
+            r = vu[t]
+            for b in range(width):
+                at_level[r, b] += w[t, b]
+                group[b] += w[t, b]
+            if not linear:
+                i = r
+                while i <= kv:
+                    for b in range(width):
+                        tree[i, b] += w[t, b]
+                    i += i & (-i)
+        for b in range(width):
+            inserted[b] += group[b]
+            tied_u[b] += group[b] * group[b]
+            distinct_u[b] += group[b] > 0
+        start = stop
+    for b in range(width):
+        tied_v = 0.0
+        distinct_v = 0.0
+        for r in range(1, kv + 1):
+            tied_v += at_level[r, b] * at_level[r, b]
+            distinct_v += at_level[r, b] > 0
+        out[0, b0 + b, m] = s[b]
+        out[1 + swap, b0 + b, m] = tied_u[b]
+        out[2 - swap, b0 + b, m] = tied_v
+        out[3 + swap, b0 + b, m] = distinct_u[b]
+        out[4 - swap, b0 + b, m] = distinct_v
+
+
+@nb.njit(cache=True, nogil=True)
+def weighted_pair_counts(ranks, order, levels, u_cols, first, pair, v_cols, swap, wt, chunk,
+                         out, start, stop):  # pragma: no cover - compiled
+    """Weighted counts (`_weighted_counts`) of the tasks start..stop-1 into ``out`` (5, B, M).
+
+    The pairs are grouped by their u column: group g is column ``u_cols[g]`` with the pairs
+    ``pair[first[g]:first[g + 1]]`` (v columns ``v_cols``, ``swap`` 1 where x is v). A task is
+    one group x one chunk of weight columns: the chunk's weights are gathered in u order once
+    (the one random-access pass), then every pair of the group streams through them.
+    ranks, order : (K, n) int32 dense ranks (1..k) and orders by rank of complete columns;
+    levels : (K,); wt : (n, B) weights."""
+    n = wt.shape[0]
+    n_chunks = (wt.shape[1] + chunk - 1) // chunk
+    for task in range(start, stop):
+        g = task // n_chunks
+        b0 = (task % n_chunks) * chunk
+        b1 = min(wt.shape[1], b0 + chunk)
+        ou = order[u_cols[g]]
+        ru = ranks[u_cols[g]]
+        w = np.empty((n, b1 - b0))
+        su = np.empty(n, np.int32)
+        for t in range(n):
+            j = ou[t]
+            su[t] = ru[j]
+            for b in range(b1 - b0):
+                w[t, b] = wt[j, b0 + b]
+        vu = np.empty(n, np.int32)
+        for k in range(first[g], first[g + 1]):
+            rv = ranks[v_cols[k]]
+            for t in range(n):
+                vu[t] = rv[ou[t]]
+            _weighted_counts(su, vu, levels[v_cols[k]], w, out, pair[k], swap[k], b0)

@@ -47,9 +47,8 @@ from storyeval.exceptions import InputError, StoryevalWarning
 from storyeval.meta.dependent import (
     DiffEstimate,
     jackknife_diff,
-    kendall_rows,
     normal_test,
-    untied_counts,
+    shared_kendall_rows,
     ustat_diff,
     ustat_diff_from_rows,
     zou_ci,
@@ -161,6 +160,7 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
     out = {"t": np.full(size, np.nan), "p": np.full(size, np.nan),
            "statistic_kind": np.full(size, "", dtype=object),
            "test_reason": np.full(size, "", dtype=object)}
+    est = None
     if test in ("ustat", "jackknife"):
         est = _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy, tie_rtol)
         z, p, _, _ = normal_test(est, alternative, confidence_level)
@@ -182,7 +182,8 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
     out.update(effect_sizes(wide, comp, level=level, method=method, test=test,
                             sign_convention=sign_convention, confidence_level=confidence_level,
                             n_resamples=n_resamples, resample_by=resample_by,
-                            random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol))
+                            random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol,
+                            estimate=est))
     return out
 
 
@@ -190,9 +191,11 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                  test: str, sign_convention: str = "paper", confidence_level: float = 0.95,
                  n_resamples: int = 1000, resample_by: str = "prompts",
                  random_state: int | None = 0, nan_policy: str = "raise",
-                 tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+                 tie_rtol: float = 1e-12,
+                 estimate: DiffEstimate | None = None) -> dict[str, np.ndarray]:
     """``delta`` and its confidence interval ``ci_low, ci_high`` (method in ``ci_method``) for
-    every comparison row, whatever the test (see the module doc)."""
+    every comparison row, whatever the test (see the module doc). ``estimate``: the rows'
+    U-statistic or jackknife estimate when the test (``test``) already computed it."""
     sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
@@ -203,7 +206,8 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
         kind = f"Zou (2007), Fisher z, n = {'systems' if level == 'system' else 'stories'}"
     elif level == "overall" and test != "bootstrap":
         name = "ustat" if method == "kendall_b" else "jackknife"
-        est = _normal_estimates(wide, comp, sa, sb, level, method, name, nan_policy, tie_rtol)
+        est = (estimate if estimate is not None and test == name else
+               _normal_estimates(wide, comp, sa, sb, level, method, name, nan_policy, tie_rtol))
         _, _, low, high = normal_test(est, "two-sided", confidence_level)
         kind = ("U-statistic normal interval" if name == "ustat"
                 else "jackknife normal interval")
@@ -284,15 +288,11 @@ def _ustat_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
     pairs, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     ka, kb = inverse[:len(ih)], inverse[len(ih):]
-    rows = np.empty((len(pairs), n))
-    step = max(1, int(2e6 // max(n * 16, 1)))  # the counting path holds (pairs, n, levels)
-    for start in range(0, len(pairs), step):
-        chunk = pairs[start:start + step]
-        rows[start:start + step] = kendall_rows(X[:, chunk[:, 0]].T, X[:, chunk[:, 1]].T)
     columns = np.unique(np.concatenate([ih, ia, ib]))
     where = np.zeros(X.shape[1], dtype=np.int64)
     where[columns] = np.arange(len(columns))
-    untied = untied_counts(X[:, columns].T)
+    # each column sorted once for all its pairs and for its untied counts
+    rows, untied = shared_kendall_rows(X[:, columns], where[pairs[:, 0]], where[pairs[:, 1]])
     delta, se = np.empty(len(ih)), np.empty(len(ih))
     step = max(1, int(4e6 // max(n, 1)))
     for start in range(0, len(ih), step):
@@ -438,14 +438,16 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     masks = np.vstack([np.zeros((1, P)), (rng.random((n_permutations, P)) < 0.5)])
     size = len(ih)
     deltas = np.empty((n_permutations + 1, size))
+    # the swapped prompts' sums of every column, once per column (one matrix product), not
+    # once per compared row
+    swapped = (masks @ sums.reshape(P, -1)).reshape(len(masks), S, -1) / count[None, :, None]
     per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
     step = max(1, int(2**28 // per_row))
     for start in range(0, size, step):
         rows = slice(start, min(size, start + step))
         a_s = mean[:, ia[rows]] * sa[rows]
         b_s = mean[:, ib[rows]] * sb[rows]
-        swap = (sums[:, :, ib[rows]] * sb[rows] - sums[:, :, ia[rows]] * sa[rows]) / count[None, :, None]
-        shift = np.einsum("np,psr->nsr", masks, swap)  # (N+1, S, R)
+        shift = swapped[:, :, ib[rows]] * sb[rows] - swapped[:, :, ia[rows]] * sa[rows]
         A = tie_values(a_s[None] + shift, "system", axis=1, rtol=tie_rtol)
         Bm = tie_values(b_s[None] + (-shift), "system", axis=1, rtol=tie_rtol)
         H = np.broadcast_to(tie_values(mean[:, ih[rows]], "system", axis=0, rtol=tie_rtol)[None],

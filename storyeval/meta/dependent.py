@@ -42,6 +42,7 @@ __all__ = ["DiffEstimate", "jackknife_diff", "kendall_rows", "normal_test", "unt
 # pairwise path (chunked); at or below, the O(n G) counting path.
 _MAX_LEVELS = 64
 _CHUNK_BYTES = 64 * 2**20
+_LEVEL_CHUNK = 2**18  # cumulative counts per chunk of pairs (int32): about 1 MB, in cache
 
 
 class DiffEstimate(NamedTuple):
@@ -72,29 +73,74 @@ def _tie_bounds(sorted_vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _rows_by_levels(codes: np.ndarray, G: int, y: np.ndarray) -> np.ndarray:
     """Row sums ``sum_j sign(x_j - x_i) sign(y_j - y_i)`` where x is given by its dense codes
-    (0..G-1, ordered as the values): for every item, count per x level the items above and below
-    it in y (cumulative counts along y's order), then weigh the levels by sign(L - code_i)."""
+    (0..G-1, ordered as the values): items put in y order, counted by x level (see
+    `_rows_in_order`)."""
     order = np.argsort(y, axis=-1, kind="stable")
-    ys = np.take_along_axis(y, order, axis=-1)
+    start, end = _tie_bounds(np.take_along_axis(y, order, axis=-1))
+    return _rows_by_levels_sorted(codes, G, order, start, end)
+
+
+def _rows_by_levels_sorted(codes: np.ndarray, G: int, order: np.ndarray, start: np.ndarray,
+                           end: np.ndarray) -> np.ndarray:
+    """`_rows_by_levels` given y's stable sort ``order`` and the tie bounds ``start, end`` of
+    its sorted values (so that a y column shared by many pairs is sorted once)."""
     cs = np.take_along_axis(codes, order, axis=-1)
-    start, end = _tie_bounds(ys)
-    onehot = (cs[..., None] == np.arange(G)).astype(np.float64)  # (..., n, G)
-    cum = np.cumsum(onehot, axis=-2)
-    zero = np.zeros(cum.shape[:-2] + (1, G))
-    cum0 = np.concatenate([zero, cum], axis=-2)  # cum0[k] = counts at sorted positions < k
-    below = np.take_along_axis(cum0, start[..., None], axis=-2)
-    upto = np.take_along_axis(cum0, (end + 1)[..., None], axis=-2)
-    above = cum0[..., -1:, :] - upto
-    net = above - below  # (..., n, G): items of level L above minus below item i in y
-    csum = np.cumsum(net, axis=-1)
-    total = csum[..., -1]
-    lower = np.where(cs > 0, np.take_along_axis(csum, np.maximum(cs - 1, 0)[..., None],
-                                                axis=-1)[..., 0], 0.0)
-    upto_c = np.take_along_axis(csum, cs[..., None], axis=-1)[..., 0]
-    sorted_rows = (total - upto_c) - lower
-    rows = np.empty_like(sorted_rows)
-    np.put_along_axis(rows, order, sorted_rows, axis=-1)
+    shape = cs.shape
+    flat = (-1, shape[-1])
+    sorted_rows = _rows_in_order(cs.reshape(flat), G, start.reshape(flat), end.reshape(flat))
+    rows = np.empty(shape, dtype=np.float64)
+    np.put_along_axis(rows, order, sorted_rows.reshape(shape), axis=-1)
     return rows
+
+
+def _rows_in_order(cs: np.ndarray, G: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Row sums at the sorted positions of y: ``cs`` (m, n) x codes in y order, ``[start, end]``
+    each position's tie group in y.
+
+    With ``H[g, p] = sum_{q <= p} sign(c_q - g)`` (one cumulative sum along y's order), the items
+    above i in y minus those below give ``r_i = H[c_i, n-1] - H[c_i, end_i] - H[c_i, start_i-1]``
+    (items tied with i in y count 0): three scalar reads per item. Exact integers."""
+    m, n = cs.shape
+    dt = np.int32 if n < 2**31 else np.int64  # (int32 cumulative sums are SIMD: 3x int16's)
+    c = cs.astype(dt)
+    H = np.sign(c[:, None, :] - np.arange(G, dtype=dt)[:, None])  # (m, G, n)
+    np.cumsum(H, axis=-1, out=H)
+    H = H.reshape(-1)
+    base = (np.arange(m) * (G * n))[:, None] + c.astype(np.int64) * n  # H[k, c_i, 0]
+    below = np.where(start > 0, H[base + np.maximum(start - 1, 0)], 0)
+    return H[base + (n - 1)] - H[base + end] - below
+
+
+def shared_kendall_rows(X: np.ndarray, xcols: np.ndarray,
+                        ycols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`kendall_rows` of the column pairs ``(X[:, xcols[k]], X[:, ycols[k]])`` of a NaN-free
+    items x columns matrix (pairs, n), and the `untied_counts` of every column (columns, n).
+
+    Many pairs share a column (all-pairs tests: a few criteria times every measure): every
+    column is sorted once (its order, tie groups and dense codes), then each pair with at most
+    `_MAX_LEVELS` x levels is counted in y's order; the other pairs go through `kendall_rows`."""
+    n = X.shape[0]
+    order = np.argsort(X.T, axis=-1, kind="stable")
+    start, end = _tie_bounds(np.take_along_axis(X.T, order, axis=-1))
+    untied = np.empty(order.shape)
+    np.put_along_axis(untied, order, (n - (end - start + 1)).astype(np.float64), axis=-1)
+    codes = np.empty(order.shape, dtype=np.int64)  # a new code at each tie group's start
+    np.put_along_axis(codes, order, np.cumsum(start == np.arange(n), axis=-1) - 1, axis=-1)
+    levels = codes.max(axis=-1, initial=-1) + 1
+    rows = np.empty((len(xcols), n))
+    few = levels[xcols] <= _MAX_LEVELS
+    counted, other = np.flatnonzero(few), np.flatnonzero(~few)
+    step = max(1, _LEVEL_CHUNK // max(n * int(levels[xcols[counted]].max(initial=1)), 1))
+    for lo in range(0, len(counted), step):  # chunks of pairs: (chunk, levels, n) counts
+        k = counted[lo:lo + step]
+        y = ycols[k]
+        rows[k] = _rows_by_levels_sorted(codes[xcols[k]], int(levels[xcols[k]].max()), order[y],
+                                         start[y], end[y])
+    step = max(1, int(2e6 // max(n * 16, 1)))
+    for lo in range(0, len(other), step):
+        k = other[lo:lo + step]
+        rows[k] = kendall_rows(X[:, xcols[k]].T, X[:, ycols[k]].T)
+    return rows, untied
 
 
 def _untied(x: np.ndarray) -> np.ndarray:

@@ -27,6 +27,10 @@ exactly; the system means of every resample are snapped (`tie_values`) before ex
 
 from __future__ import annotations
 
+import functools
+import math
+import sys
+
 import numpy as np
 from scipy import sparse
 
@@ -36,12 +40,25 @@ from storyeval.meta.ties import tie_values
 
 KENDALL = ("kendall_b", "kendall_c")
 _CHUNK_BYTES = 48 * 2**20
+_SMALL_CHUNK_BYTES = 2**21  # cache-sized chunks where the work per element is small
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         out = num / den
     return np.where(den > 0, out, np.nan)
+
+
+@functools.cache
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController  # lazy; found once (scanning costs ~2 ms)
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """Context limiting BLAS to one thread (threadpoolctl, a core dependency)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def _chunks(total: int, per_item_bytes: int):
@@ -77,24 +94,77 @@ def _weighted_pearson_cols(V, w, ia, ic):
     return np.clip(r, -1.0, 1.0)
 
 
+def _pair_signs(V: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Signs ``sign(V_j - V_i)`` of the Q = n(n-1)/2 observation pairs i < j (triu order) as
+    int8 arranged (Q, K, *batch), and a (K, *batch) flag of the columns where a difference is
+    NaN (None when every value is finite).
+
+    Observations first, then columns: pairs are formed from whole contiguous slabs (no gather
+    along a short axis) and sums over the pairs add contiguous rows."""
+    n = V.shape[-2]
+    Vq = np.ascontiguousarray(np.moveaxis(V, (-2, -1), (0, 1)))  # (n, K, *batch)
+    s = np.empty((n * (n - 1) // 2, *Vq.shape[1:]), dtype=np.int8)
+    stop = 0
+    for i in range(n - 1):  # a loop over observations (systems), not over stories or pairs
+        hi, lo = Vq[i + 1:], Vq[i]
+        start, stop = stop, stop + n - 1 - i
+        # for finite values sign(hi - lo) exactly (a difference is 0 only for equal values)
+        np.subtract((hi > lo).view(np.int8), (hi < lo).view(np.int8), out=s[start:stop])
+    if np.isfinite(Vq).all():
+        return s, None
+    iu, ju = np.triu_indices(n, k=1)
+    with np.errstate(invalid="ignore"):
+        bad = np.isnan(Vq[ju] - Vq[iu]).any(axis=0)  # NaN, or inf - inf: undefined as before
+    return s, bad
+
+
+def _sum_pairs(a: np.ndarray, dtype) -> np.ndarray:
+    """Sum over axis 0 through a 2-D view: NumPy reduces it much faster than the N-D array."""
+    flat = a.reshape(a.shape[0], math.prod(a.shape[1:]))
+    return flat.sum(axis=0, dtype=dtype).reshape(a.shape[1:])
+
+
+def _kendall_num_den(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray):
+    """``sum_q w_q s_a s_c`` (..., M) and ``sum_q w_q |s_k|`` (..., K) over the pairs q, with
+    ``w_q = w_i w_j``: exact integers (weights are multiplicities), as float64."""
+    s, bad = _pair_signs(V)
+    prod = np.take(s, ia, axis=1) * np.take(s, ic, axis=1)  # (Q, M, *batch) int8
+    if np.all(w == 1):  # every weight 1 (e.g. resampled prompts): plain integer counts
+        acc = np.int16 if len(s) < 2**15 else np.int64
+        num, den = _sum_pairs(prod, acc), _sum_pairs(np.abs(s), acc)
+    else:
+        iu, ju = np.triu_indices(V.shape[-2], k=1)
+        wq = np.moveaxis(w[..., iu] * w[..., ju], -1, 0)  # (Q, *wbatch) float64
+        # align the batch axes of the signs and of the weights (they broadcast in einsum)
+        nb = max(V.ndim, w.ndim + 1) - 2
+        wq = wq.reshape(wq.shape[:1] + (1,) * (nb - wq.ndim + 1) + wq.shape[1:])
+        lead = (1,) * (nb - V.ndim + 2)
+        num = np.einsum("qm...,q...->m...", prod.reshape(prod.shape[:2] + lead + prod.shape[2:]),
+                        wq)
+        den = np.einsum("qk...,q...->k...", np.abs(s).reshape(s.shape[:2] + lead + s.shape[2:]),
+                        wq)
+    num = np.ascontiguousarray(np.moveaxis(num, 0, -1), dtype=np.float64)
+    den = np.ascontiguousarray(np.moveaxis(den, 0, -1), dtype=np.float64)
+    if bad is not None:  # a NaN comparison made the coefficient NaN (as sign(NaN) did)
+        bad = np.moveaxis(bad, 0, -1)
+        num[np.broadcast_to(bad[..., ia] | bad[..., ic], num.shape)] = np.nan
+    return num, den
+
+
 def direct(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray, method: str):
     """Weighted coefficients for small n.
 
     V : (..., n, K) values; w : (..., n) multiplicities (broadcastable against V[..., 0]);
     returns (..., M) for the column pairs (ia[m], ic[m]).
     """
-    n = V.shape[-2]
     w = np.asarray(w, dtype=np.float64)
     if method in KENDALL:
-        iu, ju = np.triu_indices(n, k=1)
-        d = V[..., ju, :] - V[..., iu, :]
-        s = np.sign(d)  # (..., Q, K); exact comparison (the tie rule)
-        wq = (w[..., iu] * w[..., ju])[..., None, :]  # (..., 1, Q)
-        num = np.matmul(wq, s[..., ia] * s[..., ic])[..., 0, :]
-        if method == "kendall_b":
-            den = np.matmul(wq, np.abs(s))[..., 0, :]
-            return _safe_div(num, np.sqrt(den[..., ia] * den[..., ic]))
         shape = np.broadcast_shapes(w.shape, V.shape[:-1])
+        num, den = _kendall_num_den(V, w, ia, ic)
+        num = np.broadcast_to(num, (*shape[:-1], len(ia)))
+        if method == "kendall_b":
+            den = np.broadcast_to(den, (*shape[:-1], V.shape[-1]))
+            return _safe_div(num, np.sqrt(den[..., ia] * den[..., ic]))
         wb = np.broadcast_to(w, shape)
         distinct = _distinct_present(np.broadcast_to(V, (*shape, V.shape[-1])), wb)
         m = np.minimum(distinct[..., ia], distinct[..., ic]).astype(np.float64)
@@ -125,10 +195,14 @@ class OverallKernel:
     Parameters
     ----------
     X : (S, P, K) cube; ia, ic : column indices of the M pairs; method;
-    mode : "prompts" (weights vary by prompt only), "systems", or "stories" (general).
+    mode : "prompts" (weights vary by prompt only), "systems", or "stories" (general);
+    n_resamples : how many weight vectors will be evaluated (bootstrap resamples plus jackknife
+        rows), for the choice of the Kendall kernel (`overall_kendall_plan`);
+    kendall_kernel : force "blocks", "dense" or "sorted" (default: the cheapest).
     """
 
-    def __init__(self, X: np.ndarray, ia, ic, method: str, mode: str):
+    def __init__(self, X: np.ndarray, ia, ic, method: str, mode: str, *,
+                 n_resamples: int = 1000, kendall_kernel: str = "auto"):
         self.S, self.P, self.K = X.shape
         self.X = X
         self.ia = np.asarray(ia)
@@ -136,23 +210,42 @@ class OverallKernel:
         self.method = method
         self.mode = mode
         self.cols = np.unique(np.concatenate([self.ia, self.ic]))
+        self.kendall_kernel = None
         if method in KENDALL:
-            if mode in ("prompts", "systems"):
+            if kendall_kernel == "auto":
+                kendall_kernel, costs = overall_kendall_plan(X, self.ia, self.ic, mode,
+                                                             n_resamples)
+                _warn_if_slow(kendall_kernel, costs)
+            self.kendall_kernel = kendall_kernel
+            if kendall_kernel == "sorted":
+                from storyeval.meta.kendall_weighted import WeightedKendall
+
+                self.weighted = WeightedKendall(X.reshape(self.S * self.P, self.K), self.ia,
+                                                self.ic)
+            elif kendall_kernel == "blocks":
+                if mode not in ("prompts", "systems"):
+                    raise ValueError("the 'blocks' Kendall kernel needs mode 'prompts' or "
+                                     "'systems'")
                 self._kendall_blocks()
-            if method == "kendall_c":
+            elif kendall_kernel != "dense":
+                raise ValueError(f"unknown Kendall kernel {kendall_kernel!r}; use one of "
+                                 f"{OVERALL_KENDALL_KERNELS}")
+            if method == "kendall_c" and kendall_kernel != "sorted":
                 self._distinct_incidence()
         elif method == "spearman":
             self._dense_codes()
 
     # -- Kendall -----------------------------------------------------------------------------
-    def _signs(self, k: int) -> np.ndarray:
-        """Sign tensor arranged (unit pair, within-unit pair) for column k (float32)."""
+    def _signs(self, k: int, arrange: str | None = None) -> np.ndarray:
+        """Sign tensor arranged (unit pair, within-unit pair) for column k (float32); the units
+        are those of ``arrange`` (default: the mode), "stories" gives the (n, n) matrix."""
         x = self.X[:, :, k]
         d = np.sign(x[None, None, :, :] - x[:, :, None, None]).astype(np.float32)  # [s,p,u,q]
         S, P = self.S, self.P
-        if self.mode == "prompts":
+        arrange = arrange or self.mode
+        if arrange == "prompts":
             return d.transpose(1, 3, 0, 2).reshape(P * P, S * S)
-        if self.mode == "systems":
+        if arrange == "systems":
             return d.transpose(0, 2, 1, 3).reshape(S * S, P * P)
         return d.reshape(S * P, S * P)
 
@@ -195,7 +288,7 @@ class OverallKernel:
         return out
 
     def _kendall_num_den(self, cS, cP):
-        if self.mode in ("prompts", "systems"):
+        if self.kendall_kernel == "blocks":
             C = cP if self.mode == "prompts" else cS
             num = self._quad(C, self.T)
             absT = np.stack([self.absT[k] for k in self.cols], axis=-1)
@@ -211,7 +304,7 @@ class OverallKernel:
             if k not in cache:
                 if len(cache) > 16:
                     cache.pop(next(iter(cache)))
-                cache[k] = self._signs(k)
+                cache[k] = self._signs(k, "stories")
             return cache[k]
 
         def quad(A):
@@ -262,6 +355,16 @@ class OverallKernel:
         counts = np.add.reduceat(hit, self.g_offsets, axis=1)
         return {k: counts[:, i] for i, k in enumerate(self.cols)}
 
+    def _kendall_sorted(self, cS: np.ndarray, cP: np.ndarray) -> np.ndarray:
+        """tau-b / tau-c from the O(n log n) weighted counts (`storyeval.meta.kendall_weighted`)."""
+        w = story_weights(cS, cP)
+        counts = self.weighted.counts(w)
+        if self.method == "kendall_b":
+            return _safe_div(counts.s, np.sqrt(counts.untied_x * counts.untied_y))
+        m = np.minimum(counts.distinct_x, counts.distinct_y)
+        N = w.sum(axis=1)[:, None]
+        return _safe_div(2.0 * counts.s, N**2 * (m - 1) / np.maximum(m, 1))
+
     # -- Spearman ------------------------------------------------------------------------------
     def _dense_codes(self) -> None:
         n = self.S * self.P
@@ -300,6 +403,8 @@ class OverallKernel:
         """(B, M) coefficients for system (B, S) and prompt (B, P) multiplicities."""
         cS = np.asarray(cS, dtype=np.float64)
         cP = np.asarray(cP, dtype=np.float64)
+        if self.kendall_kernel == "sorted":
+            return self._kendall_sorted(cS, cP)
         if self.method in KENDALL:
             num, den = self._kendall_num_den(cS, cP)
             if self.method == "kendall_b":
@@ -327,6 +432,76 @@ class OverallKernel:
         return self._spearman(w)
 
 
+OVERALL_KENDALL_KERNELS = ("blocks", "dense", "sorted")
+# Seconds per unit of work, measured on the 2-core development machine (HANNA-sized and
+# 3,000-20,000-story grids, 180 pairs); only their ratios matter.
+_COST = {
+    "block_setup": 1.4e-8,  # per story pair and column: the block sums of sign products
+    "block_quad": 1.0e-10,  # per resample, unit pair and measure pair: c^T T c
+    "dense": 8.2e-11,  # per resample, story pair and measure pair: w^T A w
+    "sorted_numba": 2.0e-9,  # per resample, story and measure pair (Fenwick; x log2(k)/4)
+    "sorted_numpy": 1.2e-7,  # the same with the NumPy engine
+    "load_numba": 0.7,  # importing numba and loading the compiled kernels, once per process
+}
+# The block sums hold a float32 sign tensor of all story pairs per column: above this many
+# bytes they are not an option.
+_BLOCK_MAX_BYTES = 2**30
+
+
+def overall_kendall_plan(X: np.ndarray, ia: np.ndarray, ic: np.ndarray, mode: str,
+                         n_resamples: int) -> tuple[str, dict[str, float]]:
+    """The cheapest overall-level Kendall kernel for ``n_resamples`` weight vectors and the
+    predicted seconds of each applicable one.
+
+    * ``blocks`` (modes "prompts", "systems"): block sums over pairs of units, O(n^2) per
+      column once, then one small quadratic form per resample: best for HANNA-sized grids;
+    * ``dense`` (any mode): one story-pair matrix per measure pair, O(n^2) per resample;
+    * ``sorted``: weighted Fenwick counts, O(n log k) per resample and measure pair
+      (`storyeval.meta.kendall_weighted`), the only option at tens of thousands of stories.
+    """
+    from storyeval.meta.kendall_sorted import engine
+
+    S, P, K = X.shape
+    n = S * P
+    M = len(ia)
+    cols = len(np.unique(np.concatenate([ia, ic])))
+    costs: dict[str, float] = {}
+    if mode in ("prompts", "systems") and 4.0 * n * n * (cols + 2) <= _BLOCK_MAX_BYTES:
+        U = P if mode == "prompts" else S
+        costs["blocks"] = (_COST["block_setup"] * n * n * cols
+                           + _COST["block_quad"] * n_resamples * U * U * (M + cols))
+    if 4.0 * n * n * 3 <= _BLOCK_MAX_BYTES:
+        costs["dense"] = _COST["dense"] * n_resamples * n * n * (M + cols)
+    numba = engine() == "numba"
+    distinct = np.zeros(K)
+    for k in np.unique(np.concatenate([ia, ic])):  # one sort per column
+        distinct[k] = len(np.unique(X[:, :, k]))
+    levels = np.minimum(distinct[ia], distinct[ic]).max(initial=1)
+    per = _COST["sorted_numba" if numba else "sorted_numpy"] * max(1.0, np.log2(levels + 1) / 4)
+    loaded = "storyeval.meta._kendall_numba" in sys.modules
+    costs["sorted"] = (per * n_resamples * n * M
+                       + (_COST["load_numba"] if numba and not loaded else 0.0))
+    return min(costs, key=costs.get), costs
+
+
+# Predicted seconds above which a missing accelerator is pointed out.
+_SLOW_SECONDS = 60.0
+
+
+def _warn_if_slow(kernel: str, costs: dict[str, float]) -> None:
+    """A `SlowPathWarning` when the chosen kernel is predicted to be slow and numba would help."""
+    import warnings
+
+    from storyeval.exceptions import SlowPathWarning
+    from storyeval.meta.kendall_sorted import engine
+
+    if kernel == "sorted" and engine() == "numpy" and costs[kernel] > _SLOW_SECONDS:
+        warnings.warn(f"Kendall's tau of the resamples is predicted to take about "
+                      f"{costs[kernel]:,.0f} s with the NumPy engine; the compiled one is about "
+                      "50 times faster: pip install 'storyeval[fast]' (numba)",
+                      SlowPathWarning, stacklevel=4)
+
+
 def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallKernel | None = None):
     """(B, M) coefficients at a level for multiplicities cS (B, S), cP (B, P)."""
     S, P, K = X.shape
@@ -338,11 +513,18 @@ def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallKernel |
     M = len(ia)
     out = np.empty((B, M))
     if level == "system":
-        per_b = (S * K + S * S * K * 2 + S * S * M) * 8
-        for sl in _chunks(B, per_b):
-            means = np.einsum("bp,spk->bsk", cP[sl], X) / cP[sl].sum(axis=1)[:, None, None]
-            means = tie_values(means, "system", axis=1)
-            out[sl] = direct(means, cS[sl], ia, ic, method)
+        # the system means as a BLAS product (5x faster than einsum); its summation order
+        # changes only last bits, which the tie rule's snapping absorbs. Small chunks keep
+        # every temporary in cache; one BLAS thread, as idle OpenBLAS threads spin for a
+        # while after each product and take a core from this (NumPy) thread.
+        XP = X.transpose(1, 0, 2).reshape(P, S * K)
+        step = max(1, _SMALL_CHUNK_BYTES // (S * (K + M) * 8))
+        with _one_blas_thread():
+            for start in range(0, B, step):
+                sl = slice(start, start + step)
+                means = (cP[sl] @ XP).reshape(-1, S, K) / cP[sl].sum(axis=1)[:, None, None]
+                means = tie_values(means, "system", axis=1)
+                out[sl] = direct(means, cS[sl], ia, ic, method)
         return out
     # prompt level: within-prompt coefficient over systems (weights cS), mean over prompts (cP)
     # (P, S, K), each prompt's column scaled to (-1, 1) by a power of two (exact; changes no

@@ -262,7 +262,9 @@ def bootstrap_correlations(
     if ci_method == "bca":
         jS, jP = _jackknife_weights(grid, resample_by)
     mode = {"prompts": "prompts", "systems": "systems", "both": "stories"}[resample_by]
-    kernel = OverallKernel(grid.X, ia, ic, method, mode) if level == "overall" else None
+    evaluations = n_resamples + 1 + (len(jP) if ci_method == "bca" else 0)
+    kernel = (OverallKernel(grid.X, ia, ic, method, mode, n_resamples=evaluations)
+              if level == "overall" else None)
 
     def stat(cS, cP):
         return level_statistic(grid.X, ia, ic, method, level, cS, cP, kernel=kernel)

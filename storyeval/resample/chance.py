@@ -18,15 +18,23 @@ from storyeval.resample._kernels import _chunks, _prompt_mean, direct
 __all__ = ["chance_baseline", "chance_distribution"]
 
 
+# Up to this many distinct criterion values, C - D is counted by level (O(n G) per draw);
+# beyond, by sorting (O(n log n) per draw, `storyeval.meta.kendall_sorted`).
+_MAX_LEVELS = 64
+
+
 def _kendall_s(z: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """C - D between z (n,) and a random untied measure whose order is ``perm`` (D, n).
 
     Reading z in the random measure's order, ``C - D = sum_j (#earlier smaller - #earlier
-    larger)``; earlier counts per distinct z value come from a cumulative one-hot count.
+    larger)``; earlier counts per distinct z value come from a cumulative one-hot count. A
+    criterion with more than ``_MAX_LEVELS`` distinct values is counted by sorting instead.
     """
     _, codes = np.unique(z, return_inverse=True)
     G = int(codes.max()) + 1
     D, n = perm.shape
+    if G > _MAX_LEVELS:
+        return _kendall_s_sorted(z, perm)
     out = np.empty(D)
     for sl in _chunks(D, n * G * 8 * 3):
         seq = codes[perm[sl]]  # (d, n)
@@ -38,6 +46,21 @@ def _kendall_s(z: np.ndarray, perm: np.ndarray) -> np.ndarray:
         equal = np.take_along_axis(earlier, seq[..., None], axis=2)[..., 0]
         greater = np.arange(n)[None, :] - less - equal
         out[sl] = (less - greater).sum(axis=1)
+    return out
+
+
+def _kendall_s_sorted(z: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """`_kendall_s` by O(n log n) counting per draw: the random measure is the position of each
+    observation in ``perm``."""
+    from storyeval.meta.kendall_sorted import sorted_counts
+
+    D, n = perm.shape
+    out = np.empty(D)
+    for sl in _chunks(D, n * 8 * 12):
+        position = np.empty(perm[sl].shape)
+        np.put_along_axis(position, perm[sl], np.arange(n, dtype=np.float64)[None, :], axis=1)
+        zz = np.broadcast_to(z, position.shape)[..., None]
+        out[sl] = sorted_counts(position[..., None], np.ascontiguousarray(zz))[0][:, 0, 0]
     return out
 
 

@@ -92,6 +92,75 @@ class _KendallOverall:
         return out["na"], out["da"], out["nb"], out["db"]
 
 
+class _KendallOverallSorted:
+    """The counts of ``_KendallOverall`` by weighted O(n log n) counting
+    (`storyeval.meta.kendall_weighted`): every story has an a-copy and a b-copy; a swap mask
+    gives the a-copy weight 1 - m and the b-copy weight m for a' (the reverse for b'), so
+    Kendall's counts of a' with z are the weighted counts of the 2n copies (the two copies of
+    one story never both have weight)."""
+
+    def __init__(self, xa, Xb, z, unit):
+        from storyeval.meta.kendall_weighted import WeightedKendall
+
+        S, P = xa.shape
+        Kb = Xb.shape[2]
+        self.S, self.P, self.unit, self.Kb = S, P, unit, Kb
+        copies = np.concatenate([np.broadcast_to(xa.reshape(-1, 1), (S * P, Kb)),
+                                 Xb.reshape(-1, Kb)])  # (2n, Kb): [a; b_k] per column
+        zz = np.concatenate([z.ravel(), z.ravel()])[:, None]
+        self.weighted = WeightedKendall(np.hstack([copies, zz]), np.arange(Kb),
+                                        np.full(Kb, Kb))
+        _, tie_sizes = np.unique(z, return_counts=True)
+        self.den_z = float(S * P * (S * P - 1) - (tie_sizes * (tie_sizes - 1)).sum()) / 2
+        self._last = None
+
+    def _counts(self, m: np.ndarray):
+        swap = _unit_mask(m, self.unit, self.S, self.P).reshape(m.shape[0], -1)
+        swap = swap.astype(np.float64)
+        W = np.concatenate([np.hstack([1.0 - swap, swap]), np.hstack([swap, 1.0 - swap])])
+        c = self.weighted.counts(W)
+        B = m.shape[0]
+        self._last = (m, c.distinct_x[:B], c.distinct_x[B:])
+        return c.s[:B], c.untied_x[:B], c.s[B:], c.untied_x[B:]
+
+    def counts(self, m: np.ndarray):
+        """C - D and non-tied-in-x counts for the swapped a' and b': four (B, Kb) arrays."""
+        return self._counts(m)
+
+    def distinct(self, m: np.ndarray):
+        """Distinct values of a' and of b' (two (B, Kb) arrays) for the masks of the last
+        `counts` call (computed with them)."""
+        if self._last is None or self._last[0] is not m:
+            self._counts(m)
+        return self._last[1], self._last[2]
+
+
+def _tau_c(num: np.ndarray, distinct: np.ndarray, distinct_z: int, n: int) -> np.ndarray:
+    """Stuart's tau-c from C - D, the distinct values of the measure and of z, n stories."""
+    m = np.minimum(distinct, distinct_z).astype(np.float64)
+    return _safe_div(2.0 * num, n**2 * (m - 1) / np.maximum(m, 1))
+
+
+def _kendall_overall(xa, Xb, z, unit: str, n_permutations: int):
+    """The cheaper of the quadratic forms (O(n^2) per measure once, O(U^2) per permutation) and
+    weighted O(n log n) counting per permutation, by the costs of `overall_kendall_plan`."""
+    from storyeval.resample._kernels import _BLOCK_MAX_BYTES, _COST
+
+    S, P = xa.shape
+    n, Kb = S * P, Xb.shape[2]
+    U = {"prompt": P, "system": S, "story": n}[unit]
+    quad = (_COST["block_setup"] * n * n * 8 * Kb
+            + _COST["block_quad"] * n_permutations * U * U * Kb * 4)
+    from storyeval.meta.kendall_sorted import engine
+
+    per = _COST["sorted_numba" if engine() == "numba" else "sorted_numpy"]
+    levels = len(np.unique(z))
+    weighted = per * max(1.0, np.log2(levels + 1) / 4) * 2 * n_permutations * 2 * n * Kb
+    if 8.0 * n * n * 4 <= _BLOCK_MAX_BYTES and quad <= weighted:
+        return _KendallOverall(xa, Xb, z, unit)
+    return _KendallOverallSorted(xa, Xb, z, unit)
+
+
 def paired_permutation_test(
     wide: pd.DataFrame,
     criterion: str,
@@ -231,7 +300,7 @@ def paired_permutation_test(
 
     kendall = None
     if level == "overall" and method in ("kendall_b", "kendall_c"):
-        kendall = _KendallOverall(xa, Xb, z, unit)
+        kendall = _kendall_overall(xa, Xb, z, unit, n_permutations)
         if method == "kendall_c":
             dist_z = len(np.unique(z))
     deltas = np.empty((n_permutations, Kb))
@@ -245,6 +314,10 @@ def paired_permutation_test(
                 if method == "kendall_b":
                     ra = _safe_div(na, np.sqrt(da * kendall.den_z))
                     rb = _safe_div(nb, np.sqrt(db * kendall.den_z))
+                elif isinstance(kendall, _KendallOverallSorted):
+                    dist_a, dist_b = kendall.distinct(m)
+                    ra = _tau_c(na, dist_a, dist_z, S * P)
+                    rb = _tau_c(nb, dist_b, dist_z, S * P)
                 else:
                     n = S * P
                     ra, rb = np.empty_like(na), np.empty_like(nb)
