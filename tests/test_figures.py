@@ -62,3 +62,25 @@ def test_marks_without_values_are_dots(tmp_path):
     marks.iloc[3, 2] = True
     (png,) = figures.heatmap(grid, tmp_path / "marked", title="t", marks=marks)
     assert png.stat().st_size > 1000
+
+
+def test_workers_draw_the_same_files_as_the_caller(tmp_path, monkeypatch):
+    """Figures drawn by worker processes are the files drawn in-process, byte for byte, and
+    they are published with the rest of the report."""
+    import filecmp
+
+    from storyeval.meta.pipeline import meta_evaluate
+    from storyeval.report.figures import FigureWorkers
+    from storyeval.report.meta_report import write_report
+
+    result = meta_evaluate(measures="BLEU,chrF,Text length", levels=["overall", "system"])
+    here = write_report(result, tmp_path / "here")
+    with FigureWorkers(2) as workers:
+        there = write_report(result, tmp_path / "there", figure_workers=workers)
+    assert sorted(p.name for p in here) == sorted(p.name for p in there)
+    pngs = [p.name for p in here if p.suffix == ".png"]
+    assert pngs
+    for name in pngs:
+        assert filecmp.cmp(tmp_path / "here" / name, tmp_path / "there" / name, shallow=False)
+    monkeypatch.setenv("STORYEVAL_FIGURE_WORKERS", "0")
+    assert FigureWorkers.start() is None

@@ -14,7 +14,7 @@ from scipy import stats
 from storyeval.meta.kendall_sorted import engine
 from storyeval.meta.kendall_weighted import WeightedKendall
 from storyeval.resample import chance, permutation
-from storyeval.resample._kernels import OverallKernel, overall_kendall_plan, story_weights
+from storyeval.resample._overall import OverallKernel, overall_kendall_plan, story_weights
 from storyeval.resample.bootstrap import draw_resamples
 
 ENGINES = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
@@ -163,7 +163,7 @@ def test_permutation_test_same_with_sorted_counts(monkeypatch, method):
     wide["a"] = wide["h"] + rng.normal(size=60)
     wide["b"] = np.round(rng.normal(size=60), 1)
     wide["c"] = wide["h"] * 0.5 + rng.normal(size=60)
-    args = dict(method=method, n_permutations=150, random_state=4)
+    args = {"method": method, "n_permutations": 150, "random_state": 4}
     ref = permutation.paired_permutation_test(wide, "h", "a", ["b", "c"], **args)
     monkeypatch.setattr(permutation, "_kendall_overall",
                         lambda xa, Xb, z, unit, n: permutation._KendallOverallSorted(
@@ -190,10 +190,10 @@ def test_chance_counts_across_the_switch(levels):
 
 def test_slow_numpy_engine_is_pointed_out(monkeypatch):
     from storyeval.exceptions import SlowPathWarning
-    from storyeval.resample import _kernels
+    from storyeval.resample import _overall
 
     monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
-    monkeypatch.setattr(_kernels, "_SLOW_SECONDS", 1e-9)
+    monkeypatch.setattr(_overall, "_SLOW_SECONDS", 1e-9)
     X = np.random.default_rng(0).normal(size=(10, 3000, 2))  # too large for O(n^2) kernels
     with pytest.warns(SlowPathWarning, match=r"storyeval\[fast\]"):
         OverallKernel(X, [0], [1], "kendall_b", "stories")

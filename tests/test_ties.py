@@ -15,7 +15,8 @@ from storyeval.meta.levels import correlate
 from storyeval.meta.ties import TIE_RULE, snap_ties, tie_values
 from storyeval.resample import bootstrap_correlations, paired_permutation_test
 from storyeval.resample._data import make_grid
-from storyeval.resample._kernels import OverallKernel, level_statistic
+from storyeval.resample._kernels import level_statistic
+from storyeval.resample._overall import OverallKernel
 from storyeval.resample.permutation import _KendallOverall, _safe_div, _swapped_coefficients
 
 LEVELS = ("overall", "system", "prompt")

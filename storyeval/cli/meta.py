@@ -132,7 +132,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     out.add_argument("--no-figures", action="store_true", help="with --out, skip the figures")
     out.add_argument("--figure-format", default="png", metavar="FMT[,FMT]",
                      help="with --out, the heatmaps' formats, comma-separated among png, pdf, "
-                          "svg (default: png; e.g. png,pdf for a paper)")
+                          "svg (default: png; e.g. png,pdf for a paper). The heatmaps are drawn "
+                          "by two worker processes on a multi-core machine "
+                          "(STORYEVAL_FIGURE_WORKERS=N sets how many; 0: in this process)")
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     return parser
 
@@ -181,14 +183,29 @@ def _warm_up_for_large_input(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from storyeval.cli.common import check_out_args
     from storyeval.exceptions import InputError
-    from storyeval.meta.pipeline import FAMILIES, meta_evaluate
-    from storyeval.report.meta_report import render, write_report
+    from storyeval.meta.pipeline import FAMILIES
 
     if args.no_figures and args.out is None:
         raise InputError("--no-figures needs --out")
     check_out_args(args)
     family = args.family if args.family in FAMILIES else _split(args.family)
     _warm_up_for_large_input(args)
+    workers = None
+    if args.out is not None and not args.no_figures:
+        from storyeval.report.figures import FigureWorkers
+
+        workers = FigureWorkers.start()  # they load matplotlib while the statistics run
+    try:
+        return _run(args, family, workers)
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _run(args: argparse.Namespace, family, workers) -> int:
+    from storyeval.meta.pipeline import meta_evaluate
+    from storyeval.report.meta_report import render, write_report
+
     dataset = load_dataset_args(args, criteria=args.criteria)
     result = meta_evaluate(
         dataset,
@@ -219,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(result, args.format, digits=args.digits))
     if args.out is not None:
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
-                             overwrite=args.overwrite, figure_formats=args.figure_format)
+                             overwrite=args.overwrite, figure_formats=args.figure_format,
+                             figure_workers=workers)
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
 

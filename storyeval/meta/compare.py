@@ -351,8 +351,7 @@ def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, rand
         else:
             p = (1 + above) / (B + 1)
     alpha = (1 - confidence_level) / 2
-    low = quantile_columns(d, np.full(size, alpha))
-    high = quantile_columns(d, np.full(size, 1 - alpha))
+    low, high = quantile_columns(d, np.stack([np.full(size, alpha), np.full(size, 1 - alpha)]))
     reason = np.where(B < 2, "no defined bootstrap difference", "").astype(object)
     return {"p": np.where(B > 0, p, np.nan), "low": low, "high": high, "reason": reason}
 

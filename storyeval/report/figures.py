@@ -1,7 +1,8 @@
 """The paper's figures: correlation heatmaps and the Williams adjusted-p heatmap.
 
 Matplotlib is used with the non-interactive Agg backend; each figure is written as PNG by
-default, and in any of `FIGURE_FORMATS` on request (``--figure-format png,pdf``).
+default, and in any of `FIGURE_FORMATS` on request (``--figure-format png,pdf``). A report's
+heatmaps can be drawn by worker processes (`FigureWorkers`) while the tables are written.
 
 Drawing the value of every cell is what costs time in a large heatmap (HANNA's 192-row grids:
 about 1,000 texts per figure, each laid out and rasterised once per format). The cell texts
@@ -168,6 +169,77 @@ class _Layout:
         cax = fig.add_axes(((self.left + self.plot_w + 0.15) / W,
                             (self.bottom + (self.plot_h - bar_h) / 2) / H, 0.15 / W, bar_h / H))
         return ax, cax
+
+
+class FigureWorkers:
+    """Worker processes that draw the heatmaps of a report in parallel with each other and with
+    the rest of the run: a report's four heatmaps on two cores take about half the time, and
+    workers started before the computation load matplotlib meanwhile.
+
+    The workers are forked from a forkserver that has loaded matplotlib (it is single-threaded,
+    so forking it is safe, unlike forking this process, whose BLAS and numba threads may run).
+    Use `start`, which returns None where no workers can help (one core, no forkserver on the
+    platform, or ``STORYEVAL_FIGURE_WORKERS=0``); `submit` takes `heatmap`'s arguments. As
+    with any multiprocessing, a script that uses workers guards its entry point with
+    ``if __name__ == "__main__":`` (the workers import the main module).
+
+    Example (what ``storyeval meta --out D`` does)::
+
+        with FigureWorkers.start() or contextlib.nullcontext() as workers:
+            write_report(result, "D", figure_workers=workers)
+    """
+
+    def __init__(self, workers: int) -> None:
+        import threading
+
+        self._pool = None
+        # starting the forkserver waits for its imports: a thread waits, the caller goes on
+        self._starting = threading.Thread(target=self._start, args=(workers,), daemon=True)
+        self._starting.start()
+
+    def _start(self, workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__, "matplotlib.figure",
+                                        "matplotlib.backends.backend_agg"])
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        for _ in range(workers):  # every worker now, not at the first figure
+            pool.submit(int)
+        self._pool = pool
+
+    @classmethod
+    def start(cls) -> FigureWorkers | None:
+        """Workers for this machine, or None (see the class doc)."""
+        import multiprocessing
+        import os
+
+        wanted = os.environ.get("STORYEVAL_FIGURE_WORKERS", "").strip()
+        workers = int(wanted) if wanted.isdigit() else min(2, os.cpu_count() or 1)
+        if workers < 1 or (not wanted and workers < 2):
+            return None
+        if "forkserver" not in multiprocessing.get_all_start_methods():
+            return None
+        return cls(workers)
+
+    def submit(self, *args: object, **kwargs: object):
+        """`heatmap` in a worker; a future of its paths."""
+        self._starting.join()
+        if self._pool is None:
+            raise RuntimeError("the figure workers could not start")
+        return self._pool.submit(heatmap, *args, **kwargs)
+
+    def close(self) -> None:
+        self._starting.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> FigureWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def save_figure(fig: Figure, path: str | Path, **kwargs: object) -> Path:

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
-from storyeval.report.figures import DEFAULT_FIGURE_FORMATS, check_figure_formats, heatmap
+from storyeval.report.figures import (
+    DEFAULT_FIGURE_FORMATS,
+    FigureWorkers,
+    check_figure_formats,
+    heatmap,
+)
 from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
 
 if TYPE_CHECKING:
@@ -548,7 +553,8 @@ def report_settings(result: MetaResult) -> dict:
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
                  digits: int = 3, overwrite: bool = False,
-                 figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS) -> list[Path]:
+                 figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS,
+                 figure_workers: FigureWorkers | None = None) -> list[Path]:
     """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
@@ -564,6 +570,9 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     "delta [low, high]" (the difference of the two correlations and its interval). Warns like
     [`render`][].
 
+    ``figure_workers`` (`storyeval.report.figures.FigureWorkers`) draws the heatmaps in
+    worker processes while the tables are written; by default they are drawn here.
+
     The files are staged in a hidden folder and moved into ``out_dir`` together at the end
     (`storyeval._atomic.OutputFolder`): an interrupted run leaves the previous files intact.
     A folder that already holds files is an error unless ``overwrite``; then the files of the
@@ -575,20 +584,30 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     formats = check_figure_formats(figure_formats)
     result.warn_single_test_families()
     with OutputFolder(out_dir, overwrite=overwrite, command="meta") as folder:
-        _write_files(result, folder, formats if figures else (), digits)
+        pending: list = []
+        _write_files(result, folder, formats if figures else (), digits, figure_workers,
+                     pending)
+        for future in pending:  # the figures drawn by workers, staged before the move
+            for path in future.result():
+                folder.file(path.name)
     return folder.published
 
 
 def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple[str, ...],
-                 digits: int) -> None:
+                 digits: int, workers: FigureWorkers | None = None,
+                 pending: list | None = None) -> None:
     """Stage every file of `write_report` in ``folder`` (an ``OutputFolder``); no figures when
-    ``figure_formats`` is empty."""
+    ``figure_formats`` is empty. With ``workers``, the figures' futures go to ``pending``."""
     figures = bool(figure_formats)
 
     def save(name: str, text: str) -> None:
         folder.write_text(name, text)
 
     def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
+        if workers is not None and pending is not None:
+            pending.append(workers.submit(grid, folder.staging / stem, formats=figure_formats,
+                                          **kwargs))
+            return
         for path in heatmap(grid, folder.staging / stem, formats=figure_formats, **kwargs):
             folder.file(path.name)
 

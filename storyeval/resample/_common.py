@@ -41,11 +41,14 @@ def counts_from_draws(draws: np.ndarray, n_units: int) -> np.ndarray:
 def quantile_columns(values: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Per-column linear-interpolation quantiles (numpy's default method) of the finite values.
 
-    values : (B, M); q : (M,) probabilities in [0, 1] (NaN gives NaN).
+    values : (B, M); q : (M,) probabilities in [0, 1], or (k, M) for k quantiles per column
+    from one sort (NaN gives NaN). Returns an array shaped like ``q``.
     """
     M = values.shape[1]
-    srt = np.sort(np.where(np.isfinite(values), values, np.inf), axis=0)
-    n = np.isfinite(values).sum(axis=0)
+    finite = np.isfinite(values)
+    # columns sorted as contiguous rows: several times faster than sorting along axis 0
+    srt = np.sort(np.where(finite, values, np.inf).T, axis=1)  # (M, B)
+    n = finite.sum(axis=0)
     q = np.asarray(q, dtype=np.float64)
     pos = q * (n - 1)
     ok = np.isfinite(pos) & (n > 0)
@@ -53,9 +56,9 @@ def quantile_columns(values: np.ndarray, q: np.ndarray) -> np.ndarray:
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
     frac = pos - lo
-    cols = np.arange(M)
-    vlo = srt[lo, cols]
-    vhi = srt[hi, cols]
+    cols = np.broadcast_to(np.arange(M), lo.shape)
+    vlo = srt[cols, lo]
+    vhi = srt[cols, hi]
     with np.errstate(invalid="ignore"):
         out = vlo + frac * (vhi - vlo)
     out = np.where(frac == 0, vlo, out)

@@ -21,7 +21,8 @@ from storyeval.resample._common import (
     quantile_columns,
 )
 from storyeval.resample._data import Grid, check_level, make_grid, resolve_pairs
-from storyeval.resample._kernels import OverallKernel, level_statistic
+from storyeval.resample._kernels import level_statistic
+from storyeval.resample._overall import OverallKernel
 
 __all__ = ["CI_METHODS", "MIN_CLUSTERS", "RESAMPLE_BY", "bootstrap_correlations",
            "cluster_counts", "draw_resamples", "expanded_level"]
@@ -147,7 +148,8 @@ def _bca(theta_b: np.ndarray, theta_hat: np.ndarray, jack: np.ndarray, alpha: fl
         za, z1a = ndtri(alpha), ndtri(1 - alpha)
         a1 = ndtr(z0 + (z0 + za) / (1 - a * (z0 + za)))
         a2 = ndtr(z0 + (z0 + z1a) / (1 - a * (z0 + z1a)))
-    return quantile_columns(theta_b, a1), quantile_columns(theta_b, a2)
+    low, high = quantile_columns(theta_b, np.stack([a1, a2]))
+    return low, high
 
 
 def bootstrap_correlations(
@@ -210,10 +212,13 @@ def bootstrap_correlations(
     -----
     A resample is a vector of multiplicities (how often each prompt / system is drawn); every
     coefficient is evaluated from the multiplicities without building the resampled vectors
-    (`storyeval.resample._kernels`), e.g. for Kendall tau-b at the overall level under
-    prompt resampling ``C - D = 1/2 c^T T c`` with ``T[p, q] = sum_{i in p, j in q} s_x(i, j)
-    s_y(i, j)``; pairs of copies of one story are tied in both variables and drop out, exactly
-    as in scipy on the explicitly resampled vectors. Percentile interval:
+    (`storyeval.resample._kernels`, `storyeval.resample._overall`), e.g. for Kendall tau-b at
+    the overall level ``C - D = sum_{i<j} w_i w_j s_x(i, j) s_y(i, j)`` with story weights
+    ``w``: block sums under prompt resampling (``1/2 c^T T c`` with ``T[p, q] = sum_{i in p,
+    j in q} s_x(i, j) s_y(i, j)``) or weighted O(n log k) counts
+    (`storyeval.meta.kendall_weighted`), whichever is predicted cheaper; pairs of copies of one
+    story are tied in both variables and drop out, exactly as in scipy on the explicitly
+    resampled vectors. Percentile interval:
     ``[Q(alpha/2), Q(1 - alpha/2)]`` of the replicates (linear interpolation), ``alpha = 1 -
     confidence_level``. BCa: ``z0 = Phi^-1((#{t* < t} + #{t* <= t}) / 2B)``, ``a = sum(d^3) /
     (6 (sum d^2)^1.5)`` with ``d`` the jackknife deviations, bounds at
@@ -285,8 +290,8 @@ def bootstrap_correlations(
         n_clusters = min(cluster_counts(S, P, resample_by).values())
         alpha = (1 - expanded_level(n_clusters, cl)) / 2
     if ci_method in ("percentile", "expanded"):
-        low = quantile_columns(theta_b, np.full(len(pairs), alpha))
-        high = quantile_columns(theta_b, np.full(len(pairs), 1 - alpha))
+        low, high = quantile_columns(theta_b, np.stack([np.full(len(pairs), alpha),
+                                                        np.full(len(pairs), 1 - alpha)]))
     else:
         jack = stat(jS, jP)
         low, high = _bca(theta_b, theta_hat, jack, alpha)

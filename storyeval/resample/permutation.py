@@ -144,7 +144,7 @@ def _tau_c(num: np.ndarray, distinct: np.ndarray, distinct_z: int, n: int) -> np
 def _kendall_overall(xa, Xb, z, unit: str, n_permutations: int):
     """The cheaper of the quadratic forms (O(n^2) per measure once, O(U^2) per permutation) and
     weighted O(n log n) counting per permutation, by the costs of `overall_kendall_plan`."""
-    from storyeval.resample._kernels import _BLOCK_MAX_BYTES, _COST
+    from storyeval.resample._overall import _BLOCK_MAX_BYTES, _COST
 
     S, P = xa.shape
     n, Kb = S * P, Xb.shape[2]
