@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from storyeval.cli.common import (
     add_data_options,
@@ -12,6 +13,9 @@ from storyeval.cli.common import (
     add_out_option,
     load_dataset_args,
 )
+
+if TYPE_CHECKING:  # matplotlib's module: imported only when figures are drawn
+    from storyeval.report.figures import FigureWorkers
 
 DESCRIPTION = """\
 Meta-evaluate measures against human judgments: for every selected measure, its correlation
@@ -202,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
             workers.close()
 
 
-def _run(args: argparse.Namespace, family, workers) -> int:
+def _run(args: argparse.Namespace, family: str | list[str],
+         workers: FigureWorkers | None) -> int:
     from storyeval.meta.pipeline import meta_evaluate
     from storyeval.report.meta_report import render, write_report
 

@@ -114,7 +114,8 @@ class _KendallOverallSorted:
         self.den_z = float(S * P * (S * P - 1) - (tie_sizes * (tie_sizes - 1)).sum()) / 2
         self._last = None
 
-    def _counts(self, m: np.ndarray):
+    def counts(self, m: np.ndarray):
+        """C - D and non-tied-in-x counts for the swapped a' and b': four (B, Kb) arrays."""
         swap = _unit_mask(m, self.unit, self.S, self.P).reshape(m.shape[0], -1)
         swap = swap.astype(np.float64)
         W = np.concatenate([np.hstack([1.0 - swap, swap]), np.hstack([swap, 1.0 - swap])])
@@ -123,15 +124,11 @@ class _KendallOverallSorted:
         self._last = (m, c.distinct_x[:B], c.distinct_x[B:])
         return c.s[:B], c.untied_x[:B], c.s[B:], c.untied_x[B:]
 
-    def counts(self, m: np.ndarray):
-        """C - D and non-tied-in-x counts for the swapped a' and b': four (B, Kb) arrays."""
-        return self._counts(m)
-
     def distinct(self, m: np.ndarray):
-        """Distinct values of a' and of b' (two (B, Kb) arrays) for the masks of the last
-        `counts` call (computed with them)."""
+        """Distinct values of a' and of b' (two (B, Kb) arrays) for the masks ``m`` (counted
+        with them by `counts`)."""
         if self._last is None or self._last[0] is not m:
-            self._counts(m)
+            self.counts(m)
         return self._last[1], self._last[2]
 
 
@@ -144,6 +141,7 @@ def _tau_c(num: np.ndarray, distinct: np.ndarray, distinct_z: int, n: int) -> np
 def _kendall_overall(xa, Xb, z, unit: str, n_permutations: int):
     """The cheaper of the quadratic forms (O(n^2) per measure once, O(U^2) per permutation) and
     weighted O(n log n) counting per permutation, by the costs of `overall_kendall_plan`."""
+    from storyeval.meta.kendall_sorted import engine
     from storyeval.resample._overall import _BLOCK_MAX_BYTES, _COST
 
     S, P = xa.shape
@@ -151,8 +149,6 @@ def _kendall_overall(xa, Xb, z, unit: str, n_permutations: int):
     U = {"prompt": P, "system": S, "story": n}[unit]
     quad = (_COST["block_setup"] * n * n * 8 * Kb
             + _COST["block_quad"] * n_permutations * U * U * Kb * 4)
-    from storyeval.meta.kendall_sorted import engine
-
     per = _COST["sorted_numba" if engine() == "numba" else "sorted_numpy"]
     levels = len(np.unique(z))
     weighted = per * max(1.0, np.log2(levels + 1) / 4) * 2 * n_permutations * 2 * n * Kb
@@ -328,8 +324,7 @@ def paired_permutation_test(
                                           first if first.ndim == 3 else first[..., None])
                             Xs = np.broadcast_to(Xs, (Xs.shape[0], S, P, Kb)).reshape(-1, n, Kb)
                             dx = _distinct_present(Xs, np.ones(Xs.shape[:2]))
-                            mm = np.minimum(dx, dist_z).astype(np.float64)
-                            r[sub] = _safe_div(2.0 * num[sub], n**2 * (mm - 1) / np.maximum(mm, 1))
+                            r[sub] = _tau_c(num[sub], dx, dist_z, n)
             else:
                 ra, rb = _swapped_coefficients(xa, Xb, z, m, unit, level, method)
             if orient:
