@@ -66,7 +66,8 @@ def test_level_at_delta_zero(coef, level, n, reps):
 
 
 def test_discrete_human_calibration_reaches_target():
-    from storyeval.meta.power import _calibrate, _coef, _Human, _ratings_scale
+    from storyeval.meta.power_batch import _coef
+    from storyeval.meta.power_model import _calibrate, _Human, _ratings_scale
 
     human = _Human(_ratings_scale())
     rng = np.random.default_rng(7)

@@ -35,21 +35,33 @@ closed form `fisher_z_power`, which the tests use to check the simulator.
 
 The model is an approximation of real data (normal latent scores, one common correlation
 structure at both levels): use the result to plan an order of magnitude, not as a guarantee.
+
+The simulated data (scales, copula, calibration) are in `storyeval.meta.power_model`, the
+tests applied to a batch of replications in `storyeval.meta.power_batch`.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 from storyeval.exceptions import InputError
+from storyeval.meta.power_batch import _coef, _perm_random, _pvalues
+from storyeval.meta.power_model import (
+    _calibrate,
+    _draw,
+    _greiner,
+    _Human,
+    _latent_matrix,
+    _ratings_scale,
+    _scale_from_values,
+)
 
 __all__ = ["COEFFICIENTS", "PLANNER_TESTS", "PowerResult", "fisher_z_power", "plan_power",
            "simulate_power"]
@@ -60,7 +72,6 @@ PLANNER_TESTS = {
     "system": ("auto", "permutation-random", "williams", "ustat", "jackknife"),
 }
 DEFAULT_N = {"overall": (25, 50, 100, 200, 400, 800), "system": (5, 10, 20, 40)}
-_CAL_DRAWS = 60_000
 _SPEARMAN_BUDGET = 5e7  # replications x n^2 of Spearman's jackknife per size
 _CHUNK = 3_000_000  # values per replication chunk (stories x replications)
 
@@ -89,184 +100,7 @@ def fisher_z_power(r1: float, r2: float, n1: int, n2: int | None = None,
 
 
 # ------------------------------------------------------------------------------------------------
-# human scale and the latent correlations
-
-
-def _ratings_scale() -> tuple[np.ndarray, np.ndarray]:
-    """Values and probabilities of the mean of three 1-5 ratings (bench_calibration's model:
-    ``clip(round(3 + q + N(0, 0.8^2)), 1, 5)``, ``q ~ N(0, 1)``), by a fixed-seed draw."""
-    rng = np.random.default_rng(20240917)
-    q = rng.normal(size=400_000)
-    r = np.clip(np.rint(3 + q[:, None] + rng.normal(0, 0.8, (q.size, 3))), 1, 5).mean(1)
-    values, counts = np.unique(r, return_counts=True)
-    return values, counts / counts.sum()
-
-
-def _scale_from_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The empirical distribution of a pilot criterion (None: continuous, > 64 values)."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    uniq, counts = np.unique(values, return_counts=True)
-    if len(uniq) > 64:
-        return None
-    return uniq, counts / counts.sum()
-
-
-class _Human:
-    """Maps a latent standard normal to the observed human score (identity if continuous)."""
-
-    def __init__(self, scale: tuple[np.ndarray, np.ndarray] | None):
-        self.scale = scale
-        if scale is not None:
-            values, probs = scale
-            self.values = np.asarray(values, dtype=float)
-            self.cuts = special.ndtri(np.cumsum(probs)[:-1].clip(1e-300, 1 - 1e-16))
-
-    @property
-    def discrete(self) -> bool:
-        return self.scale is not None
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        if self.scale is None:
-            return z
-        return self.values[np.searchsorted(self.cuts, z)]
-
-
-def _greiner(r: float, coef: str) -> float:
-    """Latent Pearson correlation of a bivariate normal whose coefficient is ``r``."""
-    if coef == "kendall_b":
-        return math.sin(math.pi * r / 2)
-    if coef == "spearman":
-        return 2 * math.sin(math.pi * r / 6)
-    return r
-
-
-def _calibrate(targets: tuple[float, ...], coef: str, human: _Human) -> list[float]:
-    """Latent rho(h, x) giving population coefficient ``target`` between the discrete human
-    score and a continuous measure (common random numbers: the differences are precise)."""
-    from scipy.optimize import brentq
-
-    rng = np.random.default_rng(12345)
-    z, e = rng.normal(size=(2, _CAL_DRAWS))
-    h = human(z)
-    top = float(_coef(h[None], z[None], coef)[0])  # largest reachable: x = latent h itself
-    out = []
-    for target in targets:
-        if abs(target) >= abs(top) - 1e-6:
-            raise InputError(f"a correlation of {target:g} with the human score is not "
-                             f"reachable with its ties (at most {abs(top):.3f} for {coef})")
-        if coef == "pearson":  # x = rho z + noise: corr(D(z), x) = rho corr(D(z), z) exactly
-            values, probs = human.scale
-            cuts = np.concatenate([[-np.inf], human.cuts, [np.inf]])
-            mean = float(values @ probs)
-            sd = math.sqrt(float((values - mean) ** 2 @ probs))
-            e_dz = float(values @ (stats.norm.pdf(cuts[:-1]) - stats.norm.pdf(cuts[1:])))
-            out.append(target * sd / e_dz)
-            continue
-        if target == 0:
-            out.append(0.0)
-            continue
-
-        def f(rho, target=target):
-            x = rho * z + math.sqrt(max(1 - rho * rho, 0.0)) * e
-            return float(_coef(h[None], x[None], coef)[0]) - target
-
-        out.append(brentq(f, -0.999999, 0.999999, xtol=1e-5))
-    return out
-
-
-# ------------------------------------------------------------------------------------------------
-# batched coefficients and tests
-
-
-def _coef(x: np.ndarray, y: np.ndarray, coef: str) -> np.ndarray:
-    """Coefficient along the last axis, batched (tau-b with ties)."""
-    from storyeval.meta.dependent import _untied, kendall_rows
-
-    if coef == "kendall_b":
-        r = kendall_rows(x, y)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return r.sum(-1) / np.sqrt(_untied(x).sum(-1) * _untied(y).sum(-1))
-    if coef == "spearman":
-        x, y = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
-    x = x - x.mean(-1, keepdims=True)
-    y = y - y.mean(-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (x * y).sum(-1) / np.sqrt((x * x).sum(-1) * (y * y).sum(-1))
-
-
-def _pvalues(test: str, h: np.ndarray, a: np.ndarray, b: np.ndarray, coef: str) -> np.ndarray:
-    """Two-sided p-values of an analytic test on items along the last axis."""
-    from storyeval.meta.dependent import jackknife_diff, normal_test, ustat_diff
-    from storyeval.meta.williams import williams_test
-
-    n = h.shape[-1]
-    if test == "ustat":
-        return normal_test(ustat_diff(h, a, b))[1]
-    if test == "jackknife":
-        return normal_test(jackknife_diff(h, a, b, coef))[1]
-    if test == "williams":
-        r12, r13, r23 = _coef(h, a, coef), _coef(h, b, coef), _coef(a, b, coef)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return williams_test(r12, r13, r23, n, alternative="two-sided", direction="fixed",
-                                 sign_convention="raw").pvalue
-    raise InputError(f"unknown test {test!r}")  # pragma: no cover - checked before
-
-
-def _means_coef(x: np.ndarray, y: np.ndarray, coef: str) -> np.ndarray:
-    """`_coef` of continuous system means (no ties: tau-b is tau-a), Kendall over the
-    S (S - 1) / 2 pairs directly (few systems)."""
-    if coef != "kendall_b":
-        return _coef(x, y, coef)
-    i, j = np.triu_indices(x.shape[-1], 1)
-    sx = np.sign(x[..., j] - x[..., i])
-    sy = np.sign(y[..., j] - y[..., i])
-    return np.einsum("...k,...k->...", np.broadcast_to(sx, np.broadcast_shapes(sx.shape, sy.shape)),
-                     sy) / len(i)
-
-
-def _perm_random(h, a, b, coef, n_permutations, rng) -> np.ndarray:
-    """``permutation-random`` on story cubes (reps, S, P): swap a/b (z-scored) of whole prompts,
-    ties with the observed difference broken at random (`compare.system_permutation`)."""
-    P = h.shape[-1]
-    za = (a - a.mean((1, 2), keepdims=True)) / a.std((1, 2), keepdims=True)
-    zb = (b - b.mean((1, 2), keepdims=True)) / b.std((1, 2), keepdims=True)
-    H, Za, Zb = h.mean(-1), za.mean(-1), zb.mean(-1)
-    m = (rng.random((h.shape[0], n_permutations, P)) < 0.5).astype(float)
-    shift = np.einsum("rnp,rsp->rns", m, zb - za) / P
-    Hn = H[:, None]
-    dp = _means_coef(Hn, Za[:, None] + shift, coef) - _means_coef(Hn, Zb[:, None] - shift, coef)
-    obs = np.abs(_means_coef(H, Za, coef) - _means_coef(H, Zb, coef))[:, None]
-    more = (np.abs(dp) > obs + 1e-12).sum(-1)
-    tied = (np.abs(np.abs(dp) - obs) <= 1e-12).sum(-1)
-    return (more + rng.random(h.shape[0]) * (1 + tied)) / (n_permutations + 1)
-
-
-# ------------------------------------------------------------------------------------------------
 # the simulator
-
-
-def _latent_matrix(r_h1: float, r_h2: float, r_12: float, coef: str,
-                   human: _Human) -> np.ndarray:
-    if human.discrete:
-        l1, l2 = _calibrate((r_h1, r_h2), coef, human)
-    else:
-        l1, l2 = _greiner(r_h1, coef), _greiner(r_h2, coef)
-    R = np.array([[1.0, l1, l2], [l1, 1.0, _greiner(r_12, coef)],
-                  [l2, _greiner(r_12, coef), 1.0]])
-    if np.linalg.eigvalsh(R).min() <= 1e-9:
-        raise InputError(f"the correlations r(h,a) = {r_h1:g}, r(h,b) = {r_h2:g} and r(a,b) = "
-                         f"{r_12:g} (--r-human/--delta, --r-between) are not jointly possible "
-                         "(not a valid correlation matrix); raise or lower r(a,b)")
-    return R
-
-
-def _draw(rng, shape, L) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    z = rng.standard_normal(shape + (3,)) @ L.T
-    return z[..., 0], z[..., 1], z[..., 2]
-
-
 def simulate_power(r_h1: float, r_h2: float, r_12: float, *, n: Any = None,
                    level: str = "overall", coef: str = "kendall_b", test: str = "auto",
                    alpha: float = 0.05, human_scale: Any = "ratings", prompts: int = 50,
