@@ -65,6 +65,35 @@ def test_score_writes_the_tidy_table(stories_csv, tmp_path, capsys):
     assert (merged["value_x"] - merged["value_y"]).abs().max() < 1e-9
 
 
+def test_surface_tokenizer_and_bertscore_idf_options(stories_csv, tmp_path):
+    """--surface-tokenizer reaches the surface and diversity measures (the regex variant keeps
+    its own names); --bertscore-idf reaches BERTScore's options."""
+    from storyeval.cli import build_parser
+    from storyeval.cli.score import metric_options
+    from storyeval.metrics import score
+    from storyeval.metrics.surface import system_diversity
+
+    out, div = tmp_path / "scores.csv", tmp_path / "diversity.csv"
+    assert main(["score", "--input", str(stories_csv), "--metrics", "surface",
+                 "--surface-tokenizer", "regex", "--out", str(out), "--diversity-out", str(div),
+                 "--no-progress"]) == 0
+    table = pd.read_csv(out)
+    assert table["measure"].str.endswith("[regex tokens]").all()
+    lib = score(STORIES, "surface", options={"surface": {"tokenizer": "regex"}},
+                show_progress=False)
+    merged = table.merge(lib, on=["story_id", "measure"])
+    assert len(merged) == len(lib) == len(table)
+    assert (merged["value_x"] - merged["value_y"]).abs().max() < 1e-9
+    expected = system_diversity(STORIES, tokenizer="regex")
+    pd.testing.assert_frame_equal(pd.read_csv(div), expected.reset_index(drop=True),
+                                  check_dtype=False)
+    args = build_parser().parse_args(["score", "--dataset", "hanna", "--bertscore-idf"])
+    assert metric_options(args)["bertscore"]["idf"] is True
+    args = build_parser().parse_args(["score", "--dataset", "hanna"])
+    assert metric_options(args)["bertscore"]["idf"] is False
+    assert metric_options(args)["surface"] == {"tokenizer": "spacy"}
+
+
 def test_jsonl_output_and_cache(stories_csv, tmp_path):
     out = tmp_path / "scores.jsonl"
     args = ["score", "--input", str(stories_csv), "--metrics", "chrf", "--out", str(out),

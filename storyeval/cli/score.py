@@ -75,6 +75,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--batch-size", type=int, default=16, metavar="N",
                      help="stories per batch (default: 16)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--surface-tokenizer", choices=["spacy", "regex"], default="spacy",
+                     help="words of the surface and diversity measures: spaCy's English "
+                     "tokenizer, as HANNA's released columns (spacy, default; the metrics "
+                     "extra), or a regular expression (regex; its measures are named "
+                     "'[regex tokens]')")
     run.add_argument("--self-reference", choices=["exclude", "keep"], default="exclude",
                      help="a story whose reference is itself: NaN for reference-based measures "
                      "(exclude, default) or score it (keep)")
@@ -87,6 +92,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     bert.add_argument("--long-texts", choices=["chunk", "truncate"], default="chunk",
                       help="stories longer than the encoder window: encode in windows (chunk, "
                       "default) or keep the first window with a warning (truncate)")
+    bert.add_argument("--bertscore-idf", action="store_true",
+                      help="weight word pieces by their idf over the references scored (as "
+                      "bert-score's idf=True; the measures' variant and cache key say so)")
     bert.add_argument("--rescale", action="store_true",
                       help="add baseline-rescaled BERTScore measures")
     bert.add_argument("--baseline-path", metavar="FILE",
@@ -106,7 +114,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def metric_options(args: argparse.Namespace) -> dict[str, dict]:
     """Per-metric keyword options from the command-line arguments."""
-    bert: dict = {"long_texts": args.long_texts, "rescale": args.rescale}
+    bert: dict = {"long_texts": args.long_texts, "rescale": args.rescale,
+                  "idf": args.bertscore_idf}
     if args.bertscore_model:
         bert["model"] = args.bertscore_model
     if args.bertscore_layers is not None:
@@ -124,7 +133,8 @@ def metric_options(args: argparse.Namespace) -> dict[str, dict]:
         if args.device:
             opts["device"] = args.device
         opts["batch_size"] = args.batch_size
-    return {"bertscore": bert, "bartscore": bart}
+    return {"bertscore": bert, "bartscore": bart,
+            "surface": {"tokenizer": args.surface_tokenizer}}
 
 
 def _out_format(path: Path) -> str:
@@ -212,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
     if args.diversity_out is not None:
         from storyeval.metrics.surface import system_diversity
 
-        _write_csv(system_diversity(stories), args.diversity_out)
+        _write_csv(system_diversity(stories, tokenizer=args.surface_tokenizer),
+                   args.diversity_out)
     nan = table[table["value"].isna()]
     by_reason = "; ".join(f"{r}: {n}" for r, n in nan["reason"].value_counts().items())
     print(f"storyeval score: {len(stories)} stories from {source}, "
