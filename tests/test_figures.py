@@ -84,3 +84,6 @@ def test_workers_draw_the_same_files_as_the_caller(tmp_path, monkeypatch):
         assert filecmp.cmp(tmp_path / "here" / name, tmp_path / "there" / name, shallow=False)
     monkeypatch.setenv("STORYEVAL_FIGURE_WORKERS", "0")
     assert FigureWorkers.start() is None
+    monkeypatch.setenv("STORYEVAL_FIGURE_WORKERS", "two")
+    with pytest.raises(InputError, match="STORYEVAL_FIGURE_WORKERS"):
+        FigureWorkers.start()

@@ -216,7 +216,10 @@ class FigureWorkers:
         import os
 
         wanted = os.environ.get("STORYEVAL_FIGURE_WORKERS", "").strip()
-        workers = int(wanted) if wanted.isdigit() else min(2, os.cpu_count() or 1)
+        if wanted and not wanted.isdigit():
+            raise InputError(f"STORYEVAL_FIGURE_WORKERS must be a whole number of worker "
+                             f"processes (0: draw in this process), not {wanted!r}")
+        workers = int(wanted) if wanted else min(2, os.cpu_count() or 1)
         if workers < 1 or (not wanted and workers < 2):
             return None
         if "forkserver" not in multiprocessing.get_all_start_methods():
