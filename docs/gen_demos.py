@@ -54,9 +54,11 @@ DEFAULT_IMG = DOCS / "img"
 
 # ------------------------------------------------------------------ contamination settings
 #: Training lengths of the tiny GPT-2 shown on the page. 400 steps took about 25 s of training
-#: on the 2-core CI machine, more than the rest of the generation together; 120 steps already
-#: separate members from non-members almost perfectly, so longer runs are left out.
-TRAINING_STEPS = (50, 120)
+#: on the 2-core CI machine, more than the rest of the generation together. After 120 steps the
+#: AUC still depends strongly on the seed of the initial weights (0.73-0.95 over seeds 0-3);
+#: after 200 steps members and non-members are separated almost perfectly for every seed tried
+#: (0.96-1.00), so the page's prose does not hinge on one lucky draw.
+TRAINING_STEPS = (50, 200)
 N_WORDS = 100           # each story is cut to its first N_WORDS words
 N_MEMBERS = 48          # the first N_MEMBERS human stories are trained on
 N_CALIBRATION = 24      # non-members used to calibrate the threshold

@@ -53,7 +53,9 @@ def corpus():
 @pytest.fixture(scope="module")
 def tiny_lm(corpus):
     members, nonmembers = corpus
-    return train_tiny_causal_lm(members, steps=150, batch_size=8, context=CONTEXT,
+    # 400 steps: after 150 the AUC still ranged 0.63-0.87 over seeds 0-2 of the initial
+    # weights; after 400 it is at least 0.9 for each of them.
+    return train_tiny_causal_lm(members, steps=400, batch_size=8, context=CONTEXT,
                                 vocab_size=300, tokenizer_texts=members + nonmembers,
                                 random_state=0, show_progress=False)
 
@@ -391,3 +393,25 @@ def test_load_saved_model_and_offline_error(tmp_path, corpus, tiny_lm, monkeypat
     assert resolve_device("cpu") == "cpu"
     with pytest.raises(InputError, match="device"):
         resolve_device("nonsense-device")
+
+
+def test_initial_weights_are_drawn_by_storyeval_alone(corpus):
+    """The tiny GPT-2's initial weights depend on ``random_state`` only: not on torch's global
+    seed, nor on the initialiser of the installed transformers release (which changed between
+    5.x releases and with it every number of the contamination demo)."""
+    members, _ = corpus
+    def initial(torch_seed, random_state):
+        torch.manual_seed(torch_seed)
+        model, _ = train_tiny_causal_lm(members, steps=0, context=CONTEXT, vocab_size=300,
+                                        random_state=random_state, show_progress=False)
+        return {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
+    first, second, other = initial(1, 7), initial(2, 7), initial(1, 8)
+    assert first.keys() == second.keys()
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+    assert not np.array_equal(first["transformer.wte.weight"], other["transformer.wte.weight"])
+    # GPT-2's scheme: N(0, 0.02), residual projections scaled by 1/sqrt(2 n_layer), unit norms
+    assert np.std(first["transformer.wte.weight"]) == pytest.approx(0.02, rel=0.05)
+    assert np.std(first["transformer.h.0.mlp.c_proj.weight"]) == pytest.approx(0.01, rel=0.05)
+    np.testing.assert_array_equal(first["transformer.ln_f.weight"], 1.0)
+    np.testing.assert_array_equal(first["transformer.h.1.attn.c_attn.bias"], 0.0)

@@ -100,7 +100,10 @@ def train_tiny_causal_lm(
         vocab_size=len(tokenizer), n_positions=context, n_embd=n_embd, n_layer=n_layer,
         n_head=n_head, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    # "eager" attention: the default implementation is chosen by the transformers release.
+    config._attn_implementation = "eager"
     model = transformers.GPT2LMHeadModel(config)
+    draw_initial_weights(model, n_layer=n_layer, random_state=random_state)
     previous_threads = torch.get_num_threads()
     if num_threads is not None:
         if num_threads < 1:
@@ -117,6 +120,34 @@ def train_tiny_causal_lm(
         model.save_pretrained(out_dir)
         tokenizer.save_pretrained(out_dir)
     return model, tokenizer
+
+
+def draw_initial_weights(model: Any, *, n_layer: int, random_state: int) -> None:
+    """Overwrite every parameter of a GPT-2 with values drawn from our own seeded generator.
+
+    transformers' initialisation (and so the trained model and every number computed from it)
+    changes between releases; drawing the weights here makes them a function of
+    ``random_state`` alone. The scheme is GPT-2's: normal(0, 0.02) for embeddings and linear
+    weights, 0.02 / sqrt(2 n_layer) for the residual projections (``c_proj``), ones and zeros for
+    the layer norms, zeros for biases. Parameters are visited in name order, so the draw does
+    not depend on the order in which a release registers them; tied weights are drawn once.
+    """
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(random_state)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters(), key=lambda item: item[0]):
+            leaf = name.rsplit(".", 2)
+            is_norm = any(part.startswith("ln_") for part in leaf[:-1])
+            if is_norm and name.endswith(".weight"):
+                values = np.ones(param.shape)
+            elif name.endswith(".bias") or is_norm:
+                values = np.zeros(param.shape)
+            else:
+                std = 0.02 / np.sqrt(2 * n_layer) if ".c_proj." in name else 0.02
+                values = rng.normal(0.0, std, size=param.shape)
+            param.copy_(torch.from_numpy(values).to(param.dtype))
 
 
 def _train(torch, model, stream, *, context, steps, batch_size, learning_rate, random_state,
