@@ -53,7 +53,7 @@ def _loop(wide, pairs, cS, cP, level):
             else:
                 # Resampled criterion means are often exactly tied (sums of thirds), but np.mean
                 # can return them with different last bits; rounding restores the ties that the
-                # batched kernel sees (storyeval.resample._kernels.TIE_RTOL).
+                # batched kernel sees (storyeval.correlation.resampled.TIE_RTOL).
                 out[b, k] = st.kendalltau(np.round(x.mean(axis=1), 10),
                                           np.round(y.mean(axis=1), 10)).statistic
     return out

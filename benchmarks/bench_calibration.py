@@ -43,14 +43,14 @@ import warnings
 import numpy as np
 import scipy.stats as st
 
-from storyeval.meta.dependent import (
+from storyeval.compare.dependent import (
     jackknife_diff,
     kendall_rows,
     normal_test,
     untied_counts,
     ustat_diff,
 )
-from storyeval.meta.williams import williams_test
+from storyeval.compare.williams import williams_test
 
 ALPHA = 0.05
 PROMPTS = 50
@@ -169,7 +169,7 @@ def system_tests(h, a, b, method, n_resampling, n_boot, rng, analytic=True):
     mean = (lambda v: np.einsum("rbp,rsp->rbs", w, v))
     d = coef(mean(h), mean(a), method) - coef(mean(h), mean(b), method)
     out["bootstrap"] = _two_sided_boot(d)
-    # permutation over prompts (z-scored measures), as storyeval.meta.compare.system_permutation
+    # permutation over prompts (z-scored measures), as storyeval.compare.procedures.system_permutation
     za = (a - a.mean((1, 2), keepdims=True)) / a.std((1, 2), keepdims=True)
     zb = (b - b.mean((1, 2), keepdims=True)) / b.std((1, 2), keepdims=True)
     m = (rng.random((reps, n_boot, P)) < 0.5).astype(float)
@@ -437,7 +437,7 @@ answer is the smallest size *of the grid* that reaches the target: refine `--n` 
 a closer number. At the system level the simulated systems share a quality that the human score
 and both measures reflect equally, so that under the null the two measures are exchangeable
 within prompts (the assumption of `permutation-random`). The simulated data are an idealisation
-of real ratings: plan with a margin. From Python: `storyeval.meta.power.plan_power`.
+of real ratings: plan with a margin. From Python: `storyeval.power.planner.plan_power`.
 
 """
 

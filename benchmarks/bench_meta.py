@@ -28,7 +28,7 @@ from scipy import stats
 
 from storyeval.data import load_hanna
 from storyeval.exceptions import UndefinedStatisticWarning
-from storyeval.meta.levels import snap_ties
+from storyeval.correlation.levels import snap_ties
 from storyeval.meta.pipeline import meta_evaluate
 from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
 
@@ -40,7 +40,7 @@ def vectorised() -> pd.DataFrame:
 
 def _point_effect_sizes(wide, comp, **options):
     """The effect sizes without their intervals: the work the scipy loop does not do."""
-    import storyeval.meta.compare as compare
+    import storyeval.compare.procedures as compare
 
     sa = compare._orient(comp["r_a"], options["sign_convention"])
     sb = compare._orient(comp["r_b"], options["sign_convention"])

@@ -31,7 +31,7 @@ def main() -> None:
     from statsmodels.stats.multitest import multipletests
 
     from storyeval.meta import meta_evaluate
-    from storyeval.meta.multitest import adjust_frame
+    from storyeval.compare.multitest import adjust_frame
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

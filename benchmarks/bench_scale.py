@@ -99,8 +99,8 @@ CLI_BODY = """
 CORE_BODY = """
     import numpy as np
     from storyeval.data import read_dataset
-    from storyeval.meta.levels import correlation_grid
-    from storyeval.meta.williams import williams_test
+    from storyeval.correlation.levels import correlation_grid
+    from storyeval.compare.williams import williams_test
     crits = sys.argv[2].split(",")
     ds = read_dataset(sys.argv[1], criteria=crits)
     wide = ds.wide()
@@ -109,7 +109,7 @@ CORE_BODY = """
     ia, ib = np.triu_indices(len(metrics), 1)
     ic = np.arange(len(metrics), len(measures))[:, None]
     tests = 0
-    from storyeval.meta.kendall_sorted import warm_up
+    from storyeval.correlation.compiled import warm_up
     start = time.perf_counter()
     warm_up()  # the compiled kernels' one-time load, timed on its own
     load = time.perf_counter() - start

@@ -43,7 +43,7 @@ TUTORIAL_PAGE = "tutorial-own-metric.md"
 # The paper's published figures: Chhun, Suchanek, Clavel (TACL 2024), Section 5 "ASE1"
 # (Overall / System-level correlations, Statistical testing). Kendall, 960 stories / 10 systems,
 # Eval-Prompt 1, mean over the six criteria. The user-study figures live with the code that
-# reproduces them (storyeval.meta.user_study.USER_STUDY_CATEGORIES).
+# reproduces them (storyeval.reproduction.user_study.USER_STUDY_CATEGORIES).
 PAPER_OVERALL_MEANS = {"Beluga-13B 1": 0.25, "Llama-13B 1": 0.16, "Mistral-7B 1": 0.20,
                        "ChatGPT 1": 0.18}
 PAPER_SYSTEM = {"Beluga-13B 1": 0.70, "Human (upper bound)": 0.73, "BERTScore F1": 0.57,
@@ -195,7 +195,7 @@ def system_ties(write, result) -> None:
     """The system-level figures with system means equal in exact arithmetic kept as ties
     (storyeval's default, ``tie_rtol``), with the raw float means (``tie_rtol=0``), and with
     per-system ``np.mean`` float means whose ties are broken by rounding."""
-    from storyeval.meta.levels import TIE_RTOL
+    from storyeval.correlation.levels import TIE_RTOL
     from storyeval.meta.pipeline import meta_evaluate
 
     raw = meta_evaluate(measures="paper", levels="system", reference="none", tie_rtol=0.0)
@@ -257,7 +257,7 @@ def williams(write, result, figure) -> None:
 
 
 def user_study(write) -> None:
-    from storyeval.meta.user_study import user_study_table
+    from storyeval.reproduction.user_study import user_study_table
 
     tab = user_study_table()
     shown = tab[tab["paper_ac1"].notna()]
@@ -291,7 +291,7 @@ def user_study(write) -> None:
 
 def annotator_agreement(write) -> None:
     from storyeval.data import load_hanna
-    from storyeval.meta.agreement import annotator_icc
+    from storyeval.agreement.coefficients import annotator_icc
 
     hanna = load_hanna()
     frames = []

@@ -19,12 +19,12 @@ _LAZY = {
     "Dataset": "storyeval.data",
     "meta_evaluate": "storyeval.meta.pipeline",
     "MetaResult": "storyeval.meta.pipeline",
-    "pairwise_correlations": "storyeval.meta.correlation",
-    "correlate": "storyeval.meta.levels",
-    "williams_test": "storyeval.meta.williams",
-    "adjust_pvalues": "storyeval.meta.multitest",
-    "icc2k": "storyeval.meta.icc",
-    "gwet_ac1": "storyeval.meta.agreement",
+    "pairwise_correlations": "storyeval.correlation.kernel",
+    "correlate": "storyeval.correlation.levels",
+    "williams_test": "storyeval.compare.williams",
+    "adjust_pvalues": "storyeval.compare.multitest",
+    "icc2k": "storyeval.agreement.icc",
+    "gwet_ac1": "storyeval.agreement.coefficients",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -1,4 +1,4 @@
-"""Tests of storyeval.meta.agreement: Gwet's AC1, Fleiss' kappa, Krippendorff's alpha, and the
+"""Tests of storyeval.agreement.coefficients: Gwet's AC1, Fleiss' kappa, Krippendorff's alpha, and the
 annotators' ICC(2,k) (on the HANNA data and small wide tables; a synthetic ragged dataset is in
 tests/test_agreement_data.py)."""
 
@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.agreement import (
+from storyeval.agreement.coefficients import (
     AgreementResult,
     annotator_icc,
     category_counts,
@@ -20,6 +19,7 @@ from storyeval.meta.agreement import (
     gwet_ac1,
     krippendorff_alpha,
 )
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 # Hand-worked case: 4 items x 3 raters, binary labels.
 SMALL = [[1, 1, 1], [1, 1, 0], [0, 0, 0], [1, 1, 1]]
@@ -298,7 +298,7 @@ def test_annotator_icc_excluding_human_stories(hanna, hanna_wide):
     assert (table["n_items"] == 960).all()
     cols = hanna.annotators()["Engagement"]
     generated = hanna_wide.drop(index="Human", level="system")[cols].to_numpy()
-    from storyeval.meta.icc import icc2k
+    from storyeval.agreement.icc import icc2k
 
     assert table.set_index("criterion").at["Engagement", "icc2k"] == pytest.approx(
         icc2k(generated).statistic, abs=1e-12)
@@ -307,7 +307,7 @@ def test_annotator_icc_excluding_human_stories(hanna, hanna_wide):
 
 
 def test_annotator_icc_different_k_per_criterion():
-    from storyeval.meta.icc import icc2k
+    from storyeval.agreement.icc import icc2k
 
     rng = np.random.default_rng(5)
     wide = pd.DataFrame(rng.integers(1, 6, size=(30, 5)).astype(float),
@@ -320,7 +320,7 @@ def test_annotator_icc_different_k_per_criterion():
 
 
 def test_annotator_icc_ragged_omit_and_raise():
-    from storyeval.meta.icc import icc2k
+    from storyeval.agreement.icc import icc2k
 
     rng = np.random.default_rng(6)
     index = pd.MultiIndex.from_product([["s1", "s2"], range(10)], names=["system", "prompt_id"])

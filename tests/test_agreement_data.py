@@ -1,4 +1,4 @@
-"""Agreement of the annotators of any dataset: :func:`storyeval.meta.annotators.annotator_agreement`
+"""Agreement of the annotators of any dataset: :func:`storyeval.agreement.annotators.annotator_agreement`
 and ``storyeval agreement --data``, on a synthetic long ratings table with ragged annotators.
 
 Every statistic is checked against an independent computation from the long table itself
@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from storyeval.agreement.annotators import AGREEMENT_COLUMNS, annotator_agreement
 from storyeval.cli import main
 from storyeval.data import ratings_to_dataset, read_dataset
 from storyeval.exceptions import InputError
-from storyeval.meta.annotators import AGREEMENT_COLUMNS, annotator_agreement
 
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 N_PROMPTS = 25

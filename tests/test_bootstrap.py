@@ -230,7 +230,7 @@ def test_hanna_system_level_interval(hanna_generation_wide):
 def _direct_kendall_reference(V, w, ia, ic, method):
     """Kendall of small n as first written: float signs of every observation pair, weighted by
     w_i w_j through a matrix product (the exact integer counts of `direct`)."""
-    from storyeval.resample._kernels import _distinct_present, _safe_div
+    from storyeval.correlation.resampled import _distinct_present, _safe_div
 
     n = V.shape[-2]
     w = np.asarray(w, dtype=np.float64)
@@ -253,7 +253,7 @@ def _direct_kendall_reference(V, w, ia, ic, method):
 def test_direct_kendall_equals_the_pairwise_formulation(method):
     """int8 signs, pairs first, integer counts (all weights 1) or weighted sums: every weight
     shape the callers use, heavy ties, NaN and inf (undefined comparisons), 1-9 observations."""
-    from storyeval.resample._kernels import direct
+    from storyeval.correlation.resampled import direct
 
     g = np.random.default_rng(3)
     for _ in range(300):

@@ -64,7 +64,7 @@ def test_explain_user_study_writes_user_study_table(tmp_path, capsys):
     assert summary["n_unknown"] == 1 and "criterion_rule" in summary
     rows = pd.read_csv(out / "explanations.csv")
     assert len(rows) == 100 and {"basis", "cues", "reason"} <= set(rows.columns)
-    if (out / "user_study_errors.csv").exists():  # storyeval.meta.user_study present
+    if (out / "user_study_errors.csv").exists():  # storyeval.reproduction.user_study present
         assert len(pd.read_csv(out / "user_study_errors.csv")) == 6
 
 

@@ -151,7 +151,7 @@ def test_meta_with_resampling_columns(tmp_path, capsys):
 
 def test_bootstrap_intervals_for_the_human_baseline():
     from storyeval.meta.pipeline import meta_evaluate
-    from storyeval.resample.annotate import add_bootstrap_ci
+    from storyeval.meta.resampling import add_bootstrap_ci
 
     res = add_bootstrap_ci(meta_evaluate(measures="BLEU", criteria="RE,CX", levels="overall"),
                            n_resamples=60, random_state=1)

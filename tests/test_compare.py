@@ -1,4 +1,4 @@
-"""Comparison tests of two dependent correlations (storyeval.meta.dependent, .compare): exact
+"""Comparison tests of two dependent correlations (storyeval.compare.dependent, .compare): exact
 checks against brute force and hand-worked values, and calibration under the null (slow)."""
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from storyeval.data import scores_to_dataset
-from storyeval.exceptions import InputError
-from storyeval.meta.compare import _bootstrap, _ustat_shared, resolve_tests, system_permutation
-from storyeval.meta.dependent import (
+from storyeval.compare.dependent import (
     _rows_pairwise,
     jackknife_diff,
     kendall_rows,
@@ -24,8 +21,16 @@ from storyeval.meta.dependent import (
     ustat_diff,
     zou_ci,
 )
+from storyeval.compare.procedures import (
+    _bootstrap,
+    _ustat_shared,
+    resolve_tests,
+    system_permutation,
+)
+from storyeval.compare.williams import williams_test
+from storyeval.data import scores_to_dataset
+from storyeval.exceptions import InputError
 from storyeval.meta.pipeline import meta_evaluate
-from storyeval.meta.williams import williams_test
 
 COEF = {
     "kendall_b": lambda x, y: stats.kendalltau(x, y).statistic,

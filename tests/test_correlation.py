@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from storyeval.correlation import kendall as kendall_mod
+from storyeval.correlation import kernel as corr_mod
+from storyeval.correlation.kernel import METHODS, pairwise_correlations, resolve_method
+from storyeval.correlation.levels import correlate, correlation_matrix, level_data, snap_ties
 from storyeval.data.criteria import CRITERIA, CRITERION_CODES
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta import correlation as corr_mod
-from storyeval.meta import kendall as kendall_mod
-from storyeval.meta.correlation import METHODS, pairwise_correlations, resolve_method
-from storyeval.meta.levels import correlate, correlation_matrix, level_data, snap_ties
 
 TOL = 1e-12
 
@@ -501,7 +501,7 @@ def test_paper_system_level_figures(hanna_generation_wide):
 @pytest.mark.parametrize("variant", ["b", "c"])
 def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
     """Few low-cardinality y columns (human criteria) take the counting-by-levels path."""
-    from storyeval.meta.kendall import (
+    from storyeval.correlation.kendall import (
         _kendall_counts_blocks,
         _kendall_counts_by_levels,
         dense_ranks,
@@ -530,7 +530,7 @@ def test_kendall_counting_by_levels_equals_scipy_and_pair_blocks(variant):
 
 
 def test_tied_pair_counts_equal_brute_force():
-    from storyeval.meta.kendall import _tied_pairs
+    from storyeval.correlation.kendall import _tied_pairs
 
     rng = np.random.default_rng(4)
     a = rng.integers(0, 4, size=(3, 25, 5)).astype(float)
@@ -545,7 +545,7 @@ def test_tied_pair_counts_equal_brute_force():
 
 
 def test_correlation_grid_is_correlate_as_arrays():
-    from storyeval.meta.levels import correlation_grid
+    from storyeval.correlation.levels import correlation_grid
 
     rng = np.random.default_rng(8)
     idx = pd.MultiIndex.from_product([list("ABCD"), range(6)], names=["system", "prompt_id"])
@@ -566,7 +566,7 @@ def test_correlation_grid_is_correlate_as_arrays():
 
 
 def test_grid_lookup_of_a_missing_name_is_an_error_not_a_row():
-    from storyeval.meta.levels import positions
+    from storyeval.correlation.levels import positions
 
     assert positions(["a", "b", "c"], ["c", "a", "c"], "x").tolist() == [2, 0, 2]
     for bad in ([None], ["a", None, "b"], ["a", float("nan")]):

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from storyeval.correlation.kernel import METHODS, pairwise_correlations
 from storyeval.exceptions import UndefinedStatisticWarning
-from storyeval.meta.correlation import METHODS, pairwise_correlations
 
 RANK_METHODS = ("kendall_b", "kendall_c", "spearman")
 SETTINGS = settings(max_examples=40, deadline=None, database=None,

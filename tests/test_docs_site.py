@@ -105,7 +105,7 @@ API_PROBE = r"""(() => {
     width: pre.scrollWidth, box: pre.clientWidth}));
   const references = [...document.querySelectorAll("details.references")].map(d => ({
     items: d.querySelectorAll("ol > li").length, text: d.innerText.slice(0, 200)}));
-  const williams = section("storyeval.meta.williams.williams_test");
+  const williams = section("storyeval.compare.williams.williams_test");
   return JSON.stringify({
     params, signatures, references,
     williamsFormula: williams.querySelectorAll(".katex-display").length,

@@ -398,7 +398,7 @@ def test_api_errors_name_the_file_and_the_fix(tmp_path):
 
 
 def test_infinite_values_in_a_dataset_name_measure_and_story():
-    from storyeval.meta import correlate
+    from storyeval.correlation import correlate
 
     index = pd.MultiIndex.from_product([["A", "B"], [0, 1]], names=["system", "prompt_id"])
     wide = pd.DataFrame({"h": [1.0, 2.0, 3.0, 4.0], "m": [0.1, np.inf, 0.3, 0.4]}, index=index)
@@ -429,7 +429,7 @@ def _scaled_pairs(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(_scaled_pairs())
 def test_pearson_and_spearman_are_exact_at_any_magnitude(data):
-    from storyeval.meta.correlation import pairwise_correlations
+    from storyeval.correlation.kernel import pairwise_correlations
 
     x0, y0, x, y = data
     r = pairwise_correlations(x, y, method="pearson").statistic[0, 0]
@@ -472,7 +472,7 @@ def test_meta_pearson_at_extreme_magnitudes(tmp_path, capsys, scale):
 
 
 def test_system_means_near_the_largest_float_do_not_overflow():
-    from storyeval.meta import level_data
+    from storyeval.correlation import level_data
 
     index = pd.MultiIndex.from_product([["A", "B"], [0, 1, 2]], names=["system", "prompt_id"])
     values = np.array([1.7e308, 1.6e308, 1.5e308, -1.7e308, 1.0e308, 1.2e308])

@@ -1,4 +1,4 @@
-"""Tests of storyeval.meta.icc: ICC(2,k) against pingouin, vectorised groups, bad input."""
+"""Tests of storyeval.agreement.icc: ICC(2,k) against pingouin, vectorised groups, bad input."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from storyeval.agreement.icc import ICCResult, icc2k, icc2k_many
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.icc import ICCResult, icc2k, icc2k_many
 
 pg = pytest.importorskip("pingouin")
 

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from storyeval.meta import kendall as kendall_mod
-from storyeval.meta.correlation import pairwise_correlations
-from storyeval.meta.kendall import kendall_counts, kendall_plan
-from storyeval.meta.kendall_sorted import sorted_counts
+from storyeval.correlation import kendall as kendall_mod
+from storyeval.correlation.kendall import kendall_counts, kendall_plan
+from storyeval.correlation.kendall_sorted import sorted_counts
+from storyeval.correlation.kernel import pairwise_correlations
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 ENGINES = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
@@ -160,7 +160,8 @@ def test_arrow_reader_types_like_the_c_parser(tmp_path, monkeypatch):
 
 
 def test_vectorised_validation_keeps_its_messages():
-    from storyeval.data.io import scores_to_dataset, validate_scores
+    from storyeval.data.io import validate_scores
+    from storyeval.data.scores import scores_to_dataset
     from storyeval.exceptions import InputError
 
     frame = pd.DataFrame({"system": ["A", "A", "B", "B"], "prompt_id": [1, 2, 1, 2],
@@ -186,7 +187,8 @@ def test_vectorised_validation_keeps_its_messages():
 def test_warm_up_loads_the_compiled_kernels_or_does_nothing(monkeypatch):
     import sys
 
-    from storyeval.meta.kendall_sorted import engine, warm_up
+    from storyeval.correlation.compiled import warm_up
+    from storyeval.correlation.kendall_sorted import engine
 
     thread = warm_up(background=True)
     if engine() != "numba":
@@ -194,7 +196,7 @@ def test_warm_up_loads_the_compiled_kernels_or_does_nothing(monkeypatch):
         return
     thread.join(timeout=120)
     assert not thread.is_alive()
-    assert "storyeval.meta._kendall_numba" in sys.modules
+    assert "storyeval.correlation._kendall_numba" in sys.modules
     monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
     assert warm_up(background=True) is None
 
@@ -205,7 +207,7 @@ def test_meta_command_warms_up_for_large_inputs(tmp_path, monkeypatch):
     from storyeval.cli import meta as meta_cli
 
     calls = []
-    monkeypatch.setattr("storyeval.meta.kendall_sorted.warm_up",
+    monkeypatch.setattr("storyeval.correlation.compiled.warm_up",
                         lambda background=False: calls.append(background))
     small, large = tmp_path / "small.csv", tmp_path / "large.csv"
     small.write_text("a\n1\n")

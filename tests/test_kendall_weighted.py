@@ -1,4 +1,4 @@
-"""Weighted Kendall counts for resampling (storyeval.meta.kendall_weighted) and the overall-level
+"""Weighted Kendall counts for resampling (storyeval.correlation.kendall_weighted) and the overall-level
 resampling kernels that use them: exact against brute force, against the O(n^2) kernels, and
 against scipy on explicitly resampled vectors."""
 
@@ -11,10 +11,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from storyeval.meta.kendall_sorted import engine
-from storyeval.meta.kendall_weighted import WeightedKendall
+from storyeval.correlation.kendall_sorted import engine
+from storyeval.correlation.kendall_weighted import WeightedKendall
+from storyeval.correlation.resampled_overall import (
+    OverallKernel,
+    overall_kendall_plan,
+    story_weights,
+)
 from storyeval.resample import chance, permutation
-from storyeval.resample._overall import OverallKernel, overall_kendall_plan, story_weights
 from storyeval.resample.bootstrap import draw_resamples
 
 ENGINES = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
@@ -189,8 +193,8 @@ def test_chance_counts_across_the_switch(levels):
 
 
 def test_slow_numpy_engine_is_pointed_out(monkeypatch):
+    from storyeval.correlation import resampled_overall as _overall
     from storyeval.exceptions import SlowPathWarning
-    from storyeval.resample import _overall
 
     monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
     monkeypatch.setattr(_overall, "_SLOW_SECONDS", 1e-9)

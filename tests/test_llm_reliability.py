@@ -461,8 +461,8 @@ def _tries_table(y: np.ndarray) -> pd.DataFrame:
 
 
 def test_consistency_icc_with_a_negative_denominator_is_nan_with_a_reason():
+    from storyeval.agreement.icc import icc2k_many
     from storyeval.llm.outputs import self_consistency
-    from storyeval.meta.icc import icc2k_many
 
     # MSE > n * MSR + MSC: tries disagree far more than stories differ (ICC(2,k) was 17)
     y = np.array([[1, 5, 3], [2, 4, 3], [2, 2, 4], [3, 3, 2], [4, 2, 2]], dtype=float)

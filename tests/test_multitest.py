@@ -1,4 +1,4 @@
-"""Tests of storyeval.meta.multitest (p-value adjustment within explicit families)."""
+"""Tests of storyeval.compare.multitest (p-value adjustment within explicit families)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from storyeval.compare.multitest import adjust_frame, adjust_pvalues
 from storyeval.exceptions import InputError
-from storyeval.meta.multitest import adjust_frame, adjust_pvalues
 
 # our method -> (scipy false_discovery_control method or None, statsmodels multipletests method)
 REFERENCES = {

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from storyeval.correlation.levels import snap_ties
 from storyeval.data import CRITERIA, CRITERION_CODES, load_hanna, scores_to_dataset
 from storyeval.exceptions import InputError
-from storyeval.meta.levels import snap_ties
 from storyeval.meta.pipeline import meta_evaluate
 
 

@@ -1,4 +1,4 @@
-"""storyeval.meta.power and `storyeval power`: the sample-size planner."""
+"""storyeval.power.planner and `storyeval power`: the sample-size planner."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import scipy.stats as st
 
 from storyeval.cli import main
 from storyeval.exceptions import InputError
-from storyeval.meta.power import fisher_z_power, plan_power, simulate_power
+from storyeval.power.planner import fisher_z_power, plan_power, simulate_power
 
 
 def _tol(p: float, reps: int, k: float = 4.0) -> float:
@@ -66,8 +66,8 @@ def test_level_at_delta_zero(coef, level, n, reps):
 
 
 def test_discrete_human_calibration_reaches_target():
-    from storyeval.meta.power_batch import _coef
-    from storyeval.meta.power_model import _calibrate, _Human, _ratings_scale
+    from storyeval.power.batch import _coef
+    from storyeval.power.model import _calibrate, _Human, _ratings_scale
 
     human = _Human(_ratings_scale())
     rng = np.random.default_rng(7)

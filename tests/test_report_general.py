@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from storyeval.compare.multitest import SingleTestFamilyWarning, adjust_frame, family_sizes
 from storyeval.data import Dataset
 from storyeval.exceptions import InputError
-from storyeval.meta.multitest import SingleTestFamilyWarning, adjust_frame, family_sizes
 from storyeval.meta.pipeline import meta_evaluate
 from storyeval.report.meta_report import (
     render,

@@ -1,4 +1,4 @@
-"""One tie rule (storyeval.meta.ties) everywhere: every bootstrap / permutation statistic on the
+"""One tie rule (storyeval.correlation.ties) everywhere: every bootstrap / permutation statistic on the
 unresampled data equals `correlate`'s value, on HANNA and on tables with near-ties."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from storyeval.meta.levels import correlate
-from storyeval.meta.ties import TIE_RULE, snap_ties, tie_values
+from storyeval.correlation.levels import correlate
+from storyeval.correlation.resampled import level_statistic
+from storyeval.correlation.resampled_overall import OverallKernel
+from storyeval.correlation.ties import TIE_RULE, snap_ties, tie_values
 from storyeval.resample import bootstrap_correlations, paired_permutation_test
 from storyeval.resample._data import make_grid
-from storyeval.resample._kernels import level_statistic
-from storyeval.resample._overall import OverallKernel
 from storyeval.resample.permutation import _KendallOverall, _safe_div, _swapped_coefficients
 
 LEVELS = ("overall", "system", "prompt")
@@ -307,7 +307,7 @@ def _tied_means(g: np.random.Generator, n: int, m: int) -> np.ndarray:
 
 @pytest.mark.parametrize("block", [2**15, 7])  # one block, and many small ones
 def test_snap_ties_equals_the_sorted_column_formulation(monkeypatch, block):
-    from storyeval.meta import ties
+    from storyeval.correlation import ties
 
     monkeypatch.setattr(ties, "_SNAP_BLOCK", block)
     g = np.random.default_rng(7)

@@ -1,4 +1,4 @@
-"""Tests of storyeval.meta.user_study against the paper's user-study table."""
+"""Tests of storyeval.reproduction.user_study against the paper's user-study table."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from storyeval.agreement.coefficients import gwet_ac1
 from storyeval.exceptions import InputError
-from storyeval.meta.agreement import gwet_ac1
-from storyeval.meta.user_study import USER_STUDY_CATEGORIES, user_study_labels, user_study_table
+from storyeval.reproduction.user_study import (
+    USER_STUDY_CATEGORIES,
+    user_study_labels,
+    user_study_table,
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Tests of storyeval.meta.williams (Williams' test for dependent correlations)."""
+"""Tests of storyeval.compare.williams (Williams' test for dependent correlations)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from scipy import special, stats
 
+from storyeval.compare.multitest import adjust_frame
+from storyeval.compare.williams import WILLIAMS_NOTE, WilliamsResult, williams_test
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.multitest import adjust_frame
-from storyeval.meta.williams import WILLIAMS_NOTE, WilliamsResult, williams_test
 
 HANNA_CSV = (
     Path(__file__).resolve().parents[1]

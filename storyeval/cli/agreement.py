@@ -133,15 +133,15 @@ def compute_tables(
         raise InputError(f"--confidence-level must be in (0, 1), got {confidence_level}")
     tables: dict[str, pd.DataFrame] = {}
     if what in ("annotators", "all"):
+        from storyeval.agreement.annotators import annotator_agreement
         from storyeval.data import load_hanna
-        from storyeval.meta.annotators import annotator_agreement
 
         data = load_hanna() if dataset is None else dataset
         tables["annotators"] = annotator_agreement(
             data, criteria=criteria, exclude_systems=excluded_systems(data, exclude_human_stories),
             confidence_level=confidence_level, nan_policy=nan_policy)
     if what in ("user-study", "all") and (dataset is None if embedded is None else embedded):
-        from storyeval.meta.user_study import user_study_table
+        from storyeval.reproduction.user_study import user_study_table
 
         tables["user_study"] = user_study_table(confidence_level=confidence_level)[
             USER_STUDY_COLUMNS

@@ -137,10 +137,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _user_study_table(out: Path) -> Path | None:
-    """The user-study error-rate + AC1 table (``storyeval.meta.user_study``, the same table as
+    """The user-study error-rate + AC1 table (``storyeval.reproduction.user_study``, the same table as
     ``storyeval agreement --what user-study``), written next to the explanation analysis."""
     try:
-        from storyeval.meta.user_study import user_study_table
+        from storyeval.reproduction.user_study import user_study_table
     except ImportError:  # that module is not part of this build
         return None
     path = out / "user_study_errors.csv"

@@ -179,7 +179,7 @@ def _warm_up_for_large_input(args: argparse.Namespace) -> None:
     paths = [Path(p) for p in [args.data, *(getattr(args, "scores", None) or [])] if p]
     size = sum(p.stat().st_size for p in paths if p.is_file())
     if size >= _WARM_UP_MIN_BYTES:
-        from storyeval.meta.kendall_sorted import warm_up
+        from storyeval.correlation.compiled import warm_up
 
         warm_up(background=True)
 
@@ -254,19 +254,19 @@ def _add_resampling(result, args: argparse.Namespace):
         if getattr(args, name) < 0:
             raise InputError(f"--{name.replace('_', '-')} must be >= 0")
     if args.ci == "bootstrap":
-        from storyeval.resample.annotate import add_bootstrap_ci
+        from storyeval.meta.resampling import add_bootstrap_ci
 
         result = add_bootstrap_ci(result, n_resamples=args.resamples,
                                   resample_by=args.resample_by, ci_method=args.ci_method,
                                   confidence_level=args.confidence_level,
                                   random_state=args.seed)
     if args.permutations:
-        from storyeval.resample.annotate import add_permutation_pvalues
+        from storyeval.meta.resampling import add_permutation_pvalues
 
         result = add_permutation_pvalues(result, n_permutations=args.permutations,
                                          unit=args.permutation_unit, random_state=args.seed)
     if args.chance:
-        from storyeval.resample.annotate import add_chance
+        from storyeval.meta.resampling import add_chance
 
         result = add_chance(result, n_draws=args.chance,
                             confidence_level=args.confidence_level, random_state=args.seed)

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, print the table and the answer; returns the exit code."""
     from storyeval.cli.common import load_dataset_args
     from storyeval.exceptions import InputError
-    from storyeval.meta.power import plan_power
+    from storyeval.power.planner import plan_power
     from storyeval.report.tables import format_table
 
     check_out_args(args)

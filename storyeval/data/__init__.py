@@ -18,15 +18,10 @@ from storyeval.data.hanna import (
     load_user_study,
     read_hanna_wide,
 )
-from storyeval.data.io import (
-    read_score_table,
-    read_scores,
-    read_table,
-    scores_to_dataset,
-    validate_scores,
-)
+from storyeval.data.io import read_score_table, read_table, validate_scores
 from storyeval.data.load import read_dataset, read_score_files
 from storyeval.data.ratings import ratings_to_dataset, validate_ratings
+from storyeval.data.scores import read_scores, scores_to_dataset
 from storyeval.data.summary import describe_dataset
 from storyeval.data.wide import wide_to_dataset
 

@@ -11,16 +11,11 @@ import numpy as np
 import pandas as pd
 
 from storyeval.data.catalogue import HUMAN_KINDS, infer_catalogue, merge_catalogues
+from storyeval.data.ids import make_story_id
+from storyeval.data.io import validate_scores
 from storyeval.exceptions import DroppedStoriesWarning, InputError
 
 SCORE_COLUMNS = ("story_id", "system", "prompt_id", "measure", "value")
-
-
-def make_story_id(system: str, prompt_id: int | str) -> str:
-    """The story key used across storyeval: ``"{system}/{prompt_id}"`` (e.g. ``"GPT-2/17"``)."""
-    if isinstance(prompt_id, (int, np.integer)):
-        prompt_id = int(prompt_id)
-    return f"{system}/{prompt_id}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,7 +53,7 @@ class Dataset:
     default_test : str, optional
         The comparison test that ``test="auto"`` means on this dataset (HANNA: ``"paper"``, the
         convention its published numbers use); None: the calibrated default
-        (`storyeval.meta.compare.calibrated_test`).
+        (`storyeval.compare.procedures.calibrated_test`).
     notes : tuple of str
         What the reader understood that changes numbers (shown by ``storyeval describe`` and
         in report headers), e.g. how per-story human scores were computed.
@@ -218,8 +213,6 @@ class Dataset:
             many, and of which systems: a score file cut short shows here), or a new measure
             covers fewer stories than the scores as a whole.
         """
-        from storyeval.data.io import validate_scores
-
         if how not in (None, "inner", "left"):
             raise InputError(f"how must be 'inner' or 'left', got {how!r}")
         scores = validate_scores(scores, source=source, require=("story_id", "measure", "value"))

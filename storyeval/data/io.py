@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval._optional import import_optional
-from storyeval.data.dataset import Dataset, make_story_id
+from storyeval.data.ids import make_story_id
 from storyeval.exceptions import InputError
 
 _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl",
@@ -446,33 +446,6 @@ def _duplicated(key: np.ndarray) -> np.ndarray:
     return pd.Series(key).duplicated(keep=False).to_numpy()
 
 
-def scores_to_dataset(
-    frame: pd.DataFrame,
-    *,
-    name: str = "custom",
-    source: str = "scores",
-    fmt: str | None = None,
-    require_same_prompts: bool = True,
-    catalogue: pd.DataFrame | None = None,
-    criteria: Sequence[str] = (),
-) -> Dataset:
-    """A [`Dataset`][] from a tidy long table (validated, see `validate_scores`).
-
-    ``require_same_prompts`` (default) checks that every system has the same set of prompts:
-    system-level correlations compare means over different prompts otherwise. ``criteria``
-    names the measures that are per-story human scores (every other measure is automatic).
-    Ratings of individual annotators are read with [`storyeval.data.ratings_to_dataset`][].
-    """
-    frame, codes = _validate_scores(frame, source, fmt, ("system", "prompt_id", "measure", "value"))
-    table = _pivot_scores(frame, codes)
-    table = sort_stories(table, pd.unique(frame["system"]).tolist(),
-                         pd.unique(frame["prompt_id"]).tolist())
-    if require_same_prompts:
-        _check_same_prompts(table, source)
-    dataset = Dataset(table, catalogue, name)
-    return dataset.with_criteria(list(criteria)) if criteria else dataset
-
-
 def _pivot_scores(frame: pd.DataFrame, codes: dict) -> pd.DataFrame:
     """The validated long table as a wide float table: one row per (system, prompt_id), one
     column per measure in file order, NaN where a story lacks a measure. Filled through integer
@@ -513,22 +486,22 @@ def _check_same_prompts(table: pd.DataFrame, source: str) -> None:
             )
 
 
-def read_scores(path: str | Path, *, format: str | None = None, name: str | None = None,
-                require_same_prompts: bool = True) -> Dataset:
-    """Read a long-format score file (CSV, TSV, JSONL, Parquet) into a [`Dataset`][].
-
-    Examples
-    --------
-    >>> ds = read_scores("my_scores.csv")  # doctest: +SKIP
-    """
-    frame, fmt = read_table(path, format=format)
-    return scores_to_dataset(frame, name=name or Path(path).stem, source=str(path), fmt=fmt,
-                             require_same_prompts=require_same_prompts)
-
-
 def read_score_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
     """Read and validate a tidy score table that needs only ``story_id, measure, value``
     (e.g. the output of ``storyeval score``, to be joined with a dataset)."""
     frame, fmt = read_table(path, format=format)
     return validate_scores(frame, source=str(path), fmt=fmt,
                            require=("story_id", "measure", "value"))
+
+
+def __getattr__(name: str):
+    # scores_to_dataset and read_scores build Datasets: they live in storyeval.data.scores, so
+    # that this module (which storyeval.data.dataset uses to validate) does not import Dataset.
+    if name in ("scores_to_dataset", "read_scores"):
+        import importlib
+        import warnings
+
+        warnings.warn(f"storyeval.data.io.{name} moved to storyeval.data.scores.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("storyeval.data.scores"), name)
+    raise AttributeError(f"module 'storyeval.data.io' has no attribute {name!r}")

@@ -59,7 +59,7 @@ def read_human_table(
                                   reference_system=reference_system,
                                   require_same_prompts=require_same_prompts, **common)
     if "measure" in columns and "value" in columns and not annotators:
-        from storyeval.data.io import scores_to_dataset
+        from storyeval.data.scores import scores_to_dataset
 
         dataset = scores_to_dataset(frame, require_same_prompts=require_same_prompts,
                                     criteria=_declared(criteria, frame["measure"]), **common)

@@ -198,11 +198,11 @@ def self_consistency(ratings: pd.DataFrame, *, confidence_level: float = 0.95) -
     -------
     DataFrame
         ``model, eval_prompt, criterion`` then the columns of
-        [`storyeval.meta.icc.icc2k_many`][] (``icc2k, ci_low, ci_high, ..., reason``).
+        [`storyeval.agreement.icc.icc2k_many`][] (``icc2k, ci_low, ci_high, ..., reason``).
 
-    Validated through [`storyeval.meta.icc.icc2k_many`][], itself checked against pingouin.
+    Validated through [`storyeval.agreement.icc.icc2k_many`][], itself checked against pingouin.
     """
-    from storyeval.meta.icc import icc2k_many
+    from storyeval.agreement.icc import icc2k_many
 
     df = _check(ratings)
     keys = ["model", "eval_prompt", "criterion"]

@@ -1,59 +1,80 @@
-"""Meta-evaluation: correlations at three levels, human baseline, Williams tests, p-value
-adjustment, agreement and reliability, and the pipeline behind ``storyeval meta``.
+"""Meta-evaluation: the pipeline behind ``storyeval meta``.
 
-Modules, one idea each: ``correlation`` (the vectorised kernel), ``levels`` (overall / system /
-prompt), ``baseline`` (human baseline), ``williams``, ``multitest`` (BH/BY families), ``icc``,
-``compare`` (the named comparison tests and their calibrated default), ``dependent`` (variance
-of the difference of two dependent correlations: U-statistic, jackknife, Zou's interval),
-``power`` (sample size planning by simulation), ``agreement`` (Gwet's AC1, Fleiss' kappa,
-Krippendorff's alpha), ``user_study``, ``selection`` (``--metrics`` specifications) and
-``pipeline`` ([`meta_evaluate`][storyeval.meta.pipeline.meta_evaluate]).
+`meta_evaluate` composes the other packages: correlations at three levels
+(``storyeval.correlation``), the human baseline (`baseline`), comparison tests with effect sizes
+and p-value adjustment (``storyeval.compare``), resampling columns added to a result
+(`resampling`: bootstrap intervals, permutation p-values, chance baselines, through
+``storyeval.resample``), and the ``--metrics`` specifications (`selection`). Agreement and
+reliability live in ``storyeval.agreement``, power planning in ``storyeval.power``.
+
+May import every package below it (data, correlation, resample, compare, agreement); nothing of
+``report`` or ``cli``.
+
+The names that lived here before release 0.2 (``storyeval.meta.icc2k``,
+``storyeval.meta.correlate``, ...) still resolve for one release, with a DeprecationWarning
+naming their new home.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from storyeval.meta.baseline import human_baseline
+    from storyeval.meta.pipeline import MetaResult, meta_evaluate
+    from storyeval.meta.selection import select_criteria, select_measures
 
 _LAZY = {
-    "pairwise_correlations": "correlation",
-    "CorrelationMatrix": "correlation",
-    "correlate": "levels",
-    "correlation_matrix": "levels",
-    "correlation_grid": "levels",
-    "CorrelationGrid": "levels",
-    "level_data": "levels",
-    "human_baseline": "baseline",
-    "williams_test": "williams",
-    "ustat_diff": "dependent",
-    "jackknife_diff": "dependent",
-    "zou_ci": "dependent",
-    "resolve_tests": "compare",
-    "WilliamsResult": "williams",
-    "adjust_pvalues": "multitest",
-    "adjust_frame": "multitest",
-    "icc2k": "icc",
-    "icc2k_many": "icc",
-    "ICCResult": "icc",
-    "gwet_ac1": "agreement",
-    "fleiss_kappa": "agreement",
-    "krippendorff_alpha": "agreement",
-    "annotator_icc": "agreement",
-    "annotator_agreement": "annotators",
-    "user_study_table": "user_study",
-    "select_measures": "selection",
-    "select_criteria": "selection",
-    "meta_evaluate": "pipeline",
-    "plan_power": "power",
-    "PowerResult": "power",
-    "fisher_z_power": "power",
-    "MetaResult": "pipeline",
+    "human_baseline": "storyeval.meta.baseline",
+    "select_measures": "storyeval.meta.selection",
+    "select_criteria": "storyeval.meta.selection",
+    "meta_evaluate": "storyeval.meta.pipeline",
+    "MetaResult": "storyeval.meta.pipeline",
 }
 
-__all__ = list(_LAZY)
+#: Names re-exported here before 0.2 whose home is now another package.
+_MOVED = {
+    "pairwise_correlations": "storyeval.correlation",
+    "CorrelationMatrix": "storyeval.correlation",
+    "correlate": "storyeval.correlation",
+    "correlation_matrix": "storyeval.correlation",
+    "correlation_grid": "storyeval.correlation",
+    "CorrelationGrid": "storyeval.correlation",
+    "level_data": "storyeval.correlation",
+    "williams_test": "storyeval.compare",
+    "WilliamsResult": "storyeval.compare",
+    "ustat_diff": "storyeval.compare",
+    "jackknife_diff": "storyeval.compare",
+    "zou_ci": "storyeval.compare",
+    "resolve_tests": "storyeval.compare",
+    "adjust_pvalues": "storyeval.compare",
+    "adjust_frame": "storyeval.compare",
+    "icc2k": "storyeval.agreement",
+    "icc2k_many": "storyeval.agreement",
+    "ICCResult": "storyeval.agreement",
+    "gwet_ac1": "storyeval.agreement",
+    "fleiss_kappa": "storyeval.agreement",
+    "krippendorff_alpha": "storyeval.agreement",
+    "annotator_icc": "storyeval.agreement",
+    "annotator_agreement": "storyeval.agreement",
+    "user_study_table": "storyeval.reproduction",
+    "plan_power": "storyeval.power",
+    "PowerResult": "storyeval.power",
+    "fisher_z_power": "storyeval.power",
+}
+
+__all__ = ["MetaResult", "human_baseline", "meta_evaluate", "select_criteria", "select_measures"]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(f"storyeval.meta.{_LAZY[name]}"), name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _MOVED:
+        from storyeval._moved import REMOVED_IN
+
+        warnings.warn(f"storyeval.meta.{name} moved to {_MOVED[name]}.{name}; the old path will "
+                      f"be removed in storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module 'storyeval.meta' has no attribute {name!r}")

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError
-from storyeval.meta.correlation import _check_nan_policy, resolve_method
-from storyeval.meta.levels import (
+from storyeval.correlation.kernel import _check_nan_policy, resolve_method
+from storyeval.correlation.levels import (
     LEVELS,
     TIE_RTOL,
     _check_level,
@@ -26,6 +25,7 @@ from storyeval.meta.levels import (
     _index_levels,
     _plain,
 )
+from storyeval.exceptions import InputError
 
 __all__ = ["VARIANTS", "human_baseline"]
 
@@ -72,11 +72,11 @@ def human_baseline(
     levels : str or sequence of {"overall", "system", "prompt"}, default all three
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
-        As in [`storyeval.meta.levels.correlate`][]; computed means use the available
+        As in [`storyeval.correlation.levels.correlate`][]; computed means use the available
         annotators under ``"omit"``.
     variants : str or sequence of {"upper_bound", "leave_one_out"}, default both
     tie_rtol : float, default 1e-12
-        Tie tolerance for system means (see [`storyeval.meta.levels.level_data`][]).
+        Tie tolerance for system means (see [`storyeval.correlation.levels.level_data`][]).
 
     Returns
     -------

@@ -7,7 +7,7 @@ One call computes, for a [`Dataset`][]:
 3. tests of a reference rater against every other measure (or of all pairs), with p-values
    adjusted for multiple comparisons over a stated family and the difference of the two
    correlations with a confidence interval beside every p-value. The test is named
-   (`storyeval.meta.compare`): the calibrated default on user data, the paper's Williams
+   (`storyeval.compare.procedures`): the calibrated default on user data, the paper's Williams
    convention on the embedded HANNA data (the reproduction).
 
 Every setting that changes a number is recorded in `MetaResult.settings` and written next
@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from storyeval.data import Dataset, load_hanna
-from storyeval.exceptions import InputError
-from storyeval.meta.baseline import human_baseline
-from storyeval.meta.compare import (
+from storyeval.compare.multitest import adjust_frame, family_sizes, warn_single_test_families
+from storyeval.compare.procedures import (
     CALIBRATED_LEVEL,
     PAPER_LEVEL,
     TEST_DESCRIPTIONS,
@@ -33,17 +31,25 @@ from storyeval.meta.compare import (
     effect_sizes,
     resolve_tests,
 )
-from storyeval.meta.correlation import resolve_method
-from storyeval.meta.levels import LEVELS, TIE_RTOL, CorrelationGrid, correlation_grid, positions
-from storyeval.meta.multitest import adjust_frame, family_sizes, warn_single_test_families
+from storyeval.compare.williams import WILLIAMS_NOTE, williams_test
+from storyeval.correlation.kernel import resolve_method
+from storyeval.correlation.levels import (
+    LEVELS,
+    TIE_RTOL,
+    CorrelationGrid,
+    correlation_grid,
+    positions,
+)
+from storyeval.correlation.ties import TIE_RULE
+from storyeval.data import Dataset, load_hanna
+from storyeval.exceptions import InputError
+from storyeval.meta.baseline import human_baseline
 from storyeval.meta.selection import (
     criterion_pairs,
     resolve_rater,
     select_criteria,
     select_measures,
 )
-from storyeval.meta.ties import TIE_RULE
-from storyeval.meta.williams import WILLIAMS_NOTE, williams_test
 
 COEFFICIENT_DESCRIPTIONS = {
     "kendall_b": "Kendall tau-b (tie-corrected; scipy.stats.kendalltau default)",
@@ -85,7 +91,7 @@ class MetaResult:
         The stories that were correlated (after the Human and system selection).
     chance : DataFrame
         Chance baselines per criterion and level, when requested
-        (`storyeval.resample.annotate.add_chance`).
+        (`storyeval.meta.resampling.add_chance`).
     """
 
     correlations: pd.DataFrame
@@ -185,14 +191,14 @@ class MetaResult:
 
     def family_sizes(self) -> dict[str, dict[str, int]]:
         """Per Williams level, the number of adjustment families and their smallest and largest
-        size ``m`` (`storyeval.meta.multitest.family_sizes`)."""
+        size ``m`` (`storyeval.compare.multitest.family_sizes`)."""
         if self._family_sizes is None or self._family_sizes[0] is not self.williams:
             self._family_sizes = (self.williams, family_sizes(self.williams))
         return self._family_sizes[1]
 
     def warn_single_test_families(self) -> bool:
         """Warn once per result
-        ([`SingleTestFamilyWarning`][storyeval.meta.multitest.SingleTestFamilyWarning]) when
+        ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning]) when
         every family of the Williams adjustment holds a single test, so that adjusting changed
         nothing; return whether it warned."""
         if self._families_checked:
@@ -255,7 +261,7 @@ def meta_evaluate(
     criteria : str or sequence of str, default "all"
         Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
-        Correlation levels (see [`storyeval.meta.levels.correlate`][]); Williams tests are run
+        Correlation levels (see [`storyeval.correlation.levels.correlate`][]); Williams tests are run
         at the overall and system levels only.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
@@ -296,11 +302,11 @@ def meta_evaluate(
         ``"paper"``: absolute correlations, so that a lower-is-better measure is compared by
         the strength of its association; ``"raw"``: signed correlations.
     test : str or dict, default "auto"
-        The comparison test (`storyeval.meta.compare.TESTS`), or one per level
+        The comparison test (`storyeval.compare.procedures.TESTS`), or one per level
         (``{"overall": "ustat", "system": "permutation-random"}``). ``"auto"``: on the embedded
         HANNA data ``"paper"`` (Williams, one-sided, direction of the larger |r|: the
         reproduction); on any other data the calibrated default
-        (`storyeval.meta.compare.calibrated_test`), two-sided, whose measured type-I error
+        (`storyeval.compare.procedures.calibrated_test`), two-sided, whose measured type-I error
         lies within [0.04, 0.06] at nominal 0.05 (docs page "Which test?").
     confidence_level : float, default 0.95
         Of the interval of every difference of correlations (``ci_low``, ``ci_high``).
@@ -535,7 +541,7 @@ def _finish_williams(tests: list[dict[str, np.ndarray]], info: pd.DataFrame, wid
         return pd.DataFrame(columns=WILLIAMS_COLUMNS)
     comp = {key: np.concatenate([f[key] for f in frames]) for key in frames[0]}
     # Named families ("paper" groups LLM ratings by rater, so a rater's six criteria form one
-    # family) are defined in storyeval.meta.multitest.adjust_frame.
+    # family) are defined in storyeval.compare.multitest.adjust_frame.
     by = family if isinstance(family, str) else list(family)
     frame = adjust_frame(pd.DataFrame(comp), by=by, p_col="p", method=adjust)
     return frame.loc[:, WILLIAMS_COLUMNS]
@@ -597,7 +603,7 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
 
 def measured_level_text(test: str, method: str, level: str) -> str:
     """"measured type-I error 0.010-0.015 at nominal 0.05 (30-5,000 stories; ...)" for the
-    paper's convention and the calibrated defaults (`storyeval.meta.compare.PAPER_LEVEL`,
+    paper's convention and the calibrated defaults (`storyeval.compare.procedures.PAPER_LEVEL`,
     ``CALIBRATED_LEVEL``: benchmarks/bench_calibration.py), else ""."""
     if test == "paper":
         table = PAPER_LEVEL
@@ -613,7 +619,7 @@ def measured_level_text(test: str, method: str, level: str) -> str:
 
 
 def calibrated_name(level: str, method: str) -> str:
-    from storyeval.meta.compare import calibrated_test
+    from storyeval.compare.procedures import calibrated_test
 
     return calibrated_test(level, method)
 

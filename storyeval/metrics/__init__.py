@@ -14,16 +14,15 @@ Examples
 ...               show_progress=False)  # doctest: +SKIP
 """
 
-from storyeval.metrics.base import (
+from storyeval.metrics.base import Measure, Metric
+from storyeval.metrics.cache import ScoreCache, text_key
+from storyeval.metrics.registry import (
     FAMILIES,
-    Measure,
-    Metric,
     available_metrics,
     get_metric,
     register,
     resolve_metrics,
 )
-from storyeval.metrics.cache import ScoreCache, text_key
 from storyeval.metrics.scoring import (
     INPUT_COLUMNS,
     SCORE_COLUMNS,

@@ -11,22 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from storyeval.exceptions import InputError
-
-__all__ = [
-    "FAMILIES",
-    "Measure",
-    "Metric",
-    "available_metrics",
-    "get_metric",
-    "register",
-    "resolve_metrics",
-]
+__all__ = ["Measure", "Metric", "reference_rows"]
 
 REFERENCE_KINDS = ("reference-based", "reference-free")
 FAMILY_KINDS = ("lexical", "embedding", "model-based")
@@ -147,17 +137,6 @@ class Metric(ABC):
 
 
 # ----------------------------------------------------------------------------------------------
-# registry
-
-_REGISTRY: dict[str, Callable[..., Metric]] = {}
-#: Family names accepted by ``--metrics``, each expanding to registered metric names.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "lexical": ("rouge", "bleu", "chrf", "surface"),
-    "embedding": ("bertscore",),
-    "model-based": ("bartscore",),
-    "fast": ("rouge", "bleu", "chrf", "surface"),
-    "all": ("rouge", "bleu", "chrf", "surface", "bertscore", "bartscore"),
-}
 
 
 def reference_rows(stories: Sequence[str], references: Sequence[str | None], n_columns: int,
@@ -169,91 +148,20 @@ def reference_rows(stories: Sequence[str], references: Sequence[str | None], n_c
     return out, rows, [stories[i] for i in rows], [references[i] for i in rows]
 
 
-def register(name: str) -> Callable:
-    """Class decorator adding a metric factory to the registry under ``name``."""
-
-    def deco(factory: Callable[..., Metric]) -> Callable[..., Metric]:
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
+#: The registry's names, read through this module before release 0.2 (see `__getattr__`).
+_MOVED_TO_REGISTRY = ("FAMILIES", "register", "available_metrics", "get_metric",
+                      "resolve_metrics", "get_metric_name_check")
 
 
-def _ensure_builtins() -> None:
-    # importing the sub-packages registers them; none imports a heavy dependency at import time
-    from storyeval.metrics import bartscore, bertscore, bleu, chrf, rouge, surface  # noqa: F401
+def __getattr__(name: str):
+    # The registry lives in storyeval.metrics.registry, so that this module, which every metric
+    # imports, imports no metric; the old names keep working for one release.
+    if name in _MOVED_TO_REGISTRY:
+        import importlib
+        import warnings
 
-
-def available_metrics() -> list[str]:
-    """Names of the registered metrics (the values ``--metrics`` accepts besides families and
-    ``evaluate:PATH``)."""
-    _ensure_builtins()
-    return sorted(_REGISTRY)
-
-
-def get_metric(name: str, **options) -> Metric:
-    """Build the metric registered as ``name`` with keyword ``options``.
-
-    ``"evaluate:PATH_OR_NAME"`` wraps any Hugging Face ``evaluate`` module (a local folder or
-    script, or a hub name when online) as a storyeval metric.
-
-    Raises
-    ------
-    InputError
-        For an unknown name; the message lists the valid names and families.
-    """
-    _ensure_builtins()
-    key = name.strip()
-    if key.lower().startswith("evaluate:"):
-        from storyeval.metrics.evaluate_module import EvaluateMetric
-
-        return EvaluateMetric(key.split(":", 1)[1], **options)
-    factory = _REGISTRY.get(key.lower())
-    if factory is None:
-        import difflib
-
-        close = difflib.get_close_matches(key.lower(), list(_REGISTRY) + list(FAMILIES), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise InputError(
-            f"unknown metric {name!r}.{hint} Known metrics: {', '.join(sorted(_REGISTRY))}; "
-            f"families: {', '.join(FAMILIES)}; or 'evaluate:PATH' for an evaluate module."
-        )
-    return factory(**options)
-
-
-def resolve_metrics(spec: str | Sequence[str]) -> list[str]:
-    """Expand a comma-separated list (or sequence) of metric and family names, in order, without
-    duplicates. Unknown names raise [`InputError`][].
-
-    Examples
-    --------
-    >>> resolve_metrics("rouge,embedding")
-    ['rouge', 'bertscore']
-    """
-    _ensure_builtins()
-    items = spec.split(",") if isinstance(spec, str) else list(spec)
-    out: list[str] = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        names = FAMILIES.get(item.lower())
-        if names is None:
-            if not item.lower().startswith("evaluate:"):
-                get_metric_name_check(item)
-                names = (item.lower(),)
-            else:
-                names = (item,)
-        for n in names:
-            if n not in out:
-                out.append(n)
-    if not out:
-        raise InputError("metrics: no metric given (e.g. --metrics rouge,bleu,surface)")
-    return out
-
-
-def get_metric_name_check(name: str) -> None:
-    """Raise [`InputError`][] if ``name`` is not a registered metric (see `get_metric`,
-    whose error message lists the valid names)."""
-    if name.lower() not in _REGISTRY:
-        get_metric(name)
+        registry = importlib.import_module("storyeval.metrics.registry")  # not at import time
+        warnings.warn(f"storyeval.metrics.base.{name} moved to storyeval.metrics.registry.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(registry, name)
+    raise AttributeError(f"module 'storyeval.metrics.base' has no attribute {name!r}")

@@ -12,8 +12,9 @@ import pandas as pd
 
 from storyeval._progress import progress_bar
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.metrics.base import Measure, Metric, get_metric, resolve_metrics
+from storyeval.metrics.base import Measure, Metric
 from storyeval.metrics.cache import ScoreCache, text_key
+from storyeval.metrics.registry import get_metric, resolve_metrics
 
 __all__ = [
     "INPUT_COLUMNS",

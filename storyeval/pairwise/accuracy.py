@@ -238,7 +238,7 @@ def pointwise_pairwise_accuracy(
     >>> float(res.loc[0, "accuracy"]), int(res.loc[0, "n_pairs"])
     (1.0, 2)
     """
-    from storyeval.meta.levels import level_data
+    from storyeval.correlation.levels import level_data
 
     human_ties = _check_human_ties(human_ties)
     credit = _check_credit(tie_credit, "tie_credit")
@@ -386,7 +386,7 @@ def preference_accuracy(
     >>> res[["criterion", "accuracy", "n_pairs", "n_human_ties"]].values.tolist()
     [['preference', 1.0, 2, 1]]
     """
-    from storyeval.meta.levels import level_data
+    from storyeval.correlation.levels import level_data
     from storyeval.pairwise.preferences import validate_preferences
 
     human_ties = _check_human_ties(human_ties)

@@ -15,15 +15,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from storyeval._figure_io import _pyplot, save_figure  # noqa: F401 (re-exported)
 from storyeval.exceptions import InputError
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
 DEFAULT_FIGURE_FORMATS: tuple[str, ...] = ("png",)
@@ -39,15 +36,6 @@ def check_figure_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
         raise InputError(f"figure format(s) {unknown or formats!r} not supported; choose from "
                          f"{', '.join(FIGURE_FORMATS)} (comma-separated)")
     return out
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 ANNOTATE_MAX_CELLS = 400
@@ -243,14 +231,3 @@ class FigureWorkers:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def save_figure(fig: Figure, path: str | Path, **kwargs: object) -> Path:
-    """``fig.savefig(path)`` through a temporary file replaced atomically (the format follows
-    the suffix of ``path``): an interrupted save leaves the previous file intact."""
-    from storyeval._atomic import atomic_path
-
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip(".") or None, **kwargs)
-    return path

@@ -255,7 +255,7 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     `MATRIX_SHOWN_MAX` measures is listed as its `SMALLEST_SHOWN` smallest adjusted
     p-values (`smallest_pairs`; [`write_report`][] writes every matrix in full).
     Undefined values are blank, with the reason listed below their table. Warns
-    ([`SingleTestFamilyWarning`][storyeval.meta.multitest.SingleTestFamilyWarning], once per
+    ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning], once per
     result) when every Williams family holds a single test.
     """
     result.warn_single_test_families()

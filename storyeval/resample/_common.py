@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from storyeval.correlation.kernel import resolve_method
 from storyeval.exceptions import InputError
-from storyeval.meta.correlation import resolve_method
 
 RESAMPLE_BY = ("prompts", "systems", "both")
 ALTERNATIVES = ("greater", "less", "two-sided")

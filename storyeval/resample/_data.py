@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from storyeval.correlation.kernel import scale_to_unit
 from storyeval.exceptions import InputError
-from storyeval.meta.correlation import scale_to_unit
 
 LEVELS = ("overall", "system", "prompt")
 

@@ -11,6 +11,8 @@ import pandas as pd
 from scipy.special import ndtr, ndtri
 
 from storyeval._progress import progress_bar
+from storyeval.correlation.resampled import level_statistic
+from storyeval.correlation.resampled_overall import OverallKernel
 from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
 from storyeval.resample._common import (
     RESAMPLE_BY,
@@ -21,8 +23,6 @@ from storyeval.resample._common import (
     quantile_columns,
 )
 from storyeval.resample._data import Grid, check_level, make_grid, resolve_pairs
-from storyeval.resample._kernels import level_statistic
-from storyeval.resample._overall import OverallKernel
 
 __all__ = ["CI_METHODS", "MIN_CLUSTERS", "RESAMPLE_BY", "bootstrap_correlations",
            "cluster_counts", "draw_resamples", "expanded_level"]
@@ -178,7 +178,7 @@ def bootstrap_correlations(
         The correlations to compute (e.g. every metric with every criterion, and each LLM
         rating with its matching criterion).
     level : {"overall", "system", "prompt"}, default "overall"
-        As in [`storyeval.meta.levels.correlate`][]: all stories; system means; within-prompt
+        As in [`storyeval.correlation.levels.correlate`][]: all stories; system means; within-prompt
         coefficients averaged over the prompts where they are defined.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     n_resamples : int, default 1000
@@ -212,11 +212,11 @@ def bootstrap_correlations(
     -----
     A resample is a vector of multiplicities (how often each prompt / system is drawn); every
     coefficient is evaluated from the multiplicities without building the resampled vectors
-    (`storyeval.resample._kernels`, `storyeval.resample._overall`), e.g. for Kendall tau-b at
+    (`storyeval.correlation.resampled`, `storyeval.correlation.resampled_overall`), e.g. for Kendall tau-b at
     the overall level ``C - D = sum_{i<j} w_i w_j s_x(i, j) s_y(i, j)`` with story weights
     ``w``: block sums under prompt resampling (``1/2 c^T T c`` with ``T[p, q] = sum_{i in p,
     j in q} s_x(i, j) s_y(i, j)``) or weighted O(n log k) counts
-    (`storyeval.meta.kendall_weighted`), whichever is predicted cheaper; pairs of copies of one
+    (`storyeval.correlation.kendall_weighted`), whichever is predicted cheaper; pairs of copies of one
     story are tied in both variables and drop out, exactly as in scipy on the explicitly
     resampled vectors. Percentile interval:
     ``[Q(alpha/2), Q(1 - alpha/2)]`` of the replicates (linear interpolation), ``alpha = 1 -

@@ -10,16 +10,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from storyeval.correlation.resampled import _chunks, _prompt_mean, direct
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.resample._common import check_confidence, check_method, check_positive_int
 from storyeval.resample._data import check_level
-from storyeval.resample._kernels import _chunks, _prompt_mean, direct
 
 __all__ = ["chance_baseline", "chance_distribution"]
 
 
 # Up to this many distinct criterion values, C - D is counted by level (O(n G) per draw);
-# beyond, by sorting (O(n log n) per draw, `storyeval.meta.kendall_sorted`).
+# beyond, by sorting (O(n log n) per draw, `storyeval.correlation.kendall_sorted`).
 _MAX_LEVELS = 64
 
 
@@ -52,7 +52,7 @@ def _kendall_s(z: np.ndarray, perm: np.ndarray) -> np.ndarray:
 def _kendall_s_sorted(z: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """`_kendall_s` by O(n log n) counting per draw: the random measure is the position of each
     observation in ``perm``."""
-    from storyeval.meta.kendall_sorted import sorted_counts
+    from storyeval.correlation.kendall_sorted import sorted_counts
 
     D, n = perm.shape
     out = np.empty(D)
@@ -220,7 +220,7 @@ def chance_baseline(
     >>> bool(0.4 < sys_.loc[0, "abs_high"] < 0.6)  # 10 systems: |tau| < ~0.5 is chance
     True
     """
-    from storyeval.meta.levels import level_data
+    from storyeval.correlation.levels import level_data
 
     level = check_level(level)
     method = check_method(method)

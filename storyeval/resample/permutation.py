@@ -10,12 +10,18 @@ import numpy as np
 import pandas as pd
 
 from storyeval._progress import progress_bar
+from storyeval.correlation.kernel import scale_to_unit
+from storyeval.correlation.resampled import (
+    _chunks,
+    _distinct_present,
+    _prompt_mean,
+    _safe_div,
+    direct,
+)
+from storyeval.correlation.ties import tie_values
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.correlation import scale_to_unit
-from storyeval.meta.ties import tie_values
 from storyeval.resample._common import ALTERNATIVES, check_method, check_positive_int
 from storyeval.resample._data import check_level, make_grid
-from storyeval.resample._kernels import _chunks, _distinct_present, _prompt_mean, _safe_div, direct
 
 __all__ = ["UNITS", "paired_permutation_test", "permutation_pvalues"]
 
@@ -94,13 +100,13 @@ class _KendallOverall:
 
 class _KendallOverallSorted:
     """The counts of ``_KendallOverall`` by weighted O(n log n) counting
-    (`storyeval.meta.kendall_weighted`): every story has an a-copy and a b-copy; a swap mask
+    (`storyeval.correlation.kendall_weighted`): every story has an a-copy and a b-copy; a swap mask
     gives the a-copy weight 1 - m and the b-copy weight m for a' (the reverse for b'), so
     Kendall's counts of a' with z are the weighted counts of the 2n copies (the two copies of
     one story never both have weight)."""
 
     def __init__(self, xa, Xb, z, unit):
-        from storyeval.meta.kendall_weighted import WeightedKendall
+        from storyeval.correlation.kendall_weighted import WeightedKendall
 
         S, P = xa.shape
         Kb = Xb.shape[2]
@@ -141,8 +147,8 @@ def _tau_c(num: np.ndarray, distinct: np.ndarray, distinct_z: int, n: int) -> np
 def _kendall_overall(xa, Xb, z, unit: str, n_permutations: int):
     """The cheaper of the quadratic forms (O(n^2) per measure once, O(U^2) per permutation) and
     weighted O(n log n) counting per permutation, by the costs of `overall_kendall_plan`."""
-    from storyeval.meta.kendall_sorted import engine
-    from storyeval.resample._overall import _BLOCK_MAX_BYTES, _COST
+    from storyeval.correlation.kendall_sorted import engine
+    from storyeval.correlation.resampled_overall import _BLOCK_MAX_BYTES, _COST
 
     S, P = xa.shape
     n, Kb = S * P, Xb.shape[2]
@@ -370,7 +376,7 @@ def _coefficients(Xm: np.ndarray, z: np.ndarray, level: str, method: str) -> np.
     """Signed coefficient of every column of Xm (S, P, K) with z (S, P) at a level."""
     S, P, K = Xm.shape
     if level == "overall" and method in ("kendall_b", "kendall_c"):
-        from storyeval.meta.correlation import pairwise_correlations
+        from storyeval.correlation.kernel import pairwise_correlations
 
         res = pairwise_correlations(Xm.reshape(S * P, K), z.reshape(S * P, 1), method=method,
                                     warn=False)
@@ -384,7 +390,7 @@ def _coefficients(Xm: np.ndarray, z: np.ndarray, level: str, method: str) -> np.
 def _level_coefficients(V: np.ndarray, ia, ic, level: str, method: str) -> np.ndarray:
     """Coefficients for a batch of explicit data sets V (B, S, P, K) at a level -> (B, M)
     (overall Kendall is handled by the quadratic forms of ``_KendallOverall``)."""
-    from storyeval.resample._kernels import _weighted_pearson_cols
+    from storyeval.correlation.resampled import _weighted_pearson_cols
 
     B, S, P, K = V.shape
     if level == "overall":
@@ -465,7 +471,7 @@ def permutation_pvalues(
     DataFrame
         ``comparisons`` with columns ``perm_delta, perm_p, perm_unit, perm_n`` added (same row
         order). The p-values are not adjusted: adjust them with the family of the Williams
-        tests (``storyeval.meta.multitest.adjust_frame``).
+        tests (``storyeval.compare.multitest.adjust_frame``).
 
     Validated as [`paired_permutation_test`][].
     """

@@ -14,7 +14,7 @@ import numpy as np
 
 from storyeval._optional import import_optional
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, register
+from storyeval.metrics.base import Measure, Metric
 from storyeval.metrics.bertscore import TruncationWarning
 
 __all__ = ["COMBINATIONS", "DEFAULT_MODEL", "DIRECTIONS", "BartScoreMetric"]
@@ -58,7 +58,6 @@ def _target_logprobs(torch, logits, labels, chunk: int = 64):
     return torch.cat(parts, dim=1)
 
 
-@register("bartscore")
 @dataclass
 class BartScoreMetric(Metric):
     """BARTScore (Yuan et al., 2021) in the directions HANNA reports, and their combinations.

@@ -30,7 +30,7 @@ import numpy as np
 
 from storyeval._optional import import_optional
 from storyeval.exceptions import InputError, StoryevalWarning
-from storyeval.metrics.base import Measure, Metric, reference_rows, register
+from storyeval.metrics.base import Measure, Metric, reference_rows
 
 __all__ = ["BertScoreMetric", "TruncationWarning", "default_model_path", "read_baseline",
            "write_baseline"]
@@ -114,7 +114,6 @@ def greedy_match(hyp: np.ndarray, hyp_w: np.ndarray, ref: np.ndarray,
     return p, r, f
 
 
-@register("bertscore")
 @dataclass
 class BertScoreMetric(Metric):
     """BERTScore (Zhang et al., 2020) of each story against its reference.

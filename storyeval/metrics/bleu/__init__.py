@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, reference_rows, register
+from storyeval.metrics.base import Measure, Metric, reference_rows
 from storyeval.metrics.evaluate_module import load_evaluate_module
 
 __all__ = ["MODULE_PATH", "BleuMetric"]
@@ -17,7 +17,6 @@ MODULE_PATH = str(Path(__file__).resolve().parent)
 _SMOOTH = ("exp", "floor", "add-k", "none")
 
 
-@register("bleu")
 @dataclass
 class BleuMetric(Metric):
     """Sentence-level BLEU (sacrebleu) of each story against its reference, 0-100.

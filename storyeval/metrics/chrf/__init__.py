@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, reference_rows, register
+from storyeval.metrics.base import Measure, Metric, reference_rows
 from storyeval.metrics.evaluate_module import load_evaluate_module
 
 __all__ = ["MODULE_PATH", "ChrfMetric"]
@@ -16,7 +16,6 @@ __all__ = ["MODULE_PATH", "ChrfMetric"]
 MODULE_PATH = str(Path(__file__).resolve().parent)
 
 
-@register("chrf")
 @dataclass
 class ChrfMetric(Metric):
     """Character n-gram F-score (sacrebleu ``CHRF``) of each story against its reference, 0-100.

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, reference_rows, register
+from storyeval.metrics.base import Measure, Metric, reference_rows
 from storyeval.metrics.evaluate_module import load_evaluate_module
 
 __all__ = ["MODULE_PATH", "RougeMetric"]
@@ -20,7 +20,6 @@ _TYPES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rouge3": "ROUGE-3", "rouge4
 _PARTS = (("recall", "Recall"), ("precision", "Precision"), ("fmeasure", "F1"))
 
 
-@register("rouge")
 @dataclass
 class RougeMetric(Metric):
     """ROUGE (Lin, 2004) of each story against its reference, via the packaged ``evaluate`` module.

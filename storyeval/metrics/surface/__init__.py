@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.base import Measure, Metric, register
+from storyeval.metrics.base import Measure, Metric
 from storyeval.metrics.text import (
     TOKENIZERS,
     get_tokenizer,
@@ -369,7 +369,6 @@ _VARIANTS = {
 }
 
 
-@register("surface")
 @dataclass
 class SurfaceMetric(Metric):
     """All surface and diversity measures (see `story_measures`), reference-free, lexical.

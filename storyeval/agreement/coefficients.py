@@ -4,8 +4,8 @@ ICC(2,k) of a dataset's human annotators ([`annotator_icc`][]).
 All label functions take the same input: an ``(n_items, n_raters)`` table of labels with NaN /
 None for a missing rating, plus the declared ``categories``; or, with ``data_format="counts"``,
 an ``(n_items, q)`` matrix of how many raters chose each category. ICC lives in
-`storyeval.meta.icc` and is re-exported here; all coefficients per criterion of a dataset
-are in [`storyeval.meta.annotators.annotator_agreement`][].
+`storyeval.agreement.icc` and is re-exported here; all coefficients per criterion of a dataset
+are in [`storyeval.agreement.annotators.annotator_agreement`][].
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from storyeval.agreement.icc import ICCResult, icc2k, icc2k_many
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.icc import ICCResult, icc2k, icc2k_many
 
 __all__ = [
     "AgreementResult",

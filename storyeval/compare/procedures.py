@@ -10,7 +10,7 @@ this module names the tests it can run and runs them on the comparison rows of o
 ``williams``            Williams' t, two-sided, direction fixed (a vs b). Exact for Pearson and
                         normal data; on Kendall's tau far too conservative.
 ``ustat``               Kendall tau-b only: z-test of the difference with a U-statistic variance
-                        (`storyeval.meta.dependent.ustat_diff`), two-sided.
+                        (`storyeval.compare.dependent.ustat_diff`), two-sided.
 ``jackknife``           z-test with the delete-one-item jackknife variance of the difference,
                         any coefficient, two-sided.
 ``bootstrap``           paired bootstrap of the difference (prompts, systems or both resampled,
@@ -43,8 +43,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, StoryevalWarning
-from storyeval.meta.dependent import (
+from storyeval.compare.dependent import (
     DiffEstimate,
     jackknife_diff,
     normal_test,
@@ -53,6 +52,7 @@ from storyeval.meta.dependent import (
     ustat_diff_from_rows,
     zou_ci,
 )
+from storyeval.exceptions import InputError, StoryevalWarning
 
 __all__ = ["CALIBRATED", "PAPER_LEVEL", "TESTS", "TEST_DESCRIPTIONS", "calibrated_test",
            "compare_rows", "resolve_tests"]
@@ -229,7 +229,7 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
 
 def _level_frame(wide: pd.DataFrame, columns: list[str], level: str, nan_policy: str,
                  tie_rtol: float) -> pd.DataFrame:
-    from storyeval.meta.levels import level_data
+    from storyeval.correlation.levels import level_data
 
     return level_data(wide, columns, level=level, nan_policy=nan_policy, tie_rtol=tie_rtol)
 
@@ -414,8 +414,8 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     complete system x prompt grid; missing scores are not allowed (stories with one are an
     error). Seeded by ``random_state``: masks first, then the tie-breaking uniforms.
     """
-    from storyeval.meta.ties import tie_values
-    from storyeval.resample._kernels import direct
+    from storyeval.correlation.resampled import direct
+    from storyeval.correlation.ties import tie_values
 
     cols = list(dict.fromkeys([*comp["criterion"], *comp["measure_a"], *comp["measure_b"]]))
     values = wide[cols]

@@ -1,5 +1,5 @@
 """Coefficients and two-sided comparison tests over a batch of simulated replications (the
-replications are a leading axis), for the power planner `storyeval.meta.power`."""
+replications are a leading axis), for the power planner `storyeval.power.planner`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from storyeval.exceptions import InputError
 
 def _coef(x: np.ndarray, y: np.ndarray, coef: str) -> np.ndarray:
     """Coefficient along the last axis, batched (tau-b with ties)."""
-    from storyeval.meta.dependent import _untied, kendall_rows
+    from storyeval.compare.dependent import _untied, kendall_rows
 
     if coef == "kendall_b":
         r = kendall_rows(x, y)
@@ -29,8 +29,8 @@ def _coef(x: np.ndarray, y: np.ndarray, coef: str) -> np.ndarray:
 
 def _pvalues(test: str, h: np.ndarray, a: np.ndarray, b: np.ndarray, coef: str) -> np.ndarray:
     """Two-sided p-values of an analytic test on items along the last axis."""
-    from storyeval.meta.dependent import jackknife_diff, normal_test, ustat_diff
-    from storyeval.meta.williams import williams_test
+    from storyeval.compare.dependent import jackknife_diff, normal_test, ustat_diff
+    from storyeval.compare.williams import williams_test
 
     n = h.shape[-1]
     if test == "ustat":

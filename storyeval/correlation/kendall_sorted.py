@@ -1,6 +1,6 @@
 """O(n log n) Kendall counts per pair of measures: sort once per measure, count inversions.
 
-For many observations the O(n^2) sign-matrix kernel of `storyeval.meta.kendall` loses to
+For many observations the O(n^2) sign-matrix kernel of `storyeval.correlation.kendall` loses to
 counting per pair of measures in O(n log n) (the choice is the cost model there). For the pair
 (x, y), with both present on N observations:
 
@@ -13,7 +13,7 @@ exact integer, so the results equal the sign-matrix kernel's at every n.
 Each measure is sorted once (its dense ranks and an order by rank). Two engines count the
 pairs of measures:
 
-* **numba** (the optional ``fast`` extra, `storyeval.meta._kendall_numba`): one compiled task per
+* **numba** (the optional ``fast`` extra, `storyeval.correlation._kendall_numba`): one compiled task per
   pair of measures, in parallel; a Fenwick tree over the ranks of the side with fewer levels, or
   a counting sort and a merge sort.
 * **NumPy** (always available): all the pairs of a chunk at once. The (y, x) order of every pair
@@ -30,12 +30,11 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["ENGINES", "engine", "rank_order", "sorted_counts", "warm_up"]
+__all__ = ["ENGINES", "engine", "rank_order", "sorted_counts"]
 
 ENGINES = ("numba", "numpy")
 
@@ -51,29 +50,6 @@ def engine() -> str:
     if os.environ.get("STORYEVAL_KENDALL_ENGINE", "").strip().lower() == "numpy":
         return "numpy"
     return "numba" if importlib.util.find_spec("numba") is not None else "numpy"
-
-
-def warm_up(background: bool = False) -> threading.Thread | None:
-    """Load the compiled kernels now (numba's import and the cached machine code of each kernel:
-    about 0.5-0.9 s once per process) rather than at the first count.
-
-    ``background=True`` does it on a daemon thread and returns it, so that the load overlaps
-    other work, e.g. reading a large score table (``storyeval meta`` does this for inputs of
-    8 MB and more). A no-op (None) without numba or with the NumPy engine forced.
-    """
-    if engine() != "numba":
-        return None
-    if background:
-        thread = threading.Thread(target=warm_up, name="storyeval-numba-warm-up", daemon=True)
-        thread.start()
-        return thread
-    x = np.arange(40, dtype=np.float64).reshape(1, 40, 1)
-    sorted_counts(x, x[:, ::-1].copy())  # the rank-based kernels
-    sorted_counts(x[:, :5], x[:, :5])  # the direct kernel of a few observations
-    from storyeval.meta.kendall_weighted import WeightedKendall
-
-    WeightedKendall(x[0], [0], [0]).counts(np.ones((1, 40)))
-    return None
 
 
 def rank_order(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,7 +97,7 @@ def sorted_counts(x: np.ndarray, y: np.ndarray, same: bool = False,
     pa = pa.astype(np.int64)
     pb = pb.astype(np.int64)
     if name == "numba":
-        from storyeval.meta import _kendall_numba as compiled
+        import storyeval.correlation._kendall_numba as compiled
 
         out = np.zeros((4, g, p, q))
         if n <= compiled.DIRECT_MAX_N:  # a few observations: no ranks needed

@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.correlation import (
+from storyeval.correlation.kernel import (
     CorrelationMatrix,
     _check_nan_policy,
     pairwise_correlations,
     resolve_method,
     unit_exponent,
 )
-from storyeval.meta.ties import TIE_RTOL, snap_ties, tie_values  # noqa: F401 (re-exported)
+from storyeval.correlation.ties import TIE_RTOL, snap_ties, tie_values  # noqa: F401 (re-exported)
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 __all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
            "level_data"]
@@ -141,7 +141,7 @@ def level_data(
         mean with a missing story is NaN.
     tie_rtol : float, default 1e-12
         System level only: system means that agree within this relative tolerance are made
-        equal (the tie rule, `storyeval.meta.ties`), so that means equal in exact
+        equal (the tie rule, `storyeval.correlation.ties`), so that means equal in exact
         arithmetic are ties whatever the floating-point summation order. ``0`` keeps raw means.
         Overall and prompt levels compare the raw scores exactly.
 
@@ -196,7 +196,7 @@ def level_data(
 
 
 def _snap_frame(frame: pd.DataFrame, tie_rtol: float) -> pd.DataFrame:
-    """System means under the tie rule (`storyeval.meta.ties.tie_values`)."""
+    """System means under the tie rule (`storyeval.correlation.ties.tie_values`)."""
     return pd.DataFrame(tie_values(frame.to_numpy(dtype=np.float64), "system", rtol=tie_rtol),
                         index=frame.index, columns=frame.columns)
 
@@ -327,7 +327,7 @@ def correlate(
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
         See [`level_data`][] (system means) and
-        [`storyeval.meta.correlation.pairwise_correlations`][] (pairwise deletion).
+        [`storyeval.correlation.kernel.pairwise_correlations`][] (pairwise deletion).
     tie_rtol : float, default 1e-12
         Tie tolerance for system means (see [`level_data`][]).
 

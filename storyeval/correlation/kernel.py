@@ -5,12 +5,12 @@ optionally for a batch of independent groups at once (a 3-D ``(groups, n_obs, p)
 per-prompt correlations). No Python loop runs over pairs of measures or pairs of observations in
 the fast path:
 
-* **Kendall** (`storyeval.meta.kendall`): the upper triangle of observation pairs is
+* **Kendall** (`storyeval.correlation.kendall`): the upper triangle of observation pairs is
   visited in bounded chunks; each chunk gives sign matrices ``Sx = sign(x_j - x_i)`` (pairs x p)
   and ``Sy`` (pairs x q) and one matrix product ``Sx.T @ Sy`` adds the concordant-minus-discordant
   count of every measure pair. Non-tied pair counts (the tau-b denominator) come from each
   column's tie groups. For many observations an O(n log n) count per pair of measures takes
-  over (`storyeval.meta.kendall_sorted`), chosen by a cost model; the counts are identical.
+  over (`storyeval.correlation.kendall_sorted`), chosen by a cost model; the counts are identical.
 * **Pearson**: one product of column-standardised matrices.
 * **Spearman**: Pearson on average ranks (``scipy.stats.rankdata`` along the observation axis).
 
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from storyeval.correlation.kendall import dense_ranks, kendall_counts
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.kendall import dense_ranks, kendall_counts
 
 __all__ = [
     "METHODS",
@@ -494,11 +494,11 @@ def pairwise_correlations(
     * Pearson r = sum z_x z_y with z the centred, unit-norm columns;
     * Spearman rho = Pearson r of average ranks.
 
-    Kendall's counts come from the cheaper of two exact kernels (`storyeval.meta.kendall`,
+    Kendall's counts come from the cheaper of two exact kernels (`storyeval.correlation.kendall`,
     chosen by a cost model measured on the kernels): sums over chunks of about 4 MB of float32
     sign matrices (exact: every partial sum is an integer below 2**24) with one matrix product
     per chunk, O(n^2 p q / 2) multiply-adds, fastest up to a few thousand observations; or
-    O(n log n) per pair of measures (`storyeval.meta.kendall_sorted`: each measure sorted
+    O(n log n) per pair of measures (`storyeval.correlation.kendall_sorted`: each measure sorted
     once, discordant pairs counted by a Fenwick tree or merge sort, compiled with numba when
     installed, else vectorised NumPy). Both give the same integer counts; memory stays
     proportional to the data. Pearson and complete-data Spearman cost O(n p q).

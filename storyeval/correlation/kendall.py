@@ -12,7 +12,7 @@ loop over pairs of observations or of measures:
 * missing values: masked sign products over chunks of observation pairs.
 
 These kernels cost O(n^2) per batch of measures. For many observations, counting per pair of
-measures in O(n log n) (`storyeval.meta.kendall_sorted`: sort once per measure, count
+measures in O(n log n) (`storyeval.correlation.kendall_sorted`: sort once per measure, count
 inversions) wins; `kendall_plan` predicts the time of every applicable kernel from measured
 per-operation costs and `kendall_counts` runs the cheapest. All kernels return the same exact
 integer counts.
@@ -84,7 +84,7 @@ def kendall_counts(x: np.ndarray, y: np.ndarray, masked: bool, same: bool = Fals
     if kernel not in KERNELS:
         raise ValueError(f"unknown Kendall kernel {kernel!r}; use one of {KERNELS}")
     if kernel == "sorted":
-        from storyeval.meta.kendall_sorted import sorted_counts
+        from storyeval.correlation.kendall_sorted import sorted_counts
 
         s, tx, ty, _ = sorted_counts(x, x if same else y, same=same)
         return s, tx, ty
@@ -182,7 +182,7 @@ def kendall_plan(g: int, n: int, p: int, q: int, *, masked: bool, same: bool,
 
 
 def _sorted_cost(g: int, n: int, p: int, q: int, same: bool) -> float:
-    """Predicted seconds of `storyeval.meta.kendall_sorted.sorted_counts`."""
+    """Predicted seconds of `storyeval.correlation.kendall_sorted.sorted_counts`."""
     tasks = g * (p * (p - 1) / 2 if same else p * q)
     log_n = max(1.0, math.log2(max(n, 2)))
     numba = _numba_available()
@@ -192,13 +192,13 @@ def _sorted_cost(g: int, n: int, p: int, q: int, same: bool) -> float:
         per_pair = _COST["pair_numba" if numba else "pair_numpy"]
         work = (g * (p + (0 if same else q)) * n * log_n * _COST["rank"]
                 + tasks * (_COST["task"] + per_pair * n * log_n))
-    loaded = "storyeval.meta._kendall_numba" in sys.modules
+    loaded = "storyeval.correlation._kendall_numba" in sys.modules
     return work + (_COST["load_numba"] if numba and not loaded else 0.0)
 
 
 def _numba_available() -> bool:
     """Whether the sorted kernel will run on numba (installed and not switched off)."""
-    from storyeval.meta.kendall_sorted import engine
+    from storyeval.correlation.kendall_sorted import engine
 
     return engine() == "numba"
 

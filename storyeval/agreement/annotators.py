@@ -3,7 +3,7 @@
 [`annotator_agreement`][] puts side by side, for each human criterion of a
 [`Dataset`][], the ICC(2,k), Krippendorff's alpha (interval and ordinal),
 Fleiss' kappa and Gwet's AC1 of its annotators, with the stories as items. The coefficients
-themselves are in `storyeval.meta.agreement` and `storyeval.meta.icc`.
+themselves are in `storyeval.agreement.coefficients` and `storyeval.agreement.icc`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.meta.agreement import (
+from storyeval.agreement.coefficients import (
     annotator_icc,
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha,
 )
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 if TYPE_CHECKING:
     from storyeval.data.dataset import Dataset
@@ -82,7 +82,7 @@ def annotator_agreement(
 
     - ICC(2,k): Shrout and Fleiss (1979) case 2, two-way random effects, absolute agreement,
       reliability of the mean of the k annotators (McGraw and Wong's ICC(A,k)), with the F-based
-      interval ([`icc2k_many`][storyeval.meta.icc.icc2k_many]); complete stories only.
+      interval ([`icc2k_many`][storyeval.agreement.icc.icc2k_many]); complete stories only.
     - Krippendorff's alpha at the interval and ordinal levels, over the observed values; missing
       ratings allowed, stories with fewer than 2 ratings do not count
       ([`krippendorff_alpha`][]).

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from storyeval.agreement.coefficients import gwet_ac1
 from storyeval.exceptions import InputError
-from storyeval.meta.agreement import gwet_ac1
 
 __all__ = ["USER_STUDY_CATEGORIES", "ErrorCategory", "user_study_labels", "user_study_table"]
 
@@ -178,7 +178,7 @@ def user_study_table(
     Notes
     -----
     AC1 uses the declared categories {0, 1} (q = 2) even where only one label occurs, so
-    pe = 2 pi_1 (1 - pi_1); see [`storyeval.meta.agreement.gwet_ac1`][]. AC1 is unchanged
+    pe = 2 pi_1 (1 - pi_1); see [`storyeval.agreement.coefficients.gwet_ac1`][]. AC1 is unchanged
     by swapping 0 and 1, so the guidelines inversion only affects the error rates.
 
     With the released data AC1 reproduces the paper (0.90, 0.97, 0.66, 0.60, 0.81). The

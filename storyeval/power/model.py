@@ -1,4 +1,4 @@
-"""The data the power planner (`storyeval.meta.power`) simulates: the human score's scale
+"""The data the power planner (`storyeval.power.planner`) simulates: the human score's scale
 (ties of Likert means), and the latent correlations of a Gaussian copula chosen so that the
 population coefficients equal the targets (Greiner's relations, or a calibration where the human
 score is discrete)."""
@@ -11,7 +11,7 @@ import numpy as np
 from scipy import special, stats
 
 from storyeval.exceptions import InputError
-from storyeval.meta.power_batch import _coef
+from storyeval.power.batch import _coef
 
 _CAL_DRAWS = 60_000  # common random numbers of the calibration
 

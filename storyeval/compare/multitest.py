@@ -135,7 +135,7 @@ def adjust_pvalues(
 
     Examples
     --------
-    >>> from storyeval.meta.multitest import adjust_pvalues
+    >>> from storyeval.compare.multitest import adjust_pvalues
     >>> adjust_pvalues([0.01, 0.04, 0.03, 0.20]).round(4).tolist()
     [0.04, 0.0533, 0.0533, 0.2]
     >>> adjust_pvalues([0.01, 0.04, 0.03, 0.20], family=["x", "x", "y", "y"]).round(4).tolist()
@@ -284,7 +284,7 @@ def adjust_frame(
     Examples
     --------
     >>> import pandas as pd
-    >>> from storyeval.meta.multitest import adjust_frame
+    >>> from storyeval.compare.multitest import adjust_frame
     >>> tests = pd.DataFrame({"level": "overall", "criterion": ["Relevance", "Coherence"],
     ...                       "measure_a": "Beluga-13B 1", "measure_b": "BLEU", "p": [0.01, 0.04]})
     >>> out = adjust_frame(tests, by="paper")

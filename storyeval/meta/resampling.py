@@ -14,8 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from storyeval.compare.multitest import adjust_frame
 from storyeval.exceptions import FewClustersWarning, InputError
-from storyeval.meta.multitest import adjust_frame
 from storyeval.meta.pipeline import MetaResult
 from storyeval.resample.bootstrap import (
     bootstrap_correlations,

@@ -12,7 +12,7 @@ explicitly resampled vectors) and the weighted pairs not tied in a column,
 (the tau-b denominator of the resampled vector). All counts are exact integers held in float64
 (below 2**53).
 
-Engines, as in `storyeval.meta.kendall_sorted`:
+Engines, as in `storyeval.correlation.kendall_sorted`:
 
 * **numba** (the ``fast`` extra): per (column u, chunk of weight vectors), the weights are
   gathered in u's order once; then, for every pair with u on its side with more levels, the
@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from storyeval.meta.kendall_sorted import _lex_order, _on_threads, engine, rank_order
+from storyeval.correlation.kendall_sorted import _lex_order, _on_threads, engine, rank_order
 
 __all__ = ["WeightedCounts", "WeightedKendall"]
 
@@ -66,7 +66,7 @@ class WeightedKendall:
     values : (n, K) float array without NaN
     ia, ic : (M,) column indices of the pairs
     engine_name : {"numba", "numpy"}, optional
-        Default: numba when installed (see `storyeval.meta.kendall_sorted.engine`).
+        Default: numba when installed (see `storyeval.correlation.kendall_sorted.engine`).
 
     Examples
     --------
@@ -119,7 +119,7 @@ class WeightedKendall:
         return tied, distinct
 
     def _counts_numba(self, W: np.ndarray) -> np.ndarray:
-        from storyeval.meta import _kendall_numba as compiled
+        import storyeval.correlation._kendall_numba as compiled
 
         B, M = W.shape[0], self.ia.size
         out = np.zeros((5, B, M))
@@ -169,7 +169,7 @@ def _weighted_inversions(xs: np.ndarray, w: np.ndarray, levels: int) -> np.ndarr
     """Weighted strict inversions ``sum_{i before j} w_i w_j [x_i > x_j]`` of every sequence
     ``xs[p]`` (ranks 1..levels, (P, n)) under every weight vector ``w[p, b]`` ((P, B, n)).
 
-    The wavelet decomposition of `storyeval.meta.kendall_sorted._wavelet_inversions`, with the
+    The wavelet decomposition of `storyeval.correlation.kendall_sorted._wavelet_inversions`, with the
     data-dependent part (each level's bits, groups and stable partition) computed once per
     sequence and only the weights carried per vector: from the top bit down, the elements stay
     grouped by their higher bits; a pair splits at the highest bit where its ranks differ and is

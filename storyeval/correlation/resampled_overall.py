@@ -2,9 +2,9 @@
 
 A bootstrap resample is a vector of story multiplicities factorised over systems and prompts
 (`story_weights`); `OverallKernel` evaluates every coefficient from the weights without
-building resampled vectors (see `storyeval.resample._kernels` for the formulas). For Kendall,
+building resampled vectors (see `storyeval.correlation.resampled` for the formulas). For Kendall,
 `overall_kendall_plan` picks the cheapest of three exact kernels (block sums, dense story-pair
-products, weighted O(n log k) counts of `storyeval.meta.kendall_weighted`).
+products, weighted O(n log k) counts of `storyeval.correlation.kendall_weighted`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import numpy as np
 from scipy import sparse
 
-from storyeval.resample._kernels import (
+from storyeval.correlation.resampled import (
     KENDALL,
     _chunks,
     _safe_div,
@@ -56,7 +56,7 @@ class OverallKernel:
                 _warn_if_slow(kendall_kernel, costs)
             self.kendall_kernel = kendall_kernel
             if kendall_kernel == "sorted":
-                from storyeval.meta.kendall_weighted import WeightedKendall
+                from storyeval.correlation.kendall_weighted import WeightedKendall
 
                 self.weighted = WeightedKendall(X.reshape(self.S * self.P, self.K), self.ia,
                                                 self.ic)
@@ -194,7 +194,7 @@ class OverallKernel:
         return {k: counts[:, i] for i, k in enumerate(self.cols)}
 
     def _kendall_sorted(self, cS: np.ndarray, cP: np.ndarray) -> np.ndarray:
-        """tau-b / tau-c from the O(n log n) weighted counts (`storyeval.meta.kendall_weighted`)."""
+        """tau-b / tau-c from the O(n log n) weighted counts (`storyeval.correlation.kendall_weighted`)."""
         w = story_weights(cS, cP)
         counts = self.weighted.counts(w)
         if self.method == "kendall_b":
@@ -295,9 +295,9 @@ def overall_kendall_plan(X: np.ndarray, ia: np.ndarray, ic: np.ndarray, mode: st
       column once, then one small quadratic form per resample: best for HANNA-sized grids;
     * ``dense`` (any mode): one story-pair matrix per measure pair, O(n^2) per resample;
     * ``sorted``: weighted Fenwick counts, O(n log k) per resample and measure pair
-      (`storyeval.meta.kendall_weighted`), the only option at tens of thousands of stories.
+      (`storyeval.correlation.kendall_weighted`), the only option at tens of thousands of stories.
     """
-    from storyeval.meta.kendall_sorted import engine
+    from storyeval.correlation.kendall_sorted import engine
 
     S, P, K = X.shape
     n = S * P
@@ -316,7 +316,7 @@ def overall_kendall_plan(X: np.ndarray, ia: np.ndarray, ic: np.ndarray, mode: st
         distinct[k] = len(np.unique(X[:, :, k]))
     levels = np.minimum(distinct[ia], distinct[ic]).max(initial=1)
     per = _COST["sorted_numba" if numba else "sorted_numpy"] * max(1.0, np.log2(levels + 1) / 4)
-    loaded = "storyeval.meta._kendall_numba" in sys.modules
+    loaded = "storyeval.correlation._kendall_numba" in sys.modules
     costs["sorted"] = (per * n_resamples * n * M
                        + (_COST["load_numba"] if numba and not loaded else 0.0))
     return min(costs, key=costs.get), costs
@@ -330,8 +330,8 @@ def _warn_if_slow(kernel: str, costs: dict[str, float]) -> None:
     """A `SlowPathWarning` when the chosen kernel is predicted to be slow and numba would help."""
     import warnings
 
+    from storyeval.correlation.kendall_sorted import engine
     from storyeval.exceptions import SlowPathWarning
-    from storyeval.meta.kendall_sorted import engine
 
     if kernel == "sorted" and engine() == "numpy" and costs[kernel] > _SLOW_SECONDS:
         warnings.warn(f"Kendall's tau of the resamples is predicted to take about "

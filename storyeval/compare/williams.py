@@ -245,7 +245,7 @@ def williams_test(
 
     Examples
     --------
-    >>> from storyeval.meta.williams import williams_test
+    >>> from storyeval.compare.williams import williams_test
     >>> res = williams_test(0.5, 0.3, 0.4, 50)
     >>> t, p = res
     >>> round(float(t), 4), round(float(p), 4)

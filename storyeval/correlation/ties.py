@@ -1,7 +1,7 @@
 """The tie rule: which values a rank coefficient sees as tied, at every level.
 
 One rule serves every coefficient and every level, for point estimates
-(`storyeval.meta.levels.correlate`), bootstrap resamples, permutations and chance baselines
+(`storyeval.correlation.levels.correlate`), bootstrap resamples, permutations and chance baselines
 (`storyeval.resample`):
 
 * **overall and prompt levels**: the raw scores are compared exactly (two stories are tied when

@@ -1,7 +1,7 @@
 """How many stories (or systems) does a comparison of two measures need? Power by simulation.
 
 A researcher planning a human evaluation wants to know how many stories to have rated so that
-the comparison test of `storyeval meta` (`storyeval.meta.compare`) detects that measure a
+the comparison test of `storyeval meta` (`storyeval.compare.procedures`) detects that measure a
 agrees with the humans better than measure b by ``delta`` (in the coefficient's units) with a
 given probability. `plan_power` answers by simulation, for a grid of sizes ``n``:
 
@@ -25,7 +25,7 @@ given probability. `plan_power` answers by simulation, for a grid of sizes ``n``
   (``delta = 0``) a and b are then exchangeable within prompts, the assumption of
   ``permutation-random`` (which swaps whole prompts, as `compare.system_permutation` does);
   the other tests are applied to the system means;
-* the test (``auto``: the calibrated default of `storyeval.meta.compare.calibrated_test`) is
+* the test (``auto``: the calibrated default of `storyeval.compare.procedures.calibrated_test`) is
   applied two-sided at level ``alpha`` to every replication at once (replications are a batch
   axis), and power is the share of ``p < alpha`` with its Monte Carlo standard error.
 
@@ -36,8 +36,8 @@ closed form `fisher_z_power`, which the tests use to check the simulator.
 The model is an approximation of real data (normal latent scores, one common correlation
 structure at both levels): use the result to plan an order of magnitude, not as a guarantee.
 
-The simulated data (scales, copula, calibration) are in `storyeval.meta.power_model`, the
-tests applied to a batch of replications in `storyeval.meta.power_batch`.
+The simulated data (scales, copula, calibration) are in `storyeval.power.model`, the
+tests applied to a batch of replications in `storyeval.power.batch`.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ import pandas as pd
 from scipy import special
 
 from storyeval.exceptions import InputError
-from storyeval.meta.power_batch import _coef, _perm_random, _pvalues
-from storyeval.meta.power_model import (
+from storyeval.power.batch import _coef, _perm_random, _pvalues
+from storyeval.power.model import (
     _calibrate,
     _draw,
     _greiner,
@@ -204,7 +204,7 @@ def _fisher_z_batch(rng, k, size, lat, human) -> np.ndarray:
 
 
 def _check_design(level: str, coef: str, test: str) -> tuple[str, str, str]:
-    from storyeval.meta.compare import calibrated_test
+    from storyeval.compare.procedures import calibrated_test
 
     if level not in PLANNER_TESTS:
         raise InputError(f"level (--level) must be 'overall' or 'system', not {level!r}")
@@ -290,8 +290,8 @@ class PowerResult:
 
     def plot(self, path: str | Path) -> Path:
         """Power against n (log scale) with 95% Monte Carlo bars, the target power and the
-        required n; written atomically (`storyeval.report.figures.save_figure`)."""
-        from storyeval.report.figures import _pyplot, save_figure
+        required n; written atomically (`storyeval._figure_io.save_figure`)."""
+        from storyeval._figure_io import _pyplot, save_figure
 
         plt = _pyplot()
         t = self.table
@@ -335,7 +335,7 @@ def pilot_correlations(data: Any, measures: tuple[str, str] | list[str], criteri
     prompt_id``) at ``level``, stories with a missing value left out; measures where lower is
     better (negative r with h) are reversed. Also the criterion's values (its scale), the
     number of prompts and notes."""
-    from storyeval.meta.levels import level_data
+    from storyeval.correlation.levels import level_data
 
     notes: list[str] = []
     if len(measures) != 2 or measures[0] == measures[1]:

@@ -14,7 +14,7 @@ computed from the weights, without materialising the resampled vectors:
   quadratic form (a matrix product over all resamples). Likewise with systems (10 x 10 blocks).
   Any weights: the full story-pair matrix per measure pair (one matrix product per pair over
   all resamples, O(B n^2) per pair), or weighted O(n log k) counts per resample
-  (`storyeval.meta.kendall_weighted`); `storyeval.resample._overall` holds that level's kernel
+  (`storyeval.correlation.kendall_weighted`); `storyeval.correlation.resampled_overall` holds that level's kernel
   and the plan that chooses among the three.
 * **tau-c** uses the same ``C - D``, the resampled size ``N = sum w`` and the number of distinct
   values among the drawn stories.
@@ -23,7 +23,7 @@ computed from the weights, without materialising the resampled vectors:
   ``sum_j w_j [x_j < x_i] + (sum_j w_j [x_j = x_i] + 1) / 2``; then weighted Pearson.
 * **Small n** (system means, within-prompt correlations): all observation pairs enumerated.
 
-Ties follow the one tie rule of `storyeval.meta.ties` (as `correlate`): raw scores are compared
+Ties follow the one tie rule of `storyeval.correlation.ties` (as `correlate`): raw scores are compared
 exactly; the system means of every resample are snapped (`tie_values`) before exact comparison.
 """
 
@@ -31,16 +31,20 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-# One tie rule for point estimates and resamples (storyeval.meta.ties).
-from storyeval.meta.correlation import scale_to_unit
-from storyeval.meta.ties import tie_values
+# One tie rule for point estimates and resamples (storyeval.correlation.ties).
+from storyeval.correlation.kernel import scale_to_unit
+from storyeval.correlation.ties import tie_values
 
-if TYPE_CHECKING:
-    from storyeval.resample._overall import OverallKernel
+
+class OverallStatistic(Protocol):
+    """What `level_statistic` needs of the overall-level kernel
+    (`storyeval.correlation.resampled_overall.OverallKernel`, which imports this module)."""
+
+    def statistic(self, cS: np.ndarray, cP: np.ndarray) -> np.ndarray: ...
 
 KENDALL = ("kendall_b", "kendall_c")
 _CHUNK_BYTES = 48 * 2**20
@@ -184,7 +188,7 @@ def direct(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray, method:
     return _weighted_pearson_cols(R, w, ia, ic)
 
 
-def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallKernel | None = None):
+def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallStatistic | None = None):
     """(B, M) coefficients at a level for multiplicities cS (B, S), cP (B, P)."""
     S, P, K = X.shape
     cS = np.asarray(cS, dtype=np.float64)

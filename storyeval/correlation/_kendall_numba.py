@@ -1,6 +1,6 @@
 """Compiled O(n log n) Kendall counts per pair of measures (numba; the optional ``fast`` extra).
 
-Imported only by `storyeval.meta.kendall_sorted` when numba is installed. Each task is one pair
+Imported only by `storyeval.correlation.kendall_sorted` when numba is installed. Each task is one pair
 of measures of one group; the kernels release the GIL and the caller runs ranges of tasks on
 threads (numba's own ``parallel=True`` was measured: its threading layer adds about 0.7 s to the
 first call of a process). Each task gives exact integer counts: S (concordant minus discordant pairs), the number N of observations present in both
@@ -265,7 +265,7 @@ def pair_counts(rx, ox, kx, ry, oy, ky, pa, pb, same, out, start, stop
 
 
 # --------------------------------------------------------------------------------------------
-# weighted counts for resampling (storyeval.meta.kendall_weighted)
+# weighted counts for resampling (storyeval.correlation.kendall_weighted)
 
 
 # Up to this many levels, the weights below a level are summed level by level (no tree).
