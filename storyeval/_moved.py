@@ -3,8 +3,9 @@
 Release 0.2 splits ``storyeval.meta`` by idea (``storyeval.correlation``, ``storyeval.compare``,
 ``storyeval.agreement``, ``storyeval.power``, ``storyeval.reproduction``; ``storyeval.meta`` is
 the pipeline). Each old module is a small file whose module-level ``__getattr__`` comes from
-`forward`: reading a name through the old path warns once per name, naming the new module, and
-returns the object itself (so identity checks and monkeypatching of the new module agree).
+`forward`: reading a name through the old path warns (Python shows it once per place of use),
+naming the new module, and returns the object itself (so identity checks and monkeypatching of
+the new module agree).
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ REMOVED_IN = "0.3"
 
 def forward(old: str, new: str) -> Callable[[str], Any]:
     """A module ``__getattr__`` for the old module ``old`` that forwards to module ``new``."""
-    warned: set[str] = set()
-
     def __getattr__(name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)  # dunder look-ups (doctest, pickling) are not uses
         target = importlib.import_module(new)
         value = getattr(target, name)  # AttributeError names the new module
-        if name not in warned:
-            warned.add(name)
-            warnings.warn(f"{old}.{name} moved to {new}.{name}; the old path will be removed "
-                          f"in storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=2)
+        warnings.warn(f"{old}.{name} moved to {new}.{name}; the old path will be removed in "
+                      f"storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=2)
         return value
 
     return __getattr__

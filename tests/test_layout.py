@@ -157,6 +157,8 @@ def test_no_package_holds_more_than_a_quarter_of_the_code():
 
 
 def test_kendall_counting_lives_in_the_correlation_package():
-    """Every module whose name says Kendall counting is under ``storyeval/correlation``."""
-    kendall = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*kendall*.py"))
+    """Every module whose name says Kendall counting is under ``storyeval/correlation`` (old
+    paths kept for one release are forwarding files without code of their own)."""
+    kendall = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*kendall*.py")
+                     if "forward(__name__" not in p.read_text(encoding="utf-8"))
     assert kendall and all(p.startswith("correlation/") for p in kendall), kendall
