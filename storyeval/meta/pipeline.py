@@ -34,6 +34,7 @@ from storyeval.meta.compare import (
     resolve_tests,
 )
 from storyeval.meta.correlation import resolve_method
+from storyeval.meta.level_names import canonical_level
 from storyeval.meta.levels import LEVELS, TIE_RTOL, CorrelationGrid, correlation_grid, positions
 from storyeval.meta.multitest import adjust_frame, family_sizes, warn_single_test_families
 from storyeval.meta.selection import (
@@ -382,6 +383,7 @@ def _check_dataset(dataset: object) -> Dataset:
 
 def _check_levels(levels: str | Sequence[str]) -> list[str]:
     levels = [levels] if isinstance(levels, str) else list(levels)
+    levels = [canonical_level(lev) for lev in levels]  # aliases: storyeval.meta.level_names
     bad = [lev for lev in levels if lev not in LEVELS]
     if bad or not levels:
         raise InputError(f"levels must be among {list(LEVELS)}; got {levels}")
