@@ -69,7 +69,7 @@ def test_write_errors(tmp_path):
 
 
 @pytest.mark.parametrize("name, level", [
-    ("global", "overall"), ("Segment-level", "overall"), ("story", "overall"),
+    ("global", "overall"), ("Segment-level", "overall"), ("flattened", "overall"),
     ("item", "prompt"), ("input", "prompt"), ("summary_level", "prompt"),
     ("sys", "system"), ("system-level", "system"), ("prompt", "prompt")])
 def test_level_aliases(name, level):

@@ -12,7 +12,7 @@ __all__ = ["LEVEL_ALIASES", "canonical_level", "resolve_level"]
 
 #: Other names of storyeval's levels (lower case; ``-``, ``_`` and spaces are equivalent).
 LEVEL_ALIASES: dict[str, str] = {
-    "overall": "overall", "global": "overall", "story": "overall", "story-level": "overall",
+    "overall": "overall", "global": "overall",
     "segment": "overall", "seg": "overall", "segment-level": "overall",
     "flattened": "overall", "no-grouping": "overall",
     "system": "system", "sys": "system", "system-level": "system",
