@@ -88,5 +88,5 @@ def test_average_ranks_weighted():
 def test_cluster_figure(tmp_path, separated):
     table = significance_clusters(separated, ["bad", "good1", "good2"], ["h"],
                                   levels=["overall"])
-    paths = cluster_figure(table, "overall", tmp_path / "clusters_overall")
+    paths = cluster_figure(average_ranks(table), "overall", tmp_path / "clusters_overall")
     assert [p.name for p in paths] == ["clusters_overall.png"] and paths[0].stat().st_size > 0

@@ -184,13 +184,15 @@ def average_ranks(clusters: pd.DataFrame,
     return result
 
 
-def cluster_figure(clusters: pd.DataFrame, level: str, path_stem, *,
+def cluster_figure(average: pd.DataFrame, level: str, path_stem, *,
                    formats: Sequence[str] = ("png",)) -> list:
-    """Heatmap of cluster ranks (measures x criteria) at ``level``, measures by average rank."""
+    """Heatmap of cluster ranks (rows x criteria) at ``level`` from an `average_ranks` table
+    (its name column may be ``measure`` or ``rater``), rows by average rank."""
     from storyeval.report.figures import heatmap
 
-    avg = average_ranks(clusters[clusters["level"] == level])
-    matrix = avg.set_index("measure").drop(columns=["level", "average_rank"]).astype(float)
+    part = average[average["level"] == level].drop(columns=["level"])
+    name = part.columns[0]
+    matrix = part.set_index(name).drop(columns=["average_rank"]).astype(float)
     top = float(np.nanmax(matrix.to_numpy())) if matrix.size else 1.0
     return heatmap(matrix, path_stem, cmap="viridis_r", vmin=1.0, vmax=max(top, 2.0),
                    title=f"Significance clusters ({level} level; 1 = top group)",
