@@ -33,7 +33,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                             "length_partial.csv)")
     group.add_argument("--mteval", metavar="DIR", type=_path,
                        help="read the scores from an mt-metrics-eval test-set folder "
-                            "(human-scores/, metric-scores/; seg files; needs --mteval-lp) "
+                            "(human-scores/, metric-scores/; the seg files of --mteval-lp) "
                             "instead of --data")
     group.add_argument("--mteval-lp", metavar="LP", default="en-en",
                        help="language pair of the mt-metrics-eval files (default: en-en)")
