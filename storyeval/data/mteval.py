@@ -96,7 +96,11 @@ def _score_files(folder: Path, pattern: str) -> list[Path]:
 
 
 def read_mteval(root: str | Path, lp: str, *, level: str = "seg", name: str | None = None):
-    """A [`Dataset`][storyeval.data.Dataset] from an mt-metrics-eval test-set folder.
+    """A [`Dataset`][storyeval.data.dataset.Dataset] from an mt-metrics-eval test-set folder.
+
+    Every human score file becomes a criterion (``NAME``), every metric score file a measure
+    (``NAME-REF``). Systems must have the same number of lines in every file; a missing human
+    score (``None``) is a NaN.
 
     Parameters
     ----------
@@ -108,10 +112,6 @@ def read_mteval(root: str | Path, lp: str, *, level: str = "seg", name: str | No
         Which files: segments or documents become the stories' prompts.
     name : str, optional
         The dataset's name (default: the folder's name and ``lp``).
-
-    Every human score file becomes a criterion (``NAME``), every metric score file a measure
-    (``NAME-REF``). Systems must have the same number of lines in every file; a missing human
-    score (``None``) is a NaN.
     """
     from storyeval.data.wide import wide_to_dataset
 
