@@ -32,7 +32,7 @@ def test_write_then_read_round_trip(tmp_path):
     seg = (tmp_path / "human-scores/en-en.Overall_quality.seg.score").read_text().splitlines()
     assert seg == ["sys_A 1.0", "sys_A 2.0", "sys_A None", "sysB 4.0", "sysB 5.0", "sysB 3.0"]
     sys_lines = (tmp_path / "metric-scores/en-en/my_metric-src.sys.score").read_text()
-    assert sys_lines.splitlines()[1] == f"sysB {repr(0.5)}"
+    assert sys_lines.splitlines()[1] == f"sysB {0.5!r}"
     mapping = (tmp_path / "storyeval-names.tsv").read_text()
     assert "sys_A\tsystem\tsys A" in mapping and "my_metric-src\tmetric\tmy metric" in mapping
     ds = read_mteval(tmp_path, "en-en")

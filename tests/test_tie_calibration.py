@@ -149,3 +149,12 @@ def test_overall_bootstrap_weights_match_explicit_copies():
                     & (np.sign(hh[i] - hh[j]) * np.sign(mm[i] - mm[j]) > 0)))[keep])
         for eps in [0.0, 1.0, 2.0, 3.0, 4.0])
     assert got == pytest.approx(best, abs=1e-12)
+
+
+def test_too_many_pairs_is_an_error(monkeypatch):
+    import storyeval.meta.tie_calibration as tc
+
+    monkeypatch.setattr(tc, "MAX_PAIRS", 5)
+    with pytest.raises(InputError, match="use the prompt level"):
+        tc.tie_calibrated([1, 2, 3, 4], [1, 2, 3, 4])  # 6 pairs
+    assert tc.tie_calibrated([1, 2, 3, 4], [1, 2, 3, 4], [0, 0, 1, 1]).n_pairs == 2

@@ -220,10 +220,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, family: str | list[str],
          workers: FigureWorkers | None) -> int:
+    from storyeval.cli import meta_wmt
     from storyeval.meta.pipeline import meta_evaluate
     from storyeval.report.meta_report import render, write_report
-
-    from storyeval.cli import meta_wmt
 
     dataset = meta_wmt.load_dataset(args, load_dataset_args)
     result = meta_evaluate(

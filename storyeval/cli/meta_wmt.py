@@ -109,7 +109,7 @@ def run_coef(args: argparse.Namespace, dataset) -> int:
         settings = {"command": "meta", "coefficient": args.coef,
                     "description": COEF_DESCRIPTIONS[args.coef], "note": note,
                     "levels": levels, "criteria": sel.criteria,
-                    "n_stories": int(len(sel.wide)), "seed": args.seed}
+                    "n_stories": len(sel.wide), "seed": args.seed}
 
         def files(folder, _formats) -> None:
             folder.write_text(f"{args.coef}.csv", format_table(table, "csv"))
@@ -187,15 +187,15 @@ def extras(args: argparse.Namespace, dataset) -> tuple[list[tuple[str, pd.DataFr
             random_state=args.seed, tie_rtol=args.tie_rtol)
         tables["clusters"] = clusters
         tables["clusters_average"] = average
-        shown.append((f"Significance clusters: average rank over criteria (1 = top group; "
-                      f"two-sided calibrated tests at alpha {args.cluster_alpha:g})", average))
+        shown.append(((f"Significance clusters: average rank over criteria (1 = top group; "
+                      f"two-sided calibrated tests at alpha {args.cluster_alpha:g})"), average))
     if args.length:
         pairs, partial = length_tables(sel, args.length, levels=_levels(args),
                                        method=args.coef, tie_rtol=args.tie_rtol)
         tables["length_pairs"] = pairs
         tables["length_partial"] = partial
-        shown.append(("Length: P(prefer longer) on within-prompt pairs, raw and "
-                      "length-balanced accuracy", pairs))
+        shown.append((("Length: P(prefer longer) on within-prompt pairs, raw and "
+                      "length-balanced accuracy"), pairs))
         shown.append(("Length: correlations partialled for length", partial))
 
     def files(folder, formats) -> None:

@@ -29,8 +29,14 @@ import pandas as pd
 from storyeval.exceptions import InputError
 from storyeval.meta.level_names import LEVEL_ALIASES, resolve_level
 
-__all__ = ["LEVEL_ALIASES", "resolve_level", "level_vocabulary", "read_score_file",
-           "read_mteval", "write_mteval"]
+__all__ = [
+    "LEVEL_ALIASES",
+    "level_vocabulary",
+    "read_mteval",
+    "read_score_file",
+    "resolve_level",
+    "write_mteval",
+]
 
 # (storyeval level, what is correlated, mt-metrics-eval / WMT, summarization)
 _VOCABULARY = [

@@ -28,7 +28,7 @@ import pandas as pd
 
 from storyeval.exceptions import InputError
 
-__all__ = ["assign_clusters", "significance_clusters", "average_ranks", "cluster_figure"]
+__all__ = ["assign_clusters", "average_ranks", "cluster_figure", "significance_clusters"]
 
 CLUSTER_LEVELS = ("overall", "system")
 

@@ -39,9 +39,16 @@ import pandas as pd
 
 from storyeval.exceptions import InputError
 
-__all__ = ["prefer_longer_rate", "length_controlled_accuracy", "length_controlled_win_rate",
-           "balance_length", "BalancedSubset", "partial_correlation", "pointwise_pairs",
-           "length_table"]
+__all__ = [
+    "BalancedSubset",
+    "balance_length",
+    "length_controlled_accuracy",
+    "length_controlled_win_rate",
+    "length_table",
+    "partial_correlation",
+    "pointwise_pairs",
+    "prefer_longer_rate",
+]
 
 RIDGE = 0.1
 
@@ -165,7 +172,7 @@ def length_controlled_accuracy(human, judge, length_a, length_b, *,
     size = count_l + count_s
     total = size[ok].sum() + (~unequal).sum()
     lc = (np.sum(balanced[ok] * size[ok]) + agree[~unequal].sum()) / total if total else np.nan
-    return {"accuracy": float(agree.mean()), "lc_accuracy": float(lc), "n": int(len(h)),
+    return {"accuracy": float(agree.mean()), "lc_accuracy": float(lc), "n": len(h),
             "n_unbalanced": int(size[~ok].sum())}
 
 

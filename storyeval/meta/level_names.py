@@ -5,6 +5,7 @@ evaluation; `resolve_level` accepts them wherever a level is named (the docs pri
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from storyeval.exceptions import InputError
 
@@ -22,7 +23,7 @@ LEVEL_ALIASES: dict[str, str] = {
 }
 
 
-def canonical_level(name: object) -> object:
+def canonical_level(name: Any) -> Any:
     """``name`` resolved when it is a known alias, else unchanged (the caller's check reports
     an unknown level in its own words)."""
     if isinstance(name, str):

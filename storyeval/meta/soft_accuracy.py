@@ -30,7 +30,7 @@ import pandas as pd
 
 from storyeval.exceptions import InputError
 
-__all__ = ["soft_pairwise_accuracy", "system_pvalues", "soft_pairwise_accuracy_table"]
+__all__ = ["soft_pairwise_accuracy", "soft_pairwise_accuracy_table", "system_pvalues"]
 
 _TOL = 1e-12
 

@@ -22,7 +22,7 @@ Grouping (the WMT "average_by" choice):
 
 Pairs are enumerated once, sorted once by ``|m_i - m_j|``; the value at every candidate is a
 cumulative sum of per-pair changes (O(P log P) for P pairs, memory O(P), P = n(n-1)/2 for one
-pool). When every group has the same number of pairs (a single pool, or a complete
+pool; at most `MAX_PAIRS`). When every group has the same number of pairs (a single pool, or a complete
 system x prompt grid) the counts are integers and candidates are compared exactly; otherwise the
 values are floats and candidates within 1e-12 of the best count as equal (the smallest wins).
 
@@ -40,11 +40,19 @@ import pandas as pd
 
 from storyeval.exceptions import InputError
 
-__all__ = ["VARIANTS", "TieCalibration", "tie_calibrated", "tie_calibrated_table",
-           "kendall_23"]
+__all__ = [
+    "VARIANTS",
+    "TieCalibration",
+    "kendall_23",
+    "tie_calibrated",
+    "tie_calibrated_table",
+]
 
 VARIANTS = ("acc23", "tau23")
 _FLOAT_TIE = 1e-12
+#: Most pairs one call enumerates (about 40 bytes each: 2 GiB); the best epsilon needs every
+#: pair's difference, so memory grows as n^2 in one pool.
+MAX_PAIRS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,12 @@ class _SortedPairs:
 
 
 def _sorted_pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray, variant: str) -> _SortedPairs:
+    sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=np.int64)
+    n_pairs = int(np.sum(sizes * (sizes - 1) // 2))
+    if n_pairs > MAX_PAIRS:
+        raise InputError(f"tie calibration enumerates every pair ({n_pairs:,} here, about "
+                         f"{n_pairs * 40 / 2**30:.1f} GiB); the limit is {MAX_PAIRS:,}: use the "
+                         "prompt level (pairs within prompts) or a sample of the stories")
     i, j = _pairs(codes)
     if len(i) == 0:
         raise InputError("tie-calibrated accuracy needs at least one pair of observations "
@@ -271,9 +285,11 @@ def _level_vectors(wide: pd.DataFrame, columns: list[str], level: str,
     from storyeval.meta.levels import level_data
 
     if level == "system":
-        return level_data(wide, columns, level="system", nan_policy="omit",
-                          tie_rtol=tie_rtol), None
+        means = level_data(wide, columns, level="system", nan_policy="omit", tie_rtol=tie_rtol)
+        assert isinstance(means, pd.DataFrame)
+        return means, None
     frame = level_data(wide, columns, level="overall", nan_policy="omit")
+    assert isinstance(frame, pd.DataFrame)  # the overall and system levels are frames
     if level == "overall":
         return frame, None
     names = list(wide.index.names)

@@ -23,7 +23,7 @@ import pandas as pd
 from storyeval.data import Dataset, load_hanna
 from storyeval.exceptions import InputError
 
-__all__ = ["WMT_COEFS", "WmtSelection", "select", "wmt_table", "cluster_tables", "length_tables"]
+__all__ = ["WMT_COEFS", "WmtSelection", "cluster_tables", "length_tables", "select", "wmt_table"]
 
 WMT_COEFS = ("acc_eq", "tau23", "spa")
 COEF_DESCRIPTIONS = {
@@ -160,8 +160,12 @@ def length_tables(sel: WmtSelection, length: str, *, levels: Sequence[str] = ("o
     (`storyeval.meta.length.length_table`). Partial: the correlation of every (measure,
     criterion) pair at each level, raw and controlling for ``length``.
     """
-    from storyeval.meta.length import length_controlled_accuracy, partial_correlation, \
-        pointwise_pairs, prefer_longer_rate
+    from storyeval.meta.length import (
+        length_controlled_accuracy,
+        partial_correlation,
+        pointwise_pairs,
+        prefer_longer_rate,
+    )
     from storyeval.meta.level_names import canonical_level
 
     length = _length_column(sel, length)
