@@ -22,9 +22,10 @@ Grouping (the WMT "average_by" choice):
 
 Pairs are enumerated once, sorted once by ``|m_i - m_j|``; the value at every candidate is a
 cumulative sum of per-pair changes (O(P log P) for P pairs, memory O(P), P = n(n-1)/2 for one
-pool; at most `MAX_PAIRS`). When every group has the same number of pairs (a single pool, or a complete
-system x prompt grid) the counts are integers and candidates are compared exactly; otherwise the
-values are floats and candidates within 1e-12 of the best count as equal (the smallest wins).
+pool; at most `MAX_PAIRS`). When every group has the same number of pairs (a single pool, or a
+complete system x prompt grid) the counts are integers and candidates are compared exactly;
+otherwise the values are floats and candidates within 1e-12 of the best count as equal (the
+smallest wins).
 
 Checked against google-research/mt-metrics-eval ``stats.KendallWithTiesOpt(variant='acc23' /
 '23', sample_rate=1.0)`` on the embedded HANNA data (tests/test_tie_calibration.py).
