@@ -75,6 +75,20 @@ def test_clusters_and_length_beside_the_correlations(tmp_path, capsys):
     assert set(pairs["rater"]) >= {"humans", "BLEU Ξ§"}
 
 
+def test_criterion_weights_of_the_average_rank(tmp_path, capsys):
+    argv = ["meta", "--metrics", "BLEU,BERTScore F1,Beluga-13B 1", "--criteria", "RE,CH",
+            "--levels", "system", "--reference", "none", "--clusters", "--no-figures"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert main([*argv, "--criterion-weights", "RE=3,CH=1", "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    equal = pd.read_csv(tmp_path / "a" / "clusters_average.csv").set_index("rater")
+    weighted = pd.read_csv(tmp_path / "b" / "clusters_average.csv").set_index("rater")
+    expected = 0.75 * weighted["Relevance"] + 0.25 * weighted["Coherence"]
+    assert weighted["average_rank"].to_numpy() == pytest.approx(expected.to_numpy())
+    assert equal["average_rank"].to_numpy() == pytest.approx(
+        (0.5 * equal["Relevance"] + 0.5 * equal["Coherence"]).to_numpy())
+
+
 def test_mteval_round_trip(tmp_path, capsys):
     folder = tmp_path / "wmt"
     assert main(["meta", "--metrics", "BLEU", "--criteria", "Relevance", "--levels", "system",
@@ -94,6 +108,10 @@ def test_mteval_round_trip(tmp_path, capsys):
     (["meta", "--mteval", "x", "--data", "y.csv"], "--mteval replaces --data"),
     (["meta", "--metrics", "BLEU", "--length", "words"], "--length: no measure 'words'"),
     (["meta", "--cluster-alpha", "1.5", "--clusters"], "--cluster-alpha must lie"),
+    (["meta", "--criterion-weights", "RE=1"], "--criterion-weights needs --clusters"),
+    (["meta", "--clusters", "--criterion-weights", "RE=x"], "expected CRITERION=WEIGHT"),
+    (["meta", "--metrics", "BLEU", "--criteria", "RE", "--clusters", "--levels", "overall",
+      "--criterion-weights", "fun=1"], "--criterion-weights: unknown criterion 'fun'"),
 ])
 def test_usage_errors_exit_2(capsys, argv, message):
     assert main(argv) == 2

@@ -25,6 +25,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                             "clusters_average.{csv,md} and clusters_{level}.png")
     group.add_argument("--cluster-alpha", type=float, default=0.05, metavar="X",
                        help="significance level of the clusters (default: 0.05)")
+    group.add_argument("--criterion-weights", metavar="MAP",
+                       help="with --clusters: weights of the criteria in the average rank, "
+                            "CRITERION=W,... (default: equal; criteria left out weigh 0)")
     group.add_argument("--length", metavar="MEASURE",
                        help="length diagnostics against this length measure (e.g. 'Text "
                             "length'): P(prefer longer) of humans and measures on the "
@@ -64,6 +67,30 @@ def check(args: argparse.Namespace) -> None:
         raise InputError("--mteval replaces --data and --scores; give one or the other")
     if not 0 < args.cluster_alpha < 1:
         raise InputError(f"--cluster-alpha must lie in (0, 1), got {args.cluster_alpha}")
+    if args.criterion_weights is not None:
+        if not args.clusters:
+            raise InputError("--criterion-weights needs --clusters")
+        criterion_weights(args.criterion_weights)
+
+
+def criterion_weights(text: str | None) -> dict[str, float] | None:
+    """``RE=2,CH=1`` as {criterion: weight}; InputError naming a malformed entry."""
+    from storyeval.exceptions import InputError
+
+    if text is None:
+        return None
+    weights = {}
+    for part in (t.strip() for t in text.split(",")):
+        name, sep, value = part.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = float("nan")
+        if not sep or not name.strip() or not weight >= 0:
+            raise InputError(f"--criterion-weights: expected CRITERION=WEIGHT (a number >= 0), "
+                             f"got {part!r}")
+        weights[name.strip()] = weight
+    return weights
 
 
 def load_dataset(args: argparse.Namespace, default: Callable):
@@ -184,7 +211,8 @@ def extras(args: argparse.Namespace, dataset) -> tuple[list[tuple[str, pd.DataFr
         clusters, average = cluster_tables(
             sel, levels=_levels(args), method=args.coef, alpha=args.cluster_alpha,
             n_permutations=args.test_permutations, n_resamples=args.resamples,
-            random_state=args.seed, tie_rtol=args.tie_rtol)
+            random_state=args.seed, tie_rtol=args.tie_rtol,
+            weights=_resolved_weights(args, sel))
         tables["clusters"] = clusters
         tables["clusters_average"] = average
         shown.append(((f"Significance clusters: average rank over criteria (1 = top group; "
@@ -215,6 +243,26 @@ def extras(args: argparse.Namespace, dataset) -> tuple[list[tuple[str, pd.DataFr
                     folder.file(path.name)
 
     return shown, files if tables else None
+
+
+def _resolved_weights(args: argparse.Namespace, sel) -> dict[str, float] | None:
+    """--criterion-weights with criterion codes or names resolved to the dataset's names."""
+    from storyeval.exceptions import InputError
+
+    given = criterion_weights(args.criterion_weights)
+    if given is None:
+        return None
+    out = {}
+    for name, weight in given.items():
+        try:
+            resolved = sel.dataset.resolve_criterion(name)
+        except InputError as exc:
+            raise InputError(f"--criterion-weights: {exc}") from exc
+        if resolved not in sel.criteria:
+            raise InputError(f"--criterion-weights: criterion {resolved!r} is not selected "
+                             "(--criteria)")
+        out[resolved] = weight
+    return out
 
 
 def render_extras(shown: list[tuple[str, pd.DataFrame]], fmt: str, digits: int) -> str:

@@ -122,8 +122,10 @@ def cluster_tables(sel: WmtSelection, *, levels: Sequence[str] = ("overall", "sy
                    method: str = "kendall_b", alpha: float = 0.05,
                    alternative: str = "two-sided", n_permutations: int = 1000,
                    n_resamples: int = 1000, random_state: int | None = 0,
-                   tie_rtol: float = 1e-12) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(clusters, average ranks) of the selected measures at the overall/system levels.
+                   tie_rtol: float = 1e-12, weights: dict[str, float] | None = None,
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(clusters, average ranks) of the selected measures at the overall/system levels
+    (``weights``: criterion weights of the average, `average_ranks`).
 
     Every criterion ranks the measures paired with it; the average rank (per rater: a
     criterion-specific LLM rating such as ``Beluga-13B RE 1`` counts as its rater group
@@ -147,7 +149,7 @@ def cluster_tables(sel: WmtSelection, *, levels: Sequence[str] = ("overall", "sy
     rater = dict(zip(sel.pairs["measure"], sel.pairs["rater"]))
     by_rater = clusters.drop(columns="display_name").assign(
         measure=clusters["measure"].map(rater))
-    return clusters, average_ranks(by_rater).rename(columns={"measure": "rater"})
+    return clusters, average_ranks(by_rater, weights).rename(columns={"measure": "rater"})
 
 
 def length_tables(sel: WmtSelection, length: str, *, levels: Sequence[str] = ("overall",),
