@@ -65,8 +65,9 @@ def soft_pairwise_accuracy(human_p, metric_p) -> float:
 
     Examples
     --------
-    >>> soft_pairwise_accuracy([[0, 0.01, 0.2], [0, 0, 0.6], [0, 0, 0]],
-    ...                        [[0, 0.03, 0.1], [0, 0, 0.9], [0, 0, 0]])
+    >>> spa = soft_pairwise_accuracy([[0, 0.01, 0.2], [0, 0, 0.6], [0, 0, 0]],
+    ...                              [[0, 0.03, 0.1], [0, 0, 0.9], [0, 0, 0]])
+    >>> round(spa, 6)  # 1 - (0.02 + 0.1 + 0.3) / 3
     0.86
     """
     h, m = _upper(human_p, "human_p"), _upper(metric_p, "metric_p")
@@ -75,7 +76,7 @@ def soft_pairwise_accuracy(human_p, metric_p) -> float:
                          f"{m.size})")
     if h.size == 0:
         raise InputError("soft pairwise accuracy needs at least two systems")
-    return float(round(1.0 - np.mean(np.abs(h - m)), 15))
+    return float(1.0 - np.mean(np.abs(h - m)))
 
 
 def _grid(wide: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, list]:
