@@ -18,7 +18,11 @@ mean of three 1-5 ratings. Three metrics (data-generating processes):
    data set's number of prompts (the mean over ``--population / 2`` simulated data sets).
 2. **SPA p-values** (`storyeval.meta.soft_accuracy.system_pvalues`): two systems of equal
    quality; the share of p-values <= 0.05 (one-sided; nominal 0.05).
-3. **Clusters** (`storyeval.meta.clusters.significance_clusters`, overall level, tau-b, the
+3. **SPA interval** (`storyeval.meta.soft_accuracy.soft_pairwise_accuracy_ci`, percentile,
+   prompts resampled, p-values recomputed in every resample with 200 permutations): the
+   share of 95% intervals that contain SPA's expected value at the data set's number of
+   prompts (SPA's p-values, and so SPA, depend on it).
+4. **Clusters** (`storyeval.meta.clusters.significance_clusters`, overall level, tau-b, the
    calibrated ``ustat`` test, two-sided, alpha 0.05): four measures that are independent
    copies of the same metric (equally good); the share of data sets in which they are split
    into more than one cluster. WMT's rule does not adjust for the several comparisons, so this
@@ -132,6 +136,37 @@ def spa_level(reps: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def spa_coverage(reps: int, resamples: int, seed: int, permutations: int = 200) -> pd.DataFrame:
+    """Coverage of the SPA interval: the target is SPA's expected value at the data set's
+    number of prompts (its p-values depend on it), the mean over ``2 * reps`` data sets."""
+    from storyeval.meta.soft_accuracy import soft_pairwise_accuracy_ci, \
+        soft_pairwise_accuracy_table
+
+    rows = []
+    for kind in ("continuous", "likert"):
+        for n_prompts in (30, 96):
+            rng = np.random.default_rng([seed, 300 + n_prompts, METRICS.index(kind)])
+            systems = _systems(rng)
+            truth = float(np.mean([
+                soft_pairwise_accuracy_table(_wide(*_draw(rng, n_prompts, systems, kind)),
+                                             ["m"], ["h"], n_permutations=permutations,
+                                             random_state=k)["value"].item()
+                for k in range(2 * reps)]))
+            hits, widths = [], []
+            for rep in range(reps):
+                wide = _wide(*_draw(rng, n_prompts, systems, kind))
+                low, high = soft_pairwise_accuracy_ci(wide, "m", "h", n_resamples=resamples,
+                                                      n_permutations=permutations,
+                                                      random_state=rep)
+                hits.append(low <= truth <= high)
+                widths.append(high - low)
+            cover = float(np.mean(hits))
+            rows.append({"metric": kind, "prompts": n_prompts, "expected SPA": truth,
+                         "coverage": cover, "MC s.e.": np.sqrt(cover * (1 - cover) / reps),
+                         "mean width": float(np.mean(widths))})
+    return pd.DataFrame(rows)
+
+
 def cluster_splits(reps: int, seed: int) -> pd.DataFrame:
     from storyeval.meta.clusters import significance_clusters
 
@@ -166,10 +201,19 @@ def main() -> int:
     parser.add_argument("--resamples", type=int, default=300)
     parser.add_argument("--population", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=["acc_eq", "spa", "spa-ci", "clusters"],
+                        help="run one part")
     args = parser.parse_args()
     from storyeval.report.tables import format_table
 
     start = time.perf_counter()
+    if args.only == "spa-ci" or args.only is None:
+        print(f"SPA: 95% percentile bootstrap intervals over prompts ({args.reps // 2} data "
+              f"sets, {args.resamples} resamples, 200 permutations)")
+        print(format_table(spa_coverage(args.reps // 2, args.resamples, args.seed), "md"))
+        if args.only:
+            print(f"\n{time.perf_counter() - start:.0f} s")
+            return 0
     print("acc_eq: 95% percentile bootstrap intervals over prompts "
           f"({args.reps} data sets, {args.resamples} resamples)")
     print(format_table(coverage(args.reps, args.resamples, args.seed, args.population), "md"))

@@ -55,6 +55,11 @@ def test_spa_and_out_folder(tmp_path, capsys):
     assert table["value"].between(0, 1).all()
     settings = json.loads((out / "settings.json").read_text())
     assert settings["coefficient"] == "spa"
+    assert main(["meta", "--metrics", "BLEU", "--criteria", "RE", "--coef", "spa",
+                 "--test-permutations", "100", "--ci", "bootstrap", "--resamples", "40",
+                 "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert (table["ci_low"] <= table["value"]).all() and (table["value"] <= table["ci_high"]).all()
 
 
 def test_clusters_and_length_beside_the_correlations(tmp_path, capsys):
@@ -104,7 +109,6 @@ def test_mteval_round_trip(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["meta", "--coef", "spa", "--clusters"], "use them with --coef kendall_b"),
-    (["meta", "--coef", "spa", "--ci", "bootstrap"], "not available for spa"),
     (["meta", "--mteval", "x", "--data", "y.csv"], "--mteval replaces --data"),
     (["meta", "--metrics", "BLEU", "--length", "words"], "--length: no measure 'words'"),
     (["meta", "--cluster-alpha", "1.5", "--clusters"], "--cluster-alpha must lie"),

@@ -15,6 +15,7 @@ import pytest
 from storyeval.exceptions import InputError
 from storyeval.meta.soft_accuracy import (
     soft_pairwise_accuracy,
+    soft_pairwise_accuracy_ci,
     soft_pairwise_accuracy_table,
     system_pvalues,
 )
@@ -64,6 +65,23 @@ def test_metric_equal_to_humans_scores_one_and_reversed_scores_less():
     assert table.loc[table.measure == "same", "value"].item() == 1.0
     assert table.loc[table.measure == "reversed", "value"].item() < 0.5
     assert set(table["n_pairs"]) == {10}
+
+
+def test_bootstrap_interval_recomputes_the_pvalues():
+    rng = np.random.default_rng(3)
+    h = rng.normal(0, 1, (5, 40)) + np.arange(5)[:, None] * 0.4
+    wide = _wide(h, "h")
+    wide["m"] = wide["h"] + rng.normal(0, 1, len(wide))
+    wide["same"] = wide["h"]
+    low, high = soft_pairwise_accuracy_ci(wide, "m", "h", n_resamples=60, n_permutations=200)
+    value = soft_pairwise_accuracy_table(wide, ["m"], ["h"], n_permutations=200)["value"].item()
+    assert 0 <= low <= high <= 1 and high - low > 0.01
+    assert low - 0.05 <= value <= high + 0.05
+    # a measure equal to the humans has SPA 1 in every resample (same swaps for both)
+    assert soft_pairwise_accuracy_ci(wide, "same", "h", n_resamples=20,
+                                     n_permutations=50) == (1.0, 1.0)
+    again = soft_pairwise_accuracy_ci(wide, "m", "h", n_resamples=60, n_permutations=200)
+    assert again == (low, high)
 
 
 def test_errors():

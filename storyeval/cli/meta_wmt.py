@@ -162,8 +162,12 @@ def _shown(table: pd.DataFrame, fmt: str) -> pd.DataFrame:
 
 def _coef_note(args: argparse.Namespace, sel) -> str:
     if args.coef == "spa":
-        return (f"system level; p-values from {args.test_permutations} permutations of "
+        text = (f"system level; p-values from {args.test_permutations} permutations of "
                 f"prompts (seed {args.seed}), one-sided, humans and measure on the same swaps")
+        if args.ci == "bootstrap":
+            text += (f"; {args.confidence_level:g} percentile intervals from {args.resamples} "
+                     "prompt resamples, the p-values recomputed in each")
+        return text
     text = ("levels: overall = all story pairs pooled (WMT 'none'), prompt = pairs within a "
             "prompt averaged over prompts (WMT 'item'), system = system means; epsilon found "
             "exactly over every pair difference")

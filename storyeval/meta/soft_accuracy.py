@@ -155,3 +155,52 @@ def soft_pairwise_accuracy_table(
              "test": "paired permutation over prompts, one-sided, p = (1 + #{d* >= d}) / (1 + N)"}
             for c in criteria for m in measures]
     return pd.DataFrame(rows)
+
+
+def soft_pairwise_accuracy_ci(
+    wide: pd.DataFrame,
+    measure: str,
+    criterion: str,
+    *,
+    n_resamples: int = 1000,
+    n_permutations: int = 1000,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of SPA, prompts resampled.
+
+    Prompts are drawn with `storyeval.resample.bootstrap.draw_resamples` (``resample_by=
+    "prompts"``, all systems kept); in every resample the human and the measure p-values are
+    recomputed by the paired permutation test of `system_pvalues` (``n_permutations`` sign
+    patterns over the resample's prompts, the same for both and for every resample), and SPA
+    from them. One generator, ``numpy.random.default_rng(random_state)``, draws the resamples
+    first, then the sign patterns.
+    """
+    from storyeval.resample._common import check_confidence
+    from storyeval.resample.bootstrap import draw_resamples
+
+    alpha = 1.0 - check_confidence(confidence_level)
+    if n_permutations < 1:
+        raise InputError(f"n_permutations must be >= 1, got {n_permutations}")
+    X, _ = _grid(wide, [criterion, measure])  # (S, P, 2)
+    S, P, _ = X.shape
+    if S < 2:
+        raise InputError("soft pairwise accuracy needs at least two systems")
+    rng = np.random.default_rng(random_state)
+    _, cP = draw_resamples(S, P, n_resamples=n_resamples, resample_by="prompts",
+                           random_state=rng)
+    signs = np.where(rng.random((n_permutations, P)) < 0.5, -1.0, 1.0)
+    i, j = np.triu_indices(S, 1)
+    # (P, pairs * 2): prompt-major, so a resample is a row selection and one BLAS product
+    diffs = ((X[i] - X[j]) / P).transpose(1, 0, 2).reshape(P, -1)
+    spa = np.empty(len(cP))
+    for b, counts in enumerate(cP.astype(np.int64)):  # one matrix product per resample
+        d = np.repeat(diffs, counts, axis=0)  # the drawn prompts, repeats included
+        observed = d.sum(axis=0)  # (pairs * 2,)
+        null = signs @ d  # (N, pairs * 2)
+        scale = np.maximum(1.0, np.abs(observed))
+        extreme = (null >= observed - _TOL * scale).sum(axis=0).reshape(-1, 2)
+        p = (1.0 + extreme) / (1.0 + n_permutations)
+        spa[b] = 1.0 - np.mean(np.abs(p[:, 0] - p[:, 1]))
+    low, high = np.quantile(spa, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)

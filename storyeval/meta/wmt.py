@@ -75,8 +75,10 @@ def wmt_table(sel: WmtSelection, coef: str, *, levels: Sequence[str] = ("overall
               tie_rtol: float = 1e-12) -> pd.DataFrame:
     """``acc_eq`` / ``tau23`` per measure, criterion and level, or ``spa`` (system level).
 
-    ``ci``: add ``ci_low, ci_high`` (percentile bootstrap over prompts, epsilon re-optimised in
-    every resample; `storyeval.meta.tie_calibration.tie_calibrated_ci`); not for ``spa``.
+    ``ci``: add ``ci_low, ci_high`` (percentile bootstrap over prompts: epsilon re-optimised in
+    every resample, `storyeval.meta.tie_calibration.tie_calibrated_ci`; for ``spa`` the
+    permutation p-values recomputed in every resample,
+    `storyeval.meta.soft_accuracy.soft_pairwise_accuracy_ci`).
     """
     from storyeval.meta.level_names import canonical_level
 
@@ -84,15 +86,23 @@ def wmt_table(sel: WmtSelection, coef: str, *, levels: Sequence[str] = ("overall
     levels = list(dict.fromkeys(canonical_level(lev) for lev in levels))
     frames = []
     if coef == "spa":
-        from storyeval.meta.soft_accuracy import soft_pairwise_accuracy_table
+        from storyeval.meta.soft_accuracy import (
+            soft_pairwise_accuracy_ci,
+            soft_pairwise_accuracy_table,
+        )
 
-        if ci:
-            raise InputError("--ci bootstrap is not available for spa (each resample would "
-                             "rerun the permutation tests)")
         for criterion, group in sel.pairs.groupby("criterion", sort=False):
-            frames.append(soft_pairwise_accuracy_table(
+            table = soft_pairwise_accuracy_table(
                 sel.wide, list(group["measure"]), [criterion], n_permutations=n_permutations,
-                random_state=random_state))
+                random_state=random_state)
+            if ci:
+                bounds = [soft_pairwise_accuracy_ci(
+                    sel.wide, m, criterion, n_resamples=n_resamples,
+                    n_permutations=n_permutations, confidence_level=confidence_level,
+                    random_state=random_state) for m in table["measure"]]
+                table["ci_low"] = [b[0] for b in bounds]
+                table["ci_high"] = [b[1] for b in bounds]
+            frames.append(table)
     else:
         from storyeval.meta.tie_calibration import tie_calibrated_ci, tie_calibrated_table
 
