@@ -28,8 +28,10 @@ mean of three 1-5 ratings. Three metrics (data-generating processes):
    into more than one cluster. WMT's rule does not adjust for the several comparisons, so this
    is a family-wise rate above 0.05 by design.
 
-Run: ``python benchmarks/bench_wmt.py [--reps 200] [--resamples 300] [--seed 0]`` (about four
-minutes on a shared, busy 2-core machine). A script, not a test: the tables are in docs/wmt.md.
+Run: ``python benchmarks/bench_wmt.py [--reps 200] [--resamples 300] [--seed 0] [--only
+PART]`` (about 15 minutes on a shared, busy 2-core machine; the page's tables came from the
+default run without the SPA interval, 433 s, and ``--only spa-ci --resamples 200``, 199 s). A
+script, not a test: the tables are in docs/wmt.md.
 """
 
 from __future__ import annotations
