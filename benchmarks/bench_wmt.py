@@ -141,8 +141,10 @@ def spa_level(reps: int, seed: int) -> pd.DataFrame:
 def spa_coverage(reps: int, resamples: int, seed: int, permutations: int = 200) -> pd.DataFrame:
     """Coverage of the SPA interval: the target is SPA's expected value at the data set's
     number of prompts (its p-values depend on it), the mean over ``2 * reps`` data sets."""
-    from storyeval.meta.soft_accuracy import soft_pairwise_accuracy_ci, \
-        soft_pairwise_accuracy_table
+    from storyeval.meta.soft_accuracy import (
+        soft_pairwise_accuracy_ci,
+        soft_pairwise_accuracy_table,
+    )
 
     rows = []
     for kind in ("continuous", "likert"):
@@ -209,22 +211,27 @@ def main() -> int:
     from storyeval.report.tables import format_table
 
     start = time.perf_counter()
-    if args.only == "spa-ci" or args.only is None:
-        print(f"SPA: 95% percentile bootstrap intervals over prompts ({args.reps // 2} data "
+
+    def wanted(part: str) -> bool:
+        return args.only is None or args.only == part
+
+    if wanted("acc_eq"):
+        print("acc_eq: 95% percentile bootstrap intervals over prompts "
+              f"({args.reps} data sets, {args.resamples} resamples)")
+        print(format_table(coverage(args.reps, args.resamples, args.seed, args.population),
+                           "md"))
+    if wanted("spa"):
+        print(f"\nSPA p-values under the null (two equal systems, {args.reps} data sets, "
+              "999 permutations)")
+        print(format_table(spa_level(args.reps, args.seed), "md"))
+    if wanted("spa-ci"):
+        print(f"\nSPA: 95% percentile bootstrap intervals over prompts ({args.reps // 2} data "
               f"sets, {args.resamples} resamples, 200 permutations)")
         print(format_table(spa_coverage(args.reps // 2, args.resamples, args.seed), "md"))
-        if args.only:
-            print(f"\n{time.perf_counter() - start:.0f} s")
-            return 0
-    print("acc_eq: 95% percentile bootstrap intervals over prompts "
-          f"({args.reps} data sets, {args.resamples} resamples)")
-    print(format_table(coverage(args.reps, args.resamples, args.seed, args.population), "md"))
-    print(f"\nSPA p-values under the null (two equal systems, {args.reps} data sets, "
-          "999 permutations)")
-    print(format_table(spa_level(args.reps, args.seed), "md"))
-    print(f"\nClusters of four equally good measures (overall level, ustat, alpha 0.05, "
-          f"{args.reps // 2} data sets)")
-    print(format_table(cluster_splits(args.reps // 2, args.seed), "md"))
+    if wanted("clusters"):
+        print(f"\nClusters of four equally good measures (overall level, ustat, alpha 0.05, "
+              f"{args.reps // 2} data sets)")
+        print(format_table(cluster_splits(args.reps // 2, args.seed), "md"))
     print(f"\n{time.perf_counter() - start:.0f} s")
     return 0
 
