@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from storyeval.correlation.levels import snap_ties
 from storyeval.data import load_hanna
 from storyeval.exceptions import UndefinedStatisticWarning
-from storyeval.correlation.levels import snap_ties
 from storyeval.meta.pipeline import meta_evaluate
 from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
 

@@ -30,8 +30,8 @@ def _import_seconds(module: str) -> float:
 def main() -> None:
     from statsmodels.stats.multitest import multipletests
 
-    from storyeval.meta import meta_evaluate
     from storyeval.compare.multitest import adjust_frame
+    from storyeval.meta import meta_evaluate
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -290,8 +290,8 @@ def user_study(write) -> None:
 
 
 def annotator_agreement(write) -> None:
-    from storyeval.data import load_hanna
     from storyeval.agreement.coefficients import annotator_icc
+    from storyeval.data import load_hanna
 
     hanna = load_hanna()
     frames = []

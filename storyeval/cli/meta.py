@@ -63,8 +63,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="comma-separated among overall, system, prompt "
                            "(default: overall,system)")
     what.add_argument("--coef", default="kendall_b",
-                      choices=["kendall", "kendall_b", "kendall_c", "pearson", "spearman"],
-                      help="correlation coefficient (default: kendall_b, scipy's tau-b)")
+                      choices=["kendall", "kendall_b", "kendall_c", "pearson", "spearman",
+                               "acc_eq", "tau23", "spa"],
+                      help="correlation coefficient (default: kendall_b, scipy's tau-b); "
+                           "acc_eq (tie-calibrated pairwise accuracy), tau23 and spa (soft "
+                           "pairwise accuracy, system level) print their own table instead "
+                           "(docs: WMT meta-metrics)")
     what.add_argument("--llm-criteria", choices=["matched", "all"], default="matched",
                       help="correlate an LLM's criterion rating with its own criterion only "
                            "(default, as the paper) or with all")
@@ -140,6 +144,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                           "by two worker processes on a multi-core machine "
                           "(STORYEVAL_FIGURE_WORKERS=N sets how many; 0: in this process)")
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    from storyeval.cli import meta_wmt
+
+    meta_wmt.add_options(parser)
     return parser
 
 
@@ -192,6 +199,11 @@ def run(args: argparse.Namespace) -> int:
     if args.no_figures and args.out is None:
         raise InputError("--no-figures needs --out")
     check_out_args(args)
+    from storyeval.cli import meta_wmt
+
+    meta_wmt.check(args)
+    if meta_wmt.uses_wmt_coef(args):
+        return meta_wmt.run_coef(args, meta_wmt.load_dataset(args, load_dataset_args))
     family = args.family if args.family in FAMILIES else _split(args.family)
     _warm_up_for_large_input(args)
     workers = None
@@ -208,10 +220,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, family: str | list[str],
          workers: FigureWorkers | None) -> int:
+    from storyeval.cli import meta_wmt
     from storyeval.meta.pipeline import meta_evaluate
     from storyeval.report.meta_report import render, write_report
 
-    dataset = load_dataset_args(args, criteria=args.criteria)
+    dataset = meta_wmt.load_dataset(args, load_dataset_args)
     result = meta_evaluate(
         dataset,
         measures=args.metrics,
@@ -238,11 +251,13 @@ def _run(args: argparse.Namespace, family: str | list[str],
         random_state=args.seed,
     )
     result = _add_resampling(result, args)
+    shown, extra_files = meta_wmt.extras(args, dataset)
     sys.stdout.write(render(result, args.format, digits=args.digits))
+    sys.stdout.write(meta_wmt.render_extras(shown, args.format, args.digits))
     if args.out is not None:
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
                              overwrite=args.overwrite, figure_formats=args.figure_format,
-                             figure_workers=workers)
+                             figure_workers=workers, extra=extra_files)
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
 

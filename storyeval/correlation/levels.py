@@ -29,6 +29,7 @@ from storyeval.correlation.kernel import (
     unit_exponent,
 )
 from storyeval.correlation.ties import TIE_RTOL, snap_ties, tie_values  # noqa: F401 (re-exported)
+from storyeval.data.level_names import canonical_level
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 __all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
@@ -51,6 +52,7 @@ def _plain(label: Any) -> Any:
 
 
 def _check_level(level: str) -> str:
+    level = canonical_level(level)  # WMT / summarization names (storyeval.data.level_names)
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
     return level

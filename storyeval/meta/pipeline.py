@@ -42,6 +42,7 @@ from storyeval.correlation.levels import (
 )
 from storyeval.correlation.ties import TIE_RULE
 from storyeval.data import Dataset, load_hanna
+from storyeval.data.level_names import canonical_level
 from storyeval.exceptions import InputError
 from storyeval.meta.baseline import human_baseline
 from storyeval.meta.selection import (
@@ -388,6 +389,7 @@ def _check_dataset(dataset: object) -> Dataset:
 
 def _check_levels(levels: str | Sequence[str]) -> list[str]:
     levels = [levels] if isinstance(levels, str) else list(levels)
+    levels = [canonical_level(lev) for lev in levels]  # aliases: storyeval.data.level_names
     bad = [lev for lev in levels if lev not in LEVELS]
     if bad or not levels:
         raise InputError(f"levels must be among {list(LEVELS)}; got {levels}")

@@ -231,3 +231,16 @@ class FigureWorkers:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def cluster_figure(average: pd.DataFrame, level: str, path_stem, *,
+                   formats: Sequence[str] = ("png",)) -> list:
+    """Heatmap of cluster ranks (rows x criteria) at ``level`` from an `average_ranks` table
+    (its name column may be ``measure`` or ``rater``), rows by average rank."""
+    part = average[average["level"] == level].drop(columns=["level"])
+    name = part.columns[0]
+    matrix = part.set_index(name).drop(columns=["average_rank"]).astype(float)
+    top = float(np.nanmax(matrix.to_numpy())) if matrix.size else 1.0
+    return heatmap(matrix, path_stem, cmap="viridis_r", vmin=1.0, vmax=max(top, 2.0),
+                   title=f"Significance clusters ({level} level; 1 = top group)",
+                   colorbar_label="cluster rank", digits=0, formats=formats)

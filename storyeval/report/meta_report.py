@@ -554,7 +554,8 @@ def report_settings(result: MetaResult) -> dict:
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
                  digits: int = 3, overwrite: bool = False,
                  figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS,
-                 figure_workers: FigureWorkers | None = None) -> list[Path]:
+                 figure_workers: FigureWorkers | None = None,
+                 extra: Callable | None = None) -> list[Path]:
     """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
@@ -568,7 +569,8 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     one says why it has none). Every comparison table has its effect sizes beside it:
     ``williams_{level}_effect.*`` / ``williams_{level}_{criterion}_effect.*``, cells
     "delta [low, high]" (the difference of the two correlations and its interval). Warns like
-    [`render`][].
+    [`render`][]. ``extra(folder, figure_formats)`` stages further files in the same folder
+    (the ``--clusters`` / ``--length`` tables of ``storyeval meta``).
 
     ``figure_workers`` (`storyeval.report.figures.FigureWorkers`) draws the heatmaps in
     worker processes while the tables are written; by default they are drawn here.
@@ -587,6 +589,8 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
         pending: list = []
         _write_files(result, folder, formats if figures else (), digits, figure_workers,
                      pending)
+        if extra is not None:
+            extra(folder, formats if figures else ())
         for future in pending:  # the figures drawn by workers, staged before the move
             for path in future.result():
                 folder.file(path.name)
