@@ -49,6 +49,8 @@ examples:
   storyeval agreement --data ratings.csv --criteria Fun,Clarity --format md
   storyeval agreement --data wide.csv --id system=model,prompt_id=item \\
       --annotators 'Overall=rater_*' --nan-policy raise
+  storyeval agreement --verdicts verdicts.csv          # pairwise verdicts: A / B / same
+  storyeval agreement --labels labels.csv              # item, rater, label (any categories)
 
 Exit codes: 0 ok, 2 usage or input error.
 """
@@ -83,6 +85,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                            "(raise); the other coefficients use every rating")
     what.add_argument("--confidence-level", type=float, default=0.95, metavar="X",
                       help="level of the intervals (default: 0.95)")
+    from storyeval.cli.agreement_labels import add_label_options
+
+    add_label_options(parser)
     out = parser.add_argument_group("output")
     add_format_option(out)
     add_out_option(out, "one file per table instead of printing (annotators.EXT; "
@@ -222,9 +227,12 @@ def render(name: str, table: pd.DataFrame, fmt: str, notes: list[str],
 # ----------------------------------------------------------------------------- command
 def run(args: argparse.Namespace) -> int:
     """Compute and print (or write) the agreement tables; returns the exit code."""
+    from storyeval.cli.agreement_labels import run_labels, wants_labels
     from storyeval.cli.common import check_out_args
 
     _check_request(args)
+    if wants_labels(args):
+        return run_labels(args)
     check_out_args(args)
     dataset = (load_dataset_args(args, criteria=args.criteria)
                if args.what != "user-study" else None)

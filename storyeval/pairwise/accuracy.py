@@ -270,14 +270,26 @@ def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def story_index(wide: pd.DataFrame) -> pd.Index:
-    """The story ids ``"{system}/{prompt_id}"`` of the rows of ``wide``, in row order."""
+    """The story ids of the rows of ``wide``, in row order: ``"{system}/{prompt_id}"`` for an
+    index ``(system, prompt_id)``, the index itself for a flat index of story ids (a
+    preference-only dataset, see `preference_scores`)."""
     idx = wide.index
-    if not isinstance(idx, pd.MultiIndex) or idx.nlevels != 2:
-        raise InputError("wide must be indexed by (system, prompt_id)")
-    ids = (idx.get_level_values(0).astype(str) + "/" + idx.get_level_values(1).astype(str))
+    if not isinstance(idx, pd.MultiIndex):
+        ids = pd.Index(idx.astype(str))
+    elif idx.nlevels != 2:
+        raise InputError("wide must be indexed by (system, prompt_id) or by story id")
+    else:
+        ids = (idx.get_level_values(0).astype(str) + "/" + idx.get_level_values(1).astype(str))
     if ids.has_duplicates:
         raise InputError(f"story id {ids[ids.duplicated()][0]!r} names several rows of wide")
     return pd.Index(ids)
+
+
+def _check_measures(wide: pd.DataFrame, cols: Sequence[str]) -> None:
+    unknown = [c for c in cols if c not in wide.columns]
+    if unknown:
+        raise InputError(f"measure(s) {unknown} not in the scores; measures are "
+                         f"{[str(c) for c in wide.columns][:20]}")
 
 
 def _preference_pairs(measures: str | Sequence[str | tuple[str, str]],
@@ -327,7 +339,9 @@ def preference_accuracy(
     Parameters
     ----------
     wide : DataFrame
-        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``).
+        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``); or,
+        for a preference-only dataset, a flat index of story ids
+        (`storyeval.pairwise.preferences.preference_scores`).
     preferences : DataFrame
         A preference table (`storyeval.pairwise.preferences`): ``story_a, story_b,
         winner`` (``a``, ``b``, ``tie`` or the preferred story's id), optional ``criterion``
@@ -396,7 +410,11 @@ def preference_accuracy(
     criteria = list(dict.fromkeys(prefs["criterion"]))
     pairs = _preference_pairs(measures, criteria)
     cols = list(dict.fromkeys(p[0] for p in pairs))
-    values = level_data(wide, cols, level="overall", nan_policy="propagate").to_numpy()
+    if isinstance(wide.index, pd.MultiIndex):
+        values = level_data(wide, cols, level="overall", nan_policy="propagate").to_numpy()
+    else:  # preference-only data: one row per story id
+        _check_measures(wide, cols)
+        values = wide.loc[:, cols].to_numpy(dtype=np.float64)
     code, lo, hi, human = _majority(prefs, stories)
     frames = []
     for k, crit in enumerate(criteria):  # one block of story pairs per criterion
