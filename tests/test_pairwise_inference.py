@@ -15,8 +15,8 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from storyeval.cli import main
-from storyeval.exceptions import InputError
-from storyeval.pairwise import judge_accuracy
+from storyeval.exceptions import FewClustersWarning, InputError
+from storyeval.pairwise import judge_accuracy, pointwise_pairwise_accuracy, preference_accuracy
 from storyeval.pairwise._resampling import bootstrap_weights, cluster_sums, sign_flips
 from storyeval.pairwise.from_scores import verdicts_from_scores
 from storyeval.pairwise.inference import (
@@ -27,6 +27,7 @@ from storyeval.pairwise.inference import (
     compare_accuracies,
     compare_judges,
     exact_interval,
+    accuracy_columns,
     judge_accuracy_inference,
     mcnemar_exact,
     parse_counts,
@@ -125,8 +126,9 @@ def test_permutation_p_equals_brute_force_enumeration():
     clusters = np.repeat(np.arange(8), 5)
     a = (rng.random(40) < 0.7).astype(float)
     b = (rng.random(40) < 0.5).astype(float)
-    res = compare_accuracies(a, b, clusters=clusters, test="permutation", n_resamples=1000,
-                             random_state=0)
+    with pytest.warns(FewClustersWarning, match="only 8 clusters"):
+        res = compare_accuracies(a, b, clusters=clusters, test="permutation",
+                                 n_resamples=1000, random_state=0)
     d = np.array([(a - b)[clusters == c].sum() for c in range(8)])
     flips = [abs(np.dot(s, d)) >= abs(d.sum()) - 1e-9
              for s in itertools.product([-1, 1], repeat=8)]
@@ -287,3 +289,56 @@ def test_cli_accuracy_and_compare(tmp_path, capsys, hanna_judges):
     assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--test",
                  "mcnemar"]) == 2
     assert "independent pairs" in capsys.readouterr().err
+
+
+# ------------------------------------------------- pointwise measures and reward models
+def test_accuracy_columns_match_the_single_accuracy_functions():
+    rng = np.random.default_rng(8)
+    scores = (rng.random((600, 3)) < [0.5, 0.6, 0.7]).astype(float)
+    scored = rng.random((600, 3)) < 0.9
+    clusters = np.repeat(np.arange(60), 10)
+    cols = accuracy_columns(scores, scored, clusters=clusters, random_state=1, n_resamples=400)
+    for j in range(3):
+        one = accuracy_inference(scores[scored[:, j], j], clusters=clusters[scored[:, j]],
+                                 random_state=1, n_resamples=400)
+        # same cluster draws: the rows dropped from column j leave the clusters in place
+        assert cols.loc[j, "method"] == "cluster-bootstrap"
+        assert (cols.loc[j, "ci_low"], cols.loc[j, "ci_high"]) == pytest.approx(
+            (one.ci_low, one.ci_high), abs=1e-12)
+    wil = accuracy_columns(scores, scored, method="wilson", chance=[0.5, 0.5, 0.6])
+    for j in range(3):
+        ref = binomial_accuracy(scores[scored[:, j], j].sum(), int(scored[:, j].sum()),
+                                chance=[0.5, 0.5, 0.6][j])
+        assert (wil.loc[j, "ci_low"], wil.loc[j, "ci_high"], wil.loc[j, "pvalue"]) == \
+            pytest.approx((ref.ci_low, ref.ci_high, ref.pvalue), abs=1e-12)
+
+
+def test_pointwise_accuracy_intervals_cluster_by_prompt():
+    from storyeval.data import load_hanna
+
+    wide = load_hanna().select_systems(exclude=["Human"]).wide()
+    pairs = [("Beluga-13B RE 1", "Relevance"), ("BLEU Ξ§", "Relevance")]
+    plain = pointwise_pairwise_accuracy(wide, pairs)
+    res = pointwise_pairwise_accuracy(wide, pairs, interval="auto", random_state=0,
+                                      n_resamples=300)
+    assert res["accuracy"].tolist() == plain["accuracy"].tolist()
+    assert (res["method"] == "cluster-bootstrap").all() and (res["n_clusters"] == 96).all()
+    assert ((res["ci_low"] < res["accuracy"]) & (res["accuracy"] < res["ci_high"])).all()
+    # tie credit 0.5: a measure answering at random is right half of the time whatever ties
+    assert res["chance"].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_preference_accuracy_intervals_independent_or_by_prompt():
+    idx = pd.Index([f"s{k}" for k in range(200)])
+    rng = np.random.default_rng(9)
+    wide = pd.DataFrame({"rm": rng.normal(size=200)}, index=idx)
+    prefs = pd.DataFrame({"story_a": idx[::2], "story_b": idx[1::2],
+                          "winner": rng.choice(["a", "b"], 100),
+                          "prompt_id": np.repeat(np.arange(25), 4)})
+    ind = preference_accuracy(wide, prefs.drop(columns="prompt_id"), ["rm"], interval="auto")
+    assert ind.loc[0, "method"] == "wilson"
+    k = round(ind.loc[0, "accuracy"] * 100)
+    assert ind.loc[0, "pvalue"] == pytest.approx(binomial_accuracy(k, 100).pvalue, abs=1e-12)
+    clu = preference_accuracy(wide, prefs, ["rm"], interval="auto", random_state=0,
+                              n_resamples=300)
+    assert clu.loc[0, "method"] == "cluster-bootstrap" and clu.loc[0, "n_clusters"] == 25

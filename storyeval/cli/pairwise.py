@@ -266,6 +266,17 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
                            "outcome a measure must match")
     what.add_argument("--tie-credit", type=float, default=0.5,
                       help="credit for a measure tie on a human-decided pair (default 0.5)")
+    inf = p.add_argument_group("inference")
+    inf.add_argument("--interval", default="none",
+                     choices=["none", "auto", "cluster-bootstrap", "wilson", "exact"],
+                     help="add an interval and a test against the tie-aware chance level: "
+                          "auto = cluster bootstrap over prompts (pairs of one prompt share "
+                          "stories; for --preferences: over their prompt_id column, else "
+                          "Wilson with the exact binomial test); default none")
+    inf.add_argument("--resamples", type=int, default=2000,
+                     help="cluster-bootstrap resamples (default 2000)")
+    inf.add_argument("--confidence-level", type=float, default=0.95)
+    inf.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
     out = p.add_argument_group("output")
     add_format_option(out)
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
@@ -525,7 +536,8 @@ def _preference_result(dataset: Dataset, args: argparse.Namespace, hint: str
     prefs = prefs[prefs["criterion"].isin(criteria)].reset_index(drop=True)
     pairs = _preference_pairs(dataset, args.metrics, criteria)
     return preference_accuracy(dataset.wide(), prefs, pairs, human_ties=args.human_ties,
-                               tie_credit=args.tie_credit, source=source)
+                               tie_credit=args.tie_credit, source=source,
+                               **_interval_args(args))
 
 
 def _preference_only_result(args: argparse.Namespace) -> pd.DataFrame:
@@ -561,7 +573,18 @@ def _preference_only_result(args: argparse.Namespace) -> pd.DataFrame:
                              f"{unknown}; its criteria are {labels}")
         prefs = prefs[prefs["criterion"].isin(tokens)].reset_index(drop=True)
     return preference_accuracy(wide, prefs, measures, human_ties=args.human_ties,
-                               tie_credit=args.tie_credit, source=str(args.preferences))
+                               tie_credit=args.tie_credit, source=str(args.preferences),
+                               **_interval_args(args))
+
+
+def _interval_args(args: argparse.Namespace) -> dict:
+    """The interval options of `pairwise pointwise` as keyword arguments."""
+    from storyeval.exceptions import InputError
+
+    if args.resamples < 1:
+        raise InputError("--resamples must be >= 1")
+    return {"interval": args.interval, "confidence_level": args.confidence_level,
+            "n_resamples": args.resamples, "random_state": args.seed}
 
 
 def _pointwise_note(args: argparse.Namespace) -> str:
@@ -572,8 +595,12 @@ def _pointwise_note(args: argparse.Namespace) -> str:
     ties = ("human ties left out; a measure tie on a human-decided pair earns "
             f"{args.tie_credit:g}" if args.human_ties == "exclude" else
             "human ties included: a tie is a third outcome the measure must match")
-    return (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
+    note = (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
             "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
+    if args.interval != "none":
+        note += ("intervals: two-sided; pvalue: two-sided test of accuracy = chance (a measure "
+                 "answering at random with its own tie rate)\n")
+    return note
 
 
 def _run_pointwise(args: argparse.Namespace) -> int:
@@ -584,7 +611,8 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     use_prefs = args.preferences is not None
     if use_prefs and args.data is None:
         result = _preference_only_result(args)
-        sys.stdout.write(format_table(result, args.format, digits=args.digits))
+        sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                      digits=args.digits))
         if args.format in ("table", "md"):
             sys.stdout.write(_pointwise_note(args))
         return 0
@@ -595,8 +623,10 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     else:
         pairs = _pointwise_pairs(dataset, args.metrics, args.criteria)
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
-                                             tie_credit=args.tie_credit)
-    sys.stdout.write(format_table(result, args.format, digits=args.digits))
+                                             tie_credit=args.tie_credit,
+                                             **_interval_args(args))
+    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                  digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(_pointwise_note(args))
     return 0

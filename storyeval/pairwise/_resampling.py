@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from storyeval.exceptions import InputError
+import warnings
+
+from storyeval.exceptions import FewClustersWarning, InputError
+
+#: Below this many clusters a cluster bootstrap or sign-flip test is unreliable (warned).
+MIN_CLUSTERS = 20
 
 
 def rng_from(random_state: int | np.random.Generator | None) -> np.random.Generator:
@@ -87,3 +92,12 @@ def percentile_interval(draws: np.ndarray, confidence_level: float) -> tuple[np.
     with np.errstate(all="ignore"):
         low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)
     return low, high
+
+
+def warn_few_clusters(n_clusters: int, what: str) -> None:
+    """Warn that a cluster resampling has fewer than `MIN_CLUSTERS` clusters."""
+    if n_clusters < MIN_CLUSTERS:
+        warnings.warn(f"{what}: only {n_clusters} clusters; bootstrap intervals and "
+                      "bootstrap p-values over fewer than 20 clusters are unreliable (too "
+                      "narrow, too small); the sign-flip permutation test stays valid",
+                      FewClustersWarning, stacklevel=3)

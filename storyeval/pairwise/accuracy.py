@@ -148,10 +148,14 @@ def _accuracy_frame(
     valid: np.ndarray,
     human_ties: str,
     credit: float,
+    inference: dict | None = None,
+    clusters: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Accuracy of measure signs ``m`` against human signs ``h`` (story pairs x (measure,
     criterion) pairs): ``applicable`` marks the story pairs each column is about, ``valid``
-    those among them where both stories have both scores."""
+    those among them where both stories have both scores. With ``inference`` (the options of
+    `accuracy_columns`), interval and test columns are appended, the story pairs grouped by
+    ``clusters``."""
     human_tie = valid & (h == 0)
     decided = valid & ~human_tie if human_ties == "exclude" else valid
     meas_tie = (m == 0) & decided
@@ -165,7 +169,7 @@ def _accuracy_frame(
         warnings.warn("pairwise accuracy undefined (no human-decided pair with scores) for "
                       f"{[tuple(pairs[k]) for k in np.flatnonzero(n_pairs == 0)][:3]}",
                       UndefinedStatisticWarning, stacklevel=3)
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "measure": [p[0] for p in pairs], "criterion": [p[1] for p in pairs],
         "accuracy": acc.astype(float), "n_pairs": n_pairs.astype(np.int64),
         "n_human_ties": human_tie.sum(axis=0).astype(np.int64),
@@ -174,6 +178,39 @@ def _accuracy_frame(
         "n_missing": (applicable & ~valid).sum(axis=0).astype(np.int64),
         "human_ties": human_ties, "tie_credit": credit,
     })
+    if inference is None:
+        return frame
+    from storyeval.pairwise.inference import accuracy_columns
+
+    score = (m == h).astype(np.float64)
+    if human_ties == "exclude":
+        score = score + credit * (m == 0)
+    chance = _chance_columns(m, h, decided, human_ties, credit)
+    extra = accuracy_columns(score, decided, clusters=clusters, chance=chance, **inference)
+    return pd.concat([frame, extra.drop(columns="chance").assign(chance=chance)], axis=1)
+
+
+def _chance_columns(m: np.ndarray, h: np.ndarray, decided: np.ndarray, human_ties: str,
+                    credit: float) -> np.ndarray:
+    """Tie-aware chance level per column: a measure answering at random with its own shares
+    of "first better" / "second better" / "tie" on the scored pairs (`chance_level`)."""
+    n = np.maximum(decided.sum(axis=0), 1)
+    share = np.stack([((m == v) & decided).sum(axis=0) / n for v in (1, -1, 0)])
+    if human_ties == "exclude":
+        return (1 - share[2]) / 2 + credit * share[2]
+    human = np.stack([((h == v) & decided).sum(axis=0) / n for v in (1, -1, 0)])
+    return (share * human).sum(axis=0)
+
+
+def _inference_options(interval: str, confidence_level: float, n_resamples: int,
+                       random_state) -> dict | None:
+    """The options passed to `accuracy_columns`, or None for ``interval="none"``."""
+    if interval == "none":
+        return None
+    from storyeval.pairwise._resampling import rng_from
+
+    return {"method": interval, "confidence_level": confidence_level,
+            "n_resamples": n_resamples, "random_state": rng_from(random_state)}
 
 
 def pointwise_pairwise_accuracy(
@@ -182,6 +219,10 @@ def pointwise_pairwise_accuracy(
     *,
     human_ties: str = "exclude",
     tie_credit: float = 0.5,
+    interval: str = "none",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures: every pair of stories of the same prompt.
 
@@ -200,12 +241,20 @@ def pointwise_pairwise_accuracy(
         acc_eq without tie calibration).
     tie_credit : float, default 0.5
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
+    interval : {"none", "auto", "cluster-bootstrap", "wilson", "exact"}, default "none"
+        Add an interval and a test against the tie-aware chance level (see
+        `storyeval.pairwise.inference.accuracy_columns`). The pairs of one prompt share its
+        stories, so ``"auto"`` is the cluster bootstrap over prompts.
+    confidence_level, n_resamples, random_state
+        Of the interval (two-sided) and the bootstrap.
 
     Returns
     -------
     DataFrame
         ``measure, criterion, accuracy, n_pairs, n_human_ties, n_measure_ties, n_missing,
-        human_ties, tie_credit``. ``n_pairs`` counts the pairs scored (the denominator of
+        human_ties, tie_credit`` (and with ``interval``: ``ci_low, ci_high, pvalue,
+        alternative, method, n_clusters, confidence_level, n_resamples, chance``). ``n_pairs``
+        counts the pairs scored (the denominator of
         ``accuracy``); ``n_measure_ties`` counts the measure ties *among those scored pairs*
         (with ``"exclude"``: the pairs earning ``tie_credit``); ``n_human_ties`` counts the
         pairs the humans tied (left out with ``"exclude"``, scored with ``"include"``);
@@ -257,8 +306,11 @@ def pointwise_pairwise_accuracy(
     ci = [cols.index(p[1]) for p in pairs]
     applicable = np.broadcast_to(exists, (len(exists), len(pairs)))
     valid = applicable & known[:, xi] & known[:, ci]
+    n_system_pairs = len(i)
+    clusters = np.repeat(np.arange(cube.shape[0]), n_system_pairs)  # prompt-major rows
     return _accuracy_frame(pairs, sign[:, xi], sign[:, ci], applicable, valid, human_ties,
-                           credit)
+                           credit, _inference_options(interval, confidence_level,
+                                                      n_resamples, random_state), clusters)
 
 
 
@@ -311,17 +363,24 @@ def _preference_pairs(measures: str | Sequence[str | tuple[str, str]],
 
 def _majority(prefs: pd.DataFrame, stories: pd.Index) -> tuple[np.ndarray, ...]:
     """Per (criterion, unordered story pair): criterion code, row positions (lo < hi) of
-    the two stories, and the human sign from lo's side (majority of wins minus losses)."""
+    the two stories, the human sign from lo's side (majority of wins minus losses), and the
+    pair's prompt (None without a ``prompt_id`` column)."""
     a = stories.get_indexer(prefs["story_a"])
     b = stories.get_indexer(prefs["story_b"])
     outcome = prefs["winner"].map({"a": 1, "b": -1, "tie": 0}).to_numpy(dtype=np.int64)
     codes, _ = pd.factorize(prefs["criterion"])
     votes = pd.DataFrame({"c": codes, "lo": np.minimum(a, b), "hi": np.maximum(a, b),
                           "o": np.where(a < b, outcome, -outcome)})
-    net = votes.groupby(["c", "lo", "hi"], sort=True)["o"].sum()
+    groups = votes.groupby(["c", "lo", "hi"], sort=True)
+    net = groups["o"].sum()
     keys = net.index
+    prompt = None
+    if "prompt_id" in prefs.columns:  # the cluster of each pair: its (first-listed) prompt
+        prompt = (groups.ngroup().to_frame("g").assign(p=prefs["prompt_id"].to_numpy())
+                  .groupby("g", sort=True)["p"].first().to_numpy())
     return (keys.get_level_values("c").to_numpy(), keys.get_level_values("lo").to_numpy(),
-            keys.get_level_values("hi").to_numpy(), np.sign(net.to_numpy()).astype(np.int8))
+            keys.get_level_values("hi").to_numpy(), np.sign(net.to_numpy()).astype(np.int8),
+            prompt)
 
 
 def preference_accuracy(
@@ -333,6 +392,10 @@ def preference_accuracy(
     tie_credit: float = 0.5,
     source: str = "preferences",
     fmt: str | None = None,
+    interval: str = "none",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures against explicit human preferences.
 
@@ -357,6 +420,13 @@ def preference_accuracy(
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
     source, fmt : str
         The file the preferences come from and its format, for error messages.
+    interval : {"none", "auto", "cluster-bootstrap", "wilson", "exact"}, default "none"
+        Add an interval and a test against the tie-aware chance level. Clusters: the
+        ``prompt_id`` of the preferences when given (``"auto"``: cluster bootstrap when a
+        prompt holds several pairs), else the pairs are independent (``"auto"``: Wilson with
+        the exact binomial test).
+    confidence_level, n_resamples, random_state
+        Of the interval (two-sided) and the bootstrap.
 
     Returns
     -------
@@ -415,7 +485,8 @@ def preference_accuracy(
     else:  # preference-only data: one row per story id
         _check_measures(wide, cols)
         values = wide.loc[:, cols].to_numpy(dtype=np.float64)
-    code, lo, hi, human = _majority(prefs, stories)
+    code, lo, hi, human, prompt = _majority(prefs, stories)
+    options = _inference_options(interval, confidence_level, n_resamples, random_state)
     frames = []
     for k, crit in enumerate(criteria):  # one block of story pairs per criterion
         which = [n for n, p in enumerate(pairs) if p[1] == crit]
@@ -426,7 +497,8 @@ def preference_accuracy(
         sign, known = _signs(values[lo[rows]][:, xi] - values[hi[rows]][:, xi])
         h = np.broadcast_to(human[rows, None], sign.shape)
         frames.append(_accuracy_frame([pairs[n] for n in which], sign, h,
-                                      np.ones_like(known), known, human_ties, credit)
+                                      np.ones_like(known), known, human_ties, credit,
+                                      options, None if prompt is None else prompt[rows])
                       .set_index(pd.Index(which)))
     return pd.concat(frames).sort_index().reset_index(drop=True)
 

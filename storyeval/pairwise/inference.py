@@ -39,11 +39,13 @@ from storyeval.pairwise._resampling import (
     percentile_interval,
     rng_from,
     sign_flips,
+    warn_few_clusters,
 )
 
 __all__ = [
     "AccuracyInference",
     "JudgeComparison",
+    "accuracy_columns",
     "accuracy_from_counts",
     "accuracy_inference",
     "binomial_accuracy",
@@ -440,6 +442,7 @@ def accuracy_inference(
         return binomial_accuracy(float(s.sum()), len(s), chance=chance, interval=method,
                                  alternative=alternative, confidence_level=level)
     b = check_resamples(n_resamples)
+    warn_few_clusters(n_clusters, "cluster bootstrap of an accuracy")
     averaged = preferred_first is not None
     sums = cluster_sums(_unit_columns(s, preferred_first), codes, n_clusters)
     estimate = float(_ratio_columns(sums.sum(axis=0), averaged))
@@ -452,6 +455,83 @@ def accuracy_inference(
         method="cluster-bootstrap", alternative=alternative, chance=float(chance),
         k=float(s.sum()), n=len(s), n_clusters=n_clusters, confidence_level=level,
         statistic_kind="order-averaged" if averaged else "k/n", n_resamples=b)
+
+
+def accuracy_columns(
+    scores: np.ndarray,
+    scored: np.ndarray,
+    *,
+    clusters: np.ndarray | None = None,
+    method: str = "auto",
+    chance: np.ndarray | float = 0.5,
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+) -> pd.DataFrame:
+    """Intervals and tests for k accuracies over the same units at once (measures x criteria
+    of `pointwise_pairwise_accuracy` / `preference_accuracy`).
+
+    Parameters
+    ----------
+    scores : (n, k) array
+        Score of unit i for column j (1, 0 or a tie credit); ignored where not ``scored``.
+    scored : (n, k) bool array
+        Units counted in column j's accuracy.
+    clusters : (n,) array, optional
+        Cluster of each unit (the prompt); None: independent units.
+    method, alternative, confidence_level, n_resamples, random_state
+        As in [`accuracy_inference`][]; the cluster bootstrap draws one set of cluster
+        multiplicities for all columns.
+    chance : float or (k,) array
+        Null accuracy per column.
+
+    Returns
+    -------
+    DataFrame
+        k rows: ``ci_low, ci_high, pvalue, chance, alternative, method, n_clusters,
+        confidence_level, n_resamples``.
+    """
+    method = _check_choice(method, _ACC_METHODS, "method")
+    _check_alternative(alternative)
+    level = check_confidence(confidence_level)
+    ok = np.asarray(scored, dtype=bool)
+    s = np.where(ok, np.asarray(scores, dtype=np.float64), 0.0)
+    n_units, k = s.shape
+    null = np.broadcast_to(np.asarray(chance, dtype=np.float64), (k,))
+    codes, n_clusters = cluster_codes(clusters, n_units)
+    if method == "auto":
+        method = "cluster-bootstrap" if n_clusters < n_units else "wilson"
+    rows = []
+    if method in ("exact", "wilson"):
+        for j in range(k):  # one binomial per column (measures, not pairs)
+            n = int(ok[:, j].sum())
+            if n == 0:
+                rows.append((math.nan, math.nan, math.nan, 0))
+                continue
+            r = binomial_accuracy(float(s[:, j].sum()), n, chance=float(null[j]),
+                                  interval=method, alternative=alternative,
+                                  confidence_level=level)
+            rows.append((r.ci_low, r.ci_high, r.pvalue, n))
+        low, high, p, n_cl = (np.array(c, dtype=float) for c in zip(*rows))
+        reps = 0
+    else:
+        reps = check_resamples(n_resamples)
+        warn_few_clusters(n_clusters, "cluster bootstrap of accuracies")
+        sums = cluster_sums(np.hstack([s, ok.astype(np.float64)]), codes, n_clusters)
+        weights = bootstrap_weights(n_clusters, reps, rng_from(random_state))
+        boot = weights @ sums
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = boot[:, :k] / boot[:, k:]
+            estimate = sums[:, :k].sum(axis=0) / sums[:, k:].sum(axis=0)
+        low, high = percentile_interval(draws, level)
+        p = np.array([_bootstrap_pvalue(draws[:, j], estimate[j], null[j], alternative, reps)
+                      if np.isfinite(estimate[j]) else math.nan for j in range(k)])
+        n_cl = (sums[:, k:] > 0).sum(axis=0)
+    return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "chance": null,
+                         "alternative": alternative, "method": method,
+                         "n_clusters": np.asarray(n_cl, dtype=np.int64),
+                         "confidence_level": level, "n_resamples": reps})
 
 
 # ------------------------------------------------------------------ verdict tables
@@ -680,6 +760,8 @@ def compare_accuracies(
                                interval="agresti-min", **common)
     reps = check_resamples(n_resamples)
     rng = rng_from(random_state)
+    if n_clusters < n:  # sign flips with few clusters are exact but coarse: warn for both
+        warn_few_clusters(n_clusters, f"{test} comparison of two judges")
     sums = cluster_sums(np.column_stack([a - b, np.ones(n)]), codes, n_clusters)
     boot = bootstrap_weights(n_clusters, reps, rng) @ sums
     with np.errstate(invalid="ignore", divide="ignore"):
