@@ -54,7 +54,7 @@ COMMANDS: dict[str, list[str]] = {
     "ranking": ["pairwise", "ranking", "judges.csv", "--reference", "humans.csv", "--judge",
                 "Beluga-13B", "--seed", "0"],
     "preferences_only": ["pairwise", "pointwise", "--preferences", "prefs.csv", "--scores",
-                         "scores.csv"],
+                         "scores.csv", "--interval", "auto"],
 }
 
 

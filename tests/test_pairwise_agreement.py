@@ -326,7 +326,7 @@ def _prefs_files(tmp_path):
 
 
 def test_preference_only_cli_end_to_end(tmp_path, capsys):
-    prefs, scores, pp, sp = _prefs_files(tmp_path)
+    _, _, pp, sp = _prefs_files(tmp_path)
     assert main(["pairwise", "pointwise", "--preferences", str(pp), "--scores", str(sp),
                  "--format", "json"]) == 0
     rec = {r["measure"]: r for r in json.loads(capsys.readouterr().out)}

@@ -20,6 +20,7 @@ from storyeval.pairwise import judge_accuracy, pointwise_pairwise_accuracy, pref
 from storyeval.pairwise._resampling import bootstrap_weights, cluster_sums, sign_flips
 from storyeval.pairwise.from_scores import verdicts_from_scores
 from storyeval.pairwise.inference import (
+    accuracy_columns,
     accuracy_from_counts,
     accuracy_inference,
     binomial_accuracy,
@@ -27,7 +28,6 @@ from storyeval.pairwise.inference import (
     compare_accuracies,
     compare_judges,
     exact_interval,
-    accuracy_columns,
     judge_accuracy_inference,
     mcnemar_exact,
     parse_counts,

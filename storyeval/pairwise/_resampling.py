@@ -3,10 +3,10 @@ bootstrap weights and cluster sign flips (all as matrix products, no loop over p
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
-
-import warnings
 
 from storyeval.exceptions import FewClustersWarning, InputError
 
