@@ -305,6 +305,12 @@ def test_cli_ranking_and_agreement(tmp_path, capsys, annotator_verdicts, hanna):
     assert rec[0]["coefficient"] == "cohen_kappa"
     assert rec[0]["statistic"] == pytest.approx(cohens_kappa(np.array([[1, 0], [1, 1]])).kappa)
     assert main(["agreement", "--labels", str(labels), "--data", str(labels)]) == 2
+    capsys.readouterr()
+    out = tmp_path / "agreement"
+    assert main(["agreement", "--labels", str(labels), "--resamples", "0", "--format", "csv",
+                 "--out", str(out)]) == 0
+    written = pd.read_csv(out / "labels.csv")
+    assert written.loc[0, "coefficient"] == "cohen_kappa"
 
 
 # ------------------------------------------------------------------ preference only (item 5)

@@ -41,7 +41,6 @@ def run_labels(args: argparse.Namespace) -> int:
     from storyeval.exceptions import InputError
     from storyeval.pairwise.verdict_agreement import label_file_agreement, verdict_agreement
     from storyeval.pairwise.verdicts import read_verdicts
-    from storyeval.report.tables import format_table
 
     if args.data is not None:
         raise InputError("--verdicts / --labels are a dataset of their own: do not combine "
@@ -61,21 +60,38 @@ def run_labels(args: argparse.Namespace) -> int:
                                       n_resamples=args.resamples, random_state=args.seed,
                                       source=str(args.labels))
         what = f"{args.labels}: agreement of the raters (items: item x dimension)"
-    if args.format in ("table", "md"):
-        prefix = "## " if args.format == "md" else ""
-        sys.stdout.write(f"{prefix}{what}\n\n")
-        shown = ["dimension", "coefficient", "statistic", "standard_error", "ci_low",
-                 "ci_high", "n_items", "n_raters", "n_categories"]
-        sys.stdout.write(format_table(result[shown], args.format))
-        level = f"{100 * args.confidence_level:g}%"
-        sys.stdout.write(f"\nstandard errors: {_se_methods(result)}\nintervals: {level} item "
-                         "bootstrap percentile; labels are nominal categories\n")
-        for dim, coef, reason in result.loc[result["reason"] != "",
-                                            ["dimension", "coefficient", "reason"]].values:
-            sys.stdout.write(f"undefined {coef} ({dim}): {reason}\n")
-    else:
-        sys.stdout.write(format_table(result, args.format))
+    text = render_labels(result, what, args.format, args.confidence_level)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    from storyeval._atomic import OutputFolder
+    from storyeval.cli.agreement import EXTENSIONS
+
+    name = "verdicts" if args.verdicts is not None else "labels"
+    with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
+        folder.write_text(f"{name}.{EXTENSIONS[args.format]}", text)
+    for path in folder.published:
+        print(path)
     return 0
+
+
+def render_labels(result, what: str, fmt: str, confidence_level: float) -> str:
+    """The agreement table in ``fmt``; table and md get a title and notes."""
+    from storyeval.report.tables import format_table
+
+    if fmt not in ("table", "md"):
+        return format_table(result, fmt)
+    prefix = "## " if fmt == "md" else ""
+    shown = ["dimension", "coefficient", "statistic", "standard_error", "ci_low", "ci_high",
+             "n_items", "n_raters", "n_categories"]
+    level = f"{100 * confidence_level:g}%"
+    lines = [f"{prefix}{what}\n\n", format_table(result[shown], fmt),
+             f"\nstandard errors: {_se_methods(result)}\nintervals: {level} item bootstrap "
+             "percentile; labels are nominal categories\n"]
+    for dim, coef, reason in result.loc[result["reason"] != "",
+                                        ["dimension", "coefficient", "reason"]].values:
+        lines.append(f"undefined {coef} ({dim}): {reason}\n")
+    return "".join(lines)
 
 
 def _se_methods(result) -> str:
