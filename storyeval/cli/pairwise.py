@@ -129,7 +129,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "McNemar without clusters, else permutation (default)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="false discovery rate of the significance groups (BH over all judge "
-                        "pairs of a dimension; default 0.05)")
+                        "pairs of a dimension; default 0.05). --format csv prints the "
+                        "comparisons, json both tables")
     _add_inference_options(p, interval=False)
     p = verdict_parser("ranking", "judge-vs-human agreement on system rankings and items "
                                   "(Spearman, Kendall; prompt bootstrap)")
