@@ -25,7 +25,9 @@ Wilson and Clopper-Pearson for k/n (assume independent verdicts), the cluster bo
 `accuracy_inference` (order-averaged in the both-orders design), and the intervals of the
 accuracy difference that `compare_accuracies` reports (Agresti-Min with McNemar, the cluster
 bootstrap percentile interval with the others). True accuracies are computed by Gauss-Hermite
-quadrature of ``E[sigmoid(mu + s Z)]``.
+quadrature of ``E[sigmoid(mu + s Z)]``. The test of accuracy = chance (the exact binomial test
+for independent pairs, the cluster-bootstrap test of `accuracy_inference` otherwise) runs on
+data drawn with ``mu = 0``, whose accuracy is 0.5 exactly.
 
 Monte Carlo standard errors: sqrt(p (1 - p) / reps). Measured on a shared, busy 2-core
 machine; run with ``nice``.
@@ -67,8 +69,9 @@ class Design:
     default_test: str
     description: str
 
-    def draw(self, rng: np.random.Generator):
-        """(scores_a, scores_b, clusters or None, preferred_first or None)."""
+    def draw(self, rng: np.random.Generator, mu: float = MU):
+        """(scores_a, scores_b, clusters or None, preferred_first or None); ``mu = 0`` gives
+        accuracy 0.5 exactly (every effect is symmetric about 0)."""
         raise NotImplementedError
 
     def truth(self) -> float:
@@ -76,9 +79,9 @@ class Design:
 
 
 class Independent(Design):
-    def draw(self, rng):
+    def draw(self, rng, mu=MU):
         e = rng.normal(0, 1, 1000)
-        p = 1 / (1 + np.exp(-(MU + e)))
+        p = 1 / (1 + np.exp(-(mu + e)))
         return ((rng.random(1000) < p).astype(float), (rng.random(1000) < p).astype(float),
                 None, None)
 
@@ -89,14 +92,14 @@ class Independent(Design):
 class BothOrders(Design):
     n, beta = 300, 0.5
 
-    def draw(self, rng):
+    def draw(self, rng, mu=MU):
         e = np.repeat(rng.normal(0, 1, self.n), 2)
         first = np.tile([True, False], self.n)
         shift = np.where(first, self.beta, -self.beta)
         out = []
         for _ in range(2):
             w = np.repeat(rng.normal(0, 0.8, self.n), 2)
-            p = 1 / (1 + np.exp(-(MU + e + w + shift)))
+            p = 1 / (1 + np.exp(-(mu + e + w + shift)))
             out.append((rng.random(2 * self.n) < p).astype(float))
         return out[0], out[1], np.repeat(np.arange(self.n), 2), first
 
@@ -108,13 +111,13 @@ class BothOrders(Design):
 class Prompts(Design):
     prompts, per = 60, 15
 
-    def draw(self, rng):
+    def draw(self, rng, mu=MU):
         n = self.prompts * self.per
         cluster = np.repeat(np.arange(self.prompts), self.per)
         base = rng.normal(0, 0.5, self.prompts)[cluster] + rng.normal(0, 1, n)
         out = []
         for _ in range(2):
-            p = 1 / (1 + np.exp(-(MU + base + rng.normal(0, 0.5, self.prompts)[cluster])))
+            p = 1 / (1 + np.exp(-(mu + base + rng.normal(0, 0.5, self.prompts)[cluster])))
             out.append((rng.random(n) < p).astype(float))
         return out[0], out[1], cluster, None
 
@@ -150,6 +153,7 @@ def run_design(design: Design, reps: int, resamples: int, rng: np.random.Generat
     truth = design.truth()
     n_reps = replications(design, reps)
     reject = {t: 0 for t in TESTS}
+    chance_tests = {"exact binomial": 0, "cluster bootstrap": 0}
     cover: dict[str, list[int]] = {}
 
     def hit(name: str, low: float, high: float, value: float) -> None:
@@ -175,7 +179,19 @@ def run_design(design: Design, reps: int, resamples: int, rng: np.random.Generat
                                    method="cluster-bootstrap", n_resamples=resamples,
                                    confidence_level=LEVEL, random_state=rng)
             hit("accuracy: cluster bootstrap", r.ci_low, r.ci_high, truth)
+        # the test of accuracy = chance, on data whose accuracy is 0.5
+        a0, _, clusters0, first0 = design.draw(rng, mu=0.0)
+        chance_tests["exact binomial"] += binomial_accuracy(a0.sum(), len(a0)).pvalue < ALPHA
+        if clusters0 is not None and rep < reps:
+            r = accuracy_inference(a0, clusters=clusters0, preferred_first=first0,
+                                   method="cluster-bootstrap", n_resamples=resamples,
+                                   random_state=rng)
+            chance_tests["cluster bootstrap"] += r.pvalue < ALPHA
+    n_chance = {"exact binomial": max(n_reps.values()),
+                "cluster bootstrap": reps if design.default_test != "mcnemar" else 0}
     return {"reject": {t: (v / n_reps[t], n_reps[t]) for t, v in reject.items()},
+            "chance": {k: (v / n_chance[k], n_chance[k]) for k, v in chance_tests.items()
+                       if n_chance[k]},
             "cover": {k: (float(np.mean(v)), len(v)) for k, v in cover.items()},
             "truth": truth}
 
@@ -192,6 +208,15 @@ def markdown(results: dict, reps: int, resamples: int, seed: int, seconds: float
                      "bootstrap": "paired cluster bootstrap"}[t])
             lines.append(f"| {d.name} | {note} | {p:.4f} | {mc_se(p, n):.4f} | {n} | "
                          f"{'yes' if t == d.default_test else ''} |")
+    lines += ["", "| design | test of accuracy = chance (0.5) | type-I error at 0.05 | MC s.e. | "
+              "replications | default |", "| --- | --- | ---: | ---: | ---: | --- |"]
+    for d in DESIGNS:
+        for name, (p, n) in results[d.name]["chance"].items():
+            default = (name == "exact binomial") == (d.default_test == "mcnemar")
+            shown = (name + " (ignores the clusters)" if name == "exact binomial"
+                     and d.default_test != "mcnemar" else name)
+            lines.append(f"| {d.name} | {shown} | {p:.4f} | {mc_se(p, n):.4f} | {n} | "
+                         f"{'yes' if default else ''} |")
     lines += ["", "| design | interval (95%) | true value | coverage | MC s.e. | replications |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     for d in DESIGNS:

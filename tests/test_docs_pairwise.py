@@ -52,23 +52,32 @@ def test_counts_snippet_shows_the_published_numbers():
         assert value in text
 
 
-def _calibration_rows() -> list[list[str]]:
+def _calibration_tables() -> list[list[list[str]]]:
+    """The benchmark's tables (comparison tests, tests against chance, intervals) as rows of
+    cells."""
     text = (SNIPPETS / "calibration.md").read_text(encoding="utf-8")
-    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith("| design")]
+    tables = []
+    for block in text.split("\n\n"):
+        rows = [[c.strip() for c in line.strip("|").split("|")]
+                for line in block.splitlines() if line.startswith("| ")]
+        if rows:
+            tables.append(rows[1:])  # without the header row
+    return tables
 
 
 def test_calibration_table_backs_the_page():
-    rows = _calibration_rows()
-    kinds = ("accuracy", "difference")
-    tests = [r for r in rows if not r[1].startswith(kinds)]
-    defaults = [r for r in tests if r[5] == "yes"]
-    assert {r[0] for r in defaults} == {"independent pairs", "both orders",
-                                        "clustered by prompt"}
+    comparisons, chance, intervals = _calibration_tables()
+    designs = {"independent pairs", "both orders", "clustered by prompt"}
+    defaults = [r for r in comparisons if r[5] == "yes"]
+    assert {r[0] for r in defaults} == designs
     for design, test, level, _, reps, _ in defaults:
+        # issue 24: every judge-comparison default within [0.04, 0.06]
         assert 0.04 <= float(level) <= 0.06, (design, test, level)
         assert int(reps) >= 4000
-    intervals = [r for r in rows if r[1].startswith(kinds)]
+    assert {r[0] for r in chance if r[5] == "yes"} == designs
+    for design, test, level, se, _, default in chance:
+        if default == "yes":  # within 3 Monte Carlo s.e. of [0.04, 0.065]
+            assert 0.04 - 3 * float(se) <= float(level) <= 0.065 + 3 * float(se), (design, test)
     boot = [r for r in intervals if r[1] == "accuracy: cluster bootstrap"]
     assert len(boot) == 2 and all(0.93 <= float(r[3]) <= 0.97 for r in boot)
 
@@ -82,5 +91,5 @@ def test_benchmark_runs_small(tmp_path, monkeypatch):
     out = tmp_path / "calibration.md"
     assert bench.main(["--reps", "8", "--resamples", "49", "--markdown", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
-    assert text.count("| clustered by prompt |") == 3 + 5
+    assert text.count("| clustered by prompt |") == 3 + 2 + 5
     assert bench.true_accuracy(0.0, 1.0) == pytest.approx(0.5, abs=1e-12)

@@ -39,7 +39,9 @@ Krippendorff's alpha (interval and ordinal), Fleiss' kappa and Gwet's AC1 (nomin
 categories are the rating values observed). Works on any dataset with one rating per annotator
 (--data: long ratings with an 'annotator' column, or a wide table with --annotators; ragged
 annotators allowed). Without --data it uses the embedded HANNA data, and also prints the
-agreement table of its user study (error rate and Gwet's AC1 per error category).
+agreement table of its user study (error rate and Gwet's AC1 per error category). Tables of
+categorical labels are read with --verdicts (pairwise verdicts A / B / same) or --labels
+(item, rater, label: any categories).
 """
 
 EPILOG = """\
