@@ -361,7 +361,8 @@ def _preference_pairs(measures: str | Sequence[str | tuple[str, str]],
     return pairs
 
 
-def _majority(prefs: pd.DataFrame, stories: pd.Index) -> tuple[np.ndarray, ...]:
+def _majority(prefs: pd.DataFrame, stories: pd.Index
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Per (criterion, unordered story pair): criterion code, row positions (lo < hi) of
     the two stories, the human sign from lo's side (majority of wins minus losses), and the
     pair's prompt (None without a ``prompt_id`` column)."""

@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -746,7 +747,7 @@ def compare_accuracies(
         test = "mcnemar" if (n_clusters == n and binary) else "permutation"
     n_disc = int(np.count_nonzero(a != b))
     diff = float((a - b).mean())
-    common = {"judge_a": labels[0], "judge_b": labels[1], "accuracy_a": float(a.mean()),
+    common: dict[str, Any] = {"judge_a": labels[0], "judge_b": labels[1], "accuracy_a": float(a.mean()),
               "accuracy_b": float(b.mean()), "difference": diff, "n": n,
               "n_clusters": n_clusters, "n_discordant": n_disc, "confidence_level": level}
     if test == "mcnemar":
@@ -756,7 +757,8 @@ def compare_accuracies(
                              "'bootstrap'")
         p, n_ab, n_ba = mcnemar_exact(a, b)
         low, high = _agresti_min(n_ab, n_ba, n, level)
-        return JudgeComparison(ci_low=low, ci_high=high, pvalue=p, test="mcnemar-exact",
+        return JudgeComparison(ci_low=float(low), ci_high=float(high), pvalue=p,
+                               test="mcnemar-exact",
                                interval="agresti-min", **common)
     reps = check_resamples(n_resamples)
     rng = rng_from(random_state)
@@ -766,7 +768,7 @@ def compare_accuracies(
     boot = bootstrap_weights(n_clusters, reps, rng) @ sums
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = boot[:, 0] / boot[:, 1]
-    low, high = percentile_interval(draws, level)
+    boot_low, boot_high = percentile_interval(draws, level)
     if test == "bootstrap":
         p = _bootstrap_pvalue(draws, diff, 0.0, "two-sided", reps)
         name = "cluster-bootstrap"
@@ -778,7 +780,8 @@ def compare_accuracies(
         extreme = np.count_nonzero(np.abs(flipped) >= abs(total) - 1e-9 * (1 + abs(total)))
         p = extreme / len(signs) if exact else (1 + extreme) / (1 + len(signs))
         name = "cluster-permutation-exact" if exact else "cluster-permutation"
-    return JudgeComparison(ci_low=float(low), ci_high=float(high), pvalue=float(min(1.0, p)),
+    return JudgeComparison(ci_low=float(boot_low), ci_high=float(boot_high),
+                           pvalue=float(min(1.0, p)),
                            test=name, interval="cluster-bootstrap-percentile",
                            n_resamples=reps, **common)
 
