@@ -173,7 +173,7 @@ def wilson_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple
     z = stats.norm.ppf(1 - (1 - level) / 2)
     centre = (k + z * z / 2) / (n + z * z)
     half = z * math.sqrt(k * (n - k) / n + z * z / 4) / (n + z * z)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
 
 
 def exact_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[float, float]:
