@@ -710,11 +710,11 @@ def _readable(frame: pd.DataFrame, fmt: str) -> pd.DataFrame:
     return out
 
 
-def _check_resampling(args: argparse.Namespace) -> None:
+def _check_resampling(args: argparse.Namespace, minimum: int = 1) -> None:
     from storyeval.exceptions import InputError
 
-    if args.resamples < 0:
-        raise InputError("--resamples must be >= 0")
+    if args.resamples < minimum:
+        raise InputError(f"--resamples must be >= {minimum}")
 
 
 def _run_counts(args: argparse.Namespace) -> int:
@@ -748,7 +748,7 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
             verdicts, reference, judge=args.judge, dimension=args.dimension,
             tie_credit=args.tie_credit, cluster=args.cluster, method=args.interval,
             chance=args.chance, alternative=args.alternative,
-            confidence_level=args.confidence_level, n_resamples=max(args.resamples, 1),
+            confidence_level=args.confidence_level, n_resamples=args.resamples,
             random_state=args.seed)
         keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "chance", "alternative",
                 "method", "statistic_kind", "cluster", "n_clusters", "n_resamples"]
@@ -780,7 +780,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
 
     rng = default_rng(args.seed)
     verdicts = validate_verdicts(verdicts)
-    reps = max(args.resamples, 1)
+    reps = args.resamples
     pairs = compare_judges(verdicts, reference, dimension=args.dimension,
                            tie_credit=args.tie_credit, cluster=args.cluster, test=args.test,
                            confidence_level=args.confidence_level, n_resamples=reps,
@@ -816,7 +816,7 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
     from storyeval.pairwise.ranking import ranking_agreement
     from storyeval.report.tables import format_table
 
-    _check_resampling(args)
+    _check_resampling(args, minimum=0)
     result = ranking_agreement(verdicts, reference, judge=args.judge, strength=args.strength,
                                n_resamples=args.resamples,
                                confidence_level=args.confidence_level, random_state=args.seed)
