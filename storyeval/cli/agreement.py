@@ -24,7 +24,6 @@ from storyeval.cli.common import (
 if TYPE_CHECKING:
     from storyeval.data.dataset import Dataset
 
-EXTENSIONS = {"table": "txt", "md": "md", "csv": "csv", "latex": "tex", "json": "json"}
 COMMENT = {"table": "# ", "md": "> "}
 USER_STUDY_COLUMNS = [
     "display_name", "error_rate", "error_rate_majority", "ac1", "standard_error", "ci_low",
@@ -39,7 +38,9 @@ Krippendorff's alpha (interval and ordinal), Fleiss' kappa and Gwet's AC1 (nomin
 categories are the rating values observed). Works on any dataset with one rating per annotator
 (--data: long ratings with an 'annotator' column, or a wide table with --annotators; ragged
 annotators allowed). Without --data it uses the embedded HANNA data, and also prints the
-agreement table of its user study (error rate and Gwet's AC1 per error category).
+agreement table of its user study (error rate and Gwet's AC1 per error category). Tables of
+categorical labels are read with --verdicts (pairwise verdicts A / B / same) or --labels
+(item, rater, label: any categories).
 """
 
 EPILOG = """\
@@ -49,6 +50,8 @@ examples:
   storyeval agreement --data ratings.csv --criteria Fun,Clarity --format md
   storyeval agreement --data wide.csv --id system=model,prompt_id=item \\
       --annotators 'Overall=rater_*' --nan-policy raise
+  storyeval agreement --verdicts verdicts.csv          # pairwise verdicts: A / B / same
+  storyeval agreement --labels labels.csv              # item, rater, label (any categories)
 
 Exit codes: 0 ok, 2 usage or input error.
 """
@@ -83,6 +86,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                            "(raise); the other coefficients use every rating")
     what.add_argument("--confidence-level", type=float, default=0.95, metavar="X",
                       help="level of the intervals (default: 0.95)")
+    from storyeval.cli.agreement_labels import add_label_options
+
+    add_label_options(parser)
     out = parser.add_argument_group("output")
     add_format_option(out)
     add_out_option(out, "one file per table instead of printing (annotators.EXT; "
@@ -222,9 +228,12 @@ def render(name: str, table: pd.DataFrame, fmt: str, notes: list[str],
 # ----------------------------------------------------------------------------- command
 def run(args: argparse.Namespace) -> int:
     """Compute and print (or write) the agreement tables; returns the exit code."""
+    from storyeval.cli.agreement_labels import run_labels, wants_labels
     from storyeval.cli.common import check_out_args
 
     _check_request(args)
+    if wants_labels(args):
+        return run_labels(args)
     check_out_args(args)
     dataset = (load_dataset_args(args, criteria=args.criteria)
                if args.what != "user-study" else None)
@@ -254,11 +263,12 @@ def run(args: argparse.Namespace) -> int:
 def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: list[str]) -> int:
     """One file per table, published together (see `storyeval._atomic.OutputFolder`)."""
     from storyeval._atomic import OutputFolder
+    from storyeval.report.tables import FILE_SUFFIX
 
     with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
         for name, df in tables.items():
             text = render(name, df, args.format, notes, args.confidence_level)
-            folder.write_text(f"{name}.{EXTENSIONS[args.format]}",
+            folder.write_text(f"{name}.{FILE_SUFFIX[args.format]}",
                               text if text.endswith("\n") else text + "\n")
     for path in folder.published:
         print(path)

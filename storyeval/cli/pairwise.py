@@ -9,6 +9,13 @@ Sub-commands:
                                           [--resamples 1000] [--confidence-level 0.95] [--seed N]
     storyeval pairwise consistency VERDICTS
     storyeval pairwise accuracy VERDICTS --reference HUMAN_VERDICTS [--tie-credit 0]
+                                [--interval auto|exact|wilson|cluster-bootstrap|none]
+                                [--cluster auto|prompt|pair|none] [--chance P]
+    storyeval pairwise counts K/N [K/N ...] [--chance 0.5] [--alternative two-sided]
+    storyeval pairwise compare VERDICTS --reference HUMAN_VERDICTS
+                               [--test auto|mcnemar|permutation|bootstrap] [--alpha 0.05]
+    storyeval pairwise ranking VERDICTS --reference HUMAN_VERDICTS [--judge J]
+                               [--strength win-rate|bradley-terry] [--resamples 1000]
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
                                  [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
@@ -48,7 +55,8 @@ if TYPE_CHECKING:
 
     from storyeval.data import Dataset
 
-_ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "pointwise", "template", "judge")
+_ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
+            "pointwise", "template", "judge")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -104,6 +112,37 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--dimension", help="keep one dimension (default: one row per dimension)")
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
+    _add_inference_options(p, interval=True)
+
+    _add_counts_parser(sub)
+    p = verdict_parser("compare", "compare judges on the same pairs: paired tests, BH over "
+                                  "judge pairs, significance groups")
+    p.add_argument("--reference", type=Path, required=True, metavar="FILE",
+                   help="human verdict file on the same pairs")
+    p.add_argument("--dimension", help="keep one dimension (default: each dimension)")
+    p.add_argument("--tie-credit", type=float, default=0.0,
+                   help="credit for a judge's 'same' on a human-decided pair (default 0)")
+    p.add_argument("--test", choices=["auto", "mcnemar", "permutation", "bootstrap"],
+                   default="auto",
+                   help="paired test: exact McNemar (independent pairs), cluster sign-flip "
+                        "permutation or paired cluster bootstrap (clustered pairs); auto: "
+                        "McNemar without clusters, else permutation (default)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="false discovery rate of the significance groups (BH over all judge "
+                        "pairs of a dimension; default 0.05). --format csv prints the "
+                        "comparisons, json both tables")
+    _add_inference_options(p, interval=False)
+    p = verdict_parser("ranking", "judge-vs-human agreement on system rankings and items "
+                                  "(Spearman, Kendall; prompt bootstrap)")
+    p.add_argument("--reference", type=Path, required=True, metavar="FILE",
+                   help="human verdict file on the same systems")
+    p.add_argument("--judge", help="the judge of VERDICTS (needed when it holds several)")
+    p.add_argument("--strength", choices=["win-rate", "bradley-terry"], default="win-rate",
+                   help="system strength per dimension (default: win rate, ties half)")
+    p.add_argument("--resamples", type=int, default=1000,
+                   help="prompt-bootstrap resamples (0: no interval; default 1000)")
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
 
     _add_pointwise_parser(sub)
 
@@ -129,7 +168,9 @@ of one prompt; default) or a file of explicit preferences (--preferences: any pa
 across prompts). A measure prefers the story it scores higher; nothing is flipped, so a
 lower-is-better measure scores below 0.5. Works on any dataset (--data, --scores); without
 --data it uses the embedded HANNA data (generation systems only unless
---include-human-stories).
+--include-human-stories). A preference file is a dataset on its own: --preferences with
+--scores and no --data compares the score files' measures with the preferences (any story
+ids; no ratings table needed).
 """
 
 POINTWISE_EPILOG = """\
@@ -142,9 +183,61 @@ examples:
   storyeval pairwise pointwise --metrics "Beluga-13B 1,BLEU" --criteria RE,CH
   storyeval pairwise pointwise --data ratings.csv --scores bleu.csv --scores mine.csv
   storyeval pairwise pointwise --data ratings.csv --scores mine.csv --preferences prefs.csv
+  storyeval pairwise pointwise --preferences prefs.csv --scores scores.csv   # no ratings
 
 exit codes: 0 ok, 2 usage or input error.
 """
+
+
+def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> None:
+    g = p.add_argument_group("inference")
+    if interval:
+        g.add_argument("--interval", default="auto",
+                       choices=["auto", "exact", "wilson", "cluster-bootstrap", "none"],
+                       help="interval and test against chance: exact (Clopper-Pearson) or "
+                            "Wilson with the exact binomial test for independent pairs, a "
+                            "cluster bootstrap for clustered pairs; auto: the cluster "
+                            "bootstrap when a cluster holds several verdicts, else Wilson "
+                            "(default); none: the accuracy table only")
+        g.add_argument("--chance", type=float, default=None,
+                       help="chance level of the test (default: tie-aware, 0.5 for a judge "
+                            "that never says 'same')")
+        g.add_argument("--alternative", choices=["two-sided", "greater", "less"],
+                       default="two-sided", help="of the test against chance (default "
+                                                 "two-sided)")
+    g.add_argument("--cluster", choices=["auto", "prompt", "pair", "none"], default="auto",
+                   help="dependent verdicts: same prompt, the two orders of a pair, or none; "
+                        "auto: prompt when a prompt holds several verdicts of a judge")
+    g.add_argument("--resamples", type=int, default=2000,
+                   help="bootstrap resamples / permutations (default 2000)")
+    g.add_argument("--confidence-level", type=float, default=0.95)
+    g.add_argument("--seed", type=int, default=None, help="random seed")
+
+
+COUNTS_DESCRIPTION = """\
+Accuracy from counts alone (K correct of N pairs, e.g. a paper's 201/301): the exact binomial
+test against the chance level and the Wilson and Clopper-Pearson (exact) intervals. The
+pairs are assumed independent (for clustered pairs, use `pairwise accuracy` on the verdicts).
+"""
+
+
+def _add_counts_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("counts", help="accuracy from counts K/N: exact binomial test, Wilson "
+                                      "and exact intervals",
+                       description=COUNTS_DESCRIPTION,
+                       epilog="example:\n  storyeval pairwise counts 201/301 1053/1959\n\n"
+                              "exit codes: 0 ok, 2 usage or input error.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("counts", nargs="+", metavar="K/N", help="correct / total, e.g. 201/301")
+    p.add_argument("--chance", type=float, default=0.5,
+                   help="accuracy under the null (default 0.5; see chance_level for ties)")
+    p.add_argument("--alternative", choices=["two-sided", "greater", "less"],
+                   default="two-sided", help="of the binomial test (default two-sided)")
+    p.add_argument("--confidence-level", type=float, default=0.95,
+                   help="of the (two-sided) intervals (default 0.95)")
+    add_format_option(p)
+    p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    return p
 
 
 def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
@@ -174,6 +267,17 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
                            "outcome a measure must match")
     what.add_argument("--tie-credit", type=float, default=0.5,
                       help="credit for a measure tie on a human-decided pair (default 0.5)")
+    inf = p.add_argument_group("inference")
+    inf.add_argument("--interval", default="none",
+                     choices=["none", "auto", "cluster-bootstrap", "wilson", "exact"],
+                     help="add an interval and a test against the tie-aware chance level: "
+                          "auto = cluster bootstrap over prompts (pairs of one prompt share "
+                          "stories; for --preferences: over their prompt_id column, else "
+                          "Wilson with the exact binomial test); default none")
+    inf.add_argument("--resamples", type=int, default=2000,
+                     help="cluster-bootstrap resamples (default 2000)")
+    inf.add_argument("--confidence-level", type=float, default=0.95)
+    inf.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
     out = p.add_argument_group("output")
     add_format_option(out)
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
@@ -433,7 +537,55 @@ def _preference_result(dataset: Dataset, args: argparse.Namespace, hint: str
     prefs = prefs[prefs["criterion"].isin(criteria)].reset_index(drop=True)
     pairs = _preference_pairs(dataset, args.metrics, criteria)
     return preference_accuracy(dataset.wide(), prefs, pairs, human_ties=args.human_ties,
-                               tie_credit=args.tie_credit, source=source)
+                               tie_credit=args.tie_credit, source=source,
+                               **_interval_args(args))
+
+
+def _preference_only_result(args: argparse.Namespace) -> pd.DataFrame:
+    """A preference file with score files and no ratings table: the stories are the score
+    files' story ids, the measures their measures (--metrics: all, or names)."""
+    from storyeval.exceptions import InputError
+    from storyeval.meta.selection import split_spec
+    from storyeval.pairwise import preference_accuracy, read_preferences
+    from storyeval.pairwise.preferences import preference_scores
+
+    if not args.scores:
+        raise InputError("--preferences without --data is a preference-only dataset: give the "
+                         "measures' scores with --scores FILE (story_id, measure, value)")
+    wide = preference_scores(args.scores)
+    hint = (f"; the stories of a preference-only dataset are the story ids of the score "
+            f"files ({', '.join(map(str, args.scores))}): every story of a pair needs a score")
+    prefs = read_preferences(args.preferences, story_ids=wide.index, missing_hint=hint)
+    tokens = split_spec(args.metrics)
+    if [t.lower() for t in tokens] == ["all"]:
+        measures = list(wide.columns)
+    else:
+        unknown = [t for t in tokens if t not in wide.columns]
+        if unknown:
+            raise InputError(f"--metrics: {unknown} not in the score files; their measures are "
+                             f"{list(wide.columns)[:20]}")
+        measures = tokens
+    labels = list(dict.fromkeys(prefs["criterion"]))
+    tokens = split_spec(args.criteria)
+    if [t.lower() for t in tokens] != ["all"]:
+        unknown = [t for t in tokens if t not in labels]
+        if unknown:
+            raise InputError(f"--criteria: {args.preferences} has no preferences about "
+                             f"{unknown}; its criteria are {labels}")
+        prefs = prefs[prefs["criterion"].isin(tokens)].reset_index(drop=True)
+    return preference_accuracy(wide, prefs, measures, human_ties=args.human_ties,
+                               tie_credit=args.tie_credit, source=str(args.preferences),
+                               **_interval_args(args))
+
+
+def _interval_args(args: argparse.Namespace) -> dict:
+    """The interval options of `pairwise pointwise` as keyword arguments."""
+    from storyeval.exceptions import InputError
+
+    if args.resamples < 1:
+        raise InputError("--resamples must be >= 1")
+    return {"interval": args.interval, "confidence_level": args.confidence_level,
+            "n_resamples": args.resamples, "random_state": args.seed}
 
 
 def _pointwise_note(args: argparse.Namespace) -> str:
@@ -444,8 +596,12 @@ def _pointwise_note(args: argparse.Namespace) -> str:
     ties = ("human ties left out; a measure tie on a human-decided pair earns "
             f"{args.tie_credit:g}" if args.human_ties == "exclude" else
             "human ties included: a tie is a third outcome the measure must match")
-    return (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
+    note = (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
             "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
+    if args.interval != "none":
+        note += ("intervals: two-sided; pvalue: two-sided test of accuracy = chance (a measure "
+                 "answering at random with its own tie rate)\n")
+    return note
 
 
 def _run_pointwise(args: argparse.Namespace) -> int:
@@ -454,6 +610,13 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     from storyeval.report.tables import format_table
 
     use_prefs = args.preferences is not None
+    if use_prefs and args.data is None:
+        result = _preference_only_result(args)
+        sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                      digits=args.digits))
+        if args.format in ("table", "md"):
+            sys.stdout.write(_pointwise_note(args))
+        return 0
     dataset = load_dataset_args(args, criteria=None if use_prefs else args.criteria)
     dataset, hint = _pointwise_stories(dataset, args.include_human_stories)
     if use_prefs:
@@ -461,8 +624,10 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     else:
         pairs = _pointwise_pairs(dataset, args.metrics, args.criteria)
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
-                                             tie_credit=args.tie_credit)
-    sys.stdout.write(format_table(result, args.format, digits=args.digits))
+                                             tie_credit=args.tie_credit,
+                                             **_interval_args(args))
+    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                  digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(_pointwise_note(args))
     return 0
@@ -492,6 +657,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_judge(args)
     if action == "pointwise":
         return _run_pointwise(args)
+    if action == "counts":
+        return _run_counts(args)
 
     from storyeval import pairwise as pw
 
@@ -511,9 +678,152 @@ def run(args: argparse.Namespace) -> int:
                                   random_state=args.seed)
     elif action == "consistency":
         result = pw.position_consistency(verdicts)
-    else:  # accuracy
-        reference = pw.read_verdicts(args.reference)
-        result = pw.judge_accuracy(verdicts, reference, judge=args.judge,
-                                   dimension=args.dimension, tie_credit=args.tie_credit)
+    elif action == "accuracy":
+        return _run_accuracy(args, verdicts, pw.read_verdicts(args.reference))
+    elif action == "compare":
+        return _run_compare(args, verdicts, pw.read_verdicts(args.reference))
+    else:  # ranking
+        return _run_ranking(args, verdicts, pw.read_verdicts(args.reference))
     sys.stdout.write(format_table(result, args.format, digits=args.digits))
+    return 0
+
+
+def pvalue_text(p: float) -> str:
+    """A p-value for reading: 3 decimals from 0.001, else 2 significant digits (6.0e-9)."""
+    import math
+
+    if math.isnan(p):
+        return ""
+    if p >= 0.001:
+        return f"{p:.3f}"
+    mantissa, exponent = f"{p:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _readable(frame: pd.DataFrame, fmt: str) -> pd.DataFrame:
+    """p-value columns as text for the human-readable formats (full precision otherwise)."""
+    if fmt not in ("table", "md", "latex"):
+        return frame
+    out = frame.copy()
+    for col in [c for c in out.columns if str(c).startswith("pvalue")]:
+        out[col] = out[col].map(pvalue_text)
+    return out
+
+
+def _check_resampling(args: argparse.Namespace, minimum: int = 1) -> None:
+    from storyeval.exceptions import InputError
+
+    if args.resamples < minimum:
+        raise InputError(f"--resamples must be >= {minimum}")
+
+
+def _run_counts(args: argparse.Namespace) -> int:
+    from storyeval.pairwise.inference import accuracy_from_counts
+    from storyeval.report.tables import format_table
+
+    result = accuracy_from_counts(args.counts, chance=args.chance,
+                                  alternative=args.alternative,
+                                  confidence_level=args.confidence_level)
+    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                  digits=args.digits))
+    if args.format in ("table", "md"):
+        level = f"{100 * args.confidence_level:g}%"
+        sys.stdout.write(f"\ntest: exact binomial test of accuracy = {args.chance:g}, "
+                         f"{args.alternative}\nintervals: Wilson score and Clopper-Pearson "
+                         f"(exact), {level}, two-sided; pairs assumed independent\n")
+    return 0
+
+
+def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
+                  reference: pd.DataFrame) -> int:
+    from storyeval.pairwise import judge_accuracy
+    from storyeval.pairwise.inference import judge_accuracy_inference
+    from storyeval.report.tables import format_table
+
+    result = judge_accuracy(verdicts, reference, judge=args.judge, dimension=args.dimension,
+                            tie_credit=args.tie_credit)
+    if args.interval != "none":
+        _check_resampling(args)
+        inf = judge_accuracy_inference(
+            verdicts, reference, judge=args.judge, dimension=args.dimension,
+            tie_credit=args.tie_credit, cluster=args.cluster, method=args.interval,
+            chance=args.chance, alternative=args.alternative,
+            confidence_level=args.confidence_level, n_resamples=args.resamples,
+            random_state=args.seed)
+        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "chance", "alternative",
+                "method", "statistic_kind", "cluster", "n_clusters", "n_resamples"]
+        result = result.merge(inf[keep], on=["judge", "dimension"], how="left")
+    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                  digits=args.digits))
+    if args.interval != "none" and args.format in ("table", "md"):
+        sys.stdout.write("\nintervals: two-sided at the confidence level; ci of k/n (exact, "
+                         "wilson) or of the order-averaged accuracy (cluster-bootstrap, "
+                         "clusters resampled); pvalue: test of accuracy = chance, "
+                         f"{args.alternative}\n")
+    return 0
+
+
+def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
+                 reference: pd.DataFrame) -> int:
+    import json
+
+    from storyeval.pairwise.inference import (
+        compare_judges,
+        judge_accuracy_inference,
+        significance_groups,
+    )
+    from storyeval.pairwise.verdicts import validate_verdicts
+    from storyeval.report.tables import format_table
+
+    _check_resampling(args)
+    from numpy.random import default_rng
+
+    rng = default_rng(args.seed)
+    verdicts = validate_verdicts(verdicts)
+    reps = args.resamples
+    pairs = compare_judges(verdicts, reference, dimension=args.dimension,
+                           tie_credit=args.tie_credit, cluster=args.cluster, test=args.test,
+                           confidence_level=args.confidence_level, n_resamples=reps,
+                           random_state=rng)
+    acc = judge_accuracy_inference(verdicts, reference, dimension=args.dimension,
+                                   tie_credit=args.tie_credit, cluster=args.cluster,
+                                   confidence_level=args.confidence_level, n_resamples=reps,
+                                   random_state=rng)
+    groups = significance_groups(acc, pairs, alpha=args.alpha)
+    shown = ["dimension", "judge_a", "judge_b", "accuracy_a", "accuracy_b", "difference",
+             "ci_low", "ci_high", "pvalue", "pvalue_bh", "test", "n", "n_clusters",
+             "n_discordant"]
+    if args.format == "json":
+        print(json.dumps({"comparisons": json.loads(format_table(pairs, "json")),
+                          "groups": json.loads(format_table(groups, "json"))}, indent=2))
+        return 0
+    if args.format == "csv":
+        sys.stdout.write(format_table(pairs, "csv"))
+        return 0
+    sys.stdout.write(format_table(_readable(pairs[shown], args.format), args.format,
+                                  digits=args.digits))
+    sys.stdout.write(f"\nsignificance groups (top: not significantly below the best judge, "
+                     f"BH over all judge pairs at {args.alpha:g}):\n\n")
+    sys.stdout.write(format_table(_readable(groups, args.format), args.format,
+                                  digits=args.digits))
+    sys.stdout.write("\ndifference = accuracy_a - accuracy_b (pooled over the verdicts both "
+                     "judged); p-values two-sided\n")
+    return 0
+
+
+def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
+                 reference: pd.DataFrame) -> int:
+    from storyeval.pairwise.ranking import ranking_agreement
+    from storyeval.report.tables import format_table
+
+    _check_resampling(args, minimum=0)
+    result = ranking_agreement(verdicts, reference, judge=args.judge, strength=args.strength,
+                               n_resamples=args.resamples,
+                               confidence_level=args.confidence_level, random_state=args.seed)
+    sys.stdout.write(format_table(result, args.format, digits=args.digits))
+    if args.format in ("table", "md"):
+        sys.stdout.write("\nsystems: judge's vs humans' system strengths (pooled over systems x "
+                         "dimensions, then per dimension); items: -1/0/+1 verdicts on the pairs "
+                         "both judged (means over annotators and orders); percentile intervals "
+                         "over prompt resamples shared by both sides\n")
     return 0

@@ -76,7 +76,33 @@ _LAZY = {
     "warn_single_test_families": "multitest",
 }
 
-__all__ = list(_LAZY)
+__all__ = [
+    "CALIBRATED",
+    "METHODS",
+    "NAMED_FAMILIES",
+    "PAPER_LEVEL",
+    "TESTS",
+    "TEST_DESCRIPTIONS",
+    "WILLIAMS_NOTE",
+    "DiffEstimate",
+    "SingleTestFamilyWarning",
+    "WilliamsResult",
+    "adjust_frame",
+    "adjust_pvalues",
+    "calibrated_test",
+    "compare_rows",
+    "family_sizes",
+    "jackknife_diff",
+    "kendall_rows",
+    "normal_test",
+    "resolve_tests",
+    "untied_counts",
+    "ustat_diff",
+    "ustat_diff_from_rows",
+    "warn_single_test_families",
+    "williams_test",
+    "zou_ci",
+]
 
 
 def __getattr__(name: str) -> Any:

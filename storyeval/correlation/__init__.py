@@ -64,7 +64,25 @@ _LAZY = {
     "WeightedKendall": "kendall_weighted",
 }
 
-__all__ = list(_LAZY)
+__all__ = [
+    "LEVELS",
+    "METHODS",
+    "NAN_POLICIES",
+    "TIE_RTOL",
+    "TIE_RULE",
+    "CorrelationGrid",
+    "CorrelationMatrix",
+    "WeightedCounts",
+    "WeightedKendall",
+    "correlate",
+    "correlation_grid",
+    "correlation_matrix",
+    "level_data",
+    "pairwise_correlations",
+    "resolve_method",
+    "snap_ties",
+    "tie_values",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -11,18 +11,13 @@ import pandas as pd
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.pairwise.consistency import _pair_keys
+from storyeval.pairwise.inference import _check_credit
 from storyeval.pairwise.verdicts import validate_verdicts
 
 __all__ = ["judge_accuracy", "pointwise_pairwise_accuracy", "preference_accuracy",
            "story_index"]
 
 _HUMAN_TIES = ("exclude", "include")
-
-
-def _check_credit(tie_credit: float, name: str) -> float:
-    if not (np.isscalar(tie_credit) and 0 <= float(tie_credit) <= 1):
-        raise InputError(f"{name} must be a number in [0, 1], got {tie_credit!r}")
-    return float(tie_credit)
 
 
 def judge_accuracy(
@@ -148,10 +143,14 @@ def _accuracy_frame(
     valid: np.ndarray,
     human_ties: str,
     credit: float,
+    inference: dict | None = None,
+    clusters: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Accuracy of measure signs ``m`` against human signs ``h`` (story pairs x (measure,
     criterion) pairs): ``applicable`` marks the story pairs each column is about, ``valid``
-    those among them where both stories have both scores."""
+    those among them where both stories have both scores. With ``inference`` (the options of
+    `accuracy_columns`), interval and test columns are appended, the story pairs grouped by
+    ``clusters``."""
     human_tie = valid & (h == 0)
     decided = valid & ~human_tie if human_ties == "exclude" else valid
     meas_tie = (m == 0) & decided
@@ -165,7 +164,7 @@ def _accuracy_frame(
         warnings.warn("pairwise accuracy undefined (no human-decided pair with scores) for "
                       f"{[tuple(pairs[k]) for k in np.flatnonzero(n_pairs == 0)][:3]}",
                       UndefinedStatisticWarning, stacklevel=3)
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "measure": [p[0] for p in pairs], "criterion": [p[1] for p in pairs],
         "accuracy": acc.astype(float), "n_pairs": n_pairs.astype(np.int64),
         "n_human_ties": human_tie.sum(axis=0).astype(np.int64),
@@ -174,6 +173,39 @@ def _accuracy_frame(
         "n_missing": (applicable & ~valid).sum(axis=0).astype(np.int64),
         "human_ties": human_ties, "tie_credit": credit,
     })
+    if inference is None:
+        return frame
+    from storyeval.pairwise.inference import accuracy_columns
+
+    score = (m == h).astype(np.float64)
+    if human_ties == "exclude":
+        score = score + credit * (m == 0)
+    chance = _chance_columns(m, h, decided, human_ties, credit)
+    extra = accuracy_columns(score, decided, clusters=clusters, chance=chance, **inference)
+    return pd.concat([frame, extra.drop(columns="chance").assign(chance=chance)], axis=1)
+
+
+def _chance_columns(m: np.ndarray, h: np.ndarray, decided: np.ndarray, human_ties: str,
+                    credit: float) -> np.ndarray:
+    """Tie-aware chance level per column: a measure answering at random with its own shares
+    of "first better" / "second better" / "tie" on the scored pairs (`chance_level`)."""
+    n = np.maximum(decided.sum(axis=0), 1)
+    share = np.stack([((m == v) & decided).sum(axis=0) / n for v in (1, -1, 0)])
+    if human_ties == "exclude":
+        return (1 - share[2]) / 2 + credit * share[2]
+    human = np.stack([((h == v) & decided).sum(axis=0) / n for v in (1, -1, 0)])
+    return (share * human).sum(axis=0)
+
+
+def _inference_options(interval: str, confidence_level: float, n_resamples: int,
+                       random_state) -> dict | None:
+    """The options passed to `accuracy_columns`, or None for ``interval="none"``."""
+    if interval == "none":
+        return None
+    from storyeval.resample.clusters import rng_from
+
+    return {"method": interval, "confidence_level": confidence_level,
+            "n_resamples": n_resamples, "random_state": rng_from(random_state)}
 
 
 def pointwise_pairwise_accuracy(
@@ -182,6 +214,10 @@ def pointwise_pairwise_accuracy(
     *,
     human_ties: str = "exclude",
     tie_credit: float = 0.5,
+    interval: str = "none",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures: every pair of stories of the same prompt.
 
@@ -200,12 +236,20 @@ def pointwise_pairwise_accuracy(
         acc_eq without tie calibration).
     tie_credit : float, default 0.5
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
+    interval : {"none", "auto", "cluster-bootstrap", "wilson", "exact"}, default "none"
+        Add an interval and a test against the tie-aware chance level (see
+        `storyeval.pairwise.inference.accuracy_columns`). The pairs of one prompt share its
+        stories, so ``"auto"`` is the cluster bootstrap over prompts.
+    confidence_level, n_resamples, random_state
+        Of the interval (two-sided) and the bootstrap.
 
     Returns
     -------
     DataFrame
         ``measure, criterion, accuracy, n_pairs, n_human_ties, n_measure_ties, n_missing,
-        human_ties, tie_credit``. ``n_pairs`` counts the pairs scored (the denominator of
+        human_ties, tie_credit`` (and with ``interval``: ``ci_low, ci_high, pvalue,
+        alternative, method, n_clusters, confidence_level, n_resamples, chance``). ``n_pairs``
+        counts the pairs scored (the denominator of
         ``accuracy``); ``n_measure_ties`` counts the measure ties *among those scored pairs*
         (with ``"exclude"``: the pairs earning ``tie_credit``); ``n_human_ties`` counts the
         pairs the humans tied (left out with ``"exclude"``, scored with ``"include"``);
@@ -257,8 +301,11 @@ def pointwise_pairwise_accuracy(
     ci = [cols.index(p[1]) for p in pairs]
     applicable = np.broadcast_to(exists, (len(exists), len(pairs)))
     valid = applicable & known[:, xi] & known[:, ci]
+    n_system_pairs = len(i)
+    clusters = np.repeat(np.arange(cube.shape[0]), n_system_pairs)  # prompt-major rows
     return _accuracy_frame(pairs, sign[:, xi], sign[:, ci], applicable, valid, human_ties,
-                           credit)
+                           credit, _inference_options(interval, confidence_level,
+                                                      n_resamples, random_state), clusters)
 
 
 
@@ -270,14 +317,26 @@ def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def story_index(wide: pd.DataFrame) -> pd.Index:
-    """The story ids ``"{system}/{prompt_id}"`` of the rows of ``wide``, in row order."""
+    """The story ids of the rows of ``wide``, in row order: ``"{system}/{prompt_id}"`` for an
+    index ``(system, prompt_id)``, the index itself for a flat index of story ids (a
+    preference-only dataset, see `preference_scores`)."""
     idx = wide.index
-    if not isinstance(idx, pd.MultiIndex) or idx.nlevels != 2:
-        raise InputError("wide must be indexed by (system, prompt_id)")
-    ids = (idx.get_level_values(0).astype(str) + "/" + idx.get_level_values(1).astype(str))
+    if not isinstance(idx, pd.MultiIndex):
+        ids = pd.Index(idx.astype(str))
+    elif idx.nlevels != 2:
+        raise InputError("wide must be indexed by (system, prompt_id) or by story id")
+    else:
+        ids = (idx.get_level_values(0).astype(str) + "/" + idx.get_level_values(1).astype(str))
     if ids.has_duplicates:
         raise InputError(f"story id {ids[ids.duplicated()][0]!r} names several rows of wide")
     return pd.Index(ids)
+
+
+def _check_measures(wide: pd.DataFrame, cols: Sequence[str]) -> None:
+    unknown = [c for c in cols if c not in wide.columns]
+    if unknown:
+        raise InputError(f"measure(s) {unknown} not in the scores; measures are "
+                         f"{[str(c) for c in wide.columns][:20]}")
 
 
 def _preference_pairs(measures: str | Sequence[str | tuple[str, str]],
@@ -297,19 +356,27 @@ def _preference_pairs(measures: str | Sequence[str | tuple[str, str]],
     return pairs
 
 
-def _majority(prefs: pd.DataFrame, stories: pd.Index) -> tuple[np.ndarray, ...]:
+def _majority(prefs: pd.DataFrame, stories: pd.Index
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Per (criterion, unordered story pair): criterion code, row positions (lo < hi) of
-    the two stories, and the human sign from lo's side (majority of wins minus losses)."""
+    the two stories, the human sign from lo's side (majority of wins minus losses), and the
+    pair's prompt (None without a ``prompt_id`` column)."""
     a = stories.get_indexer(prefs["story_a"])
     b = stories.get_indexer(prefs["story_b"])
     outcome = prefs["winner"].map({"a": 1, "b": -1, "tie": 0}).to_numpy(dtype=np.int64)
     codes, _ = pd.factorize(prefs["criterion"])
     votes = pd.DataFrame({"c": codes, "lo": np.minimum(a, b), "hi": np.maximum(a, b),
                           "o": np.where(a < b, outcome, -outcome)})
-    net = votes.groupby(["c", "lo", "hi"], sort=True)["o"].sum()
+    groups = votes.groupby(["c", "lo", "hi"], sort=True)
+    net = groups["o"].sum()
     keys = net.index
+    prompt = None
+    if "prompt_id" in prefs.columns:  # the cluster of each pair: its (first-listed) prompt
+        prompt = (groups.ngroup().to_frame("g").assign(p=prefs["prompt_id"].to_numpy())
+                  .groupby("g", sort=True)["p"].first().to_numpy())
     return (keys.get_level_values("c").to_numpy(), keys.get_level_values("lo").to_numpy(),
-            keys.get_level_values("hi").to_numpy(), np.sign(net.to_numpy()).astype(np.int8))
+            keys.get_level_values("hi").to_numpy(), np.sign(net.to_numpy()).astype(np.int8),
+            prompt)
 
 
 def preference_accuracy(
@@ -321,13 +388,19 @@ def preference_accuracy(
     tie_credit: float = 0.5,
     source: str = "preferences",
     fmt: str | None = None,
+    interval: str = "none",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures against explicit human preferences.
 
     Parameters
     ----------
     wide : DataFrame
-        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``).
+        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``); or,
+        for a preference-only dataset, a flat index of story ids
+        (`storyeval.pairwise.preferences.preference_scores`).
     preferences : DataFrame
         A preference table (`storyeval.pairwise.preferences`): ``story_a, story_b,
         winner`` (``a``, ``b``, ``tie`` or the preferred story's id), optional ``criterion``
@@ -343,6 +416,13 @@ def preference_accuracy(
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
     source, fmt : str
         The file the preferences come from and its format, for error messages.
+    interval : {"none", "auto", "cluster-bootstrap", "wilson", "exact"}, default "none"
+        Add an interval and a test against the tie-aware chance level. Clusters: the
+        ``prompt_id`` of the preferences when given (``"auto"``: cluster bootstrap when a
+        prompt holds several pairs), else the pairs are independent (``"auto"``: Wilson with
+        the exact binomial test).
+    confidence_level, n_resamples, random_state
+        Of the interval (two-sided) and the bootstrap.
 
     Returns
     -------
@@ -396,8 +476,13 @@ def preference_accuracy(
     criteria = list(dict.fromkeys(prefs["criterion"]))
     pairs = _preference_pairs(measures, criteria)
     cols = list(dict.fromkeys(p[0] for p in pairs))
-    values = level_data(wide, cols, level="overall", nan_policy="propagate").to_numpy()
-    code, lo, hi, human = _majority(prefs, stories)
+    if isinstance(wide.index, pd.MultiIndex):
+        values = level_data(wide, cols, level="overall", nan_policy="propagate").to_numpy()
+    else:  # preference-only data: one row per story id
+        _check_measures(wide, cols)
+        values = wide.loc[:, cols].to_numpy(dtype=np.float64)
+    code, lo, hi, human, prompt = _majority(prefs, stories)
+    options = _inference_options(interval, confidence_level, n_resamples, random_state)
     frames = []
     for k, crit in enumerate(criteria):  # one block of story pairs per criterion
         which = [n for n, p in enumerate(pairs) if p[1] == crit]
@@ -408,7 +493,8 @@ def preference_accuracy(
         sign, known = _signs(values[lo[rows]][:, xi] - values[hi[rows]][:, xi])
         h = np.broadcast_to(human[rows, None], sign.shape)
         frames.append(_accuracy_frame([pairs[n] for n in which], sign, h,
-                                      np.ones_like(known), known, human_ties, credit)
+                                      np.ones_like(known), known, human_ties, credit,
+                                      options, None if prompt is None else prompt[rows])
                       .set_index(pd.Index(which)))
     return pd.concat(frames).sort_index().reset_index(drop=True)
 

@@ -12,7 +12,13 @@ column         meaning
 ``criterion``  optional: what was judged; without it every row is an overall preference,
                reported under the criterion `OVERALL_PREFERENCE` (``"preference"``)
 ``annotator``  optional: who judged; one annotator judges a pair once per criterion
+``prompt_id``  optional: the prompt of the pair (kept; it is the cluster of the accuracy
+               intervals)
 =============  ==========================================================================
+
+``dimension`` is accepted as another name of ``criterion``. A preference file is a dataset on
+its own: with `preference_scores` (score files ``story_id, measure, value``) it needs no
+ratings table (``storyeval pairwise pointwise --preferences FILE --scores FILE``).
 
 A pair may have several rows (several annotators, or repeated rows without an ``annotator``
 column): its human preference is the majority (wins minus losses, whichever story was listed
@@ -30,7 +36,7 @@ import pandas as pd
 from storyeval.data.io import read_table, row_label, string_column
 from storyeval.exceptions import InputError
 
-__all__ = ["OVERALL_PREFERENCE", "PREFERENCE_COLUMNS", "read_preferences",
+__all__ = ["OVERALL_PREFERENCE", "PREFERENCE_COLUMNS", "preference_scores", "read_preferences",
            "validate_preferences"]
 
 #: Required columns of a preference table.
@@ -83,9 +89,11 @@ def validate_preferences(
         raise InputError(f"{source}: missing column(s) {missing}; a preference table has "
                          f"columns story_a, story_b, winner (optional: criterion, annotator); "
                          f"found {[str(c) for c in frame.columns]}")
+    if "criterion" not in frame.columns and "dimension" in frame.columns:
+        frame = frame.rename(columns={"dimension": "criterion"})
     out = pd.DataFrame({c: string_column(frame[c], c, source, fmt).str.strip().to_numpy()
                         for c in PREFERENCE_COLUMNS})
-    for col in ("criterion", "annotator"):
+    for col in ("criterion", "annotator", "prompt_id"):
         if col in frame.columns:
             out[col] = string_column(frame[col], col, source, fmt).str.strip().to_numpy()
     if "criterion" not in out.columns:
@@ -96,7 +104,7 @@ def validate_preferences(
         _check_stories(out, pd.Index(story_ids), source, fmt, missing_hint)
     _check_repeats(out, source, fmt)
     columns = ["story_a", "story_b", "winner", "criterion"]
-    return out.loc[:, columns + (["annotator"] if "annotator" in out.columns else [])]
+    return out.loc[:, columns + [c for c in ("annotator", "prompt_id") if c in out.columns]]
 
 
 def _check_self_pairs(prefs: pd.DataFrame, source: str, fmt: str | None) -> None:
@@ -168,3 +176,27 @@ def read_preferences(
     frame, fmt = read_table(path, format=format)
     return validate_preferences(frame, source=str(path), fmt=fmt, story_ids=story_ids,
                                 missing_hint=missing_hint)
+
+
+def preference_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """The measures of score files (``story_id, measure, value``, as written by ``storyeval
+    score``) as a table with one row per story id and one float column per measure: the data
+    of a preference-only dataset, for `storyeval.pairwise.preference_accuracy`.
+
+    Raises
+    ------
+    InputError
+        From the score-file checks (naming the file, column and row), or no file given.
+    """
+    from storyeval.data.load import read_score_files
+
+    if not paths:
+        raise InputError("a preference-only dataset needs score files (story_id, measure, "
+                         "value): pass --scores FILE")
+    long = read_score_files(list(paths))
+    stories = pd.Index(pd.unique(long["story_id"].astype(str)), name="story_id")
+    measures = pd.Index(pd.unique(long["measure"].astype(str)))
+    values = np.full((len(stories), len(measures)), np.nan)
+    values[stories.get_indexer(long["story_id"].astype(str)),
+           measures.get_indexer(long["measure"].astype(str))] = long["value"].to_numpy(float)
+    return pd.DataFrame(values, index=stories, columns=measures)

@@ -31,7 +31,14 @@ _LAZY = {
     "simulate_power": "planner",
 }
 
-__all__ = list(_LAZY)
+__all__ = [
+    "COEFFICIENTS",
+    "PLANNER_TESTS",
+    "PowerResult",
+    "fisher_z_power",
+    "plan_power",
+    "simulate_power",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,12 @@ _LAZY = {
     "user_study_table": "user_study",
 }
 
-__all__ = list(_LAZY)
+__all__ = [
+    "USER_STUDY_CATEGORIES",
+    "ErrorCategory",
+    "user_study_labels",
+    "user_study_table",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,99 @@
+"""``storyeval agreement --verdicts FILE`` / ``--labels FILE``: agreement of judges or
+annotators on a table of categorical labels (pairwise verdicts A / B / same, Yes / No, ...)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+LABELS_HELP = ("long label table (CSV/TSV/JSONL/Parquet): item, rater, label, optional "
+               "dimension; any categories (Yes/No, error types, ...)")
+VERDICTS_HELP = ("pairwise verdict table (as `storyeval pairwise` reads): the judges' "
+                 "agreement on A / B / same, items (pair, dimension)")
+
+
+def add_label_options(parser: argparse.ArgumentParser) -> None:
+    """The ``label tables`` option group of ``storyeval agreement``."""
+    g = parser.add_argument_group(
+        "label tables (Cohen's kappa for two raters, Fleiss' kappa, Gwet's AC1, "
+        "Krippendorff's alpha nominal; item-bootstrap intervals)")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--verdicts", metavar="FILE", help=VERDICTS_HELP)
+    src.add_argument("--labels", metavar="FILE", help=LABELS_HELP)
+    g.add_argument("--item", choices=("pair", "pair-order"), default="pair",
+                   help="--verdicts: an item is a pair (default) or one presentation order "
+                        "of it (judges that saw both orders)")
+    g.add_argument("--judges", metavar="LIST",
+                   help="--verdicts: comma-separated judges to compare (default: all)")
+    g.add_argument("--resamples", type=int, default=2000,
+                   help="item-bootstrap resamples of the intervals (0: none; default 2000)")
+    g.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+
+
+def wants_labels(args: argparse.Namespace) -> bool:
+    return getattr(args, "verdicts", None) is not None or getattr(args, "labels",
+                                                                    None) is not None
+
+
+def run_labels(args: argparse.Namespace) -> int:
+    """Compute and print the agreement of a verdict or label file."""
+    from storyeval.data.io import read_table
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.verdict_agreement import label_file_agreement, verdict_agreement
+    from storyeval.pairwise.verdicts import read_verdicts
+
+    if args.data is not None:
+        raise InputError("--verdicts / --labels are a dataset of their own: do not combine "
+                         "them with --data")
+    if args.resamples < 0:
+        raise InputError("--resamples must be >= 0")
+    if args.verdicts is not None:
+        judges = ([j.strip() for j in args.judges.split(",") if j.strip()]
+                  if args.judges else None)
+        result = verdict_agreement(read_verdicts(args.verdicts), item=args.item, judges=judges,
+                                   confidence_level=args.confidence_level,
+                                   n_resamples=args.resamples, random_state=args.seed)
+        what = f"{args.verdicts}: agreement of the judges on A / B / same (items: {args.item})"
+    else:
+        frame, _ = read_table(args.labels)
+        result = label_file_agreement(frame, confidence_level=args.confidence_level,
+                                      n_resamples=args.resamples, random_state=args.seed,
+                                      source=str(args.labels))
+        what = f"{args.labels}: agreement of the raters (items: item x dimension)"
+    text = render_labels(result, what, args.format, args.confidence_level)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    from storyeval._atomic import OutputFolder
+    from storyeval.report.tables import FILE_SUFFIX
+
+    name = "verdicts" if args.verdicts is not None else "labels"
+    with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
+        folder.write_text(f"{name}.{FILE_SUFFIX[args.format]}", text)
+    for path in folder.published:
+        print(path)
+    return 0
+
+
+def render_labels(result, what: str, fmt: str, confidence_level: float) -> str:
+    """The agreement table in ``fmt``; table and md get a title and notes."""
+    from storyeval.report.tables import format_table
+
+    if fmt not in ("table", "md"):
+        return format_table(result, fmt)
+    prefix = "## " if fmt == "md" else ""
+    shown = ["dimension", "coefficient", "statistic", "standard_error", "ci_low", "ci_high",
+             "n_items", "n_raters", "n_categories"]
+    level = f"{100 * confidence_level:g}%"
+    lines = [f"{prefix}{what}\n\n", format_table(result[shown], fmt),
+             f"\nstandard errors: {_se_methods(result)}\nintervals: {level} item bootstrap "
+             "percentile; labels are nominal categories\n"]
+    for dim, coef, reason in result.loc[result["reason"] != "",
+                                        ["dimension", "coefficient", "reason"]].values:
+        lines.append(f"undefined {coef} ({dim}): {reason}\n")
+    return "".join(lines)
+
+
+def _se_methods(result) -> str:
+    pairs = result.loc[result["se_method"] != "", ["coefficient", "se_method"]]
+    return "; ".join(f"{c} {m}" for c, m in dict(pairs.values).items())

@@ -1,0 +1,906 @@
+"""Inference for pairwise accuracy: intervals and tests for one judge (or reward model, or
+pointwise measure turned pairwise), paired tests comparing two judges on the same pairs, and
+significance groups over many judges.
+
+Two designs:
+
+* **independent pairs** (each pair judged once, pairs share nothing): the number of correct
+  verdicts is binomial. Exact (Clopper-Pearson) and Wilson intervals, the exact binomial test
+  against the chance level, and exact McNemar for two judges.
+* **clustered pairs** (pairs sharing a prompt; the two presentation orders of one pair): the
+  verdicts of a cluster are dependent, so clusters are resampled (cluster bootstrap: percentile
+  interval, p-value from the centred bootstrap distribution) and two judges are compared by a
+  cluster sign-flip permutation test or a paired cluster bootstrap.
+
+Every resampling is a matrix product of a (resamples x clusters) weight or sign matrix with the
+(clusters x k) cluster sums: no loop over pairs or resamples. The measured type-I error and
+coverage of each default are in ``benchmarks/bench_pairwise_calibration.py`` (docs: "Pairwise
+judging", "Calibration").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from storyeval.exceptions import InputError
+from storyeval.resample.clusters import (
+    bootstrap_weights,
+    check_confidence,
+    check_resamples,
+    cluster_codes,
+    cluster_sums,
+    percentile_interval,
+    rng_from,
+    sign_flips,
+    warn_few_clusters,
+)
+
+__all__ = [
+    "AccuracyInference",
+    "JudgeComparison",
+    "accuracy_columns",
+    "accuracy_from_counts",
+    "accuracy_inference",
+    "binomial_accuracy",
+    "chance_level",
+    "compare_accuracies",
+    "compare_judges",
+    "exact_interval",
+    "judge_accuracy_inference",
+    "mcnemar_exact",
+    "parse_counts",
+    "scored_verdicts",
+    "significance_groups",
+    "wilson_interval",
+]
+
+_ALTERNATIVES = ("two-sided", "greater", "less")
+_ACC_METHODS = ("auto", "exact", "wilson", "cluster-bootstrap")
+_TESTS = ("auto", "mcnemar", "permutation", "bootstrap")
+_CLUSTERS = ("auto", "prompt", "pair", "none")
+
+
+def _check_credit(tie_credit: float, name: str) -> float:
+    if not (np.isscalar(tie_credit) and 0 <= float(tie_credit) <= 1):
+        raise InputError(f"{name} must be a number in [0, 1], got {tie_credit!r}")
+    return float(tie_credit)
+
+
+def _check_alternative(alternative: str) -> str:
+    if alternative not in _ALTERNATIVES:
+        raise InputError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
+    return alternative
+
+
+def _check_choice(value: str, choices: tuple[str, ...], name: str) -> str:
+    if value not in choices:
+        raise InputError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+# ------------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class AccuracyInference:
+    """An accuracy with its interval and its test against the chance level; unpacks like
+    ``(statistic, pvalue)``.
+
+    Attributes
+    ----------
+    statistic : float
+        The accuracy (``statistic_kind``: ``"k/n"`` pooled over verdicts, or
+        ``"order-averaged"``: the mean of the accuracies in the two presentation orders).
+    ci_low, ci_high : float
+        Two-sided interval at ``confidence_level`` (always two-sided, whatever
+        ``alternative``).
+    pvalue : float
+        Test of ``accuracy == chance`` against ``alternative``.
+    method : str
+        ``"exact"`` (Clopper-Pearson interval, exact binomial test), ``"wilson"`` (Wilson
+        score interval, exact binomial test) or ``"cluster-bootstrap"``.
+    k, n : float
+        Credited verdicts (ties earn their credit) and verdicts scored.
+    n_clusters : int
+        Independent units (``n`` for independent pairs).
+    """
+
+    statistic: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    method: str
+    alternative: str
+    chance: float
+    k: float
+    n: int
+    n_clusters: int
+    confidence_level: float
+    statistic_kind: str = "k/n"
+    n_resamples: int = 0
+
+    def __iter__(self):
+        return iter((self.statistic, self.pvalue))
+
+    def confidence_interval(self) -> tuple[float, float]:
+        return (self.ci_low, self.ci_high)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([asdict(self)])
+
+
+@dataclass(frozen=True)
+class JudgeComparison:
+    """Two judges on the same pairs: the accuracy difference ``a - b`` with its interval and a
+    two-sided paired test of equal accuracy; unpacks like ``(difference, pvalue)``."""
+
+    judge_a: str
+    judge_b: str
+    accuracy_a: float
+    accuracy_b: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    test: str
+    interval: str
+    n: int
+    n_clusters: int
+    n_discordant: int
+    confidence_level: float
+    n_resamples: int = 0
+
+    def __iter__(self):
+        return iter((self.difference, self.pvalue))
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([asdict(self)])
+
+
+# ------------------------------------------------------------------ binomial design
+def wilson_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion k/n (two-sided).
+
+    Notes
+    -----
+    With z = Phi^-1(1 - alpha/2): centre (k + z^2/2) / (n + z^2), half-width
+    z sqrt(k (n - k) / n + z^2 / 4) / (n + z^2). Validated against statsmodels
+    ``proportion_confint(method="wilson")`` and scipy ``binomtest(...).proportion_ci``.
+    """
+    level = check_confidence(confidence_level)
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    centre = (k + z * z / 2) / (n + z * z)
+    half = z * math.sqrt(k * (n - k) / n + z * z / 4) / (n + z * z)
+    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+
+
+def exact_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson ("exact") interval for k/n from beta quantiles (two-sided).
+
+    Notes
+    -----
+    low = Beta(alpha/2; k, n - k + 1), high = Beta(1 - alpha/2; k + 1, n - k); 0 and 1 at the
+    ends. Validated against statsmodels ``proportion_confint(method="beta")``.
+    """
+    level = check_confidence(confidence_level)
+    if n <= 0:
+        return (math.nan, math.nan)
+    tail = (1 - level) / 2
+    low = 0.0 if k <= 0 else float(stats.beta.ppf(tail, k, n - k + 1))
+    high = 1.0 if k >= n else float(stats.beta.ppf(1 - tail, k + 1, n - k))
+    return (low, high)
+
+
+def _binomial_pvalue(k: float, n: int, chance: float, alternative: str) -> float:
+    """Exact binomial test; a non-integer k (tie credit) uses the score (normal) test."""
+    if n <= 0:
+        return math.nan
+    if float(k).is_integer():
+        return float(stats.binomtest(int(k), int(n), chance, alternative=alternative).pvalue)
+    z = (k - n * chance) / math.sqrt(n * chance * (1 - chance))
+    if alternative == "greater":
+        return float(stats.norm.sf(z))
+    if alternative == "less":
+        return float(stats.norm.cdf(z))
+    return float(2 * stats.norm.sf(abs(z)))
+
+
+def binomial_accuracy(
+    k: float,
+    n: int,
+    *,
+    chance: float = 0.5,
+    interval: str = "wilson",
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+) -> AccuracyInference:
+    """Accuracy k/n of independent verdicts: exact binomial test against ``chance`` and a
+    Wilson or Clopper-Pearson interval.
+
+    Parameters
+    ----------
+    k, n : number
+        Correct verdicts and verdicts (``0 <= k <= n``); ``k`` may be fractional when ties
+        earn partial credit (then the test is the score test, not the exact one).
+    chance : float, default 0.5
+        Accuracy of a judge answering at random (see [`chance_level`][] with ties).
+    interval : {"wilson", "exact"}, default "wilson"
+        Wilson score or Clopper-Pearson interval (both two-sided).
+    alternative : {"two-sided", "greater", "less"}, default "two-sided"
+        Of the test of ``accuracy == chance``.
+
+    Returns
+    -------
+    AccuracyInference
+
+    Notes
+    -----
+    The two-sided exact p-value is scipy's (sum of the probabilities no larger than that of
+    k). Validated against published counts: LitBench's 201/301 and 1053/1959 give two-sided
+    p = 6.0e-9 and 9.7e-4 and Wilson 95% intervals (0.613, 0.719) and (0.515, 0.560).
+
+    Examples
+    --------
+    >>> r = binomial_accuracy(201, 301)
+    >>> f"{r.pvalue:.1e}", round(r.ci_low, 3), round(r.ci_high, 3)
+    ('6.0e-09', 0.613, 0.719)
+    """
+    _check_alternative(alternative)
+    _check_choice(interval, ("wilson", "exact"), "interval")
+    level = check_confidence(confidence_level)
+    if not (0 < chance < 1):
+        raise InputError(f"chance must be in (0, 1), got {chance!r}")
+    if not (float(n).is_integer() and n >= 1 and 0 <= k <= n):
+        raise InputError(f"need 0 <= k <= n with n a positive whole number, got k={k!r}, "
+                         f"n={n!r}")
+    low, high = (wilson_interval if interval == "wilson" else exact_interval)(k, n, level)
+    return AccuracyInference(
+        statistic=k / n, ci_low=low, ci_high=high,
+        pvalue=_binomial_pvalue(k, int(n), chance, alternative), method=interval,
+        alternative=alternative, chance=float(chance), k=float(k), n=int(n),
+        n_clusters=int(n), confidence_level=level)
+
+
+_COUNTS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d+)\s*$")
+
+
+def parse_counts(text: str) -> tuple[float, int]:
+    """``"201/301"`` as ``(201, 301)``; an error naming the text otherwise."""
+    match = _COUNTS.match(str(text))
+    if not match:
+        raise InputError(f"counts {text!r}: expected K/N with whole numbers, e.g. 201/301")
+    k, n = float(match.group(1)), int(match.group(2))
+    if n < 1 or k > n:
+        raise InputError(f"counts {text!r}: need 0 <= K <= N and N >= 1")
+    return k, n
+
+
+def accuracy_from_counts(
+    counts: Sequence[str | tuple[float, int]],
+    *,
+    chance: float = 0.5,
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+) -> pd.DataFrame:
+    """Accuracies given as counts (``"201/301"`` or ``(201, 301)``): one row each, with the
+    exact binomial p-value against ``chance``, Wilson and Clopper-Pearson intervals.
+
+    Returns
+    -------
+    DataFrame
+        ``counts, accuracy, k, n, chance, alternative, pvalue, wilson_low, wilson_high,
+        exact_low, exact_high, confidence_level``.
+    """
+    if isinstance(counts, str) or not len(counts):
+        raise InputError("counts must be a non-empty list such as ['201/301', '1053/1959']")
+    rows = []
+    for item in counts:
+        k, n = parse_counts(item) if isinstance(item, str) else (float(item[0]), int(item[1]))
+        w = binomial_accuracy(k, n, chance=chance, interval="wilson", alternative=alternative,
+                              confidence_level=confidence_level)
+        e_low, e_high = exact_interval(k, n, confidence_level)
+        rows.append({"counts": f"{k:g}/{n}", "accuracy": w.statistic,
+                     "k": int(k) if float(k).is_integer() else k, "n": n,
+                     "chance": chance, "alternative": alternative, "pvalue": w.pvalue,
+                     "wilson_low": w.ci_low, "wilson_high": w.ci_high, "exact_low": e_low,
+                     "exact_high": e_high, "confidence_level": confidence_level})
+    return pd.DataFrame(rows)
+
+
+def chance_level(
+    judge_shares: Sequence[float],
+    human_shares: Sequence[float] | None = None,
+    *,
+    tie_credit: float = 0.0,
+    human_ties: str = "exclude",
+) -> float:
+    """Expected accuracy of a judge that answers at random with its own answer frequencies.
+
+    Parameters
+    ----------
+    judge_shares : (p_A, p_B, p_same)
+        How often the judge names story A, story B, or "same" (summing to 1).
+    human_shares : (h_A, h_B, h_same), optional
+        The humans' verdict frequencies; needed with ``human_ties="include"``.
+    tie_credit : float, default 0
+        Credit of a judge's "same" on a human-decided pair (``"exclude"`` only).
+    human_ties : {"exclude", "include"}
+        Human-tied pairs left out (accuracy on decided pairs) or a third outcome to match.
+
+    Notes
+    -----
+    ``"exclude"``: a random answer independent of the pair names the preferred story with
+    probability (p_A + p_B) / 2 and says "same" with p_same, so chance = (1 - p_same) / 2 +
+    tie_credit * p_same (0.5 without ties). ``"include"``: chance = p_A h_A + p_B h_B +
+    p_same h_same.
+
+    Examples
+    --------
+    >>> chance_level([0.4, 0.4, 0.2])
+    0.4
+    """
+    p = _shares(judge_shares, "judge_shares")
+    if human_ties == "exclude":
+        return float((1 - p[2]) / 2 + tie_credit * p[2])
+    if human_ties != "include":
+        raise InputError(f"human_ties must be 'exclude' or 'include', got {human_ties!r}")
+    if human_shares is None:
+        raise InputError("human_shares is required with human_ties='include'")
+    return float(p @ _shares(human_shares, "human_shares"))
+
+
+def _shares(values: Sequence[float], name: str) -> np.ndarray:
+    p = np.asarray(values, dtype=float)
+    if p.shape != (3,) or (p < 0).any() or not np.isclose(p.sum(), 1.0):
+        raise InputError(f"{name} must be three shares (A, B, same) summing to 1, got "
+                         f"{list(values)!r}")
+    return p
+
+
+# ------------------------------------------------------------------ clustered design
+def _ratio_columns(sums: np.ndarray, order_averaged: bool) -> np.ndarray:
+    """Accuracy from summed columns (score, count) or (s1, n1, s2, n2) along the last axis."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if order_averaged:
+            return 0.5 * (sums[..., 0] / sums[..., 1] + sums[..., 2] / sums[..., 3])
+        return sums[..., 0] / sums[..., 1]
+
+
+def _unit_columns(scores: np.ndarray, preferred_first: np.ndarray | None) -> np.ndarray:
+    ones = np.ones_like(scores)
+    if preferred_first is None:
+        return np.column_stack([scores, ones])
+    f = np.asarray(preferred_first, dtype=bool)
+    return np.column_stack([scores * f, ones * f, scores * ~f, ones * ~f])
+
+
+def _bootstrap_pvalue(draws: np.ndarray, estimate: float, null: float, alternative: str,
+                      n_resamples: int) -> float:
+    """p-value from the bootstrap distribution centred at the estimate (shifted to the null)."""
+    centred = draws[np.isfinite(draws)] - estimate
+    gap = estimate - null
+    if alternative == "greater":
+        extreme = np.count_nonzero(centred >= gap)
+    elif alternative == "less":
+        extreme = np.count_nonzero(centred <= gap)
+    else:
+        extreme = np.count_nonzero(np.abs(centred) >= abs(gap))
+    return float((1 + extreme) / (1 + len(centred)))
+
+
+def accuracy_inference(
+    scores: np.ndarray,
+    *,
+    clusters: np.ndarray | None = None,
+    preferred_first: np.ndarray | None = None,
+    method: str = "auto",
+    chance: float = 0.5,
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+) -> AccuracyInference:
+    """Accuracy of per-verdict scores with an interval and a test against ``chance``.
+
+    Parameters
+    ----------
+    scores : (n,) array
+        1 for a correct verdict, 0 for a wrong one, the tie credit for a tie.
+    clusters : (n,) array, optional
+        Cluster label of each verdict (prompt, or pair for both orders of one pair).
+    preferred_first : (n,) bool array, optional
+        Whether the human-preferred story was shown first; with it, the statistic is the
+        order-averaged accuracy (``judge_accuracy``'s), else k/n.
+    method : {"auto", "exact", "wilson", "cluster-bootstrap"}, default "auto"
+        ``"auto"``: the cluster bootstrap when a cluster holds more than one verdict, else the
+        Wilson interval with the exact binomial test. ``"exact"``/``"wilson"`` treat the
+        verdicts as independent and use k/n.
+    chance, alternative, confidence_level
+        As in [`binomial_accuracy`][].
+    n_resamples : int, default 2000
+        Cluster bootstrap resamples.
+    random_state : int or Generator, optional
+
+    Notes
+    -----
+    Cluster bootstrap: clusters are drawn with replacement (B x C multiplicities W); the
+    resampled accuracy is (W S)/(W N) for the cluster sums S of the scores and N of the
+    counts (per order for the order-averaged statistic). Percentile interval; p-value
+    (1 + #{|a* - a| >= |a - chance|}) / (1 + B) (two-sided; one-sided analogues).
+    """
+    method = _check_choice(method, _ACC_METHODS, "method")
+    _check_alternative(alternative)
+    level = check_confidence(confidence_level)
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or not len(s):
+        raise InputError("scores must be a non-empty 1-D array")
+    codes, n_clusters = cluster_codes(clusters, len(s))
+    if method == "auto":
+        method = "cluster-bootstrap" if n_clusters < len(s) else "wilson"
+    if method in ("exact", "wilson"):
+        return binomial_accuracy(float(s.sum()), len(s), chance=chance, interval=method,
+                                 alternative=alternative, confidence_level=level)
+    b = check_resamples(n_resamples)
+    warn_few_clusters(n_clusters, "cluster bootstrap of an accuracy")
+    averaged = preferred_first is not None
+    sums = cluster_sums(_unit_columns(s, preferred_first), codes, n_clusters)
+    estimate = float(_ratio_columns(sums.sum(axis=0), averaged))
+    draws = _ratio_columns(bootstrap_weights(n_clusters, b, rng_from(random_state)) @ sums,
+                           averaged)
+    low, high = percentile_interval(draws, level)
+    return AccuracyInference(
+        statistic=estimate, ci_low=float(low), ci_high=float(high),
+        pvalue=_bootstrap_pvalue(draws, estimate, chance, alternative, b),
+        method="cluster-bootstrap", alternative=alternative, chance=float(chance),
+        k=float(s.sum()), n=len(s), n_clusters=n_clusters, confidence_level=level,
+        statistic_kind="order-averaged" if averaged else "k/n", n_resamples=b)
+
+
+def accuracy_columns(
+    scores: np.ndarray,
+    scored: np.ndarray,
+    *,
+    clusters: np.ndarray | None = None,
+    method: str = "auto",
+    chance: np.ndarray | float = 0.5,
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+) -> pd.DataFrame:
+    """Intervals and tests for k accuracies over the same units at once (measures x criteria
+    of `pointwise_pairwise_accuracy` / `preference_accuracy`).
+
+    Parameters
+    ----------
+    scores : (n, k) array
+        Score of unit i for column j (1, 0 or a tie credit); ignored where not ``scored``.
+    scored : (n, k) bool array
+        Units counted in column j's accuracy.
+    clusters : (n,) array, optional
+        Cluster of each unit (the prompt); None: independent units.
+    method, alternative, confidence_level, n_resamples, random_state
+        As in [`accuracy_inference`][]; the cluster bootstrap draws one set of cluster
+        multiplicities for all columns.
+    chance : float or (k,) array
+        Null accuracy per column.
+
+    Returns
+    -------
+    DataFrame
+        k rows: ``ci_low, ci_high, pvalue, chance, alternative, method, n_clusters,
+        confidence_level, n_resamples``.
+    """
+    method = _check_choice(method, _ACC_METHODS, "method")
+    _check_alternative(alternative)
+    level = check_confidence(confidence_level)
+    ok = np.asarray(scored, dtype=bool)
+    s = np.where(ok, np.asarray(scores, dtype=np.float64), 0.0)
+    n_units, k = s.shape
+    null = np.broadcast_to(np.asarray(chance, dtype=np.float64), (k,))
+    codes, n_clusters = cluster_codes(clusters, n_units)
+    if method == "auto":
+        method = "cluster-bootstrap" if n_clusters < n_units else "wilson"
+    rows = []
+    if method in ("exact", "wilson"):
+        for j in range(k):  # one binomial per column (measures, not pairs)
+            n = int(ok[:, j].sum())
+            if n == 0:
+                rows.append((math.nan, math.nan, math.nan, 0))
+                continue
+            r = binomial_accuracy(float(s[:, j].sum()), n, chance=float(null[j]),
+                                  interval=method, alternative=alternative,
+                                  confidence_level=level)
+            rows.append((r.ci_low, r.ci_high, r.pvalue, n))
+        low, high, p, n_cl = (np.array(c, dtype=float) for c in zip(*rows))
+        reps = 0
+    else:
+        reps = check_resamples(n_resamples)
+        warn_few_clusters(n_clusters, "cluster bootstrap of accuracies")
+        sums = cluster_sums(np.hstack([s, ok.astype(np.float64)]), codes, n_clusters)
+        weights = bootstrap_weights(n_clusters, reps, rng_from(random_state))
+        boot = weights @ sums
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = boot[:, :k] / boot[:, k:]
+            estimate = sums[:, :k].sum(axis=0) / sums[:, k:].sum(axis=0)
+        low, high = percentile_interval(draws, level)
+        p = np.array([_bootstrap_pvalue(draws[:, j], estimate[j], null[j], alternative, reps)
+                      if np.isfinite(estimate[j]) else math.nan for j in range(k)])
+        n_cl = (sums[:, k:] > 0).sum(axis=0)
+    return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "chance": null,
+                         "alternative": alternative, "method": method,
+                         "n_clusters": np.asarray(n_cl, dtype=np.int64),
+                         "confidence_level": level, "n_resamples": reps})
+
+
+# ------------------------------------------------------------------ verdict tables
+def scored_verdicts(
+    judge_verdicts: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    tie_credit: float = 0.0,
+    judge: str | None = None,
+    dimension: str | None = None,
+) -> pd.DataFrame:
+    """Each judge verdict on a human-decided pair with its score, as `judge_accuracy`
+    scores it (its order-averaged mean per judge and dimension is ``judge_accuracy``'s).
+
+    Returns
+    -------
+    DataFrame
+        ``judge, dimension, prompt_id, lo, hi, first_is_lo, preferred_first, outcome, human,
+        score`` (1 right, 0 wrong, ``tie_credit`` for a judge's "same"). Pairs the humans
+        tied or did not judge are left out (counted by `judge_accuracy`).
+    """
+    from storyeval.pairwise.consistency import _pair_keys
+    from storyeval.pairwise.verdicts import validate_verdicts
+
+    credit = _check_credit(tie_credit, "tie_credit")
+    jv = validate_verdicts(judge_verdicts, source="judge_verdicts")
+    rv = validate_verdicts(reference, source="reference")
+    if judge is not None:
+        if judge not in set(jv["judge"]):
+            raise InputError(f"judge {judge!r} not in judge_verdicts; available: "
+                             f"{sorted(set(jv['judge']))}")
+        jv = jv[jv["judge"] == judge]
+    if dimension is not None:
+        for name, t in (("judge_verdicts", jv), ("reference", rv)):
+            if dimension not in set(t["dimension"]):
+                raise InputError(f"dimension {dimension!r} not in {name}")
+        jv, rv = jv[jv["dimension"] == dimension], rv[rv["dimension"] == dimension]
+    pair_cols = ["dimension", "prompt_id", "lo", "hi"]
+    human = np.sign(_pair_keys(rv).groupby(pair_cols, sort=False)["outcome"].sum())
+    keyed = _pair_keys(jv).join(human.rename("human"), on=pair_cols)
+    keyed = keyed[keyed["human"].notna() & (keyed["human"] != 0)].copy()
+    keyed["human"] = keyed["human"].astype(np.int64)
+    keyed["preferred_first"] = keyed["first_is_lo"] == (keyed["human"] == 1)
+    keyed["score"] = np.where(keyed["outcome"] == keyed["human"], 1.0,
+                              np.where(keyed["outcome"] == 0, credit, 0.0))
+    cols = ["judge", "dimension", "prompt_id", "lo", "hi", "first_is_lo", "preferred_first",
+            "outcome", "human", "score"]
+    return keyed.loc[:, cols].reset_index(drop=True)
+
+
+def _cluster_labels(scored: pd.DataFrame, cluster: str) -> np.ndarray | None:
+    """Cluster label per scored verdict: its prompt, its pair, or none (independent)."""
+    cluster = _check_choice(cluster, _CLUSTERS, "cluster")
+    if cluster == "auto":
+        per_prompt = scored.groupby(["judge", "dimension", "prompt_id"], sort=False).size()
+        cluster = "prompt" if (per_prompt > 1).any() else "none"
+    if cluster == "none":
+        return None
+    keys = ["prompt_id"] if cluster == "prompt" else ["prompt_id", "lo", "hi"]
+    return pd.MultiIndex.from_frame(scored[keys].astype(str)).to_flat_index().to_numpy()
+
+
+def judge_accuracy_inference(
+    judge_verdicts: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    judge: str | None = None,
+    dimension: str | None = None,
+    tie_credit: float = 0.0,
+    cluster: str = "auto",
+    method: str = "auto",
+    chance: float | None = None,
+    alternative: str = "two-sided",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+) -> pd.DataFrame:
+    """Judge accuracy against human verdicts with an interval and a test against chance.
+
+    Parameters
+    ----------
+    cluster : {"auto", "prompt", "pair", "none"}, default "auto"
+        Dependent verdicts: those of one prompt (``"prompt"``), the two orders of one pair
+        (``"pair"``), or none. ``"auto"``: ``"prompt"`` when some prompt has more than one
+        verdict of a judge (several pairs or both orders), else ``"none"``.
+    method : {"auto", "exact", "wilson", "cluster-bootstrap"}
+        See [`accuracy_inference`][]; ``"auto"`` bootstraps clusters when there are any.
+    chance : float, optional
+        Default: the tie-aware chance level of the judge (its own share of "same" answers
+        earning ``tie_credit``, [`chance_level`][]); 0.5 for a judge that never says "same".
+
+    Returns
+    -------
+    DataFrame
+        One row per (judge, dimension): ``accuracy`` (order-averaged with clusters, as in
+        `judge_accuracy`; k/n for independent verdicts), ``ci_low, ci_high, pvalue, chance,
+        alternative, method, statistic_kind, cluster, n_verdicts, n_clusters, confidence_level,
+        n_resamples``.
+    """
+    scored = scored_verdicts(judge_verdicts, reference, tie_credit=tie_credit, judge=judge,
+                             dimension=dimension)
+    if scored.empty:
+        raise InputError("no judge verdict on a pair the humans decided: nothing to score")
+    labels = _cluster_labels(scored, cluster)
+    rng = rng_from(random_state)
+    rows = []
+    for (jname, dim), idx in scored.groupby(["judge", "dimension"], sort=True).indices.items():
+        g = scored.iloc[idx]
+        share_same = float((g["outcome"] == 0).mean())
+        null = chance if chance is not None else chance_level(
+            [(1 - share_same) / 2, (1 - share_same) / 2, share_same], tie_credit=tie_credit)
+        res = accuracy_inference(
+            g["score"].to_numpy(), clusters=None if labels is None else labels[idx],
+            preferred_first=None if labels is None else g["preferred_first"].to_numpy(),
+            method=method, chance=null, alternative=alternative,
+            confidence_level=confidence_level, n_resamples=n_resamples, random_state=rng)
+        rows.append({"judge": jname, "dimension": dim, "accuracy": res.statistic,
+                     "ci_low": res.ci_low, "ci_high": res.ci_high, "pvalue": res.pvalue,
+                     "chance": res.chance, "alternative": res.alternative,
+                     "method": res.method, "statistic_kind": res.statistic_kind,
+                     "cluster": "none" if labels is None else cluster_name(scored, cluster),
+                     "n_verdicts": res.n, "n_clusters": res.n_clusters,
+                     "confidence_level": res.confidence_level,
+                     "n_resamples": res.n_resamples})
+    return pd.DataFrame(rows)
+
+
+def cluster_name(scored: pd.DataFrame, cluster: str) -> str:
+    """The cluster unit ``"auto"`` resolves to."""
+    if cluster != "auto":
+        return cluster
+    return "none" if _cluster_labels(scored, "auto") is None else "prompt"
+
+
+# ------------------------------------------------------------------ comparing judges
+def mcnemar_exact(correct_a: np.ndarray, correct_b: np.ndarray) -> tuple[float, int, int]:
+    """Exact McNemar test of two paired 0/1 vectors: (two-sided p, n_ab, n_ba) with n_ab the
+    pairs only ``a`` got right.
+
+    Notes
+    -----
+    p = min(1, 2 F(min(n_ab, n_ba); n_ab + n_ba, 1/2)) with F the binomial CDF: the
+    definition of statsmodels ``mcnemar(table, exact=True)``, its validation reference.
+    """
+    a, b = np.asarray(correct_a), np.asarray(correct_b)
+    if not (np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all()):
+        raise InputError("McNemar's test needs 0/1 scores; with partial tie credit use the "
+                         "permutation or bootstrap test")
+    n_ab = int(np.count_nonzero((a == 1) & (b == 0)))
+    n_ba = int(np.count_nonzero((a == 0) & (b == 1)))
+    p = min(1.0, 2.0 * float(stats.binom.cdf(min(n_ab, n_ba), n_ab + n_ba, 0.5)))
+    return p, n_ab, n_ba
+
+
+def _agresti_min(n_ab: int, n_ba: int, n: int, level: float) -> tuple[float, float]:
+    """Agresti-Min (2005) interval for a difference of paired proportions: the Wald interval
+    after adding 1/2 to each cell of the 2x2 table."""
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    b, c, m = n_ab + 0.5, n_ba + 0.5, n + 2.0
+    diff = (b - c) / m
+    se = math.sqrt(max((b + c) - (b - c) ** 2 / m, 0.0)) / m
+    return (max(-1.0, diff - z * se), min(1.0, diff + z * se))
+
+
+def compare_accuracies(
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    *,
+    clusters: np.ndarray | None = None,
+    test: str = "auto",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+    labels: tuple[str, str] = ("a", "b"),
+) -> JudgeComparison:
+    """Paired two-sided test of equal accuracy of two judges scored on the same verdict units.
+
+    Parameters
+    ----------
+    scores_a, scores_b : (n,) arrays
+        Scores of the two judges on the same units (aligned).
+    clusters : (n,) array, optional
+        Cluster of each unit (prompt; pair for both orders); None: independent units.
+    test : {"auto", "mcnemar", "permutation", "bootstrap"}, default "auto"
+        ``"mcnemar"``: exact McNemar (independent units, 0/1 scores), difference interval by
+        Agresti-Min. ``"permutation"``: cluster sign-flip test (the judges' labels swapped
+        within a cluster; exact enumeration when 2^C <= ``n_resamples``).
+        ``"bootstrap"``: paired cluster bootstrap, p from the centred distribution.
+        Permutation and bootstrap give the cluster-bootstrap percentile interval of the
+        difference. ``"auto"``: McNemar for independent 0/1 units, else permutation.
+
+    Notes
+    -----
+    The effect is the difference of pooled accuracies, sum(a - b)/n (equal to the difference
+    of order-averaged accuracies when every pair is judged in both orders). Sign flip:
+    T = sum_c D_c with D_c the cluster sums of a - b; p = (1 + #{|T*| >= |T|}) / (1 + B) for
+    T* = sum_c e_c D_c with random signs e_c. Measured type-I error in
+    ``benchmarks/bench_pairwise_calibration.py``.
+    """
+    test = _check_choice(test, _TESTS, "test")
+    level = check_confidence(confidence_level)
+    a = np.asarray(scores_a, dtype=np.float64)
+    b = np.asarray(scores_b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or not len(a):
+        raise InputError(f"scores_a and scores_b must be aligned non-empty 1-D arrays, got "
+                         f"shapes {a.shape} and {b.shape}")
+    n = len(a)
+    codes, n_clusters = cluster_codes(clusters, n)
+    binary = bool(np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all())
+    if test == "auto":
+        test = "mcnemar" if (n_clusters == n and binary) else "permutation"
+    n_disc = int(np.count_nonzero(a != b))
+    diff = float((a - b).mean())
+    common: dict[str, Any] = {"judge_a": labels[0], "judge_b": labels[1], "accuracy_a": float(a.mean()),
+              "accuracy_b": float(b.mean()), "difference": diff, "n": n,
+              "n_clusters": n_clusters, "n_discordant": n_disc, "confidence_level": level}
+    if test == "mcnemar":
+        if n_clusters < n:
+            raise InputError("McNemar's test assumes independent pairs; clustered verdicts "
+                             "(shared prompts, both orders) need test='permutation' or "
+                             "'bootstrap'")
+        p, n_ab, n_ba = mcnemar_exact(a, b)
+        low, high = _agresti_min(n_ab, n_ba, n, level)
+        return JudgeComparison(ci_low=float(low), ci_high=float(high), pvalue=p,
+                               test="mcnemar-exact",
+                               interval="agresti-min", **common)
+    reps = check_resamples(n_resamples)
+    rng = rng_from(random_state)
+    if n_clusters < n:  # sign flips with few clusters are exact but coarse: warn for both
+        warn_few_clusters(n_clusters, f"{test} comparison of two judges")
+    sums = cluster_sums(np.column_stack([a - b, np.ones(n)]), codes, n_clusters)
+    boot = bootstrap_weights(n_clusters, reps, rng) @ sums
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = boot[:, 0] / boot[:, 1]
+    boot_low, boot_high = percentile_interval(draws, level)
+    if test == "bootstrap":
+        p = _bootstrap_pvalue(draws, diff, 0.0, "two-sided", reps)
+        name = "cluster-bootstrap"
+    else:
+        signs, exact = sign_flips(n_clusters, reps, rng)
+        total = sums[:, 0].sum()
+        flipped = signs @ sums[:, 0]
+        # a relative tolerance so that float sums equal to |T| count as extreme
+        extreme = np.count_nonzero(np.abs(flipped) >= abs(total) - 1e-9 * (1 + abs(total)))
+        p = extreme / len(signs) if exact else (1 + extreme) / (1 + len(signs))
+        name = "cluster-permutation-exact" if exact else "cluster-permutation"
+    return JudgeComparison(ci_low=float(boot_low), ci_high=float(boot_high),
+                           pvalue=float(min(1.0, p)),
+                           test=name, interval="cluster-bootstrap-percentile",
+                           n_resamples=reps, **common)
+
+
+def compare_judges(
+    judge_verdicts: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    dimension: str | None = None,
+    tie_credit: float = 0.0,
+    cluster: str = "auto",
+    test: str = "auto",
+    confidence_level: float = 0.95,
+    n_resamples: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+) -> pd.DataFrame:
+    """Every pair of judges compared on the verdict units both judged (same pair, same order,
+    same dimension), with Benjamini-Hochberg adjusted p-values.
+
+    Returns
+    -------
+    DataFrame
+        One row per (dimension, judge_a, judge_b), judge_a before judge_b by name: the columns
+        of `JudgeComparison` plus ``dimension``, ``cluster`` and ``pvalue_bh`` (BH over all
+        judge pairs of the dimension: the family is the J(J-1)/2 comparisons).
+    """
+    scored = scored_verdicts(judge_verdicts, reference, tie_credit=tie_credit,
+                             dimension=dimension)
+    judges = sorted(set(scored["judge"]))
+    if len(judges) < 2:
+        raise InputError(f"comparing judges needs at least 2 judges in the verdicts, found "
+                         f"{judges}")
+    rng = rng_from(random_state)
+    unit = ["dimension", "prompt_id", "lo", "hi", "first_is_lo"]
+    dup = scored.duplicated(["judge", *unit])
+    if dup.any():
+        raise InputError(f"judge {scored['judge'][dup].iloc[0]!r} has two verdicts on one "
+                         "(pair, order, dimension)")
+    frames = []
+    for dim, g in scored.groupby("dimension", sort=True):
+        wide = g.pivot(index=unit, columns="judge", values="score")
+        key = wide.index.to_frame(index=False)
+        clusters = _cluster_labels(g, cluster)
+        labels = None
+        if clusters is not None:
+            keys = ["prompt_id"] if cluster_name(g, cluster) == "prompt" else ["prompt_id",
+                                                                              "lo", "hi"]
+            labels = pd.MultiIndex.from_frame(key[keys].astype(str)).to_flat_index().to_numpy()
+        rows = []
+        present = [j for j in judges if j in wide.columns]
+        for i, ja in enumerate(present):
+            for jb in present[i + 1:]:
+                both = wide[[ja, jb]].notna().all(axis=1).to_numpy()
+                if not both.any():
+                    continue
+                res = compare_accuracies(
+                    wide[ja].to_numpy()[both], wide[jb].to_numpy()[both],
+                    clusters=None if labels is None else labels[both], test=test,
+                    confidence_level=confidence_level, n_resamples=n_resamples,
+                    random_state=rng, labels=(ja, jb))
+                rows.append({"dimension": dim, **asdict(res),
+                             "cluster": "none" if labels is None else cluster_name(g, cluster)})
+        if rows:
+            frame = pd.DataFrame(rows)
+            frame["pvalue_bh"] = stats.false_discovery_control(frame["pvalue"].to_numpy(),
+                                                               method="bh")
+            frames.append(frame)
+    if not frames:
+        raise InputError("no two judges judged the same (pair, order, dimension)")
+    return pd.concat(frames, ignore_index=True)
+
+
+def significance_groups(
+    accuracies: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    *,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Which judges are indistinguishable from the best one, per dimension.
+
+    Parameters
+    ----------
+    accuracies : DataFrame
+        ``judge_accuracy_inference`` output (``judge, dimension, accuracy, ci_low, ci_high``).
+    comparisons : DataFrame
+        ``compare_judges`` output (``pvalue_bh``: BH over all judge pairs).
+    alpha : float, default 0.05
+        False discovery rate of the BH family.
+
+    Returns
+    -------
+    DataFrame
+        ``dimension, rank, judge, accuracy, ci_low, ci_high, difference_to_best,
+        pvalue_vs_best_bh, group``: ``"top"`` for the best judge and every judge whose
+        BH-adjusted comparison with it is not significant at ``alpha``, else ``"below"``.
+    """
+    if not (0 < alpha < 1):
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
+    rows = []
+    for dim, acc in accuracies.groupby("dimension", sort=True):
+        acc = acc.sort_values(["accuracy", "judge"], ascending=[False, True])
+        best = acc["judge"].iloc[0]
+        cmp = comparisons[comparisons["dimension"] == dim]
+        for rank, row in enumerate(acc.itertuples(index=False), start=1):
+            if row.judge == best:
+                p, d = math.nan, 0.0
+            else:
+                hit = cmp[((cmp["judge_a"] == best) & (cmp["judge_b"] == row.judge))
+                          | ((cmp["judge_b"] == best) & (cmp["judge_a"] == row.judge))]
+                p = float(hit["pvalue_bh"].iloc[0]) if len(hit) else math.nan
+                d = row.accuracy - acc["accuracy"].iloc[0]
+            top = row.judge == best or not (p < alpha)
+            rows.append({"dimension": dim, "rank": rank, "judge": row.judge,
+                         "accuracy": row.accuracy, "ci_low": row.ci_low,
+                         "ci_high": row.ci_high, "difference_to_best": d,
+                         "pvalue_vs_best_bh": p, "group": "top" if top else "below"})
+    return pd.DataFrame(rows)
