@@ -114,3 +114,44 @@ def test_rate_with_string_prompt_ids_writes_scores_meta_reads(files, capsys):
     assert main(["meta", "--data", str(files / "ratings.csv"), "--scores",
                  str(out / "scores.csv"), "--format", "csv"]) == 0
     assert "Stub RE 1" in capsys.readouterr().out
+
+
+def _comma_scores(files) -> Path:
+    """A score table with a BERTScore-style measure name that holds a comma."""
+    rng = np.random.default_rng(9)
+    ids = [f"{s}/{p}" for s in SYSTEMS for p in PROMPTS]
+    rows = [{"story_id": i, "measure": m, "value": float(rng.normal())}
+            for m in ("BERTScore F1 (mini L6, chunked)", "ROUGE-2 F1") for i in ids]
+    path = files / "comma.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("spec", ['"BERTScore F1 (mini L6, chunked)",ROUGE-2 F1',
+                                  "BERTScore F1 (mini L6, chunked)", "BERTScore F1 (*"])
+def test_measure_names_with_commas_can_be_selected(files, capsys, spec):
+    scores = _comma_scores(files)
+    assert main(["meta", "--data", str(files / "ratings.csv"), "--scores", str(scores),
+                 "--metrics", spec, "--format", "csv"]) == 0
+    table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert "BERTScore F1 (mini L6, chunked)" in set(table["measure"])
+    assert ("ROUGE-2 F1" in set(table["measure"])) == spec.startswith('"')
+
+
+def test_power_measures_take_quotes_and_globs(files, capsys):
+    scores = _comma_scores(files)
+    assert main(["power", "--data", str(files / "ratings.csv"), "--scores", str(scores),
+                 "--measures", '"BERTScore F1 (mini L6, chunked)",ROUGE-2*', "--criterion",
+                 "Quality", "--replications", "10", "--permutations", "19", "--n",
+                 "20"]) == 0
+    assert "r(h,a)" in capsys.readouterr().out
+    assert main(["power", "--data", str(files / "ratings.csv"), "--scores", str(scores),
+                 "--measures", '"BERTScore F1 (mini L6, chunked),ROUGE-2*', "--criterion",
+                 "Quality"]) == 2
+    assert "unbalanced double quote" in capsys.readouterr().err
+
+
+def test_split_list_quotes():
+    from storyeval.meta.selection import split_list
+
+    assert split_list('"a, b", c,,"d ""e"""') == ["a, b", "c", 'd "e"']

@@ -31,7 +31,8 @@ EPILOG = """\
 measure specifications (--metrics, comma-separated): all, llm, non-llm, llm-avg, paper,
 reference-based, reference-free, lexical, embedding, model-based (join with & to intersect),
 a model (Beluga-13B), a rater group (\"Beluga-13B 1\"), a measure name or display name, or a
-glob pattern ('ROUGE-*').
+glob pattern ('ROUGE-*'). A name holding a comma goes in double quotes inside the list
+('"BERTScore F1 (all-MiniLM-L6-v2 L6, chunked)",BLEU'), alone, or by a glob ('BERTScore F1*').
 
 examples:
   storyeval meta --metrics all
