@@ -119,3 +119,32 @@ def test_bad_input():
     with pytest.raises(InputError, match="unknown criterion"):
         hanna_annotator_columns(["Beauty"])
     assert len(hanna_annotator_columns()[0]) == len(CRITERIA)
+
+
+def test_annotators_with_one_rating_are_left_out_with_a_stated_count():
+    """A crowd worker who rated one story has no coefficient: the baseline averages the other
+    annotators (checked against scipy) and says how many it left out, instead of NaN."""
+    import warnings
+
+    from scipy.stats import kendalltau
+
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    rng = np.random.default_rng(3)
+    idx = pd.MultiIndex.from_product([list("ABCD"), range(6)], names=["system", "prompt_id"])
+    wide = pd.DataFrame({f"h{i}": rng.integers(1, 6, 24).astype(float) for i in range(3)}, idx)
+    wide["once"] = np.nan
+    wide.iloc[0, 3] = 4.0
+    cols = ["h0", "h1", "h2", "once"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = human_baseline(wide, {"Q": cols}, nan_policy="omit", levels="overall",
+                             variants="upper_bound")
+    mean = wide[cols].mean(axis=1)
+    expected = np.mean([kendalltau(wide[c], mean).statistic for c in cols[:3]])
+    row = res.iloc[0]
+    assert row["value"] == pytest.approx(expected, abs=1e-12)
+    assert row["n_annotators"] == 3
+    assert row["reason"].startswith("left out 1 of 4 annotators with fewer than 2 rated stories")
+    assert any(issubclass(w.category, UndefinedStatisticWarning)
+               and "human baseline: Q, overall" in str(w.message) for w in caught)

@@ -455,8 +455,9 @@ def undefined_lines(result: MetaResult, level: str) -> list[str]:
 
 
 def baseline_lines(result: MetaResult, level: str) -> list[str]:
-    """Why human baseline cells of a level's grid are blank, from the baseline's ``reason``
-    (e.g. a leave-one-out baseline needs enough annotators)."""
+    """Why human baseline cells of a level's grid are blank, or which annotators a value
+    leaves out, from the baseline's ``reason`` (e.g. a leave-one-out baseline needs enough
+    annotators; crowd workers who rated one story have no coefficient)."""
     base = result.baseline
     if base.empty or "reason" not in base.columns:
         return []
