@@ -13,6 +13,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from storyeval._version import __version__
 from storyeval.exceptions import InputError, MissingDependencyError, StoryevalWarning
@@ -36,9 +37,18 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (``storyeval meta: error: ...``, exit code 2) instead of
+    the usage block, as for every other input error; ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} "
+                              f"(see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every available sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="storyeval",
         description="Statistical meta-evaluation of story evaluation metrics "
         "(HANNA benchmark, Chhun et al. TACL 2024).",
@@ -85,6 +95,20 @@ def error_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
+                   ) -> tuple[argparse.ArgumentParser, str]:
+    """The (sub-)parser that parsed ``args`` and its command words (``"pairwise bt"``)."""
+    current, words = parser, []
+    while True:
+        sub = next((a for a in current._actions
+                    if isinstance(a, argparse._SubParsersAction)), None)
+        name = None if sub is None else getattr(args, sub.dest, None)
+        if sub is None or name not in sub.choices:
+            return current, " ".join(words)
+        current = sub.choices[name]
+        words.append(name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -95,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved = warnings.showwarning
     warnings.showwarning = _short_warnings(args.command)
     try:
+        from storyeval.cli.ranges import check_numeric_options
+
+        check_numeric_options(*command_parser(parser, args), args)
         return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError) as exc:
         if args.debug:

@@ -255,7 +255,8 @@ def meta_evaluate(
     criteria : str or sequence of str, default "all"
         Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
-        Correlation levels (see [`storyeval.meta.levels.correlate`][]); Williams tests are run
+        Correlation levels, as a sequence or a comma-separated string (``"overall,system"``,
+        as the command line spells them) (see [`storyeval.meta.levels.correlate`][]); Williams tests are run
         at the overall and system levels only.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
@@ -325,6 +326,7 @@ def meta_evaluate(
     >>> float(round(res.correlation_grid("system").loc["Beluga-13B 1"].mean(), 3))
     0.694
     """
+    _check_numbers(confidence_level, n_resamples, n_permutations, tie_rtol)
     dataset = load_hanna() if dataset is None else _check_dataset(dataset)
     method = resolve_method(method)
     levels = _check_levels(levels)
@@ -380,8 +382,26 @@ def _check_dataset(dataset: object) -> Dataset:
         "wide_to_dataset(table, id=..., criteria=...)")
 
 
+def _check_numbers(confidence_level: float, n_resamples: int, n_permutations: int,
+                   tie_rtol: float) -> None:
+    """Numeric arguments out of range are an error before any work (a level of 95 is a
+    percent; intervals need a level strictly between 0 and 1)."""
+    from storyeval.resample._common import check_confidence, check_positive_int
+
+    if isinstance(confidence_level, (int, float)) and 1 < confidence_level < 100:
+        raise InputError(f"confidence_level must be in (0, 1), got {confidence_level!r}; "
+                         f"for {confidence_level}% give {confidence_level / 100:g}")
+    check_confidence(confidence_level)
+    check_positive_int(n_resamples, "n_resamples")
+    check_positive_int(n_permutations, "n_permutations")
+    if not (isinstance(tie_rtol, (int, float)) and 0 <= tie_rtol < float("inf")):
+        raise InputError(f"tie_rtol must be a finite number >= 0, got {tie_rtol!r}")
+
+
 def _check_levels(levels: str | Sequence[str]) -> list[str]:
-    levels = [levels] if isinstance(levels, str) else list(levels)
+    # the command line's spelling "overall,system" works here too
+    levels = [p.strip() for p in levels.split(",") if p.strip()] if isinstance(levels, str) \
+        else list(levels)
     bad = [lev for lev in levels if lev not in LEVELS]
     if bad or not levels:
         raise InputError(f"levels must be among {list(LEVELS)}; got {levels}")
