@@ -98,6 +98,32 @@ class MetaResult:
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        from storyeval.meta.result_views import result_repr
+
+        return result_repr(self)
+
+    def summary(self, *, alpha: float = 0.05) -> str:
+        """A few lines: data, settings and, per level and criterion, the best measure, the
+        human baseline and how many Williams tests are significant at ``alpha`` after
+        adjustment."""
+        from storyeval.meta.result_views import result_summary
+
+        return result_summary(self, alpha=alpha)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every number of the result in one tidy table, one number per row (columns
+        ``table, level, criterion, measure, other, quantity, value, n, reason``; see
+        `storyeval.meta.result_views.tidy_frame`)."""
+        from storyeval.meta.result_views import tidy_frame
+
+        return tidy_frame(self)
+
+    def _repr_html_(self) -> str:
+        from storyeval.meta.result_views import result_html
+
+        return result_html(self)
+
     def _row_keys(self, rows: pd.DataFrame) -> pd.Series:
         """One key per grid row: the rater group when LLM ratings are criterion-matched (the
         paper's layout), else the measure itself."""
@@ -247,8 +273,10 @@ def meta_evaluate(
 
     Parameters
     ----------
-    dataset : Dataset, optional
-        The scores; the embedded HANNA data when omitted.
+    dataset : Dataset or DataFrame, optional
+        The scores; the embedded HANNA data when omitted. A DataFrame is read as
+        [`storyeval.data.read_dataset`][] reads a file (long ratings, a long score table or a
+        wide table); use ``read_dataset`` for its column mapping options.
     measures : str or sequence of str, default "all"
         Measure specification (see `storyeval.meta.selection`): ``"all"``, ``"llm"``,
         ``"non-llm"``, a taxonomy family, names, rater groups or glob patterns.
@@ -372,9 +400,14 @@ def meta_evaluate(
 
 
 def _check_dataset(dataset: object) -> Dataset:
-    """``dataset`` if it is a Dataset; else an error saying how to make one."""
+    """``dataset`` if it is a Dataset, a DataFrame read as `read_dataset` reads a file; else
+    an error saying how to make one."""
     if isinstance(dataset, Dataset):
         return dataset
+    if isinstance(dataset, pd.DataFrame):
+        from storyeval.data.load import read_dataset
+
+        return read_dataset(dataset)
     raise InputError(
         f"meta_evaluate: dataset must be a storyeval Dataset, got {type(dataset).__name__}; "
         "wrap a table in a Dataset with a reader of storyeval.data: read_dataset(path), "
