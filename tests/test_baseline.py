@@ -38,8 +38,8 @@ def test_matches_scipy_per_annotator(hanna_generation_wide):
     sys_means = wide.groupby(level="system").mean()
     cols = ann["Empathy"]
     ub = np.mean([stats.kendalltau(sys_means[c], sys_means["Empathy"]).statistic for c in cols])
-    lo = np.mean([stats.kendalltau(sys_means[c], sys_means[l]).statistic
-                  for c, l in zip(cols, loo["Empathy"])])
+    lo = np.mean([stats.kendalltau(sys_means[c], sys_means[other]).statistic
+                  for c, other in zip(cols, loo["Empathy"])])
     got = out.set_index("variant")["value"]
     assert got["upper_bound"] == pytest.approx(ub, abs=1e-12)
     assert got["leave_one_out"] == pytest.approx(lo, abs=1e-12)

@@ -98,7 +98,7 @@ def error_line(exc: BaseException) -> str:
 def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
                    ) -> tuple[argparse.ArgumentParser, str]:
     """The (sub-)parser that parsed ``args`` and its command words (``"pairwise bt"``)."""
-    current, words = parser, []
+    current, words = parser, list[str]()
     while True:
         sub = next((a for a in current._actions
                     if isinstance(a, argparse._SubParsersAction)), None)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -59,7 +60,7 @@ def read_human_table(
     # --id maps the user's column names to storyeval's roles, in any layout
     frame = rename_roles(frame, parse_id_mapping(id), source)
     columns = [str(c) for c in frame.columns]
-    common = {"name": name, "source": source, "fmt": fmt}
+    common: dict[str, Any] = {"name": name, "source": source, "fmt": fmt}
     if is_ratings_table(columns) and not annotators:
         return ratings_to_dataset(frame, annotators=annotator_mode,
                                   reference_system=reference_system,

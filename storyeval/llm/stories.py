@@ -24,7 +24,7 @@ def _hanna_stories_fallback() -> pd.DataFrame:
     released with the data storyeval ships."""
     from importlib import resources
 
-    with resources.files("storyeval.data").joinpath("hanna", "hanna_llm_stories.csv").open(
+    with resources.files("storyeval.data").joinpath("hanna").joinpath("hanna_llm_stories.csv").open(
             "r", encoding="utf-8") as fh:
         raw = pd.read_csv(fh)
     prompts = list(dict.fromkeys(raw["Prompt"]))

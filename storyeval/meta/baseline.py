@@ -11,9 +11,8 @@ Two variants (METHODS.md, "Human baseline"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

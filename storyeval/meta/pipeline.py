@@ -574,7 +574,7 @@ class _TestOptions:
 
     def convention(self, level: str) -> str:
         """The convention in words, e.g. "fixed direction (a vs b), two-sided"."""
-        direction, alternative = self.direction_for(level), self.alternative_for(level)
+        direction, _ = self.direction_for(level), self.alternative_for(level)
         text = ("direction of the larger |r| (chosen after seeing the data)"
                 if direction == "larger" else "fixed direction (a vs b)")
         return f"{text}, sign convention {self.sign_convention!r}"
