@@ -18,6 +18,9 @@ from typing import NoReturn
 from storyeval._version import __version__
 from storyeval.exceptions import InputError, MissingDependencyError, StoryevalWarning
 
+#: storyeval's warnings of the command being run, for the reports it writes (index.html).
+RUN_WARNINGS: list[str] = []
+
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
@@ -75,9 +78,11 @@ def _short_warnings(command: str) -> Callable[..., None]:
     """A ``warnings.showwarning`` that prints storyeval's own warnings as one line
     ``storyeval CMD: warning: ...`` (they are addressed to the user, not to a developer)."""
     original = warnings.showwarning
+    RUN_WARNINGS.clear()
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, StoryevalWarning):
+            RUN_WARNINGS.append(" ".join(str(message).split()))
             print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)

@@ -243,9 +243,16 @@ def _run(args: argparse.Namespace, family: str | list[str],
     if args.out is not None:
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
                              overwrite=args.overwrite, figure_formats=args.figure_format,
-                             figure_workers=workers)
+                             figure_workers=workers, warnings=_run_warnings())
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
+
+
+def _run_warnings() -> list[str]:
+    """storyeval's warnings so far in this command (for index.html)."""
+    from storyeval.cli import RUN_WARNINGS
+
+    return list(RUN_WARNINGS)
 
 
 def _add_resampling(result, args: argparse.Namespace):

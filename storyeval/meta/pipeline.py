@@ -409,7 +409,7 @@ def _check_dataset(dataset: object) -> Dataset:
 
         return read_dataset(dataset)
     raise InputError(
-        f"meta_evaluate: dataset must be a storyeval Dataset, got {type(dataset).__name__}; "
+        f"meta_evaluate: dataset must be a storyeval Dataset or a DataFrame, got {type(dataset).__name__}; "
         "wrap a table in a Dataset with a reader of storyeval.data: read_dataset(path), "
         "scores_to_dataset(long_scores), ratings_to_dataset(ratings) or "
         "wide_to_dataset(table, id=..., criteria=...)")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
@@ -555,8 +556,11 @@ def report_settings(result: MetaResult) -> dict:
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
                  digits: int = 3, overwrite: bool = False,
                  figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS,
-                 figure_workers: FigureWorkers | None = None) -> list[Path]:
-    """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
+                 figure_workers: FigureWorkers | None = None,
+                 warnings: Sequence[str] = ()) -> list[Path]:
+    """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``,
+    and ``index.html``, one page that ties them together (header facts, tables, figures and
+    ``warnings``, the run's warning messages; `storyeval.report.html_report`).
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
     ``baseline.csv``, ``williams.csv`` (every test, always), ``settings.json``,
@@ -591,7 +595,26 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
         for future in pending:  # the figures drawn by workers, staged before the move
             for path in future.result():
                 folder.file(path.name)
+        _write_index(result, folder, formats if figures else (), digits, warnings)
     return folder.published
+
+
+def _write_index(result: MetaResult, folder: OutputFolder, figure_formats: tuple[str, ...],
+                 digits: int, warnings: Sequence[str]) -> None:
+    """``index.html``, written last: it links every other file of the run."""
+    from storyeval.report.html_report import INDEX, image_name, meta_page, render_page
+
+    files = [n for n in folder.names if n != INDEX]
+    figures = {}
+    coef = result.settings["coefficient"].split("_")[0]
+    for name in files:
+        stem = Path(name).stem
+        if name == image_name(stem, figure_formats):
+            figures[stem] = name
+            if stem.startswith(f"{coef}_"):  # the heatmap of correlations_{level}
+                figures[f"correlations_{stem[len(coef) + 1:]}"] = name
+    page = meta_page(result, figures=figures, files=files, warnings=warnings, digits=digits)
+    folder.write_text(INDEX, render_page(page, digits=digits))
 
 
 def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple[str, ...],
@@ -605,6 +628,7 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
         folder.write_text(name, text)
 
     def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
+        kwargs["title"] = figure_title(kwargs["title"])
         if workers is not None and pending is not None:
             pending.append(workers.submit(grid, folder.staging / stem, formats=figure_formats,
                                           **kwargs))
@@ -623,8 +647,10 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
         grid = correlation_grid(result, level)
         _save_grid(save, f"correlations_{level}", grid, level_caption(result, level), digits)
         if figures:
-            draw(grid, f"{coef}_{level}", title=level_caption(result, level),
-                 colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]])
+            low, high = fitted_limits(grid)
+            draw(grid, f"{coef}_{level}", title=level_caption(result, level), vmin=low,
+                 vmax=high, colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]]
+                 + (" (scale fitted to the values)" if high < 1 else ""))
     for level in result.settings["williams"]["levels"]:
         if result.williams_all_pairs():
             _write_matrices(result, level, save, draw if figures else None, digits)
@@ -646,6 +672,22 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
                  title=williams_caption(result, level)
                  + "; * the compared measure has the larger |r|",
                  cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p", marks=swapped)
+
+
+def figure_title(text: str) -> str:
+    """A caption as a figure title: TeX-like subscripts in plain text
+    (``P(T_{n-3} > t)`` -> ``P(T(n-3) > t)``, a t distribution with n - 3 degrees of freedom)."""
+    return re.sub(r"_\{([^}]*)\}", r"(\1)", text)
+
+
+def fitted_limits(grid: pd.DataFrame) -> tuple[float, float]:
+    """A colour scale symmetric about 0 fitted to a correlation grid: +-(the largest |value|
+    rounded up to a tenth), at least 0.1 and at most 1, so that weak correlations are not
+    washed out on a -1..1 scale and 0 stays the neutral colour."""
+    values = np.abs(grid.to_numpy(dtype=float))
+    largest = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
+    limit = min(1.0, max(0.1, np.ceil(largest * 10 - 1e-9) / 10))
+    return -limit, limit
 
 
 def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], None],
