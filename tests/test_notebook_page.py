@@ -68,3 +68,16 @@ def test_common_wrong_calls_are_helpful():
         storyeval.correlate(pd.DataFrame({"x": [1.0]}))
     with pytest.raises(InputError, match="levels must be among"):
         storyeval.meta_evaluate(levels="overall,story")
+
+
+def test_the_typed_public_api_script_runs():
+    """tests/typecheck/public_api.py (checked by `mypy --strict` in .ci/run) also works."""
+    import importlib.util
+
+    path = Path(__file__).parent / "typecheck" / "public_api.py"
+    spec = importlib.util.spec_from_file_location("storyeval_public_api", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ratings, scores = _data()
+    text = module.evaluate(ratings, scores)
+    assert "numbers; " in text and "system level:" in text

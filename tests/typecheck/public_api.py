@@ -1,4 +1,4 @@
-"""Uses only storyeval's public API; `mypy --strict tests/typing/public_api.py` must pass
+"""Uses only storyeval's public API; `mypy --strict tests/typecheck/public_api.py` must pass
 (run by .ci/run): the lazy top-level exports have their real types, not Any."""
 
 from __future__ import annotations
