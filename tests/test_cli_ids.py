@@ -60,6 +60,12 @@ def test_score_with_story_ids_only_then_meta_and_describe(files, capsys):
     assert "ROUGE-1 Recall,Quality,system," in out
     assert main(["describe", "--data", str(files / "ratings.csv"), "--scores", str(scores)]) == 0
     assert "32 stories, 4 systems, 8 prompts" in capsys.readouterr().out
+    assert main(["pairwise", "pointwise", "--data", str(files / "ratings.csv"), "--scores",
+                 str(scores), "--format", "csv"]) == 0
+    assert "ROUGE-1 Recall,Quality," in capsys.readouterr().out
+    assert main(["power", "--data", str(files / "ratings.csv"), "--scores", str(scores),
+                 "--measures", "ROUGE-1 Recall,ROUGE-2 Recall", "--criterion", "Quality",
+                 "--replications", "10", "--permutations", "19", "--n", "20"]) == 0
 
 
 def test_score_with_string_prompt_id_column_and_own_story_ids(files, capsys):
