@@ -42,7 +42,8 @@ figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1p
 
 @dataclass(frozen=True)
 class Block:
-    """One element of the page: ``kind`` is "heading", "table", "figure", "text" or "list"."""
+    """One element of the page: ``kind`` is "heading", "table", "figure", "link", "text" or
+    "list"."""
 
     kind: str
     text: str = ""
@@ -113,6 +114,8 @@ def _block_html(block: Block, digits: int) -> str:
         name, caption = block.items[0], block.text
         return (f"<figure><img src='{esc(name)}' alt='{esc(caption)}'>"
                 f"<figcaption class='caption'>{esc(caption)}</figcaption></figure>")
+    if block.kind == "link":
+        return f"<p><a href='{esc(block.items[0])}'>{esc(block.text)}</a></p>"
     if block.kind == "list":
         return "<ul>" + "".join(f"<li>{esc(i)}</li>" for i in block.items) + "</ul>"
     return f"<p>{esc(block.text)}</p>"
@@ -157,6 +160,8 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
         notes = mr.undefined_lines(result, level) + mr.baseline_lines(result, level)
         if "ci_low" in result.correlations.columns:
             notes += mr.interval_lines(result, level)
+        if not result.chance.empty and level in set(result.chance["level"]):
+            notes.append(mr.chance_line(result, level, digits))
         if notes:
             blocks.append(Block("list", items=tuple(notes)))
         if level in will.get("levels", []):
@@ -167,7 +172,11 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
 
 def _figure(figures: dict[str, str], stem: str) -> list[Block]:
     name = figures.get(stem)
-    return [] if name is None else [Block("figure", f"figure: {name}", items=(name,))]
+    if name is None:
+        return []
+    if name.rsplit(".", 1)[-1] not in _IMAGE_FORMATS:  # a PDF: linked, not shown
+        return [Block("link", f"figure: {name}", items=(name,))]
+    return [Block("figure", f"figure: {name}", items=(name,))]
 
 
 def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) -> list[Block]:

@@ -609,7 +609,8 @@ def _write_index(result: MetaResult, folder: OutputFolder, figure_formats: tuple
     coef = result.settings["coefficient"].split("_")[0]
     for name in files:
         stem = Path(name).stem
-        if name == image_name(stem, figure_formats):
+        if name == image_name(stem, figure_formats) or (
+                image_name(stem, figure_formats) is None and name.endswith(".pdf")):
             figures[stem] = name
             if stem.startswith(f"{coef}_"):  # the heatmap of correlations_{level}
                 figures[f"correlations_{stem[len(coef) + 1:]}"] = name
