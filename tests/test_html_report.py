@@ -127,3 +127,14 @@ def test_index_renders_with_all_figures_in_chromium(reports, report_browser, nam
     assert "versions" in page["facts"]
     if name != "agreement":
         assert len(pngs) >= 2  # a heatmap per level at least
+
+
+def test_heatmap_scale_is_fitted_and_titles_are_plain():
+    from storyeval.report.meta_report import figure_title, fitted_limits
+
+    grid = pd.DataFrame({"a": [0.43, -0.2], "b": [np.nan, 0.05]})
+    assert fitted_limits(grid) == (-0.5, 0.5)  # symmetric about 0, up to a tenth above max |r|
+    assert fitted_limits(pd.DataFrame({"a": [0.001]})) == (-0.1, 0.1)
+    assert fitted_limits(pd.DataFrame({"a": [-0.97, 0.2]})) == (-1.0, 1.0)
+    assert fitted_limits(pd.DataFrame({"a": [np.nan]})) == (-1.0, 1.0)
+    assert figure_title("p (one-sided, P(T_{n-3} > t))") == "p (one-sided, P(T(n-3) > t))"
