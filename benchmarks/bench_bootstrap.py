@@ -28,7 +28,7 @@ import scipy.stats as st
 
 
 def _pairs(dataset):
-    from storyeval.meta.selection import criterion_pairs, select_measures
+    from storyeval.data.selection import criterion_pairs, select_measures
 
     chosen = select_measures(dataset.catalogue, "all")
     pairs = criterion_pairs(dataset.catalogue, chosen, dataset.criteria)

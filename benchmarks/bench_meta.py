@@ -28,9 +28,9 @@ from scipy import stats
 
 from storyeval.correlation.levels import snap_ties
 from storyeval.data import load_hanna
+from storyeval.data.selection import criterion_pairs, select_criteria, select_measures
 from storyeval.exceptions import UndefinedStatisticWarning
 from storyeval.meta.pipeline import meta_evaluate
-from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
 
 
 def vectorised() -> pd.DataFrame:

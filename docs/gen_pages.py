@@ -352,7 +352,7 @@ def cli_reference(write) -> None:
     for name, sub in sub_action.choices.items():
         parts.append(f"## storyeval {name}\n\n```text\n{_usage(sub)}\n```\n")
         if sub.description:
-            parts.append(f"```text\n{sub.description.rstrip()}\n```\n")
+            parts.append(f"{_markdown_text(sub.description)}\n")
         for group in sub._action_groups:
             actions = [a for a in group._group_actions if a.help is not argparse.SUPPRESS]
             if not actions:
@@ -395,10 +395,19 @@ def _option(action: argparse.Action) -> str:
 
 
 def _describe(action: argparse.Action) -> str:
-    text = _expand(action.help or "", action)
+    text = _markdown_text(_expand(action.help or "", action))
     if action.required:
         text += " (required)"
     return text
+
+
+def _markdown_text(text: str) -> str:
+    """Help text as Markdown prose: one paragraph; ``*``, ``_``, ``\\`` and ``<`` outside
+    `code spans` escaped, so that ``'rater_*'`` is not read as emphasis (a table cell's ``|`` is
+    escaped by the table formatter)."""
+    pieces = re.split(r"(`[^`]*`)", " ".join(text.split()))
+    return "".join(p if p.startswith("`") else re.sub(r"([*_\\])", r"\\\1", p)
+                   .replace("<", "&lt;") for p in pieces)
 
 
 # ---------------------------------------------------------------------------------- driver

@@ -7,7 +7,7 @@ heatmaps), so that no package has to import ``storyeval.report`` from below it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -22,7 +22,7 @@ def _pyplot():
     return plt
 
 
-def save_figure(fig: Figure, path: str | Path, **kwargs: object) -> Path:
+def save_figure(fig: Figure, path: str | Path, **kwargs: Any) -> Path:
     """``fig.savefig(path)`` through a temporary file replaced atomically (the format follows
     the suffix of ``path``): an interrupted save leaves the previous file intact."""
     from storyeval._atomic import atomic_path

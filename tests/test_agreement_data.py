@@ -319,7 +319,8 @@ def test_cli_out_dir(capsys, ratings_csv, tmp_path):
                            str(tmp_path / "res"))
     assert code == 0
     assert sorted(p.name for p in (tmp_path / "res").iterdir()) == [".storyeval-run.json",
-                                                                    "annotators.csv"]
+                                                                    "annotators.csv",
+                                                                    "index.html"]
     written = pd.read_csv(tmp_path / "res" / "annotators.csv")
     assert written["criterion"].tolist() == ["Fun", "Clarity"]
 

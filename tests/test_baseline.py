@@ -38,8 +38,8 @@ def test_matches_scipy_per_annotator(hanna_generation_wide):
     sys_means = wide.groupby(level="system").mean()
     cols = ann["Empathy"]
     ub = np.mean([stats.kendalltau(sys_means[c], sys_means["Empathy"]).statistic for c in cols])
-    lo = np.mean([stats.kendalltau(sys_means[c], sys_means[l]).statistic
-                  for c, l in zip(cols, loo["Empathy"])])
+    lo = np.mean([stats.kendalltau(sys_means[c], sys_means[other]).statistic
+                  for c, other in zip(cols, loo["Empathy"])])
     got = out.set_index("variant")["value"]
     assert got["upper_bound"] == pytest.approx(ub, abs=1e-12)
     assert got["leave_one_out"] == pytest.approx(lo, abs=1e-12)
@@ -119,3 +119,32 @@ def test_bad_input():
     with pytest.raises(InputError, match="unknown criterion"):
         hanna_annotator_columns(["Beauty"])
     assert len(hanna_annotator_columns()[0]) == len(CRITERIA)
+
+
+def test_annotators_with_one_rating_are_left_out_with_a_stated_count():
+    """A crowd worker who rated one story has no coefficient: the baseline averages the other
+    annotators (checked against scipy) and says how many it left out, instead of NaN."""
+    import warnings
+
+    from scipy.stats import kendalltau
+
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    rng = np.random.default_rng(3)
+    idx = pd.MultiIndex.from_product([list("ABCD"), range(6)], names=["system", "prompt_id"])
+    wide = pd.DataFrame({f"h{i}": rng.integers(1, 6, 24).astype(float) for i in range(3)}, idx)
+    wide["once"] = np.nan
+    wide.iloc[0, 3] = 4.0
+    cols = ["h0", "h1", "h2", "once"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = human_baseline(wide, {"Q": cols}, nan_policy="omit", levels="overall",
+                             variants="upper_bound")
+    mean = wide[cols].mean(axis=1)
+    expected = np.mean([kendalltau(wide[c], mean).statistic for c in cols[:3]])
+    row = res.iloc[0]
+    assert row["value"] == pytest.approx(expected, abs=1e-12)
+    assert row["n_annotators"] == 3
+    assert row["reason"].startswith("left out 1 of 4 annotators with fewer than 2 rated stories")
+    assert any(issubclass(w.category, UndefinedStatisticWarning)
+               and "human baseline: Q, overall" in str(w.message) for w in caught)

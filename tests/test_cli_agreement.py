@@ -69,7 +69,8 @@ def test_out_dir_writes_files(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "--format", "csv", "--out", str(tmp_path / "res"))
     assert code == 0
     files = sorted(p.name for p in (tmp_path / "res").iterdir())
-    assert files == [".storyeval-run.json", "annotators.csv", "user_study.csv"]  # + manifest
+    assert files == [".storyeval-run.json", "annotators.csv", "index.html",
+                     "user_study.csv"]  # + manifest
     text = (tmp_path / "res" / "user_study.csv").read_text()
     assert text.splitlines()[0].startswith("category,error_rate,error_rate_majority,ac1")
     assert str(tmp_path / "res" / "annotators.csv") in out

@@ -111,7 +111,7 @@ def test_mteval_round_trip(tmp_path, capsys):
     (["meta", "--coef", "spa", "--clusters"], "use them with --coef kendall_b"),
     (["meta", "--mteval", "x", "--data", "y.csv"], "--mteval replaces --data"),
     (["meta", "--metrics", "BLEU", "--length", "words"], "--length: no measure 'words'"),
-    (["meta", "--cluster-alpha", "1.5", "--clusters"], "--cluster-alpha must lie"),
+    (["meta", "--cluster-alpha", "1.5", "--clusters"], "--cluster-alpha must be a number > 0 and < 1"),
     (["meta", "--criterion-weights", "RE=1"], "--criterion-weights needs --clusters"),
     (["meta", "--clusters", "--criterion-weights", "RE=x"], "expected CRITERION=WEIGHT"),
     (["meta", "--metrics", "BLEU", "--criteria", "RE", "--clusters", "--levels", "overall",

@@ -71,7 +71,7 @@ def test_workers_draw_the_same_files_as_the_caller(tmp_path, monkeypatch):
 
     from storyeval.meta.pipeline import meta_evaluate
     from storyeval.report.figures import FigureWorkers
-    from storyeval.report.meta_report import write_report
+    from storyeval.report.meta_files import write_report
 
     result = meta_evaluate(measures="BLEU,chrF,Text length", levels=["overall", "system"])
     here = write_report(result, tmp_path / "here")

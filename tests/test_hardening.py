@@ -392,9 +392,12 @@ def test_api_errors_name_the_file_and_the_fix(tmp_path):
 
     with pytest.raises(InputError, match="is a folder, not a file"):
         read_scores(tmp_path)
-    with pytest.raises(InputError, match=r"must be a storyeval Dataset, got DataFrame; wrap .*"
-                                         r"storyeval\.data"):
+    # a DataFrame is read as read_dataset reads a file; a score table alone has no criteria
+    with pytest.raises(InputError, match=r"no human criteria; declare them when reading"):
         meta_evaluate(_scores())
+    with pytest.raises(InputError, match=r"must be a storyeval Dataset or a DataFrame, got list; wrap .*"
+                                         r"storyeval\.data"):
+        meta_evaluate([1, 2])
 
 
 def test_infinite_values_in_a_dataset_name_measure_and_story():
@@ -578,7 +581,7 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def test_meta_out_crash_leaves_the_previous_run_intact(files, monkeypatch, capsys):
-    import storyeval.report.meta_report as report
+    import storyeval.report.meta_files as report
 
     out = files["dir"] / "res"
     argv = [*_meta(files["ratings"], files["scores"]), "--out", str(out), "--no-figures"]
@@ -621,12 +624,13 @@ def test_agreement_overwrite_removes_the_other_format(files, capsys):
     base = ["agreement", "--data", str(files["ratings"]), "--out", str(out)]
     assert main([*base, "--format", "csv"]) == 0
     assert main([*base, "--format", "md", "--overwrite"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == [".storyeval-run.json", "annotators.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".storyeval-run.json", "annotators.md",
+                                                     "index.html"]
 
 
 def test_write_report_refuses_a_folder_with_files(tmp_path):
     from storyeval.meta import meta_evaluate
-    from storyeval.report.meta_report import write_report
+    from storyeval.report.meta_files import write_report
 
     result = meta_evaluate(measures="BLEU", criteria="Relevance", levels="overall",
                            reference="none")

@@ -158,7 +158,7 @@ def test_hanna_stories():
 @pytest.mark.parametrize("change, match", [
     (lambda d: d.drop(columns="story"), "missing column"),
     (lambda d: d.assign(story_id="same"), "repeats"),
-    (lambda d: d.assign(prompt_id=["x", "y"]), "prompt_id"),
+    (lambda d: d.assign(prompt_id=["x", None]), "prompt_id.* is empty"),
     (lambda d: d.assign(story=["ok", "  "]), "empty in row 1"),
 ])
 def test_bad_stories(change, match):

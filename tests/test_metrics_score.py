@@ -96,8 +96,14 @@ def test_validate_stories_errors_name_columns_and_rows():
                                        "reference": ["r", 3]}))
     built = validate_stories(pd.DataFrame({"system": ["A"], "prompt_id": [3], "story": ["t"]}))
     assert built["story_id"].tolist() == ["A/3"]
-    with pytest.raises(InputError, match="prompt_id"):
-        validate_stories(pd.DataFrame({"story_id": ["a"], "story": ["t"], "prompt_id": ["x"]}))
+    # text prompt ids are kept as text (as `meta` reads them), whole numbers as integers
+    text = validate_stories(pd.DataFrame({"story_id": ["a"], "story": ["t"], "prompt_id": ["x"]}))
+    assert text["prompt_id"].tolist() == ["x"]
+    whole = validate_stories(pd.DataFrame({"story_id": ["a", "b"], "story": ["t", "u"],
+                                           "prompt_id": ["7", 8.0]}))
+    assert whole["prompt_id"].tolist() == [7, 8] and str(whole["prompt_id"].dtype) == "Int64"
+    split = validate_stories(pd.DataFrame({"story_id": ["A/x", "B/7"], "story": ["t", "u"]}))
+    assert split["system"].tolist() == ["A", "B"] and split["prompt_id"].tolist() == ["x", "7"]
 
 
 def test_score_table_shape_reasons_and_catalogue():

@@ -17,13 +17,13 @@ from storyeval.compare.multitest import SingleTestFamilyWarning, adjust_frame, f
 from storyeval.data import Dataset
 from storyeval.exceptions import InputError
 from storyeval.meta.pipeline import meta_evaluate
+from storyeval.report.meta_files import write_report
 from storyeval.report.meta_report import (
     render,
     settings_lines,
     smallest_pairs,
     to_json,
     williams_caption,
-    write_report,
 )
 
 CRITERIA = ["Relevance", "Coherence"]

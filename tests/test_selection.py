@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from storyeval.data import load_hanna
-from storyeval.exceptions import InputError
-from storyeval.meta.selection import (
+from storyeval.data.selection import (
     criterion_pairs,
     resolve_rater,
     select_criteria,
     select_measures,
 )
+from storyeval.exceptions import InputError
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,13 @@ import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from storyeval._version import __version__
 from storyeval.exceptions import InputError, MissingDependencyError, StoryevalWarning
+
+#: storyeval's warnings of the command being run, for the reports it writes (index.html).
+RUN_WARNINGS: list[str] = []
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -36,9 +40,18 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (``storyeval meta: error: ...``, exit code 2) instead of
+    the usage block, as for every other input error; ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} "
+                              f"(see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every available sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="storyeval",
         description="Statistical meta-evaluation of story evaluation metrics "
         "(HANNA benchmark, Chhun et al. TACL 2024).",
@@ -65,9 +78,11 @@ def _short_warnings(command: str) -> Callable[..., None]:
     """A ``warnings.showwarning`` that prints storyeval's own warnings as one line
     ``storyeval CMD: warning: ...`` (they are addressed to the user, not to a developer)."""
     original = warnings.showwarning
+    RUN_WARNINGS.clear()
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, StoryevalWarning):
+            RUN_WARNINGS.append(" ".join(str(message).split()))
             print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)
@@ -85,6 +100,20 @@ def error_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
+                   ) -> tuple[argparse.ArgumentParser, str]:
+    """The (sub-)parser that parsed ``args`` and its command words (``"pairwise bt"``)."""
+    current, words = parser, list[str]()
+    while True:
+        sub = next((a for a in current._actions
+                    if isinstance(a, argparse._SubParsersAction)), None)
+        name = None if sub is None else getattr(args, sub.dest, None)
+        if sub is None or name not in sub.choices:
+            return current, " ".join(words)
+        current = sub.choices[name]
+        words.append(name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
@@ -95,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved = warnings.showwarning
     warnings.showwarning = _short_warnings(args.command)
     try:
+        from storyeval.cli.ranges import check_numeric_options
+
+        check_numeric_options(*command_parser(parser, args), args)
         return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError) as exc:
         if args.debug:

@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
         titles["annotators"] = annotator_title(
             dataset, excluded_systems(dataset, args.exclude_human_stories))
     if args.out is not None:
-        return _write(tables, args, notes)
+        return _write(tables, args, notes, dataset)
     if args.format == "json":
         return _print_json(tables, args, dataset, notes)
     for i, (name, df) in enumerate(tables.items()):
@@ -260,9 +260,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: list[str]) -> int:
-    """One file per table, published together (see `storyeval._atomic.OutputFolder`)."""
+def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: list[str],
+           dataset: Dataset | None = None) -> int:
+    """One file per table and ``index.html`` showing them all, published together (see
+    `storyeval._atomic.OutputFolder`)."""
     from storyeval._atomic import OutputFolder
+    from storyeval.cli import RUN_WARNINGS
+    from storyeval.report.html_report import INDEX, render_page, tables_page
     from storyeval.report.tables import FILE_SUFFIX
 
     with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
@@ -270,6 +274,15 @@ def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: lis
             text = render(name, df, args.format, notes, args.confidence_level)
             folder.write_text(f"{name}.{FILE_SUFFIX[args.format]}",
                               text if text.endswith("\n") else text + "\n")
+        facts = [("data", "embedded HANNA data" if dataset is None or args.data is None
+                  else f"{args.data}: {len(dataset.systems)} systems, "
+                       f"{len(dataset.story_ids)} stories"),
+                 ("confidence level", f"{args.confidence_level:g}"),
+                 ("missing ratings", str(args.nan_policy))]
+        page = tables_page("storyeval agreement", facts, tables, notes=notes,
+                           files=list(folder.names))
+        page.warnings = list(RUN_WARNINGS) + page.warnings
+        folder.write_text(INDEX, render_page(page))
     for path in folder.published:
         print(path)
     return 0

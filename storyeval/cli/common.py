@@ -64,7 +64,8 @@ def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
                              "'rater_*' or 'Overall=ov_*'; repeatable")
     parser.add_argument("--measures", metavar="GLOBS",
                         help="wide table: the automatic score columns (comma-separated globs; "
-                             "default: every other numeric column)")
+                             "a name with a comma in double quotes; default: every other "
+                             "numeric column)")
     parser.add_argument("--annotator-ids", choices=("auto", "ids", "slots"), default="auto",
                         help="long ratings: 'ids' = one column per annotator id; 'slots' = the "
                              "k-th rating of each story is annotator k; auto (default): slots "
@@ -92,6 +93,7 @@ def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
     ``criteria`` (the command's ``--criteria``) also declares which columns of a wide or long
     score table are human criteria."""
     from storyeval.data import read_dataset
+    from storyeval.data.selection import split_list
 
     measures = getattr(args, "measures", None)
     return read_dataset(
@@ -100,8 +102,7 @@ def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
         id=args.id,
         criteria=criteria or (),
         annotators=list(args.annotators),
-        measures=None if measures is None else [m.strip() for m in measures.split(",")
-                                                if m.strip()],
+        measures=None if measures is None else split_list(measures),
         annotator_mode=args.annotator_ids,
         reference_system=args.reference_system,
         require_same_prompts=not args.allow_unbalanced,

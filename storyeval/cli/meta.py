@@ -31,7 +31,8 @@ EPILOG = """\
 measure specifications (--metrics, comma-separated): all, llm, non-llm, llm-avg, paper,
 reference-based, reference-free, lexical, embedding, model-based (join with & to intersect),
 a model (Beluga-13B), a rater group (\"Beluga-13B 1\"), a measure name or display name, or a
-glob pattern ('ROUGE-*').
+glob pattern ('ROUGE-*'). A name holding a comma goes in double quotes inside the list
+('"BERTScore F1 (all-MiniLM-L6-v2 L6, chunked)",BLEU'), alone, or by a glob ('BERTScore F1*').
 
 examples:
   storyeval meta --metrics all
@@ -222,7 +223,8 @@ def _run(args: argparse.Namespace, family: str | list[str],
          workers: FigureWorkers | None) -> int:
     from storyeval.cli import meta_wmt
     from storyeval.meta.pipeline import meta_evaluate
-    from storyeval.report.meta_report import render, write_report
+    from storyeval.report.meta_files import write_report
+    from storyeval.report.meta_report import render
 
     dataset = meta_wmt.load_dataset(args, load_dataset_args)
     result = meta_evaluate(
@@ -257,9 +259,17 @@ def _run(args: argparse.Namespace, family: str | list[str],
     if args.out is not None:
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
                              overwrite=args.overwrite, figure_formats=args.figure_format,
-                             figure_workers=workers, extra=extra_files)
+                             figure_workers=workers, extra=extra_files,
+                             warnings=_run_warnings())
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
+
+
+def _run_warnings() -> list[str]:
+    """storyeval's warnings so far in this command (for index.html)."""
+    from storyeval.cli import RUN_WARNINGS
+
+    return list(RUN_WARNINGS)
 
 
 def _add_resampling(result, args: argparse.Namespace):

@@ -65,8 +65,7 @@ def check(args: argparse.Namespace) -> None:
                          f"{args.coef}")
     if args.mteval is not None and (args.data is not None or args.scores):
         raise InputError("--mteval replaces --data and --scores; give one or the other")
-    if not 0 < args.cluster_alpha < 1:
-        raise InputError(f"--cluster-alpha must lie in (0, 1), got {args.cluster_alpha}")
+    # --cluster-alpha's range is checked with every numeric option (storyeval.cli.ranges)
     if args.criterion_weights is not None:
         if not args.clusters:
             raise InputError("--criterion-weights needs --clusters")

@@ -453,7 +453,7 @@ def _read(path: Path) -> str:
 
 def _pointwise_pairs(dataset: Dataset, metrics: str, criteria: str) -> list[tuple[str, str]]:
     """(measure, criterion) pairs chosen as ``storyeval meta`` chooses them."""
-    from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
+    from storyeval.data.selection import criterion_pairs, select_criteria, select_measures
 
     cat = dataset.catalogue
     pairs = criterion_pairs(cat, select_measures(cat, metrics, presets=dataset.presets),
@@ -489,8 +489,8 @@ def _dataset_criterion(dataset: Dataset, label: str) -> str | None:
 def _preference_criteria(dataset: Dataset, labels: list[str], spec: str,
                          source: str) -> list[str]:
     """The criteria of a preference file selected by ``--criteria`` (names or codes)."""
+    from storyeval.data.selection import split_spec
     from storyeval.exceptions import InputError
-    from storyeval.meta.selection import split_spec
 
     tokens = split_spec(spec)
     if [t.lower() for t in tokens] == ["all"]:
@@ -511,7 +511,7 @@ def _preference_pairs(dataset: Dataset, metrics: str,
     """(measure, criterion) pairs for preference criteria: a criterion of the dataset pairs as
     in ``storyeval meta`` (an LLM rating with its own criterion); any other criterion (such as
     the overall ``preference``) pairs with every selected measure."""
-    from storyeval.meta.selection import criterion_pairs, select_measures
+    from storyeval.data.selection import criterion_pairs, select_measures
 
     cat = dataset.catalogue
     measures = select_measures(cat, metrics, presets=dataset.presets)
@@ -544,8 +544,8 @@ def _preference_result(dataset: Dataset, args: argparse.Namespace, hint: str
 def _preference_only_result(args: argparse.Namespace) -> pd.DataFrame:
     """A preference file with score files and no ratings table: the stories are the score
     files' story ids, the measures their measures (--metrics: all, or names)."""
+    from storyeval.data.selection import split_spec
     from storyeval.exceptions import InputError
-    from storyeval.meta.selection import split_spec
     from storyeval.pairwise import preference_accuracy, read_preferences
     from storyeval.pairwise.preferences import preference_scores
 

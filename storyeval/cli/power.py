@@ -154,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
         if args.human_scale is not None:
             raise InputError("--human-scale is for assumed correlations; pilot mode uses the "
                              "criterion's own values")
-        measures = [m.strip() for m in args.measures.split(",") if m.strip()]
+        from storyeval.data.selection import split_list
+
+        measures = split_list(args.measures)
         if len(measures) != 2:
             raise InputError(f"--measures takes two measure names A,B in pilot mode, not "
                              f"{args.measures!r}")

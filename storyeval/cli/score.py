@@ -15,7 +15,8 @@ input columns: story_id (required, unique; built as "{system}/{prompt_id}" when 
 both columns exist), story (required), reference (the human story for
 the same prompt; needed by rouge, bleu, chrf, bertscore and BARTScore's ref directions),
 prompt (needed by the prompt measures of surface and BARTScore's prompt directions), system,
-prompt_id (integer; needed by `storyeval meta` for system-level correlations).
+prompt_id (integers or text such as item-7; needed by `storyeval meta` for system-level
+correlations; without both columns, story ids SYSTEM/PROMPT give them).
 
 output columns: story_id, system, prompt_id, measure, value, reason (why a value is NaN).
 

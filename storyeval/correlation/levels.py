@@ -306,8 +306,8 @@ def _warn_undefined(res: CorrelationMatrix, xm: list[str], ym: list[str], level:
 
 
 def correlate(
-    wide: pd.DataFrame,
-    x_measures: Sequence[str] | str,
+    wide: pd.DataFrame | Any,
+    x_measures: Sequence[str] | str | None = None,
     y_measures: Sequence[str] | str | None = None,
     *,
     level: str = "overall",
@@ -319,12 +319,14 @@ def correlate(
 
     Parameters
     ----------
-    wide : DataFrame
-        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``).
-        Filter systems beforehand (HANNA: the paper leaves out ``Human``).
+    wide : DataFrame or Dataset
+        Index ``(system, prompt_id)``, one float column per measure (``Dataset.wide()``), or a
+        `Dataset` (its wide table). Filter systems beforehand (HANNA: the paper leaves out
+        ``Human``; ``dataset.select_systems(...)``).
     x_measures, y_measures : str or sequence of str
         Every x measure is correlated with every y measure; ``y_measures=None`` uses
-        ``x_measures``.
+        ``x_measures``. With a `Dataset` and no ``x_measures``: its automatic measures (x)
+        with its human criteria (y).
     level : {"overall", "system", "prompt"}, default "overall"
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
@@ -369,8 +371,37 @@ def correlate(
     >>> correlate(wide, "m", "h", level="system")[["level", "value", "n"]].values.tolist()
     [['system', 1.0, 3]]
     """
+    wide, x_measures, y_measures = _correlate_inputs(wide, x_measures, y_measures)
     return correlation_grid(wide, x_measures, y_measures, level=level, method=method,
                             nan_policy=nan_policy, tie_rtol=tie_rtol).to_frame()
+
+
+def _correlate_inputs(data: Any, x: Sequence[str] | str | None,
+                      y: Sequence[str] | str | None
+                      ) -> tuple[pd.DataFrame, Sequence[str] | str, Sequence[str] | str | None]:
+    """The wide table and measures of a `correlate` call on a table or a Dataset."""
+    from storyeval.data.dataset import Dataset
+
+    if isinstance(data, Dataset):
+        if x is None:
+            from storyeval.data.selection import SCORED_KINDS
+
+            cat = data.catalogue
+            x = cat.loc[cat["kind"].isin(SCORED_KINDS), "measure"].tolist()
+            y = data.criteria if y is None else y
+            if not x:
+                raise InputError("correlate: the dataset has no automatic measures to "
+                                 "correlate with its criteria; name them: correlate(dataset, "
+                                 "['m1'], ['Quality'])")
+        return data.table, x, y
+    if not isinstance(data, pd.DataFrame):
+        raise InputError(f"correlate: expected a Dataset or a wide DataFrame indexed by "
+                         f"(system, prompt_id), got {type(data).__name__}; "
+                         "read one with storyeval.data.read_dataset(...)")
+    if x is None:
+        raise InputError("correlate(wide, x_measures, ...): name the measures to correlate "
+                         f"(columns of the table, e.g. {list(map(str, data.columns[:3]))})")
+    return data, x, y
 
 
 @dataclass(frozen=True)

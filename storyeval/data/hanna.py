@@ -118,7 +118,7 @@ def hanna_annotator_columns(
 
 def hanna_path(filename: str) -> Path:
     """Path of a file shipped in ``storyeval/data/hanna``."""
-    path = resources.files("storyeval.data").joinpath("hanna", filename)
+    path = resources.files("storyeval.data").joinpath("hanna").joinpath(filename)
     return Path(str(path))
 
 

@@ -266,6 +266,7 @@ def _validate_scores(frame: pd.DataFrame, source: str, fmt: str | None,
     frame = frame.copy()
     if "story_id" not in frame.columns and {"system", "prompt_id"} <= set(frame.columns):
         frame.insert(0, "story_id", None)  # filled after prompt_id is checked
+    _drop_blank_story_columns(frame)
     if "system" in require and "story_id" in frame.columns and not (
             {"system", "prompt_id"} & set(frame.columns)):
         split_story_ids(frame, source, fmt)
@@ -295,6 +296,19 @@ def _validate_scores(frame: pd.DataFrame, source: str, fmt: str | None,
     if "story" in codes and "story_id" not in codes:
         _canonical_story_ids(frame, source, fmt, codes)
     return frame.reset_index(drop=True), codes
+
+
+def _drop_blank_story_columns(frame: pd.DataFrame) -> None:
+    """The rule for story columns left blank: with a ``story_id`` column, ``system`` and
+    ``prompt_id`` columns that are empty in every row (as `storyeval score` 0.1.0 wrote them for
+    stories given by ``story_id`` alone) are treated as absent, in place, so the story ids
+    say the story; a column empty in only some rows stays an error naming the row."""
+    if "story_id" not in frame.columns or frame["story_id"].isna().all():
+        return
+    for name in ("system", "prompt_id"):
+        if name in frame.columns and (frame[name].isna()
+                                      | (frame[name].astype(str).str.strip() == "")).all():
+            del frame[name]
 
 
 def _canonical_story_ids(frame: pd.DataFrame, source: str, fmt: str | None,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -30,7 +31,7 @@ __all__ = ["merge_score_tables", "read_dataset", "read_human_table", "read_score
 
 
 def read_human_table(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     *,
     id: str | Mapping[str, str] | None = None,
     criteria: Sequence[str] = (),
@@ -41,19 +42,25 @@ def read_human_table(
     require_same_prompts: bool = True,
     format: str | None = None,
 ) -> Dataset:
-    """A dataset from one file of human judgments (and possibly scores), in any layout."""
+    """A dataset from one file (or DataFrame) of human judgments (and possibly scores), in any
+    layout."""
     from storyeval.data.hanna import is_hanna_wide, read_hanna_wide
     from storyeval.data.ratings import is_ratings_table, ratings_to_dataset
     from storyeval.data.wide import parse_id_mapping, rename_roles, wide_to_dataset
 
-    path = Path(path)
-    if is_hanna_wide(path):
-        return read_hanna_wide(path)
-    frame, fmt = read_table(path, format=format)
+    if isinstance(path, pd.DataFrame):
+        frame, fmt, name, source = _frame_input(path), None, "data", "data (DataFrame)"
+    else:
+        _check_path(path, "data")
+        path = Path(path)
+        if is_hanna_wide(path):
+            return read_hanna_wide(path)
+        frame, fmt = read_table(path, format=format)
+        name, source = path.stem, str(path)
     # --id maps the user's column names to storyeval's roles, in any layout
-    frame = rename_roles(frame, parse_id_mapping(id), str(path))
+    frame = rename_roles(frame, parse_id_mapping(id), source)
     columns = [str(c) for c in frame.columns]
-    common = {"name": path.stem, "source": str(path), "fmt": fmt}
+    common: dict[str, Any] = {"name": name, "source": source, "fmt": fmt}
     if is_ratings_table(columns) and not annotators:
         return ratings_to_dataset(frame, annotators=annotator_mode,
                                   reference_system=reference_system,
@@ -68,6 +75,19 @@ def read_human_table(
                            annotators=annotators, measures=measures,
                            reference_system=reference_system,
                            require_same_prompts=require_same_prompts, **common)
+
+
+def _frame_input(frame: pd.DataFrame) -> pd.DataFrame:
+    """A DataFrame given as data: its columns as a file would have them (a MultiIndex such as
+    ``(system, prompt_id)`` becomes columns)."""
+    named = [n for n in frame.index.names if n is not None]
+    return frame.reset_index() if named else frame.copy()
+
+
+def _check_path(path: object, argument: str) -> None:
+    if not isinstance(path, (str, Path)):
+        raise InputError(f"{argument}: expected a file path or a pandas DataFrame, got "
+                         f"{type(path).__name__}")
 
 
 def _declared(criteria: Sequence[str] | str, available: pd.Series | None) -> list[str]:
@@ -91,14 +111,20 @@ def _with_reference(dataset: Dataset, reference_system: str | None) -> Dataset:
     return replace(dataset, reference_system=reference_system)
 
 
-def read_score_files(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Read and merge score files (``story_id`` or ``system`` + ``prompt_id``, ``measure``,
-    ``value``); a (story, measure) present in two files is an error naming both."""
+def read_score_files(paths: Sequence[str | Path | pd.DataFrame]) -> pd.DataFrame:
+    """Read and merge score files or DataFrames (``story_id`` or ``system`` + ``prompt_id``,
+    ``measure``, ``value``); a (story, measure) present in two of them is an error naming
+    both."""
     tables = []
-    for path in paths:
-        frame, fmt = read_table(path)
-        tables.append((validate_scores(frame, source=str(path), fmt=fmt,
-                                       require=("story_id", "measure", "value")), str(path)))
+    for i, path in enumerate(paths):
+        if isinstance(path, pd.DataFrame):
+            frame, fmt, source = _frame_input(path), None, f"scores[{i}] (DataFrame)"
+        else:
+            _check_path(path, "scores")
+            frame, fmt = read_table(path)
+            source = str(path)
+        tables.append((validate_scores(frame, source=source, fmt=fmt,
+                                       require=("story_id", "measure", "value")), source))
     return merge_score_tables(tables)
 
 
@@ -122,10 +148,10 @@ def merge_score_tables(tables: Sequence[tuple[pd.DataFrame, str]]) -> pd.DataFra
 
 
 def read_dataset(
-    data: str | Path | None = None,
+    data: str | Path | pd.DataFrame | None = None,
     *,
-    ratings: str | Path | None = None,
-    scores: Sequence[str | Path] | str | Path = (),
+    ratings: str | Path | pd.DataFrame | None = None,
+    scores: Sequence[str | Path | pd.DataFrame] | str | Path | pd.DataFrame = (),
     id: str | Mapping[str, str] | None = None,
     criteria: Sequence[str] | str = (),
     annotators: Sequence[str] | str = (),
@@ -134,15 +160,17 @@ def read_dataset(
     reference_system: str | None = None,
     require_same_prompts: bool = True,
 ) -> Dataset:
-    """Read a dataset from a user's files (see the module docstring).
+    """Read a dataset from a user's files or DataFrames (see the module docstring).
 
     Parameters
     ----------
-    data : path, optional
-        One file with the human judgments (and possibly the automatic scores), in any layout.
-    ratings : path, optional
+    data : path or DataFrame, optional
+        One file (or a DataFrame with the same columns) with the human judgments (and possibly
+        the automatic scores), in any layout; a DataFrame's named index levels count as
+        columns.
+    ratings : path or DataFrame, optional
         An alias of ``data`` for a file of human ratings; give one of the two.
-    scores : path or sequence of paths
+    scores : path, DataFrame or a sequence of them
         Automatic scores joined on the stories; only the stories they cover are kept.
     id, criteria, annotators, measures
         The column mapping (`storyeval.data.wide`). ``id`` maps roles to the file's
@@ -160,6 +188,12 @@ def read_dataset(
     Examples
     --------
     >>> ds = read_dataset("ratings.csv", scores=["bleu.csv", "mine.csv"])  # doctest: +SKIP
+    >>> import pandas as pd
+    >>> ratings = pd.DataFrame({"story_id": ["A/0", "A/1", "B/0", "B/1"] * 2,
+    ...                         "annotator": ["w1"] * 4 + ["w2"] * 4, "criterion": "Quality",
+    ...                         "value": [1, 2, 3, 4, 2, 2, 4, 5]})
+    >>> read_dataset(ratings).systems
+    ['A', 'B']
     """
     if data is not None and ratings is not None:
         raise InputError("give the human judgments once: --data or --ratings, not both")
@@ -176,8 +210,8 @@ def read_dataset(
                                    measures=measures, annotator_mode=annotator_mode,
                                    reference_system=reference_system,
                                    require_same_prompts=require_same_prompts)
-    paths = [scores] if isinstance(scores, (str, Path)) else list(scores)
+    paths = [scores] if isinstance(scores, (str, Path, pd.DataFrame)) else list(scores)
     if paths:
-        dataset = dataset.with_scores(read_score_files(paths),
-                                      source=", ".join(str(p) for p in paths))
+        dataset = dataset.with_scores(read_score_files(paths), source=", ".join(
+            "DataFrame" if isinstance(p, pd.DataFrame) else str(p) for p in paths))
     return dataset

@@ -160,7 +160,8 @@ def to_scores(ratings: pd.DataFrame, *, on_unparsed: str = "nan", include_avg: b
     out = out[cols].copy()
     for c in ("n_ok", "n_tries", "n_imputed"):
         out[c] = out[c].astype("int64")
-    out["prompt_id"] = out["prompt_id"].astype("int64")
+    if pd.api.types.is_numeric_dtype(out["prompt_id"]):
+        out["prompt_id"] = out["prompt_id"].astype("int64")  # string ids stay strings
     return out.sort_values(["measure", "system", "prompt_id"], kind="stable").reset_index(drop=True)
 
 

@@ -81,7 +81,7 @@ class Guidelines:
 
 def _read_json(path: str | Path | None, default: str, what: str) -> tuple[dict, str]:
     if path is None:
-        text = resources.files("storyeval.llm").joinpath("templates", default).read_text("utf-8")
+        text = resources.files("storyeval.llm").joinpath("templates").joinpath(default).read_text("utf-8")
         return json.loads(text), f"<packaged {default}>"
     p = Path(path)
     if not p.is_file():

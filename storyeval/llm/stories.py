@@ -1,6 +1,7 @@
 """Stories to rate: HANNA's available stories or a user file, validated into one table.
 
-Columns: ``story_id`` (unique), ``system``, ``prompt_id`` (int), ``prompt``, ``story`` and,
+Columns: ``story_id`` (unique), ``system``, ``prompt_id`` (integers, or text such as
+``item-7``), ``prompt``, ``story`` and,
 for Eval-Prompt 4, ``reference`` (the human story of the same prompt).
 """
 
@@ -23,7 +24,7 @@ def _hanna_stories_fallback() -> pd.DataFrame:
     released with the data storyeval ships."""
     from importlib import resources
 
-    with resources.files("storyeval.data").joinpath("hanna", "hanna_llm_stories.csv").open(
+    with resources.files("storyeval.data").joinpath("hanna").joinpath("hanna_llm_stories.csv").open(
             "r", encoding="utf-8") as fh:
         raw = pd.read_csv(fh)
     prompts = list(dict.fromkeys(raw["Prompt"]))
@@ -59,8 +60,8 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories",
     Raises
     ------
     InputError
-        A missing column, a duplicated ``story_id``, an empty story, a non-integer
-        ``prompt_id``, or (``need_reference``) no ``reference`` column; the message names the
+        A missing column, a duplicated ``story_id``, an empty story or ``prompt_id``, or
+        (``need_reference``) no ``reference`` column; the message names the
         column and the first offending row.
     """
     if not isinstance(stories, pd.DataFrame):
@@ -77,13 +78,10 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories",
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
         raise InputError(f"{source}: column 'story_id' repeats {df['story_id'][i]!r} (row {i})")
-    pid = pd.to_numeric(df["prompt_id"], errors="coerce")
-    bad = pid.isna() | (pid != pid.round())
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(f"{source}: column 'prompt_id' must hold integers; row {i} has "
-                         f"{df['prompt_id'][i]!r}")
-    df["prompt_id"] = pid.astype("int64")
+    from storyeval.data.io import prompt_column
+
+    # integer ids stay integers, any other id scheme ("item-7") is kept as text, as `meta` reads
+    df["prompt_id"] = prompt_column(df["prompt_id"], source, None)
     if need_reference and "reference" not in df.columns:
         raise InputError(f"{source}: column 'reference' is needed (Eval-Prompt 4 shows the human "
                          "story of the same prompt)")

@@ -4,8 +4,10 @@
 (``storyeval.correlation``), the human baseline (`baseline`), comparison tests with effect sizes
 and p-value adjustment (``storyeval.compare``), resampling columns added to a result
 (`resampling`: bootstrap intervals, permutation p-values, chance baselines, through
-``storyeval.resample``), and the ``--metrics`` specifications (`selection`). Agreement and
-reliability live in ``storyeval.agreement``, power planning in ``storyeval.power``.
+``storyeval.resample``), the WMT meta-metrics' glue (`wmt`) and length diagnostics
+(`length`). The ``--metrics`` specifications are read by ``storyeval.data.selection``;
+agreement and reliability live in ``storyeval.agreement``, power planning in
+``storyeval.power``.
 
 May import every package below it (data, correlation, resample, compare, agreement); nothing of
 ``report`` or ``cli``.
@@ -24,18 +26,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from storyeval.meta.baseline import human_baseline
     from storyeval.meta.pipeline import MetaResult, meta_evaluate
-    from storyeval.meta.selection import select_criteria, select_measures
 
 _LAZY = {
     "human_baseline": "storyeval.meta.baseline",
-    "select_measures": "storyeval.meta.selection",
-    "select_criteria": "storyeval.meta.selection",
     "meta_evaluate": "storyeval.meta.pipeline",
     "MetaResult": "storyeval.meta.pipeline",
 }
 
 #: Names re-exported here before 0.2 whose home is now another package.
 _MOVED = {
+    "select_measures": "storyeval.data.selection",
+    "select_criteria": "storyeval.data.selection",
     "pairwise_correlations": "storyeval.correlation",
     "CorrelationMatrix": "storyeval.correlation",
     "correlate": "storyeval.correlation",
@@ -65,7 +66,7 @@ _MOVED = {
     "fisher_z_power": "storyeval.power",
 }
 
-__all__ = ["MetaResult", "human_baseline", "meta_evaluate", "select_criteria", "select_measures"]
+__all__ = ["MetaResult", "human_baseline", "meta_evaluate"]
 
 
 def __getattr__(name: str) -> Any:

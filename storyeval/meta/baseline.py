@@ -11,6 +11,7 @@ Two variants (METHODS.md, "Human baseline"):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ from storyeval.correlation.levels import (
     _index_levels,
     _plain,
 )
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 __all__ = ["VARIANTS", "human_baseline"]
 
@@ -33,6 +34,30 @@ VARIANTS: tuple[str, ...] = ("upper_bound", "leave_one_out")
 
 _COLUMNS = ["criterion", "level", "coefficient", "variant", "value", "n", "n_groups",
             "n_annotators", "reason"]
+
+
+_LEFT_OUT = "left out"
+_UNITS = {"overall": "rated stories", "system": "rated systems",
+          "prompt": "systems rated on any prompt"}
+
+
+def _baseline_row(crit: str, level: str, method: str, variant: str, vals: np.ndarray,
+                  n: np.ndarray, n_groups: np.ndarray, reason: np.ndarray) -> dict:
+    """One baseline value: the mean of the annotators' coefficients. An annotator with fewer
+    than 2 observations at the level (a crowd worker who rated one story) has no coefficient;
+    such annotators are left out of the mean, and the row's ``reason`` says how many and why,
+    rather than one of them blanking the criterion. With no annotator left, the value is NaN."""
+    few = n < 2
+    used = ~few if few.any() and not few.all() else np.ones(len(vals), dtype=bool)
+    why = list(dict.fromkeys(r for r in reason[used] if r))
+    if not used.all():
+        why.insert(0, f"{_LEFT_OUT} {int(few.sum())} of {len(vals)} annotators with fewer "
+                      f"than 2 {_UNITS.get(level, 'observations')} (no coefficient); the value "
+                      f"averages the other {int(used.sum())}")
+    return {"criterion": crit, "level": level, "coefficient": method, "variant": variant,
+            "value": float(np.mean(vals[used])), "n": int(n[used].min()),
+            "n_groups": int(n_groups[used].min()), "n_annotators": int(used.sum()),
+            "reason": "; ".join(why)}
 
 
 def _check_columns(wide: pd.DataFrame, names: Sequence[str], argname: str) -> None:
@@ -82,7 +107,8 @@ def human_baseline(
     -------
     DataFrame
         Columns ``criterion, level, coefficient, variant, value, n, n_groups, n_annotators,
-        reason``: one row per criterion x level x variant. ``n`` is the smallest ``n`` over the
+        reason``: one row per criterion x level x variant; ``reason`` says why a value is NaN
+        or which annotators it leaves out (see Notes). ``n`` is the smallest ``n`` over the
         annotators' correlations (stories, systems, or systems per prompt), ``n_groups`` the
         prompts averaged at the prompt level (smallest over annotators; 1 otherwise).
 
@@ -94,7 +120,11 @@ def human_baseline(
     * leave_one_out = (1/k) sum_i corr(a_i, (1/(k-1)) sum_{j != i} a_j).
 
     At the system level each column (annotator, mean) is first averaged over a system's
-    stories. The average over annotators is NaN if any annotator's coefficient is undefined.
+    stories. The average over annotators is NaN if any annotator's coefficient is undefined,
+    except that annotators with fewer than 2 observations at the level (stories, systems;
+    under ``nan_policy="omit"``, e.g. crowd workers who rated a single story) are left out of
+    the average: ``n_annotators`` counts the annotators averaged, ``reason`` says how many
+    were left out and why, and an `UndefinedStatisticWarning` says so too.
 
     References
     ----------
@@ -185,14 +215,14 @@ def human_baseline(
         for crit, ann, targets in plan:
             for var in variants:
                 pick = ([xs.index(a) for a in ann], [ys.index(t) for t in targets[var]])
-                vals = value[pick]
-                why = [r for r in reason[pick] if r]
-                rows.append({
-                    "criterion": crit, "level": lev, "coefficient": method, "variant": var,
-                    "value": float(np.mean(vals)), "n": int(n[pick].min()),
-                    "n_groups": int(n_groups[pick].min()), "n_annotators": len(ann),
-                    "reason": "; ".join(dict.fromkeys(why)),
-                })
+                rows.append(_baseline_row(crit, lev, method, var, value[pick], n[pick],
+                                          n_groups[pick], reason[pick]))
+    left_out = [r for r in rows if r["reason"].startswith(_LEFT_OUT)]
+    if left_out:
+        warnings.warn("human baseline: " + "; ".join(
+            f"{r['criterion']}, {r['level']}, {r['variant']}: {r['reason']}"
+            for r in left_out[:4]) + (f" and {len(left_out) - 4} more" if len(left_out) > 4
+                                      else ""), UndefinedStatisticWarning, stacklevel=2)
     order = {crit: i for i, crit in enumerate(annotators)}
     rows.sort(key=lambda r: (order[r["criterion"]], levels.index(r["level"])))
     return pd.DataFrame(rows, columns=_COLUMNS)

@@ -43,14 +43,14 @@ from storyeval.correlation.levels import (
 from storyeval.correlation.ties import TIE_RULE
 from storyeval.data import Dataset, load_hanna
 from storyeval.data.level_names import canonical_level
-from storyeval.exceptions import InputError
-from storyeval.meta.baseline import human_baseline
-from storyeval.meta.selection import (
+from storyeval.data.selection import (
     criterion_pairs,
     resolve_rater,
     select_criteria,
     select_measures,
 )
+from storyeval.exceptions import InputError
+from storyeval.meta.baseline import human_baseline
 
 COEFFICIENT_DESCRIPTIONS = {
     "kendall_b": "Kendall tau-b (tie-corrected; scipy.stats.kendalltau default)",
@@ -104,6 +104,32 @@ class MetaResult:
     # a report renders one result several times: warn once, count the families once
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        from storyeval.meta.result_views import result_repr
+
+        return result_repr(self)
+
+    def summary(self, *, alpha: float = 0.05) -> str:
+        """A few lines: data, settings and, per level and criterion, the best measure, the
+        human baseline and how many Williams tests are significant at ``alpha`` after
+        adjustment."""
+        from storyeval.meta.result_views import result_summary
+
+        return result_summary(self, alpha=alpha)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every number of the result in one tidy table, one number per row (columns
+        ``table, level, criterion, measure, other, quantity, value, n, reason``; see
+        `storyeval.meta.result_views.tidy_frame`)."""
+        from storyeval.meta.result_views import tidy_frame
+
+        return tidy_frame(self)
+
+    def _repr_html_(self) -> str:
+        from storyeval.meta.result_views import result_html
+
+        return result_html(self)
 
     def _row_keys(self, rows: pd.DataFrame) -> pd.Series:
         """One key per grid row: the rater group when LLM ratings are criterion-matched (the
@@ -254,15 +280,18 @@ def meta_evaluate(
 
     Parameters
     ----------
-    dataset : Dataset, optional
-        The scores; the embedded HANNA data when omitted.
+    dataset : Dataset or DataFrame, optional
+        The scores; the embedded HANNA data when omitted. A DataFrame is read as
+        [`storyeval.data.read_dataset`][] reads a file (long ratings, a long score table or a
+        wide table); use ``read_dataset`` for its column mapping options.
     measures : str or sequence of str, default "all"
-        Measure specification (see `storyeval.meta.selection`): ``"all"``, ``"llm"``,
+        Measure specification (see `storyeval.data.selection`): ``"all"``, ``"llm"``,
         ``"non-llm"``, a taxonomy family, names, rater groups or glob patterns.
     criteria : str or sequence of str, default "all"
         Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
-        Correlation levels (see [`storyeval.correlation.levels.correlate`][]); Williams tests are run
+        Correlation levels, as a sequence or a comma-separated string (``"overall,system"``,
+        as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); Williams tests are run
         at the overall and system levels only.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
@@ -332,6 +361,7 @@ def meta_evaluate(
     >>> float(round(res.correlation_grid("system").loc["Beluga-13B 1"].mean(), 3))
     0.694
     """
+    _check_numbers(confidence_level, n_resamples, n_permutations, tie_rtol)
     dataset = load_hanna() if dataset is None else _check_dataset(dataset)
     method = resolve_method(method)
     levels = _check_levels(levels)
@@ -377,18 +407,41 @@ def meta_evaluate(
 
 
 def _check_dataset(dataset: object) -> Dataset:
-    """``dataset`` if it is a Dataset; else an error saying how to make one."""
+    """``dataset`` if it is a Dataset, a DataFrame read as `read_dataset` reads a file; else
+    an error saying how to make one."""
     if isinstance(dataset, Dataset):
         return dataset
+    if isinstance(dataset, pd.DataFrame):
+        from storyeval.data.load import read_dataset
+
+        return read_dataset(dataset)
     raise InputError(
-        f"meta_evaluate: dataset must be a storyeval Dataset, got {type(dataset).__name__}; "
+        f"meta_evaluate: dataset must be a storyeval Dataset or a DataFrame, got {type(dataset).__name__}; "
         "wrap a table in a Dataset with a reader of storyeval.data: read_dataset(path), "
         "scores_to_dataset(long_scores), ratings_to_dataset(ratings) or "
         "wide_to_dataset(table, id=..., criteria=...)")
 
 
+def _check_numbers(confidence_level: float, n_resamples: int, n_permutations: int,
+                   tie_rtol: float) -> None:
+    """Numeric arguments out of range are an error before any work (a level of 95 is a
+    percent; intervals need a level strictly between 0 and 1)."""
+    from storyeval.resample._common import check_confidence, check_positive_int
+
+    if isinstance(confidence_level, (int, float)) and 1 < confidence_level < 100:
+        raise InputError(f"confidence_level must be in (0, 1), got {confidence_level!r}; "
+                         f"for {confidence_level}% give {confidence_level / 100:g}")
+    check_confidence(confidence_level)
+    check_positive_int(n_resamples, "n_resamples")
+    check_positive_int(n_permutations, "n_permutations")
+    if not (isinstance(tie_rtol, (int, float)) and 0 <= tie_rtol < float("inf")):
+        raise InputError(f"tie_rtol must be a finite number >= 0, got {tie_rtol!r}")
+
+
 def _check_levels(levels: str | Sequence[str]) -> list[str]:
-    levels = [levels] if isinstance(levels, str) else list(levels)
+    # the command line's spelling "overall,system" works here too
+    levels = [p.strip() for p in levels.split(",") if p.strip()] if isinstance(levels, str) \
+        else list(levels)
     levels = [canonical_level(lev) for lev in levels]  # aliases: storyeval.data.level_names
     bad = [lev for lev in levels if lev not in LEVELS]
     if bad or not levels:
@@ -529,7 +582,7 @@ class _TestOptions:
 
     def convention(self, level: str) -> str:
         """The convention in words, e.g. "fixed direction (a vs b), two-sided"."""
-        direction, alternative = self.direction_for(level), self.alternative_for(level)
+        direction, _ = self.direction_for(level), self.alternative_for(level)
         text = ("direction of the larger |r| (chosen after seeing the data)"
                 if direction == "larger" else "fixed direction (a vs b)")
         return f"{text}, sign convention {self.sign_convention!r}"

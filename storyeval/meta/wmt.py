@@ -50,8 +50,8 @@ def select(dataset: Dataset | None = None, *, measures: str | Sequence[str] = "a
            criteria: str | Sequence[str] = "all", include_human_stories: bool = False,
            systems: Sequence[str] | None = None, llm_criteria: str = "matched") -> WmtSelection:
     """The selection `meta_evaluate` makes (same arguments, same rules)."""
+    from storyeval.data.selection import criterion_pairs, select_criteria, select_measures
     from storyeval.meta.pipeline import _check_dataset, _select_stories
-    from storyeval.meta.selection import criterion_pairs, select_criteria, select_measures
 
     dataset = load_hanna() if dataset is None else _check_dataset(dataset)
     dataset = _select_stories(dataset, include_human_stories, systems)

@@ -49,8 +49,11 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories") -> pd.Da
 
     Required columns: ``story_id`` (unique), ``story`` (text). Optional: ``reference`` (the
     human story for the same prompt), ``prompt`` (the story-prompt), ``system``, ``prompt_id``
-    (integer). Missing optional columns are added empty. Without ``story_id``, ids are built
-    as ``"{system}/{prompt_id}"`` when both columns are present (as for score tables).
+    (integers, or text such as ``item-7``). Without ``story_id``, ids are built as
+    ``"{system}/{prompt_id}"`` when both columns are present (as for score tables); without
+    ``system`` and ``prompt_id``, story ids of the form ``SYSTEM/PROMPT`` (every id holds a
+    ``/``; split at the last one) give them, so the score table says each story's system.
+    Other missing optional columns are added empty.
 
     Raises
     ------
@@ -95,16 +98,32 @@ def validate_stories(stories: pd.DataFrame, *, source: str = "stories") -> pd.Da
         if bad:
             raise InputError(f"{source}: column {col!r} must hold text; data row {bad[0]} "
                              f"(0-based, header excluded) holds {df[col].iloc[bad[0]]!r}")
+    if not {"system", "prompt_id"} & set(df.columns) and \
+            df["story_id"].str.contains("/", regex=False).all():
+        # story ids SYSTEM/PROMPT say the story: the score table carries them, so `meta` and
+        # `describe` read it with system-level correlations
+        parts = df["story_id"].str.rsplit("/", n=1, expand=True)
+        df["system"], df["prompt_id"] = parts[0].to_numpy(), parts[1].to_numpy()
     if "system" not in df.columns:
         df["system"] = pd.NA
     df["system"] = df["system"].astype("string")
-    if "prompt_id" not in df.columns:
-        df["prompt_id"] = pd.NA
-    try:
-        df["prompt_id"] = pd.to_numeric(df["prompt_id"]).astype("Int64")
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{source}: column 'prompt_id' must hold integers ({exc})") from exc
+    df["prompt_id"] = _prompt_ids(df["prompt_id"] if "prompt_id" in df.columns
+                                  else pd.Series(pd.NA, index=df.index), source)
     return df.reset_index(drop=True)
+
+
+def _prompt_ids(col: pd.Series, source: str) -> pd.Series:
+    """Prompt ids as `storyeval meta` reads them: integers (``Int64``) when every given id is
+    a whole number, else text (``item-7``); empty cells stay missing."""
+    from storyeval.data.io import prompt_column
+
+    given = col.notna() & (col.astype(str).str.strip() != "")
+    if not given.any():
+        return pd.Series(pd.NA, index=col.index, dtype="Int64")
+    ids = prompt_column(col[given], source, None)
+    if pd.api.types.is_integer_dtype(ids):
+        return ids.reindex(col.index).astype("Int64")
+    return ids.reindex(col.index).astype("string")
 
 
 def measure_catalogue(measures: Sequence[Measure]) -> pd.DataFrame:
@@ -269,7 +288,7 @@ def score(
                          "give them different configurations")
     out = pd.concat(frames, ignore_index=True)
     out["system"] = out["system"].astype("string")
-    out["prompt_id"] = out["prompt_id"].astype("Int64")
+    out["prompt_id"] = out["prompt_id"].astype(df["prompt_id"].dtype)
     out["reason"] = out["reason"].astype(str)
     if return_catalogue:
         return out, measure_catalogue(all_measures)

@@ -343,6 +343,10 @@ def pilot_correlations(data: Any, measures: tuple[str, str] | list[str], criteri
                          f"{list(measures)!r}")
     if hasattr(data, "table") and hasattr(data, "resolve_criterion"):
         criterion = data.resolve_criterion(criterion)
+        if hasattr(data, "catalogue"):  # display names and globs, as --metrics takes them
+            from storyeval.data.selection import resolve_measure
+
+            measures = [resolve_measure(data.catalogue, m) for m in measures]
         wide = data.table
         ref = getattr(data, "reference_system", None)
         if ref is not None and ref in wide.index.get_level_values(0):

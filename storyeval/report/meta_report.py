@@ -8,23 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
-from storyeval.report.figures import (
-    DEFAULT_FIGURE_FORMATS,
-    FigureWorkers,
-    check_figure_formats,
-    heatmap,
-)
-from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
+from storyeval.report.tables import format_table
 
 if TYPE_CHECKING:
-    from storyeval._atomic import OutputFolder
+    pass
 
 BASELINE_LABELS = {"upper_bound": "Human (upper bound)", "leave_one_out": "Human (leave-one-out)"}
 SHORT_COEFFICIENT = {"kendall_b": "Kendall tau-b", "kendall_c": "Kendall tau-c",
@@ -253,7 +245,8 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     measure x measure matrix of adjusted p per level and criterion (upper triangle, see
     [`MetaResult.williams_matrix`][]), except that a matrix of more than
     `MATRIX_SHOWN_MAX` measures is listed as its `SMALLEST_SHOWN` smallest adjusted
-    p-values (`smallest_pairs`; [`write_report`][] writes every matrix in full).
+    p-values (`smallest_pairs`;
+    [`write_report`][storyeval.report.meta_files.write_report] writes every matrix in full).
     Undefined values are blank, with the reason listed below their table. Warns
     ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning], once per
     result) when every Williams family holds a single test.
@@ -455,8 +448,9 @@ def undefined_lines(result: MetaResult, level: str) -> list[str]:
 
 
 def baseline_lines(result: MetaResult, level: str) -> list[str]:
-    """Why human baseline cells of a level's grid are blank, from the baseline's ``reason``
-    (e.g. a leave-one-out baseline needs enough annotators)."""
+    """Why human baseline cells of a level's grid are blank, or which annotators a value
+    leaves out, from the baseline's ``reason`` (e.g. a leave-one-out baseline needs enough
+    annotators; crowd workers who rated one story have no coefficient)."""
     base = result.baseline
     if base.empty or "reason" not in base.columns:
         return []
@@ -551,131 +545,6 @@ def report_settings(result: MetaResult) -> dict:
     return settings
 
 
-def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
-                 digits: int = 3, overwrite: bool = False,
-                 figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS,
-                 figure_workers: FigureWorkers | None = None,
-                 extra: Callable | None = None) -> list[Path]:
-    """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``.
-
-    Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
-    ``baseline.csv``, ``williams.csv`` (every test, always), ``settings.json``,
-    ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png``
-    (named after the coefficient; ``figure_formats`` such as ``"png,pdf"`` adds formats). Williams tests against a reference rater:
-    ``williams_{level}.{md,tex,csv}`` and the heatmap ``williams_{level}.png``. Tests of all
-    pairs: one matrix per level and criterion ([`MetaResult.williams_matrix`][]),
-    ``williams_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and
-    its heatmap when it has at most `MATRIX_FIGURE_MAX` measures (the caption of a larger
-    one says why it has none). Every comparison table has its effect sizes beside it:
-    ``williams_{level}_effect.*`` / ``williams_{level}_{criterion}_effect.*``, cells
-    "delta [low, high]" (the difference of the two correlations and its interval). Warns like
-    [`render`][]. ``extra(folder, figure_formats)`` stages further files in the same folder
-    (the ``--clusters`` / ``--length`` tables of ``storyeval meta``).
-
-    ``figure_workers`` (`storyeval.report.figures.FigureWorkers`) draws the heatmaps in
-    worker processes while the tables are written; by default they are drawn here.
-
-    The files are staged in a hidden folder and moved into ``out_dir`` together at the end
-    (`storyeval._atomic.OutputFolder`): an interrupted run leaves the previous files intact.
-    A folder that already holds files is an error unless ``overwrite``; then the files of the
-    previous run that this run does not write are removed.
-    """
-    from storyeval._atomic import OutputFolder
-
-    check_digits(digits)
-    formats = check_figure_formats(figure_formats)
-    result.warn_single_test_families()
-    with OutputFolder(out_dir, overwrite=overwrite, command="meta") as folder:
-        pending: list = []
-        _write_files(result, folder, formats if figures else (), digits, figure_workers,
-                     pending)
-        if extra is not None:
-            extra(folder, formats if figures else ())
-        for future in pending:  # the figures drawn by workers, staged before the move
-            for path in future.result():
-                folder.file(path.name)
-    return folder.published
-
-
-def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple[str, ...],
-                 digits: int, workers: FigureWorkers | None = None,
-                 pending: list | None = None) -> None:
-    """Stage every file of `write_report` in ``folder`` (an ``OutputFolder``); no figures when
-    ``figure_formats`` is empty. With ``workers``, the figures' futures go to ``pending``."""
-    figures = bool(figure_formats)
-
-    def save(name: str, text: str) -> None:
-        folder.write_text(name, text)
-
-    def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
-        if workers is not None and pending is not None:
-            pending.append(workers.submit(grid, folder.staging / stem, formats=figure_formats,
-                                          **kwargs))
-            return
-        for path in heatmap(grid, folder.staging / stem, formats=figure_formats, **kwargs):
-            folder.file(path.name)
-
-    save("correlations.csv", format_table(result.correlations, "csv"))
-    save("baseline.csv", format_table(result.baseline, "csv"))
-    save("williams.csv", format_table(result.williams, "csv"))
-    if not result.chance.empty:
-        save("chance.csv", format_table(result.chance, "csv"))
-    save("settings.json", json.dumps(report_settings(result), ensure_ascii=False, indent=1))
-    coef = result.settings["coefficient"].split("_")[0]
-    for level in result.settings["levels"]:
-        grid = correlation_grid(result, level)
-        _save_grid(save, f"correlations_{level}", grid, level_caption(result, level), digits)
-        if figures:
-            draw(grid, f"{coef}_{level}", title=level_caption(result, level),
-                 colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]])
-    for level in result.settings["williams"]["levels"]:
-        if result.williams_all_pairs():
-            _write_matrices(result, level, save, draw if figures else None, digits)
-            continue
-        grid = result.williams_grid(level)
-        if grid.empty:
-            continue
-        _save_grid(save, f"williams_{level}", grid, williams_caption(result, level), digits)
-        effect = effect_grid(result, level, digits)
-        if effect is not None and len(effect):
-            _save_grid(save, f"williams_{level}_effect", effect, effect_caption(result, level),
-                       digits)
-        if figures:
-            # the paper's direction rule tests whichever of the two correlates better: mark the
-            # cells where that is the compared measure, not the reference
-            swapped = result.williams_grid(level, column="swapped").reindex(
-                index=grid.index, columns=grid.columns).fillna(False).astype(bool)
-            draw(grid, f"williams_{level}",
-                 title=williams_caption(result, level)
-                 + "; * the compared measure has the larger |r|",
-                 cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p", marks=swapped)
-
-
-def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], None],
-                    draw: Callable[..., None] | None, digits: int) -> None:
-    """The all-pairs matrices of one level: tables through ``save``, heatmaps through
-    ``draw`` (None: no figures)."""
-    slugs = _slugs(tested_criteria(result, level))
-    for criterion, slug in slugs.items():
-        matrix = result.williams_matrix(level, criterion)
-        caption = williams_caption(result, level, criterion)
-        stem = f"williams_{level}_{slug}"
-        if draw is not None and len(matrix) > MATRIX_FIGURE_MAX:
-            caption += (f" (no heatmap: {len(matrix)} measures, more than "
-                        f"{MATRIX_FIGURE_MAX})")
-        _save_grid(save, stem, matrix, caption, digits)
-        effect = effect_matrix(result, level, criterion, digits)
-        if effect is not None:
-            _save_grid(save, f"{stem}_effect", effect,
-                       f"{effect_caption(result, level)}, {criterion}", digits)
-        if draw is not None and len(matrix) <= MATRIX_FIGURE_MAX:
-            # as in the reference grid: * where the second measure had the larger |r|
-            swapped = result.williams_matrix(level, criterion, column="swapped")
-            draw(matrix, stem, title=caption + "; * the column measure has the larger |r|",
-                 cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
-                 marks=swapped.fillna(0.0).astype(bool))
-
-
 def _slugs(criteria: list[str]) -> dict[str, str]:
     """File-name slugs of criteria ("Relevance" -> "relevance"), made unique by a suffix."""
     slugs: dict[str, str] = {}
@@ -689,11 +558,14 @@ def _slugs(criteria: list[str]) -> dict[str, str]:
     return slugs
 
 
-def _save_grid(save, stem: str, grid: pd.DataFrame, caption: str, digits: int) -> None:
-    table = grid.reset_index()
-    table.insert(1, "id", grid.attrs.get("ids", list(grid.index)))  # the data's identifiers
-    for fmt in ("md", "latex", "csv"):
-        text = format_table(table, fmt, digits=digits, caption=caption if fmt == "latex" else None)
-        if fmt == "md":
-            text = f"{caption}\n\n{text}"
-        save(f"{stem}.{FILE_SUFFIX[fmt]}", text)
+def __getattr__(name: str):
+    # write_report and its figure helpers live in storyeval.report.meta_files (which imports
+    # this module and storyeval.report.html_report); the old path works for one release.
+    if name in ("write_report", "figure_title", "fitted_limits", "_save_grid"):
+        import importlib
+        import warnings
+
+        warnings.warn(f"storyeval.report.meta_report.{name} moved to "
+                      f"storyeval.report.meta_files.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("storyeval.report.meta_files"), name)
+    raise AttributeError(f"module 'storyeval.report.meta_report' has no attribute {name!r}")

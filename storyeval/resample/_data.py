@@ -47,7 +47,7 @@ def check_level(level: str) -> str:
 
 def resolve_pairs(pairs, argname: str = "pairs") -> list[tuple[str, str]]:
     """List of (measure, criterion) string tuples from a sequence of pairs or a DataFrame with
-    ``measure`` and ``criterion`` columns (``storyeval.meta.selection.criterion_pairs``)."""
+    ``measure`` and ``criterion`` columns (``storyeval.data.selection.criterion_pairs``)."""
     if isinstance(pairs, pd.DataFrame):
         if not {"measure", "criterion"} <= set(pairs.columns):
             raise InputError(f"{argname}: a DataFrame of pairs needs columns 'measure' and "

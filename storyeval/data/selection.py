@@ -15,6 +15,11 @@ A measure specification is a comma-separated list of tokens, united in catalogue
   a display name of another measure is the same), or a glob pattern
   (``"ROUGE-*"``, ``"*F1*"``) matched against both.
 
+A name that holds a comma (BERTScore's ``"BERTScore F1 (all-MiniLM-L6-v2 L6, chunked)"``) is
+given in double quotes inside the list (``'"BERTScore F1 (all-MiniLM-L6-v2 L6, chunked)",BLEU'``),
+or alone (a whole specification that is a measure identifier is that measure), or by a glob
+(``'BERTScore F1 (*'``).
+
 An unknown token is an error that suggests close matches.
 """
 
@@ -43,9 +48,23 @@ FAMILY_TOKENS = {
 KEYWORDS = ("all", "llm", "non-llm", "metrics", "llm-avg", *FAMILY_TOKENS)
 
 
+def split_list(text: str) -> list[str]:
+    """The items of a comma-separated list; an item in double quotes may hold commas
+    (``'"a, b",c'`` gives ``["a, b", "c"]``; ``""`` inside quotes is one quote, as in CSV).
+    Items are stripped; empty items are dropped. An unclosed quote is an error."""
+    import csv
+
+    if text.count('"') % 2:
+        raise InputError(f"unbalanced double quote in the list {text!r}; quote a name that "
+                         'holds a comma as "NAME, WITH COMMA"')
+    row = next(csv.reader([text], skipinitialspace=True), [])
+    return [t.strip() for t in row if t.strip()]
+
+
 def split_spec(spec: str | Sequence[str]) -> list[str]:
-    """Tokens of a comma-separated specification (a list is taken as already split)."""
-    tokens = spec.split(",") if isinstance(spec, str) else list(spec)
+    """Tokens of a comma-separated specification (a list is taken as already split); see
+    `split_list` for names that hold commas."""
+    tokens = split_list(spec) if isinstance(spec, str) else list(spec)
     tokens = [t.strip() for t in tokens if t.strip()]
     if not tokens:
         raise InputError("empty measure specification")
@@ -68,7 +87,9 @@ def select_measures(catalogue: pd.DataFrame, spec: str | Sequence[str] = "all", 
     scored = catalogue[catalogue["kind"].isin(SCORED_KINDS)]
     presets = {k.lower(): tuple(v) for k, v in (presets or {}).items()}
     chosen: set[str] = set()
-    for token in split_spec(spec):
+    whole = spec.strip() if isinstance(spec, str) else None
+    tokens = [whole] if whole and (scored["measure"] == whole).any() else split_spec(spec)
+    for token in tokens:
         if token.lower() in presets:
             named = set(presets[token.lower()])
             pick = (scored["measure"].isin(named) | scored["rater"].isin(named)) \
@@ -80,6 +101,20 @@ def select_measures(catalogue: pd.DataFrame, spec: str | Sequence[str] = "all", 
             raise InputError(_unknown_message(scored, token, presets))
         chosen.update(found)
     return [m for m in scored["measure"] if m in chosen]
+
+
+def resolve_measure(catalogue: pd.DataFrame, token: str, option: str = "--measures") -> str:
+    """The one measure identifier that ``token`` names (an identifier, a display name or a
+    glob matching exactly one measure); an error naming ``option`` otherwise."""
+    scored = catalogue[catalogue["kind"].isin(SCORED_KINDS)]
+    found = _match_token(scored, token)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError(f"{option}: {_unknown_message(scored, token)}")
+    raise InputError(f"{option}: {token!r} matches {len(found)} measures "
+                     f"({', '.join(repr(m) for m in found[:5])}{' ...' if len(found) > 5 else ''}"
+                     "); name one")
 
 
 def _match_token(scored: pd.DataFrame, token: str) -> list[str]:

@@ -1,0 +1,172 @@
+"""Notebook views of a `MetaResult`: a short ``repr``, a text summary, one tidy table and an
+HTML rendering (``_repr_html_``), built from the result's three tables and its settings.
+
+Kept apart from the pipeline: they only read a finished result.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+
+class MetaResult(Protocol):
+    """What these views read of a `storyeval.meta.pipeline.MetaResult` (a protocol, because
+    that module imports this one for the result's methods)."""
+
+    correlations: pd.DataFrame
+    baseline: pd.DataFrame
+    williams: pd.DataFrame
+    settings: dict
+
+    def correlation_grid(self, level: str) -> pd.DataFrame: ...
+
+__all__ = ["TIDY_COLUMNS", "result_html", "result_repr", "result_summary", "tidy_frame"]
+
+#: Columns of `MetaResult.to_frame`: one number per row.
+TIDY_COLUMNS = ("table", "level", "criterion", "measure", "other", "quantity", "value", "n",
+                "reason")
+_BASELINE_LABEL = "human baseline"
+
+
+def result_repr(result: MetaResult) -> str:
+    """One line: what was correlated and what the result holds (never the tables)."""
+    s = result.settings
+    levels = ", ".join(s.get("levels", []))
+    n_measures = result.correlations["measure"].nunique() if len(result.correlations) else 0
+    return (f"<MetaResult {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
+            f"{s.get('n_stories', '?')} stories; {n_measures} measures x "
+            f"{len(s.get('criteria', []))} criteria; {s.get('coefficient', '?')} at {levels}; "
+            f"{len(result.williams)} Williams tests. "
+            ".summary(), .to_frame(), .correlations, .baseline, .williams>")
+
+
+def tidy_frame(result: MetaResult) -> pd.DataFrame:
+    """Every number of the result as one row (`TIDY_COLUMNS`): correlations (quantity: the
+    coefficient, and ``ci_low`` / ``ci_high`` when intervals were computed), the human baseline
+    (measure ``"human baseline"``, other: the variant) and the Williams tests (measure: the
+    compared measure ``measure_a``, other: ``measure_b``; quantities ``r_a``, ``r_b``, ``t``,
+    ``p``, ``p_adjusted``)."""
+    parts = [_tidy_correlations(result.correlations), _tidy_baseline(result.baseline),
+             _tidy_williams(result.williams)]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=list(TIDY_COLUMNS))
+    out = pd.concat(parts, ignore_index=True)
+    out["n"] = out["n"].astype("Int64")
+    out["reason"] = out["reason"].fillna("").astype(str)
+    return out.loc[:, list(TIDY_COLUMNS)]
+
+
+def _melt(frame: pd.DataFrame, table: str, measure: pd.Series | str, other: pd.Series | str,
+          quantities: dict[str, str]) -> pd.DataFrame:
+    """One row per (row of ``frame``, quantity): ``quantities`` maps a column of ``frame``
+    to the quantity's name (a column name, or ``"@coefficient"`` for the row's coefficient)."""
+    rows = []
+    for column, name in quantities.items():
+        if column not in frame.columns:
+            continue
+        rows.append(pd.DataFrame({
+            "table": table, "level": frame["level"].to_numpy(),
+            "criterion": frame["criterion"].to_numpy(),
+            "measure": measure if isinstance(measure, str) else measure.to_numpy(),
+            "other": other if isinstance(other, str) else other.to_numpy(),
+            "quantity": (frame["coefficient"].to_numpy() if name == "@coefficient" else name),
+            "value": frame[column].to_numpy(dtype=float),
+            "n": frame["n"].to_numpy() if "n" in frame.columns else np.nan,
+            "reason": frame["reason"].to_numpy() if "reason" in frame.columns else "",
+        }))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def _tidy_correlations(corr: pd.DataFrame) -> pd.DataFrame:
+    if corr.empty:
+        return pd.DataFrame()
+    return _melt(corr, "correlation", corr["measure"], "",
+                 {"value": "@coefficient", "ci_low": "ci_low", "ci_high": "ci_high"})
+
+
+def _tidy_baseline(base: pd.DataFrame) -> pd.DataFrame:
+    if base.empty:
+        return pd.DataFrame()
+    return _melt(base, "baseline", _BASELINE_LABEL, base["variant"],
+                 {"value": "@coefficient", "ci_low": "ci_low", "ci_high": "ci_high"})
+
+
+def _tidy_williams(will: pd.DataFrame) -> pd.DataFrame:
+    if will.empty:
+        return pd.DataFrame()
+    return _melt(will, "williams", will["measure_a"], will["measure_b"],
+                 {"r_a": "r_a", "r_b": "r_b", "t": "t", "p": "p", "p_adjusted": "p_adjusted"})
+
+
+def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
+    """A few lines: the data and settings, then per level and criterion the best measure,
+    the human baseline and how many Williams tests are significant after adjustment."""
+    s = result.settings
+    lines = [f"Meta-evaluation of {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
+             f"{s.get('n_stories', '?')} stories, "
+             f"{result.correlations['measure'].nunique()} measures, "
+             f"criteria {', '.join(s.get('criteria', []))}",
+             f"coefficient: {s.get('coefficient_description', s.get('coefficient', '?'))}"]
+    will = s.get("williams", {})
+    if will and len(result.williams):
+        lines.append(f"Williams tests: {will.get('comparison', '')}; "
+                     f"{will.get('adjustment', '').upper()} adjustment, family "
+                     f"{will.get('family', '')}; significant at {alpha:g} after adjustment")
+    for level in s.get("levels", []):
+        lines.append(f"{level} level:")
+        lines += [f"  {line}" for line in _level_lines(result, level, alpha)]
+    return "\n".join(lines)
+
+
+def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
+    corr = result.correlations[result.correlations["level"] == level]
+    base = result.baseline
+    base = base[(base["level"] == level) & (base["variant"] == "upper_bound")] \
+        if len(base) else base
+    will = result.williams
+    will = will[will["level"] == level] if len(will) else will
+    lines = []
+    for crit in result.settings.get("criteria", []):
+        rows = corr[(corr["criterion"] == crit) & corr["value"].notna()]
+        if rows.empty:
+            lines.append(f"{crit}: no defined correlation")
+            continue
+        best = rows.loc[rows["value"].abs().idxmax()]
+        text = f"{crit}: largest |r| {best['display_name']} {best['value']:.3f} (n={best['n']})"
+        human = base[base["criterion"] == crit] if len(base) else base
+        if len(human) and np.isfinite(human["value"].iloc[0]):
+            text += f"; human baseline {human['value'].iloc[0]:.3f}"
+        tests = will[will["criterion"] == crit] if len(will) else will
+        if len(tests):
+            sig = int((tests["p_adjusted"] < alpha).sum())
+            text += f"; {sig} of {len(tests)} Williams tests significant"
+        lines.append(text)
+    return lines
+
+
+def result_html(result: MetaResult, *, digits: int = 3) -> str:
+    """An HTML fragment for notebooks: the summary's facts and, per level, the correlation
+    grid (measures x criteria) with the human baseline row. No scripts, no external files."""
+    s = result.settings
+    parts = ["<div class='storyeval-meta-result'>",
+             f"<p><b>MetaResult</b> {html.escape(str(s.get('dataset', '?')))}: "
+             f"{s.get('n_systems', '?')} systems, {s.get('n_stories', '?')} stories; "
+             f"{html.escape(str(s.get('coefficient_description', '')))}</p>"]
+    for level in s.get("levels", []):
+        grid = result.correlation_grid(level)
+        base = result.baseline
+        if len(base):
+            row = base[(base["level"] == level) & (base["variant"] == "upper_bound")]
+            if len(row):
+                human = row.set_index("criterion")["value"].reindex(grid.columns)
+                grid = pd.concat([grid, human.to_frame(_BASELINE_LABEL).T])
+        parts.append(f"<p><b>{html.escape(level)} level</b></p>")
+        parts.append(grid.round(digits).to_html(na_rep="", border=0))
+    parts.append("<p><small>.summary() for the best measures and tests; .to_frame() for every "
+                 "number as a tidy table.</small></p></div>")
+    return "\n".join(parts)

@@ -1,0 +1,214 @@
+"""``index.html`` of an ``--out`` folder: one self-contained page that ties the files together.
+
+The page has no scripts and loads nothing from the network: its style is inline and its
+figures are the folder's own image files, referenced by relative paths (the page and the
+figures move together). It holds the header facts (data, test, family, seed, versions), every
+table with its caption, the figures and the warnings of the run, and links to every file.
+"""
+
+from __future__ import annotations
+
+import html
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from storyeval.meta.pipeline import MetaResult
+
+__all__ = ["Block", "Page", "meta_page", "render_page", "versions"]
+
+INDEX = "index.html"
+_IMAGE_FORMATS = ("png", "svg")
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em;
+       color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.caption { font-size: 0.9em; color: #444; margin: 0.3em 0; }
+dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+.warnings li { color: #8a4b00; }
+"""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One element of the page: ``kind`` is "heading", "table", "figure", "link", "text" or
+    "list"."""
+
+    kind: str
+    text: str = ""
+    table: pd.DataFrame | None = None
+    items: tuple[str, ...] = ()
+
+
+@dataclass
+class Page:
+    title: str
+    facts: list[tuple[str, str]]
+    blocks: list[Block] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def versions() -> str:
+    """The versions that produced the files: storyeval, Python and the numerical libraries."""
+    import numpy
+    import scipy
+
+    from storyeval._version import __version__
+
+    return (f"storyeval {__version__}, Python {platform.python_version()}, numpy "
+            f"{numpy.__version__}, scipy {scipy.__version__}, pandas {pd.__version__}")
+
+
+def table_html(table: pd.DataFrame, digits: int) -> str:
+    """A table as HTML, numbers rounded to ``digits``, missing values blank."""
+    shown = table.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(
+                lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
+    return shown.to_html(na_rep="", border=0, escape=True)
+
+
+def render_page(page: Page, *, digits: int = 3) -> str:
+    """The page as one HTML document."""
+    esc = html.escape
+    out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+           f"<title>{esc(page.title)}</title>", f"<style>{_STYLE}</style></head><body>",
+           f"<h1>{esc(page.title)}</h1>", "<dl class='facts'>"]
+    out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in page.facts]
+    out.append("</dl>")
+    if page.warnings:
+        out.append("<h2 id='warnings'>Warnings</h2><ul class='warnings'>")
+        out += [f"<li>{esc(w)}</li>" for w in page.warnings]
+        out.append("</ul>")
+    for block in page.blocks:
+        out.append(_block_html(block, digits))
+    if page.files:
+        out.append("<h2 id='files'>Files</h2><ul>")
+        out += [f"<li><a href='{esc(name)}'>{esc(name)}</a></li>" for name in page.files]
+        out.append("</ul>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _block_html(block: Block, digits: int) -> str:
+    esc = html.escape
+    if block.kind == "heading":
+        return f"<h2>{esc(block.text)}</h2>"
+    if block.kind == "table" and block.table is not None:
+        return (f"<p class='caption'>{esc(block.text)}</p>"
+                f"<div class='scroll'>{table_html(block.table, digits)}</div>")
+    if block.kind == "figure":
+        name, caption = block.items[0], block.text
+        return (f"<figure><img src='{esc(name)}' alt='{esc(caption)}'>"
+                f"<figcaption class='caption'>{esc(caption)}</figcaption></figure>")
+    if block.kind == "link":
+        return f"<p><a href='{esc(block.items[0])}'>{esc(block.text)}</a></p>"
+    if block.kind == "list":
+        return "<ul>" + "".join(f"<li>{esc(i)}</li>" for i in block.items) + "</ul>"
+    return f"<p>{esc(block.text)}</p>"
+
+
+def image_name(stem: str, formats: Sequence[str]) -> str | None:
+    """The file a page shows for a figure drawn in ``formats`` (PNG or SVG), if any."""
+    fmt = next((f for f in formats if f in _IMAGE_FORMATS), None)
+    return None if fmt is None else f"{stem}.{fmt}"
+
+
+def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[str],
+              warnings: Sequence[str] = (), digits: int = 3) -> Page:
+    """The page of `storyeval meta --out`: facts, per level the correlation grid (and its
+    heatmap), the baseline and undefined-value notes, the comparison tables (and heatmaps),
+    the warnings. ``figures`` maps a table's file stem to its image file name."""
+    from storyeval.report import meta_report as mr
+
+    s = result.settings
+    will = s.get("williams", {})
+    effect = will.get("effect_size", {})
+    facts = [("data", f"{s.get('dataset')}: {s.get('n_systems')} systems, "
+                      f"{s.get('n_stories')} stories"
+                      + "".join(f"; {n}" for n in s.get("dataset_notes", []))),
+             ("measures", f"{s.get('measures')} (criteria: {', '.join(s.get('criteria', []))})"),
+             ("coefficient", str(s.get("coefficient_description", s.get("coefficient"))))]
+    if will:
+        tests = will.get("test_description", {})
+        facts += [("test", "; ".join(f"{lev}: {text}" for lev, text in tests.items())
+                   if isinstance(tests, dict) else str(tests)),
+                  ("comparison", str(will.get("comparison", ""))),
+                  ("family", f"{str(will.get('adjustment', '')).upper()} adjustment, "
+                             f"{mr.family_text(result)}")]
+    facts += [("seed", str(effect.get("random_state", "none"))), ("versions", versions())]
+    blocks: list[Block] = []
+    for level in s.get("levels", []):
+        blocks.append(Block("heading", f"{level.capitalize()} level"))
+        stem = f"correlations_{level}"
+        blocks.append(Block("table", mr.level_caption(result, level),
+                            mr.correlation_grid(result, level)))
+        blocks += _figure(figures, stem)
+        notes = mr.undefined_lines(result, level) + mr.baseline_lines(result, level)
+        if "ci_low" in result.correlations.columns:
+            notes += mr.interval_lines(result, level)
+        if not result.chance.empty and level in set(result.chance["level"]):
+            notes.append(mr.chance_line(result, level, digits))
+        if notes:
+            blocks.append(Block("list", items=tuple(notes)))
+        if level in will.get("levels", []):
+            blocks += _comparison_blocks(result, level, figures)
+    return Page(title=f"storyeval meta: {s.get('dataset')}", facts=facts, blocks=blocks,
+                warnings=list(dict.fromkeys(warnings)), files=list(files))
+
+
+def _figure(figures: dict[str, str], stem: str) -> list[Block]:
+    name = figures.get(stem)
+    if name is None:
+        return []
+    if name.rsplit(".", 1)[-1] not in _IMAGE_FORMATS:  # a PDF: linked, not shown
+        return [Block("link", f"figure: {name}", items=(name,))]
+    return [Block("figure", f"figure: {name}", items=(name,))]
+
+
+def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) -> list[Block]:
+    from storyeval.report import meta_report as mr
+
+    blocks: list[Block] = []
+    if result.williams_all_pairs():
+        for criterion, slug in mr._slugs(mr.tested_criteria(result, level)).items():
+            stem = f"williams_{level}_{slug}"
+            blocks.append(Block("table", mr.williams_caption(result, level, criterion),
+                                result.williams_matrix(level, criterion)))
+            blocks += _figure(figures, stem)
+        return blocks
+    grid = result.williams_grid(level)
+    if grid.empty:
+        return blocks
+    blocks.append(Block("table", mr.williams_caption(result, level), grid))
+    blocks += _figure(figures, f"williams_{level}")
+    effect = mr.effect_grid(result, level)
+    if effect is not None and len(effect):
+        blocks.append(Block("table", mr.effect_caption(result, level), effect))
+    blocks += [Block("list", items=tuple(lines))
+               for lines in [mr.williams_undefined_lines(result, level)] if lines]
+    return blocks
+
+
+def tables_page(title: str, facts: list[tuple[str, str]], tables: dict[str, pd.DataFrame],
+                *, notes: Sequence[str] = (), files: Sequence[str] = (),
+                digits: int = 3) -> Page:
+    """A page of named tables (e.g. `storyeval agreement --out`), after the ``notes``."""
+    blocks = [Block("heading", "Notes"), Block("list", items=tuple(notes))] if notes else []
+    for name, table in tables.items():
+        blocks += [Block("heading", name), Block("table", "", table)]
+    facts = [*facts, ("versions", versions())]
+    return Page(title=title, facts=facts, blocks=blocks, files=list(files))
