@@ -62,6 +62,13 @@ class Script:
     fault_seed: int = 0
     usage: dict[str, Any] | None = None
     finish_reason: Any = "stop"
+    #: HTTP/1.1 framing faults of a broken server or proxy, on every answer: "garbage" (stray
+    #: bytes right after the response, same write), "garbage-later" (stray bytes in a second
+    #: write 2 ms later), "double" (a second, unasked-for response in the same write),
+    #: "double-split" (that second response in a write of its own, right after), "early" (the
+    #: response is sent
+    #: as soon as the headers are read, before the request body).
+    wire_fault: str | None = None
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -222,7 +229,15 @@ class StubServer:
                         break
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
-                raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                n_body = int(headers.get("content-length", "0") or 0)
+                fault = self.script.wire_fault
+                if fault == "early" and method == "POST" and not path.endswith("/stats"):
+                    status, body, extra = await self._handler.respond(path, headers, b"{}")
+                    writer.write(self._message(status, body, extra))
+                    await writer.drain()
+                    await reader.readexactly(n_body)
+                    continue
+                raw = await reader.readexactly(n_body)
                 if path.rstrip("/").endswith("/stats"):  # for the benchmark: GET, POST resets
                     body = json.dumps(self.state.stats()).encode()
                     if method == "POST":
@@ -234,16 +249,35 @@ class StubServer:
                     if self.state.first_at is None:
                         self.state.first_at = time.time()
                     status, body, extra = await self._handler.respond(path, headers, raw)
-                head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-                        "Content-Type: application/json", f"Content-Length: {len(body)}"]
-                head += [f"{k}: {v}" for k, v in extra.items()]
-                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+                message = self._message(status, body, extra)
+                if fault in ("garbage", "double") and method == "POST":
+                    message += self._stray(fault, headers)
+                writer.write(message)
                 await writer.drain()
+                if fault in ("garbage-later", "double-split") and method == "POST":
+                    await asyncio.sleep(0.002 if fault == "garbage-later" else 0)
+                    writer.write(self._stray(fault, headers))
+                    await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError,
                 asyncio.CancelledError):
             pass
         finally:
             writer.close()
+
+    @staticmethod
+    def _message(status: int, body: bytes, extra: dict[str, str]) -> bytes:
+        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+                "Content-Type: application/json", f"Content-Length: {len(body)}"]
+        head += [f"{k}: {v}" for k, v in extra.items()]
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+    def _stray(self, fault: str, headers: dict[str, str]) -> bytes:
+        """Bytes nobody asked for: junk, or a whole well-formed answer for another key."""
+        if fault.startswith("garbage"):
+            return b"XYZZY stray bytes\r\n\r\n"
+        key = "stray-" + headers.get("x-storyeval-cache-key", "")
+        body = self._handler._body({}, self.script.answer({}, key), "stop", "")
+        return self._message(200, body, {})
 
     def _serve(self) -> None:
         self._loop = asyncio.new_event_loop()

@@ -19,6 +19,9 @@ import logging
 import os
 import random
 import re
+import select
+import socket
+import ssl
 import time
 import urllib.parse
 import urllib.request
@@ -362,11 +365,19 @@ def _uses_proxy(url: str) -> bool:
 
 
 class _TransportFailure(Exception):
-    """A request that got no HTTP response: ``kind`` is "timeout" or "connection"."""
+    """A request that got no HTTP response: ``kind`` is "timeout" or "connection" (retried), or
+    "tls" or "dns" (a misconfiguration no retry can fix)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def _tls_message(exc: BaseException, origin: tuple) -> str:
+    """One line for a certificate the client refused."""
+    reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
+    return (f"TLS certificate verification failed for {origin[1]}:{origin[2]} ({reason}); "
+            "give the server's CA with --ca-bundle FILE (or SSL_CERT_FILE / SSL_CERT_DIR)")
 
 
 def _decode_body(body: bytes, headers: dict[str, str]) -> bytes:
@@ -391,14 +402,46 @@ class _ProtocolError(Exception):
 _MAX_BODY = 64 * 2**20
 
 
+def _kernel_unread(writer) -> str | None:
+    """What the kernel holds for this connection that asyncio has not read yet: None (nothing),
+    "eof" (the peer closed it), "bytes" (data), or "unknown" (TLS: encrypted bytes may be a
+    close notification; the connection is not reused either way)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return None
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return "eof"
+        if hasattr(select, "poll"):  # select() cannot watch descriptors past 1024
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            if not poller.poll(0):
+                return None
+        elif not select.select([fd], [], [], 0)[0]:
+            return None
+        if writer.get_extra_info("sslcontext") is not None:
+            return "unknown"
+        with socket.socket(fileno=os.dup(fd)) as peek:
+            return "bytes" if peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) else "eof"
+    except (OSError, ValueError, AttributeError):
+        return "unknown"  # cannot tell: not clean
+
+
 class _Connection:
     __slots__ = ("reader", "writer")
 
     def __init__(self, reader, writer) -> None:
         self.reader, self.writer = reader, writer
 
-    def usable(self) -> bool:
-        return not (self.writer.is_closing() or self.reader.at_eof())
+    def unread(self) -> str | None:
+        """Whatever was received beyond the responses read so far: None on a clean HTTP/1.1
+        connection between requests; "bytes" for stray data; "eof" or "unknown" otherwise."""
+        if getattr(self.reader, "_buffer", None):
+            return "bytes"
+        if self.writer.is_closing() or self.reader.at_eof():
+            return "eof"
+        return _kernel_unread(self.writer)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing a broken transport
@@ -417,6 +460,17 @@ class _ConnectionPool:
     lets one process keep hundreds of requests in flight. One SSL context is built, once, for
     https servers and shared by all connections. ``timeout`` bounds each whole request
     (sending, waiting, reading); a connection that timed out or failed is closed, never reused.
+
+    Answers are matched to requests by construction: a request holds its connection alone from
+    the first byte written to the last byte of its framed response (no pipelining), and a
+    connection is reused only when nothing beyond that response was received (asyncio's buffer
+    empty and, checked with ``poll`` before each reuse, nothing waiting in the kernel). Bytes
+    after a complete response make the server untrusted: its connections are not reused again,
+    and a response read on a reused connection that is followed by more bytes is asked again
+    on a fresh connection (it may have been a stray answer to an earlier request). A server that
+    sends an unasked-for complete response later, after the next request went out on the same
+    connection, cannot be told from a real answer by any HTTP/1.1 client (no field of an
+    OpenAI answer names its request); after the first such incident is seen, none can recur.
     """
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
@@ -434,6 +488,7 @@ class _ConnectionPool:
         self._connect_timeout = connect_timeout
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self._targets: dict[str, tuple[tuple, str]] = {}
+        self._distrusted: set[tuple] = set()
 
     def _target(self, url: str) -> tuple[tuple, str]:
         got = self._targets.get(url)
@@ -471,6 +526,14 @@ class _ConnectionPool:
         self._open.discard(conn)
         conn.close()
 
+    def _distrust(self, origin: tuple, why: str) -> None:
+        """Stop reusing connections to a server that broke HTTP/1.1 framing once: from now on
+        each request has a connection of its own, so no stray byte can become an answer."""
+        if origin not in self._distrusted:
+            self._distrusted.add(origin)
+            logger.warning("the server %s://%s:%s %s; its connections are no longer reused "
+                           "(one connection per request from now on)", *origin, why)
+
     async def post(self, url: str, body: bytes, extra: dict[str, str]
                    ) -> tuple[int, dict[str, str], bytes]:
         import asyncio
@@ -487,9 +550,12 @@ class _ConnectionPool:
             reused = False
             while idle:
                 c = idle.pop()
-                if c.usable():
+                left = c.unread()
+                if left is None:
                     conn, reused = c, True
                     break
+                if left == "bytes":
+                    self._distrust(origin, "sent bytes on an idle kept-alive connection")
                 self._discard(c)
             if conn is None:
                 conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
@@ -503,13 +569,25 @@ class _ConnectionPool:
                 # a kept-alive connection the server closed as we sent: the request never
                 # reached it, so it is sent once more on a new connection
                 self._discard(conn)
-                conn = None
+                conn, reused = None, False
                 stage = "connect"
                 conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
                 stage = "read"
                 status, headers, data, keep = await asyncio.wait_for(
                     self._exchange(conn, message), self._timeout)
-            if keep:
+            left = conn.unread() if keep else None
+            if left == "bytes":
+                # more bytes than the framed response: the connection is out of step with its
+                # requests. On a fresh connection the response is the first one, so it answers
+                # this request; on a reused one it may be a stray answer to an earlier request
+                # (and the bytes after it this request's), so it is not trusted.
+                self._distrust(origin, "sent bytes after a complete response")
+                if reused:
+                    raise _ProtocolError("bytes after the response on a kept-alive connection; "
+                                         "the answer is not trusted and is asked again")
+            if left is not None:
+                keep = False
+            if keep and origin not in self._distrusted:
                 idle.append(conn)
             else:
                 self._discard(conn)
@@ -517,7 +595,17 @@ class _ConnectionPool:
         except asyncio.TimeoutError:
             what = ("ConnectTimeout" if stage == "connect" else "ReadTimeout")
             raise _TransportFailure("timeout", what) from None
-        except (OSError, EOFError, ValueError, _ProtocolError, asyncio.IncompleteReadError,
+        except ssl.SSLCertVerificationError as exc:
+            raise _TransportFailure("tls", _tls_message(exc, origin)) from None
+        except socket.gaierror as exc:
+            raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
+                                           f"{exc.strerror or exc}") from None
+        except _NoResponse as exc:
+            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
+        except _ProtocolError as exc:
+            self._distrust(origin, f"answered out of protocol ({exc})")
+            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
+        except (OSError, EOFError, ValueError, asyncio.IncompleteReadError,
                 asyncio.LimitOverrunError) as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
         finally:
