@@ -69,6 +69,8 @@ class Script:
     #: response is sent
     #: as soon as the headers are read, before the request body).
     wire_fault: str | None = None
+    #: extra response headers of ``status_override`` answers (e.g. a redirect's Location)
+    override_headers: dict[str, str] = field(default_factory=dict)
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -88,6 +90,7 @@ class StubState:
     connections: int = 0
     faults: Counter = field(default_factory=Counter)
     first_at: float | None = None  # time.time() of the first request since the last reset
+    paths: list[str] = field(default_factory=list)  # request targets (path and query)
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -103,7 +106,7 @@ class StubState:
             self.first_at = None
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+_REASONS = {200: "OK", 301: "Moved Permanently", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
             429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -115,7 +118,9 @@ class _Handler:
 
     async def respond(self, path: str, headers: dict[str, str], raw: bytes):
         script, state = self.script, self.state
-        if not path.rstrip("/").endswith("/chat/completions"):
+        with state.lock:
+            state.paths.append(path)
+        if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             return 404, b'{"error": {"message": "not found"}}', {}
         try:
             payload = json.loads(raw)
@@ -135,7 +140,7 @@ class _Handler:
             return 401, json.dumps({"error": {"message": "invalid api key" + pad + echo}}).encode(), {}
         if script.status_override is not None:
             msg = json.dumps({"error": {"message": "scripted error" + pad + echo}})
-            return script.status_override, msg.encode(), {}
+            return script.status_override, msg.encode(), dict(script.override_headers)
         n = attempt
         if n <= script.rate_limit_first:
             hdr = {"Retry-After": script.retry_after} if script.retry_after else {}
@@ -203,8 +208,10 @@ class StubServer:
     Use ``with StubServer(Script(...)) as srv: srv.base_url``.
     """
 
-    def __init__(self, script: Script | None = None, *, port: int = 0) -> None:
+    def __init__(self, script: Script | None = None, *, port: int = 0,
+                 ssl_context: Any = None) -> None:
         self.script = script or Script()
+        self._ssl = ssl_context  # an ssl.SSLContext: serve https
         self.state = StubState()
         self._handler = _Handler(self.script, self.state)
         self._port = port
@@ -283,7 +290,8 @@ class StubServer:
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._client, "127.0.0.1", self._port, backlog=1024))
+            asyncio.start_server(self._client, "127.0.0.1", self._port, backlog=1024,
+                                 ssl=self._ssl))
         self._port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         try:
@@ -301,7 +309,7 @@ class StubServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}/v1"
 
     def start(self) -> StubServer:
         self._thread.start()

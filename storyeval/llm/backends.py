@@ -43,6 +43,7 @@ __all__ = [
     "VLLMBackend",
     "check_api_key_env",
     "make_backend",
+    "make_ssl_context",
 ]
 
 logger = logging.getLogger("storyeval.llm")
@@ -163,7 +164,7 @@ class Backend(abc.ABC):
 # ---------------------------------------------------------------------------------------------
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-_FATAL_STATUS = frozenset({401, 403, 404})
+_FATAL_STATUS = frozenset({400, 401, 403, 404})
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
@@ -250,6 +251,66 @@ def _safe_url(url: str) -> str:
     query = "&".join(f"{k}=***" for k, _ in urllib.parse.parse_qsl(parts.query,
                                                                    keep_blank_values=True))
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _check_base_url(url: object) -> str:
+    """A server root as given to ``--base-url``, checked: http(s), a host, no credentials, no
+    fragment. A query string is kept (it is sent after ``/chat/completions``)."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        shown = _safe_url(url) if isinstance(url, str) else repr(url)
+        raise InputError(f"base_url must start with http:// or https://, got {shown!r}")
+    parts = urllib.parse.urlsplit(url)
+    if "@" in parts.netloc:
+        raise InputError(
+            f"--base-url {_safe_url(url)} holds a user name or password (user:key@host); "
+            "storyeval sends no credentials from a URL: put the key in an environment variable "
+            "and pass its name with --api-key-env (if it was a real key, consider it exposed)")
+    if parts.fragment:
+        raise InputError(f"--base-url {_safe_url(url)} ends with a #fragment, which no server "
+                         "receives: remove it")
+    if not parts.hostname:
+        raise InputError(f"--base-url {_safe_url(url)} has no host name")
+    try:
+        parts.port
+    except ValueError:
+        raise InputError(f"--base-url {_safe_url(url)} has an invalid port") from None
+    return url
+
+
+def _chat_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, with the path extended before any query string."""
+    parts = urllib.parse.urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def make_ssl_context(ca_bundle: str | os.PathLike | None = None) -> ssl.SSLContext:
+    """The TLS context of https servers: the CA file or folder ``ca_bundle`` (``--ca-bundle``),
+    else ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` from the environment, else certifi's bundle (the
+    system's store without certifi). A folder holds certificates under OpenSSL's hashed names
+    (``openssl rehash DIR``)."""
+    def checked(path: str, what: str) -> tuple[str | None, str | None]:
+        if not os.path.exists(path):
+            raise InputError(f"{what} {path!r} does not exist")
+        return (None, path) if os.path.isdir(path) else (path, None)
+
+    if ca_bundle is not None:
+        cafile, capath = checked(os.fspath(ca_bundle), "--ca-bundle")
+    else:
+        env_file = os.environ.get("SSL_CERT_FILE", "").strip()
+        env_dir = os.environ.get("SSL_CERT_DIR", "").strip()
+        cafile = checked(env_file, "SSL_CERT_FILE")[0] if env_file else None
+        capath = checked(env_dir, "SSL_CERT_DIR")[1] if env_dir else None
+        if not (cafile or capath):
+            try:
+                import certifi
+            except ImportError:
+                return ssl.create_default_context()
+            cafile = certifi.where()
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (ssl.SSLError, OSError) as exc:
+        raise InputError(f"cannot read the CA certificates {cafile or capath!r}: {exc}") from None
 
 
 def _clip(text: str, n: int) -> str:
@@ -474,7 +535,7 @@ class _ConnectionPool:
     """
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str]) -> None:
+                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
         import asyncio
 
         for k, v in headers.items():
@@ -483,7 +544,7 @@ class _ConnectionPool:
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple, list[_Connection]] = {}
         self._open: set[_Connection] = set()
-        self._ssl = None
+        self._ssl = ssl_context
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
@@ -506,9 +567,7 @@ class _ConnectionPool:
 
     def _ssl_context(self):
         if self._ssl is None:
-            import httpx  # its context: certifi's CA bundle, SSL_CERT_FILE/SSL_CERT_DIR
-
-            self._ssl = httpx.create_ssl_context()
+            self._ssl = make_ssl_context()
         return self._ssl
 
     async def _connect(self, origin: tuple) -> _Connection:
@@ -709,11 +768,12 @@ class _HttpxSender:
     environment, which httpx knows how to reach)."""
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str]) -> None:
+                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
         import httpx
 
         self._client = httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            verify=ssl_context if ssl_context is not None else make_ssl_context(),
             limits=httpx.Limits(max_connections=max_connections,
                                 max_keepalive_connections=max_connections))
 
@@ -726,6 +786,14 @@ class _HttpxSender:
         except httpx.TimeoutException as exc:
             raise _TransportFailure("timeout", type(exc).__name__) from None
         except httpx.TransportError as exc:
+            cause = exc.__cause__ or exc.__context__
+            origin = (None, *(urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port))
+            if isinstance(cause, ssl.SSLCertVerificationError) or \
+                    "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                raise _TransportFailure("tls", _tls_message(cause or exc, origin)) from None
+            if isinstance(cause, socket.gaierror):
+                raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
+                                               f"{cause.strerror or cause}") from None
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
         return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.content
 
@@ -740,8 +808,13 @@ class OpenAIBackend(Backend):
     ----------
     model : str
         The served model name (``"model"`` field of the request).
-    base_url : str, default "http://localhost:8000/v1"
-        Server root; requests go to ``{base_url}/chat/completions``.
+    base_url : str or sequence of str, default "http://localhost:8000/v1"
+        Server root; requests go to ``{base_url}/chat/completions`` (a query string stays at the
+        end). Several roots (servers of the same model): each has ``concurrency`` workers that
+        take the next request when free, so faster servers answer more, and retry ``a`` of a
+        request goes to the next server in the list; answers share one cache (the server is
+        not part of the cache key). A root with ``user:password@`` or a ``#fragment`` is
+        refused ([`InputError`][], without echoing the credentials).
     api_key_env : str or None, default "OPENAI_API_KEY"
         Name of the environment variable holding the API key, read when `run` starts.
         ``None`` declares the server keyless (no ``Authorization`` header; ``--no-api-key``).
@@ -751,8 +824,8 @@ class OpenAIBackend(Backend):
         server on this machine (``localhost``, ``127.0.0.0/8``, ``::1``), which gets no key and
         a logged warning. The key is never stored, logged, put in a cache key or an error
         message.
-    concurrency : int, default 16
-        Requests in flight at once. All workers share one HTTP client, one keep-alive
+    concurrency : int or sequence of int, default 16
+        Requests in flight at once per server (one value for all, or one per ``base_url``). All workers share one HTTP client, one keep-alive
         connection pool of at most ``concurrency`` connections and one SSL context. Raise it to
         keep a multi-GPU vLLM server busy (e.g. 256).
     timeout : float, default 120
@@ -768,11 +841,21 @@ class OpenAIBackend(Backend):
         Extra JSON fields for every request (e.g. ``{"top_k": 50}`` for vLLM).
     random_state : int, optional
         Seeds the jitter (for reproducible tests).
+    ca_bundle : path, optional
+        CA certificates (PEM file or hashed folder) for https servers; default
+        ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else certifi's bundle
+        (`make_ssl_context`).
+    batch_out, batch_in : path, optional
+        Send nothing: write the requests to, or read their answers from, a batch file in the
+        OpenAI batch JSONL format (`storyeval.llm.batch`; OpenAI Batch API, ``vllm run-batch``).
 
     Notes
     -----
-    401, 403 and 404 stop the run with `BackendError` (wrong key, model or URL); other
-    4xx fail only that request (e.g. a prompt longer than the context). An empty answer is a
+    Errors no retry can fix stop the run at once with `BackendError` and one line saying
+    what to change: a refused TLS certificate, a host name that does not resolve, a redirect
+    (3xx, with its target; redirects are not followed), 400, 401, 403 and 404 (wrong request,
+    key, model or URL). Other 4xx (e.g. 413, 422) fail only that request; the first of each
+    status is logged as a warning with the server's reason. An empty answer is a
     failure of its request, not an answer: it is not stored, and the next run asks again. Each
     request carries the header ``X-Storyeval-Cache-Key`` (the cache key, no secret) to ease
     matching server logs.
@@ -797,33 +880,63 @@ class OpenAIBackend(Backend):
 
     kind = "openai"
 
-    def __init__(self, model: str, *, base_url: str = "http://localhost:8000/v1",
-                 api_key_env: str | None = "OPENAI_API_KEY", concurrency: int = 16,
-                 timeout: float = 120.0, max_retries: int = 6, backoff_base: float = 0.5,
-                 backoff_max: float = 60.0, extra_body: dict[str, Any] | None = None,
-                 random_state: int | None = None) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] = "http://localhost:8000/v1",
+                 api_key_env: str | None = "OPENAI_API_KEY",
+                 concurrency: int | Sequence[int] = 16, timeout: float = 120.0,
+                 max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
+                 extra_body: dict[str, Any] | None = None, random_state: int | None = None,
+                 ca_bundle: str | os.PathLike | None = None,
+                 batch_out: str | os.PathLike | None = None,
+                 batch_in: str | os.PathLike | None = None) -> None:
         super().__init__(model)
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise InputError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if int(concurrency) < 1:
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        if not urls:
+            raise InputError("base_url: give at least one server")
+        self.base_urls = [_check_base_url(u).rstrip("/") for u in urls]
+        if len(set(self.base_urls)) < len(self.base_urls):
+            raise InputError("base_url: the same server is given twice")
+        conc = [concurrency] if isinstance(concurrency, int) else list(concurrency)
+        if len(conc) == 1:
+            conc = conc * len(self.base_urls)
+        if len(conc) != len(self.base_urls):
+            raise InputError(f"concurrency: give one value for all servers or one per server "
+                             f"({len(self.base_urls)}), got {len(conc)}")
+        if any(int(c) < 1 for c in conc):
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
         if not timeout > 0:
             raise InputError(f"timeout must be > 0, got {timeout}")
         if int(max_retries) < 0:
             raise InputError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.rstrip("/")
+        if batch_out is not None and batch_in is not None:
+            raise InputError("batch_out and batch_in cannot be combined (write the requests, "
+                             "run them, then read the results in a second call)")
+        self.base_url = self.base_urls[0]
+        self.concurrencies = [int(c) for c in conc]
+        self.concurrency = self.concurrencies[0] if len(conc) == 1 else sum(self.concurrencies)
         self.api_key_env = check_api_key_env(api_key_env)
-        self.concurrency = int(concurrency)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
         self.extra_body = dict(extra_body or {})
+        self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
+        if self.ca_bundle is not None and not os.path.exists(self.ca_bundle):
+            raise InputError(f"--ca-bundle {self.ca_bundle!r} does not exist")
+        self.batch_out = None if batch_out is None else os.fspath(batch_out)
+        self.batch_in = None if batch_in is None else os.fspath(batch_in)
         self._rng = random.Random(random_state)
+        self._reported: set[int] = set()
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "base_url": _safe_url(self.base_url),
-                "api_key_env": self.api_key_env, "concurrency": self.concurrency}
+        one = len(self.base_urls) == 1
+        out = {**super().describe(),
+               "base_url": _safe_url(self.base_url) if one else
+               [_safe_url(u) for u in self.base_urls],
+               "api_key_env": self.api_key_env,
+               "concurrency": self.concurrency if one else list(self.concurrencies)}
+        if self.batch_out or self.batch_in:
+            out["batch_file"] = self.batch_out or self.batch_in
+        return out
 
     def api_key(self) -> str | None:
         """The key from ``api_key_env`` (None for a keyless server).
@@ -831,24 +944,26 @@ class OpenAIBackend(Backend):
         Raises
         ------
         InputError
-            The variable is unset or empty and the server is not on this machine.
+            The variable is unset or empty and a server is not on this machine.
         """
         if self.api_key_env is None:
             return None
         key = os.environ.get(self.api_key_env, "").strip()
         if key:
             return key
-        if _is_loopback(self.base_url):
+        shown = ", ".join(_safe_url(u) for u in self.base_urls)
+        if all(_is_loopback(u) for u in self.base_urls):
             logger.warning("environment variable %s is not set: sending no API key to the local "
                            "server %s (pass --no-api-key, or api_key_env=None, to say so)",
-                           self.api_key_env, _safe_url(self.base_url))
+                           self.api_key_env, shown)
             return None
         raise InputError(
             f"environment variable {self.api_key_env} (--api-key-env) is not set or empty: "
             f"export the key in it, or pass --no-api-key (api_key_env=None) for a server "
-            f"without authentication ({_safe_url(self.base_url)})")
+            f"without authentication ({shown})")
 
-    def _payload(self, req: Request) -> dict[str, Any]:
+    def payload(self, req: Request) -> dict[str, Any]:
+        """The JSON body of a request (online and in a batch file alike)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": list(req.messages),
@@ -861,6 +976,8 @@ class OpenAIBackend(Backend):
         body.update(self.extra_body)
         return body
 
+    _payload = payload  # the former private name
+
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return retry_after * (1.0 + 0.1 * self._rng.random())
@@ -869,10 +986,18 @@ class OpenAIBackend(Backend):
 
     def run(self, requests: Sequence[Request], on_answer: OnAnswer, on_failure: OnFailure, *,
             show_progress: bool | None = None) -> None:
-        """Send every request (asyncio, at most ``concurrency`` in flight)."""
+        """Send every request (asyncio, at most ``concurrency`` in flight per server); or, with
+        ``batch_out``/``batch_in``, write them to / read their answers from a batch file."""
         if not requests:
             return
-        import_optional("httpx", extra="llm", purpose="the OpenAI-compatible backend")
+        if self.batch_out is not None or self.batch_in is not None:
+            from storyeval.llm import batch
+
+            if self.batch_out is not None:
+                batch.write_requests(self.batch_out, requests, self)
+            else:
+                batch.read_results(self.batch_in, requests, self, on_answer, on_failure)
+            return
         asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress))
 
     async def _run_async(self, requests: list[Request], on_answer: OnAnswer,
@@ -885,24 +1010,31 @@ class OpenAIBackend(Backend):
                    "Accept-Encoding": "gzip, deflate", "User-Agent": "storyeval"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        n_workers = min(self.concurrency, len(requests))
-        url = f"{self.base_url}/chat/completions"
-        kind = _HttpxSender if _uses_proxy(url) else _ConnectionPool
-        if kind is _HttpxSender:
-            logger.info("requests go through the proxy of the environment (httpx's pool)")
-        sender = kind(n_workers, self.timeout, min(self.timeout, 10.0), headers)
+        urls = [_chat_url(u) for u in self.base_urls]
+        ctx = None
+        if any(u.startswith("https://") for u in urls):
+            ctx = make_ssl_context(self.ca_bundle)  # one context for every connection
+        senders = []
+        for url, conc in zip(urls, self.concurrencies):
+            kind = _HttpxSender if _uses_proxy(url) else _ConnectionPool
+            if kind is _HttpxSender:
+                import_optional("httpx", extra="llm", purpose="requests through a proxy")
+                logger.info("requests to %s go through the proxy of the environment (httpx)",
+                            _safe_url(url))
+            senders.append(kind(min(conc, len(requests)), self.timeout,
+                                min(self.timeout, 10.0), headers, ctx))
         fatal: list[str] = []
         it = iter(requests)
         try:
             with progress_bar(total=len(requests), desc=f"rate {self.model}", unit="req",
                               show=show_progress) as bar:
 
-                async def worker() -> None:
+                async def worker(home: int) -> None:
                     for req in it:  # the shared iterator hands each request to one worker
                         if fatal:
                             return
                         try:
-                            ans = await self._one(sender, url, req, redact)
+                            ans = await self._one(senders, urls, home, req, redact)
                         except BackendError as exc:
                             fatal.append(str(exc))
                             return
@@ -912,25 +1044,43 @@ class OpenAIBackend(Backend):
                             on_failure(req, ans)
                         bar.update(1)
 
-                await asyncio.gather(*(worker() for _ in range(n_workers)))
+                # each server's workers take the next request when they are free: faster servers
+                # get more of them
+                await asyncio.gather(*(worker(i) for i, conc in enumerate(self.concurrencies)
+                                       for _ in range(min(conc, len(requests)))))
         finally:
-            await sender.aclose()
+            for sender in senders:
+                await sender.aclose()
         if fatal:
             raise BackendError(fatal[0])
 
-    async def _one(self, sender, url: str, req: Request, redact: _Redactor) -> Answer | str:
-        """One request with retries: an Answer, or a failure message (str, redacted)."""
-        body = json.dumps(self._payload(req), ensure_ascii=False, separators=(",", ":"),
+    def _report(self, status: int, message: str) -> None:
+        """Print the first failure of each HTTP status (a run may have thousands)."""
+        if status not in self._reported:
+            self._reported.add(status)
+            logger.warning("%s (this request fails; further HTTP %d answers are in the "
+                           "ratings' error column)", message, status)
+
+    async def _one(self, senders: list, urls: list[str], home: int, req: Request,
+                   redact: _Redactor) -> Answer | str:
+        """One request with retries (attempt ``a`` goes to server ``home + a - 1``, so retries
+        move across servers): an Answer, or a failure message (str, redacted). Errors no retry
+        can fix raise `BackendError`."""
+        body = json.dumps(self.payload(req), ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode("utf-8")
         extra = {"X-Storyeval-Cache-Key": req.key}
-        shown_url = _safe_url(url)
         last = "no attempt"
         for attempt in range(1, self.max_retries + 2):
+            server = (home + attempt - 1) % len(urls)
+            sender, url = senders[server], urls[server]
+            shown_url = _safe_url(url)
             retry_after = None
             t0 = time.perf_counter()
             try:
                 status, headers, data = await sender.post(url, body, extra)
             except _TransportFailure as exc:
+                if exc.kind in ("tls", "dns"):
+                    raise BackendError(f"{exc} ({shown_url}; no retry can fix this)") from None
                 if exc.kind == "timeout":
                     last = f"timeout after {self.timeout:g} s ({exc})"
                 else:
@@ -947,13 +1097,22 @@ class OpenAIBackend(Backend):
                     text = data.decode("utf-8", errors="replace")
                     last = f"HTTP {status} from {shown_url}: " + \
                         redact.clip(text, 300).replace("\n", " ")
+                    if 300 <= status < 400:
+                        where = _safe_url(redact(headers.get("location", ""))) or "nowhere"
+                        raise BackendError(
+                            f"HTTP {status} from {shown_url}: the server redirects to {where}; "
+                            "storyeval does not follow redirects (the request and the key would "
+                            "go elsewhere): give the final address as --base-url")
                     if status in _FATAL_STATUS:
-                        hint = {401: "check the API key variable " + repr(self.api_key_env),
+                        hint = {400: "the server refuses the requests themselves: check "
+                                     "--model, the sampling options and the server's limits",
+                                401: "check the API key variable " + repr(self.api_key_env),
                                 403: "the key is not allowed to use this model",
                                 404: "check --base-url and --model"}[status]
-                        raise BackendError(f"{last} ({hint})")
+                        raise BackendError(f"{last} ({hint}; no retry can fix this)")
                     if status not in _RETRY_STATUS:
-                        return last  # e.g. 400: prompt too long; retrying cannot help
+                        self._report(status, last)
+                        return last  # e.g. 413/422: this request only; retrying cannot help
                     retry_after = _retry_after_seconds(headers.get("retry-after"))
             if attempt > self.max_retries:
                 break
