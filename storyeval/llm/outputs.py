@@ -16,7 +16,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
@@ -267,6 +266,8 @@ def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
     g = sc.groupby(["model", "eval_prompt", "system", "criterion"], sort=False)["value"]
     out = g.agg(mean="mean", sd="std", n="count").reset_index()
     out["sem"] = out["sd"] / np.sqrt(out["n"])
+    from scipy import stats  # imported here: `storyeval rate` starts sending without scipy
+
     tq = stats.t.ppf((1 + confidence_level) / 2, np.maximum(out["n"] - 1, 1))
     half = np.where(out["n"] >= 2, tq * out["sem"], np.nan)
     out["ci_low"] = out["mean"] - half
