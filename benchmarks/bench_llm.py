@@ -225,19 +225,45 @@ def whole_command(base: str, c: int, n_requests: int, tmp: Path) -> None:
     _stories(n_stories).to_csv(src, index=False)
     _stats(base, reset=True)
     env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
-    subprocess.run([sys.executable, "-m", "storyeval", "rate", "--base-url", base, "--model",
-                    "bench", "--no-api-key", "--stories", str(src), "--eval-prompts", "1-4",
-                    "--criteria", "all", "--tries", "1", "--max-tokens", "32",
-                    "--concurrency", str(c), "--cache", str(tmp / f"cmd-{c}.sqlite"),
-                    "--out", str(tmp / f"cmd-{c}")], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "storyeval", "rate", "--base-url", base,
+                             "--model", "bench", "--no-api-key", "--stories", str(src),
+                             "--eval-prompts", "1-4", "--criteria", "all", "--tries", "1",
+                             "--max-tokens", "32", "--concurrency", str(c),
+                             "--cache", str(tmp / f"cmd-{c}.sqlite"),
+                             "--out", str(tmp / f"cmd-{c}")], env=env,
+                            stdout=subprocess.DEVNULL)
+    samples = _cpu_samples(proc)  # (time, CPU seconds of the command) until it exits
+    if proc.wait() != 0:
+        raise RuntimeError("storyeval rate failed")
     dt = time.time() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     server = _stats(base)
     n = server["received"]
+    before = [u for t, u in samples if t <= server["first_at"]]
+    cpu_first = f"{before[-1]:.2f}" if before else "n/a"
     print(f"whole command c={c:>5}: {n} requests in {dt:.2f} s = {n / dt:,.0f} requests/s from "
           f"launch to exit; first request {server['first_at'] - t0:.2f} s after launch "
-          f"(targets at 256: >= 1,000/s, < 1 s)", flush=True)
+          f"(targets at 256: >= 1,000/s, < 1 s); the command used {cpu:.2f} CPU s in all and "
+          f"{cpu_first} CPU s before its first request (on an idle machine its wall times are "
+          f"about these, or the c/latency limit)", flush=True)
+
+
+def _cpu_samples(proc: subprocess.Popen) -> list[tuple[float, float]]:
+    """(time, user + system CPU seconds) of a running process every 5 ms (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out = []
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            out.append((time.time(), (int(fields[11]) + int(fields[12])) / tick))
+        except (OSError, IndexError, ValueError):
+            break
+        time.sleep(0.005)
+    return out
 
 
 def two_endpoints(latency: float, c: int, n_requests: int, tmp: Path) -> None:
