@@ -182,7 +182,6 @@ async def _drive(post, c: int, n: int, deadline: float, first: list, close) -> i
 def client_worker(kind: str, url: str, c: int, n: int, seconds: float, launched: float) -> None:
     """Run in a fresh process: print one JSON line of the client's measurements."""
     import asyncio
-
     import importlib
 
     first: list[float] = []

@@ -100,7 +100,6 @@ def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
     score table are human criteria."""
     import warnings
 
-    from storyeval.data import read_dataset
     from storyeval.exceptions import DroppedStoriesWarning, InputError
 
     measures = getattr(args, "measures", None)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Mapping
-from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -33,7 +32,7 @@ __all__ = ["FAR_FACTOR", "Scales", "check_values", "parse_scale"]
 FAR_FACTOR = 20.0
 
 #: ``{criterion or None (every criterion): (low, high)}``
-Scales = dict[Union[str, None], tuple[float, float]]
+Scales = dict[str | None, tuple[float, float]]
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"^\s*({_NUMBER})\s*(?:-|\.\.|:|to)\s*({_NUMBER})\s*$")

@@ -271,7 +271,7 @@ def _check_base_url(url: object) -> str:
     if not parts.hostname:
         raise InputError(f"--base-url {_safe_url(url)} has no host name")
     try:
-        parts.port
+        _ = parts.port  # raises for a port that is not a number in range
     except ValueError:
         raise InputError(f"--base-url {_safe_url(url)} has an invalid port") from None
     return url

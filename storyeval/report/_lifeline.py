@@ -50,9 +50,8 @@ def _exists(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    with contextlib.suppress(OSError, IndexError):
-        with open(f"/proc/{pid}/stat", "rb") as f:  # Linux: "pid (name) STATE ..."
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"  # "pid (name) STATE ..."
     return True
 
 
