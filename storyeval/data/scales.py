@@ -72,7 +72,7 @@ def _bounds(value: object, what: str) -> tuple[float, float]:
         lo, hi = float(m.group(1)), float(m.group(2))
     else:
         try:
-            lo, hi = (float(v) for v in value)  # type: ignore[union-attr]
+            lo, hi = (float(v) for v in value)  # type: ignore[attr-defined]
         except (TypeError, ValueError):
             raise InputError(f"{what}: give (low, high) or 'LO-HI'") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):

@@ -995,7 +995,7 @@ class OpenAIBackend(Backend):
 
             if self.batch_out is not None:
                 batch.write_requests(self.batch_out, requests, self)
-            else:
+            elif self.batch_in is not None:
                 batch.read_results(self.batch_in, requests, self, on_answer, on_failure)
             return
         asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress))

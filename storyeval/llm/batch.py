@@ -21,6 +21,7 @@ import json
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from storyeval.exceptions import InputError
@@ -49,7 +50,7 @@ def write_requests(path: str | os.PathLike, requests: Sequence[Request],
     from storyeval._atomic import atomic_write_text
 
     text = "".join(request_line(r, backend) + "\n" for r in requests)
-    atomic_write_text(path, text)
+    atomic_write_text(Path(path), text)
     logger.warning("wrote %d requests to %s (OpenAI batch JSONL): run them with the OpenAI "
                    "Batch API or `vllm run-batch`, then read the results with --batch-in",
                    len(requests), path)
