@@ -90,3 +90,49 @@ def test_figure_workers_die_with_their_parent(tmp_path, sig):
 def test_watchdog_alone_ends_an_orphan(tmp_path):
     pids, left = survivors(WATCHDOG_ONLY, signal.SIGKILL, tmp_path)
     assert len(pids) == 1 and left == []
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below ``root`` (Linux /proc)."""
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - found
+        found |= frontier
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_kill_9_of_meta_out_leaves_no_process(tmp_path):
+    """The audit's case: `storyeval meta --out D` killed with SIGKILL while its figure workers
+    run; 10 s later none of its processes is left."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg",
+           "STORYEVAL_FIGURE_WORKERS": "2", "STORYEVAL_NO_PROGRESS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "storyeval", "meta", "--metrics", "all",
+                             "--out", str(tmp_path / "out")], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen |= descendants(proc.pid)
+        if len(seen) >= 3:  # the forkserver and two workers
+            break
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.skip("the command finished before its workers were seen")
+    seen |= descendants(proc.pid)
+    proc.kill()
+    proc.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(p) for p in seen):
+        time.sleep(0.05)
+    left = [p for p in seen if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert len(seen) >= 3 and left == []
