@@ -335,6 +335,31 @@ class StubServer:
         self.stop()
 
 
+def make_certificate(folder: Any) -> tuple[Any, Any]:
+    """A self-signed certificate for 127.0.0.1 in ``folder`` (cert.pem, key.pem, and a copy
+    under OpenSSL's hashed name in ``certs/``), made with the openssl command; returns the
+    folder and a server SSL context. Raises FileNotFoundError without openssl."""
+    import shutil
+    import ssl
+    import subprocess
+    from pathlib import Path
+
+    d = Path(folder)
+    if shutil.which("openssl") is None:
+        raise FileNotFoundError("openssl")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem"),
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    (d / "certs").mkdir(exist_ok=True)
+    h = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", str(d / "cert.pem")],
+                       check=True, capture_output=True, text=True).stdout.strip()
+    shutil.copy(d / "cert.pem", d / "certs" / f"{h}.0")  # OpenSSL's folder layout (c_rehash)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / "cert.pem", d / "key.pem")
+    return d, ctx
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, default=0)

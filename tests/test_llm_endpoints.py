@@ -6,9 +6,6 @@ gives the online run's ratings byte for byte. Offline: local servers on 127.0.0.
 from __future__ import annotations
 
 import json
-import shutil
-import ssl
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +13,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _openai_stub_server import Script, StubServer, default_answer
+from _openai_stub_server import Script, StubServer, default_answer, make_certificate
 
 from storyeval.cli import main
 from storyeval.exceptions import InputError
@@ -46,21 +43,10 @@ def backend(urls, **kw) -> OpenAIBackend:
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
-    if shutil.which("openssl") is None:
+    try:
+        return make_certificate(tmp_path_factory.mktemp("tls"))
+    except FileNotFoundError:
         pytest.skip("openssl is not installed")
-    d = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem"),
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    hashed = d / "certs"
-    hashed.mkdir()
-    h = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", str(d / "cert.pem")],
-                       check=True, capture_output=True, text=True).stdout.strip()
-    shutil.copy(d / "cert.pem", hashed / f"{h}.0")  # OpenSSL's folder layout (c_rehash)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(d / "cert.pem", d / "key.pem")
-    return d, ctx
 
 
 def test_an_untrusted_certificate_stops_at_once_and_the_ca_options_fix_it(certificate,
