@@ -71,6 +71,8 @@ class Script:
     wire_fault: str | None = None
     #: extra response headers of ``status_override`` answers (e.g. a redirect's Location)
     override_headers: dict[str, str] = field(default_factory=dict)
+    #: ``status_override`` error bodies name the request target (path and query)
+    echo_path: bool = False
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -139,7 +141,8 @@ class _Handler:
         if script.require_key is not None and auth != f"Bearer {script.require_key}":
             return 401, json.dumps({"error": {"message": "invalid api key" + pad + echo}}).encode(), {}
         if script.status_override is not None:
-            msg = json.dumps({"error": {"message": "scripted error" + pad + echo}})
+            where = f" at {path}" if script.echo_path else ""
+            msg = json.dumps({"error": {"message": "scripted error" + where + pad + echo}})
             return script.status_override, msg.encode(), dict(script.override_headers)
         n = attempt
         if n <= script.rate_limit_first:

@@ -131,6 +131,22 @@ def test_query_string_goes_after_the_path():
         assert "***" in json.dumps(backend(srv.base_url + "?key=abc").describe())
 
 
+@pytest.mark.parametrize("status", [400, 422])
+def test_a_key_in_the_query_string_is_redacted_from_echoed_errors(status):
+    with StubServer(Script(status_override=status, echo_path=True)) as srv:
+        be = backend(srv.base_url + "?api-key=" + SECRET)
+        if status == 400:
+            with pytest.raises(BackendError) as err:
+                rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
+            text = str(err.value)
+        else:
+            run = rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
+            text = " ".join(run.ratings["error"])
+        assert srv.state.paths[0].endswith("?api-key=" + SECRET)  # sent as given
+    assert "scripted error at /v1/chat/completions?api-key=***" in text
+    assert SECRET not in text and SECRET[5:20] not in text
+
+
 def test_credentials_in_the_url_are_refused_without_echo(tmp_path, capsys):
     with pytest.raises(InputError, match="user name or password.*--api-key-env") as err:
         backend(f"http://user:{SECRET}@127.0.0.1:8000/v1")

@@ -385,11 +385,38 @@ class _Redactor:
         out.append(text[pos:])
         return "".join(out)
 
+    def also(self, secrets: Collection[str]) -> _Redactor:
+        """A redactor for this secret and ``secrets`` too (e.g. a key in --base-url's query)."""
+        extra = [_Redactor(s) for s in secrets if s and len(s) >= 6 and s != self.secret]
+        if not extra:
+            return self
+        return _ChainedRedactor([self, *extra])
+
     def clip(self, text: object, n: int) -> str:
         """Redact, then keep the first ``n`` characters (never the other way round)."""
         if isinstance(text, str) and len(text) > 65536:
             text = text[:65536]  # far beyond n: a cut here never reaches the kept part
         return _clip(self(text), n)
+
+
+class _ChainedRedactor(_Redactor):
+    """Several secrets: each redactor in turn."""
+
+    def __init__(self, parts: list[_Redactor]) -> None:
+        super().__init__(None)
+        self.parts = parts
+
+    def __call__(self, text: object) -> str:
+        out = "" if text is None else text if isinstance(text, str) else str(text)
+        for part in self.parts:
+            out = part(out)
+        return out
+
+
+def _query_values(url: str) -> list[str]:
+    """The values of a URL's query string (an API key may travel there: Azure's api-key)."""
+    return [v for _, v in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query,
+                                                  keep_blank_values=True)]
 
 
 def _token_count(value: object) -> int | None:
@@ -1005,7 +1032,7 @@ class OpenAIBackend(Backend):
         from storyeval._progress import progress_bar
 
         key = self.api_key()
-        redact = _Redactor(key)
+        redact = _Redactor(key).also([v for u in self.base_urls for v in _query_values(u)])
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "Accept-Encoding": "gzip, deflate", "User-Agent": "storyeval"}
         if key:

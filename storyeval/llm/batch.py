@@ -72,11 +72,13 @@ def read_results(path: str | os.PathLike, requests: Sequence[Request],
     ``custom_id``); a request absent from the file stays missing (a later run or another
     file may answer it). A line that is not a result, or a duplicated ``custom_id``, is an
     error naming the line."""
-    from storyeval.llm.backends import Answer, _Redactor
+    from storyeval.llm.backends import Answer, _query_values, _Redactor
 
     wanted = {r.key: r for r in requests}
     key = os.environ.get(backend.api_key_env or "", "").strip() if backend.api_key_env else ""
-    redact = _Redactor(key or None)  # a key echoed into a result never reaches the cache
+    # a key echoed into a result never reaches the cache
+    redact = _Redactor(key or None).also([v for u in backend.base_urls
+                                          for v in _query_values(u)])
     seen: set[str] = set()
     n_lines = 0
     try:
