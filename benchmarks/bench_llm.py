@@ -13,8 +13,23 @@ answering every request after ``--latency``, default 50 ms):
 2. Replay of a fully cached run through :func:`storyeval.llm.rate` (render, key, look up,
    assemble the ratings table), in items/s (target: >= 20,000 items/s).
 
+3. ``--clients``: the HTTP clients alone, side by side against the same server process: the
+   own pool (`storyeval.llm.backends._ConnectionPool`), aiohttp and httpx, each in a fresh
+   process at each concurrency, sending the same JSON POST (a rating request's size): requests/s,
+   first-request latency (from the client process's launch, imports included, to its first
+   answer) and client CPU seconds per request (user + system of the client process, from
+   ``getrusage``). Each client sends ``16 x concurrency`` requests or stops at ``--client-seconds``.
+4. ``--command``: the whole ``storyeval rate`` command in a fresh process (CLI start-up, story
+   file reading, rendering, sending, caching, writing ``--out``): requests/s and the time from
+   launch to the first request at the server.
+5. ``--endpoints``: ``rate`` against one server process and against two, each with the same
+   ``--endpoint-concurrency`` (default 16, so that the client is not the bottleneck), after a
+   warm-up run: the ratio of the two throughputs, end to end and in the sending phase
+   (target >= 1.7).
+
 Usage: ``python benchmarks/bench_llm.py [--concurrency 64,256,1024] [--latency 0.05]
-[--requests-per-worker 8] [--replay-stories 700]``
+[--requests-per-worker 8] [--replay-stories 700] [--clients] [--command] [--endpoints]
+[--skip-rate]``
 """
 
 from __future__ import annotations
@@ -97,6 +112,213 @@ def _http_run(base: str, concurrency: int, n_requests: int, latency: float, tmp:
     cache.close()
 
 
+# ---------------------------------------------------------------------------------------------
+# The HTTP clients side by side (each in its own process: CPU time and imports are its own)
+# ---------------------------------------------------------------------------------------------
+
+_BODY = json.dumps({"model": "bench", "messages": [
+    {"role": "user", "content": "Rate the story. " + "word " * 400}],
+    "temperature": 0.7, "top_p": 1.0, "max_tokens": 32, "seed": 0}).encode()
+
+
+async def _client_own(url: str, c: int, n: int, deadline: float, first: list) -> int:
+    from storyeval.llm.backends import _ConnectionPool
+
+    pool = _ConnectionPool(c, 60.0, 10.0, {"Content-Type": "application/json"})
+    return await _drive(lambda i: pool.post(url, _BODY, {"X-Storyeval-Cache-Key": str(i)}),
+                        c, n, deadline, first, pool.aclose)
+
+
+async def _client_aiohttp(url: str, c: int, n: int, deadline: float, first: list) -> int:
+    import aiohttp
+
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c),
+                                    timeout=aiohttp.ClientTimeout(total=60))
+
+    async def post(i: int):
+        async with session.post(url, data=_BODY, headers={
+                "Content-Type": "application/json", "X-Storyeval-Cache-Key": str(i)}) as r:
+            return r.status, dict(r.headers), await r.read()
+
+    return await _drive(post, c, n, deadline, first, session.close)
+
+
+async def _client_httpx(url: str, c: int, n: int, deadline: float, first: list) -> int:
+    import httpx
+
+    client = httpx.AsyncClient(timeout=60, limits=httpx.Limits(
+        max_connections=c, max_keepalive_connections=c))
+
+    async def post(i: int):
+        r = await client.post(url, content=_BODY, headers={
+            "Content-Type": "application/json", "X-Storyeval-Cache-Key": str(i)})
+        return r.status_code, r.headers, r.content
+
+    return await _drive(post, c, n, deadline, first, client.aclose)
+
+
+async def _drive(post, c: int, n: int, deadline: float, first: list, close) -> int:
+    import asyncio
+
+    it = iter(range(n))
+    done = [0]
+
+    async def worker() -> None:
+        for i in it:
+            if time.time() > deadline:
+                return
+            status, _, body = await post(i)
+            assert status == 200 and body, status
+            if not first:
+                first.append(time.time())
+            done[0] += 1
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(c)))
+    finally:
+        await close()
+    return done[0]
+
+
+def client_worker(kind: str, url: str, c: int, n: int, seconds: float, launched: float) -> None:
+    """Run in a fresh process: print one JSON line of the client's measurements."""
+    import asyncio
+    import importlib
+
+    first: list[float] = []
+    fn = {"own": _client_own, "aiohttp": _client_aiohttp, "httpx": _client_httpx}[kind]
+    # imports count in the first-request latency, not in the CPU per request
+    importlib.import_module({"own": "storyeval.llm.backends"}.get(kind, kind))
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.time()
+    done = asyncio.run(fn(url, c, n, t0 + seconds, first))
+    dt = time.time() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    print(json.dumps({"client": kind, "c": c, "done": done, "seconds": dt,
+                      "rps": done / dt, "first_s": first[0] - launched if first else None,
+                      "cpu_ms_per_req": 1000 * cpu / max(done, 1)}), flush=True)
+
+
+def compare_clients(base: str, concurrencies: list[int], seconds: float) -> list[dict]:
+    url = base + "/chat/completions"
+    rows = []
+    for c in concurrencies:
+        for kind in ("own", "aiohttp", "httpx"):
+            launched = time.time()
+            out = subprocess.run([sys.executable, __file__, "--client-worker", kind, url, str(c),
+                                  str(16 * c), str(seconds), repr(launched)],
+                                 capture_output=True, text=True, check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(f"client {kind:>7} c={c:>5}: {row['rps']:>7,.0f} requests/s "
+                  f"({row['done']} in {row['seconds']:.1f} s), first answer "
+                  f"{row['first_s']:.2f} s after launch, {row['cpu_ms_per_req']:.2f} ms client "
+                  f"CPU per request", flush=True)
+    return rows
+
+
+def whole_command(base: str, c: int, n_requests: int, tmp: Path) -> None:
+    """``storyeval rate`` in a fresh process, start to end."""
+    n_stories = max(1, -(-n_requests // 24))
+    src = tmp / f"stories-{c}.csv"
+    _stories(n_stories).to_csv(src, index=False)
+    _stats(base, reset=True)
+    env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "storyeval", "rate", "--base-url", base,
+                             "--model", "bench", "--no-api-key", "--stories", str(src),
+                             "--eval-prompts", "1-4", "--criteria", "all", "--tries", "1",
+                             "--max-tokens", "32", "--concurrency", str(c),
+                             "--cache", str(tmp / f"cmd-{c}.sqlite"),
+                             "--out", str(tmp / f"cmd-{c}")], env=env,
+                            stdout=subprocess.DEVNULL)
+    samples = _cpu_samples(proc)  # (time, CPU seconds of the command) until it exits
+    if proc.wait() != 0:
+        raise RuntimeError("storyeval rate failed")
+    dt = time.time() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    server = _stats(base)
+    n = server["received"]
+    before = [u for t, u in samples if t <= server["first_at"]]
+    cpu_first = f"{before[-1]:.2f}" if before else "n/a"
+    print(f"whole command c={c:>5}: {n} requests in {dt:.2f} s = {n / dt:,.0f} requests/s from "
+          f"launch to exit; first request {server['first_at'] - t0:.2f} s after launch "
+          f"(targets at 256: >= 1,000/s, < 1 s); the command used {cpu:.2f} CPU s in all and "
+          f"{cpu_first} CPU s before its first request (on an idle machine its wall times are "
+          f"about these, or the c/latency limit)", flush=True)
+
+
+def _cpu_samples(proc: subprocess.Popen) -> list[tuple[float, float]]:
+    """(time, user + system CPU seconds) of a running process every 5 ms (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out = []
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            out.append((time.time(), (int(fields[11]) + int(fields[12])) / tick))
+        except (OSError, IndexError, ValueError):
+            break
+        time.sleep(0.005)
+    return out
+
+
+def two_endpoints(latency: float, c: int, n_requests: int, tmp: Path) -> None:
+    """rate() on one server process and on two (each ``c`` in flight): the speed-up."""
+    from storyeval.llm import OpenAIBackend, SamplingParams, rate
+
+    servers = [_start_server(latency) for _ in range(2)]
+    try:
+        bases = [b for _, b in servers]
+        st = _stories(max(1, -(-n_requests // 24)))
+        # warm-up (imports, first connections), so that neither timed run pays it
+        rate(_stories(4), OpenAIBackend("bench", base_url=bases, concurrency=c,
+                                        api_key_env=None),
+             eval_prompts="1-4", criteria="all", tries=1, cache=tmp / "warm.sqlite",
+             sampling=SamplingParams(max_tokens=32), show_progress=False)
+        rates, http_rates = [], []
+        for k in (1, 2):
+            be = OpenAIBackend("bench", base_url=bases[:k], concurrency=c, api_key_env=None)
+            http: list[float] = []
+            send = be.run
+
+            def timed(*a, _send=send, _http=http, **kw):
+                t = time.perf_counter()
+                try:
+                    return _send(*a, **kw)
+                finally:
+                    _http.append(time.perf_counter() - t)
+
+            be.run = timed  # type: ignore[method-assign]
+            t0 = time.time()
+            run = rate(st, be, eval_prompts="1-4", criteria="all", tries=1,
+                       cache=tmp / f"ep-{k}.sqlite", sampling=SamplingParams(max_tokens=32),
+                       show_progress=False)
+            dt = time.time() - t0
+            rates.append(run.n_sent / dt)
+            http_rates.append(run.n_sent / http[0])
+            print(f"{k} endpoint(s), concurrency {c} each: {run.n_sent} requests in {dt:.2f} s "
+                  f"= {run.n_sent / dt:,.0f} requests/s (rate() end to end); sending phase "
+                  f"{http[0]:.2f} s = {run.n_sent / http[0]:,.0f} requests/s", flush=True)
+        print(f"two endpoints / one: {rates[1] / rates[0]:.2f}x end to end, "
+              f"{http_rates[1] / http_rates[0]:.2f}x in the sending phase (target >= 1.7x; the "
+              f"limit of c/latency is 2x)", flush=True)
+    finally:
+        for proc, _ in servers:
+            proc.kill()
+            proc.wait()
+
+
+def _start_server(latency: float):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_openai_stub_server.py"),
+                             "--latency", str(latency)], stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline().split()[1])
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--concurrency", default="64,256,1024",
@@ -105,9 +327,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="requests per concurrent worker, at least 2,016 (default: 8)")
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--replay-stories", type=int, default=700)
+    ap.add_argument("--clients", action="store_true",
+                    help="also compare the own client with aiohttp and httpx")
+    ap.add_argument("--client-seconds", type=float, default=20.0,
+                    help="longest run of one client at one concurrency (default: 20)")
+    ap.add_argument("--command", action="store_true",
+                    help="also time the whole `storyeval rate` command at each concurrency")
+    ap.add_argument("--endpoints", action="store_true",
+                    help="also compare one and two server processes")
+    ap.add_argument("--endpoint-concurrency", type=int, default=16,
+                    help="requests in flight per server for --endpoints (default: 16, so that "
+                         "a busy 2-core client is not the bottleneck)")
+    ap.add_argument("--skip-rate", action="store_true",
+                    help="skip parts 1 and 2 (rate() and the replay)")
     args = ap.parse_args(argv)
     os.environ.setdefault("STORYEVAL_NO_PROGRESS", "1")
     from storyeval.llm import AnswerCache, OpenAIBackend, SamplingParams, rate
+
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start "
+          "(on a shared, busy machine the numbers are lower bounds)", flush=True)
+    concurrencies = [int(v) for v in args.concurrency.split(",")]
+    if args.endpoints:
+        with tempfile.TemporaryDirectory() as tmp:
+            two_endpoints(args.latency, args.endpoint_concurrency,
+                          max(2016, args.endpoint_concurrency * 2 * args.requests_per_worker * 4),
+                          Path(tmp))
 
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_openai_stub_server.py"),
                                "--latency", str(args.latency)], stdout=subprocess.PIPE, text=True)
@@ -117,8 +361,15 @@ def main(argv: list[str] | None = None) -> int:
         base = f"http://127.0.0.1:{port}/v1"
         print(f"server: tests/_openai_stub_server.py in its own process, {args.latency * 1000:.0f} "
               f"ms per answer; {os.cpu_count()} CPUs", flush=True)
+        if args.clients:
+            compare_clients(base, concurrencies, args.client_seconds)
         with tempfile.TemporaryDirectory() as tmp:
-            for c in (int(v) for v in args.concurrency.split(",")):
+            if args.command:
+                for c in concurrencies:
+                    whole_command(base, c, max(2016, c * args.requests_per_worker), Path(tmp))
+            if args.skip_rate:
+                return 0
+            for c in concurrencies:
                 _http_run(base, c, max(2016, c * args.requests_per_worker), args.latency,
                           Path(tmp))
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -162,4 +413,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--client-worker":
+        kind, url, c, n, seconds, launched = sys.argv[2:8]
+        client_worker(kind, url, int(c), int(n), float(seconds), float(launched))
+        sys.exit(0)
     sys.exit(main())

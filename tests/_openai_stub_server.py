@@ -62,6 +62,17 @@ class Script:
     fault_seed: int = 0
     usage: dict[str, Any] | None = None
     finish_reason: Any = "stop"
+    #: HTTP/1.1 framing faults of a broken server or proxy, on every answer: "garbage" (stray
+    #: bytes right after the response, same write), "garbage-later" (stray bytes in a second
+    #: write 2 ms later), "double" (a second, unasked-for response in the same write),
+    #: "double-split" (that second response in a write of its own, right after), "early" (the
+    #: response is sent
+    #: as soon as the headers are read, before the request body).
+    wire_fault: str | None = None
+    #: extra response headers of ``status_override`` answers (e.g. a redirect's Location)
+    override_headers: dict[str, str] = field(default_factory=dict)
+    #: ``status_override`` error bodies name the request target (path and query)
+    echo_path: bool = False
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -81,6 +92,7 @@ class StubState:
     connections: int = 0
     faults: Counter = field(default_factory=Counter)
     first_at: float | None = None  # time.time() of the first request since the last reset
+    paths: list[str] = field(default_factory=list)  # request targets (path and query)
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -96,7 +108,7 @@ class StubState:
             self.first_at = None
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+_REASONS = {200: "OK", 301: "Moved Permanently", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
             429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -108,7 +120,9 @@ class _Handler:
 
     async def respond(self, path: str, headers: dict[str, str], raw: bytes):
         script, state = self.script, self.state
-        if not path.rstrip("/").endswith("/chat/completions"):
+        with state.lock:
+            state.paths.append(path)
+        if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             return 404, b'{"error": {"message": "not found"}}', {}
         try:
             payload = json.loads(raw)
@@ -127,8 +141,9 @@ class _Handler:
         if script.require_key is not None and auth != f"Bearer {script.require_key}":
             return 401, json.dumps({"error": {"message": "invalid api key" + pad + echo}}).encode(), {}
         if script.status_override is not None:
-            msg = json.dumps({"error": {"message": "scripted error" + pad + echo}})
-            return script.status_override, msg.encode(), {}
+            where = f" at {path}" if script.echo_path else ""
+            msg = json.dumps({"error": {"message": "scripted error" + where + pad + echo}})
+            return script.status_override, msg.encode(), dict(script.override_headers)
         n = attempt
         if n <= script.rate_limit_first:
             hdr = {"Retry-After": script.retry_after} if script.retry_after else {}
@@ -196,8 +211,10 @@ class StubServer:
     Use ``with StubServer(Script(...)) as srv: srv.base_url``.
     """
 
-    def __init__(self, script: Script | None = None, *, port: int = 0) -> None:
+    def __init__(self, script: Script | None = None, *, port: int = 0,
+                 ssl_context: Any = None) -> None:
         self.script = script or Script()
+        self._ssl = ssl_context  # an ssl.SSLContext: serve https
         self.state = StubState()
         self._handler = _Handler(self.script, self.state)
         self._port = port
@@ -222,7 +239,15 @@ class StubServer:
                         break
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
-                raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                n_body = int(headers.get("content-length", "0") or 0)
+                fault = self.script.wire_fault
+                if fault == "early" and method == "POST" and not path.endswith("/stats"):
+                    status, body, extra = await self._handler.respond(path, headers, b"{}")
+                    writer.write(self._message(status, body, extra))
+                    await writer.drain()
+                    await reader.readexactly(n_body)
+                    continue
+                raw = await reader.readexactly(n_body)
                 if path.rstrip("/").endswith("/stats"):  # for the benchmark: GET, POST resets
                     body = json.dumps(self.state.stats()).encode()
                     if method == "POST":
@@ -234,22 +259,42 @@ class StubServer:
                     if self.state.first_at is None:
                         self.state.first_at = time.time()
                     status, body, extra = await self._handler.respond(path, headers, raw)
-                head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-                        "Content-Type: application/json", f"Content-Length: {len(body)}"]
-                head += [f"{k}: {v}" for k, v in extra.items()]
-                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+                message = self._message(status, body, extra)
+                if fault in ("garbage", "double") and method == "POST":
+                    message += self._stray(fault, headers)
+                writer.write(message)
                 await writer.drain()
+                if fault in ("garbage-later", "double-split") and method == "POST":
+                    await asyncio.sleep(0.002 if fault == "garbage-later" else 0)
+                    writer.write(self._stray(fault, headers))
+                    await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError,
                 asyncio.CancelledError):
             pass
         finally:
             writer.close()
 
+    @staticmethod
+    def _message(status: int, body: bytes, extra: dict[str, str]) -> bytes:
+        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+                "Content-Type: application/json", f"Content-Length: {len(body)}"]
+        head += [f"{k}: {v}" for k, v in extra.items()]
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+    def _stray(self, fault: str, headers: dict[str, str]) -> bytes:
+        """Bytes nobody asked for: junk, or a whole well-formed answer for another key."""
+        if fault.startswith("garbage"):
+            return b"XYZZY stray bytes\r\n\r\n"
+        key = "stray-" + headers.get("x-storyeval-cache-key", "")
+        body = self._handler._body({}, self.script.answer({}, key), "stop", "")
+        return self._message(200, body, {})
+
     def _serve(self) -> None:
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._client, "127.0.0.1", self._port, backlog=1024))
+            asyncio.start_server(self._client, "127.0.0.1", self._port, backlog=1024,
+                                 ssl=self._ssl))
         self._port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         try:
@@ -267,7 +312,7 @@ class StubServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}/v1"
 
     def start(self) -> StubServer:
         self._thread.start()
@@ -291,6 +336,31 @@ class StubServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def make_certificate(folder: Any) -> tuple[Any, Any]:
+    """A self-signed certificate for 127.0.0.1 in ``folder`` (cert.pem, key.pem, and a copy
+    under OpenSSL's hashed name in ``certs/``), made with the openssl command; returns the
+    folder and a server SSL context. Raises FileNotFoundError without openssl."""
+    import shutil
+    import ssl
+    import subprocess
+    from pathlib import Path
+
+    d = Path(folder)
+    if shutil.which("openssl") is None:
+        raise FileNotFoundError("openssl")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem"),
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    (d / "certs").mkdir(exist_ok=True)
+    h = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", str(d / "cert.pem")],
+                       check=True, capture_output=True, text=True).stdout.strip()
+    shutil.copy(d / "cert.pem", d / "certs" / f"{h}.0")  # OpenSSL's folder layout (c_rehash)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / "cert.pem", d / "key.pem")
+    return d, ctx
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -140,7 +140,13 @@ def test_exhausted_retries_are_failures_not_ratings(tmp_path, caplog):
 
 
 def test_client_errors_are_not_retried_and_auth_errors_stop(tmp_path):
-    with StubServer(Script(status_override=400)) as srv:
+    # 400 (issue 28): the requests themselves are refused; no retry can fix it: stop at once
+    with StubServer(Script(status_override=400)) as srv, \
+            pytest.raises(BackendError, match="HTTP 400.*no retry can fix"):
+        rate(make_stories(4), backend(srv), eval_prompts="1", criteria="RE", tries=1)
+    assert set(srv.state.received.values()) == {1}
+    # another 4xx fails that request only, without retries
+    with StubServer(Script(status_override=422)) as srv:
         run = rate(make_stories(1), backend(srv), eval_prompts="1", criteria="RE", tries=1)
         assert run.ratings["status"].tolist() == ["error"]
         assert set(srv.state.received.values()) == {1}

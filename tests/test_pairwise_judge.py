@@ -431,3 +431,26 @@ def test_cli_hf_backend_tiny_model(tmp_path, capsys):
     fails = pd.read_csv(tmp_path / "v.failures.csv")
     assert len(fails) == summary["statuses"].get("unparsed", 0)
     assert {"raw", "error", "status"} <= set(fails.columns)
+
+
+def test_batch_files_round_trip_gives_the_online_verdicts(pairs, tmp_path):
+    """--batch-out / --batch-in (issue 28): the same cache keys and verdicts as online."""
+    with StubServer(Script(answer=scripted_judge)) as srv:
+        online = judge_pairs(pairs, _backend(srv), cache=tmp_path / "on.sqlite")
+    out = judge_pairs(pairs, OpenAIBackend("stub", base_url="http://127.0.0.1:9/v1",
+                                           api_key_env=None, batch_out=tmp_path / "in.jsonl"),
+                      cache=tmp_path / "off.sqlite")
+    assert (out.judgments["status"] == "missing").all()
+    results = []
+    for line in (tmp_path / "in.jsonl").read_text().splitlines():
+        req = json.loads(line)
+        text = scripted_judge(req["body"], req["custom_id"])
+        results.append({"custom_id": req["custom_id"], "error": None, "response": {
+            "status_code": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop",
+                                                      "message": {"content": text}}]}}})
+    (tmp_path / "out.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    back = judge_pairs(pairs, OpenAIBackend("stub", base_url="http://127.0.0.1:9/v1",
+                                            api_key_env=None, batch_in=tmp_path / "out.jsonl"),
+                       cache=tmp_path / "off.sqlite")
+    pd.testing.assert_frame_equal(back.verdicts, online.verdicts)
+    assert set(back.judgments["key"]) == set(online.judgments["key"])

@@ -76,6 +76,13 @@ def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
                              "agreement keeps them unless --exclude-human-stories)")
     parser.add_argument("--allow-unbalanced", action="store_true",
                         help="accept systems with different prompt sets")
+    parser.add_argument("--scale", metavar="[CRIT=]LO-HI",
+                        help="the human rating scale, e.g. 1-5, or per criterion "
+                             "'Overall=1-5,Fluency=0-10': a rating outside is an error naming "
+                             "its row (without it, ratings far from the others warn)")
+    parser.add_argument("--strict", action="store_true",
+                        help="stories left out of the results (a score file that does not "
+                             "cover them) are an error, not a warning")
 
 
 def add_include_reference_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup
@@ -92,10 +99,25 @@ def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
 
     ``criteria`` (the command's ``--criteria``) also declares which columns of a wide or long
     score table are human criteria."""
+    import warnings
+
+    from storyeval.exceptions import DroppedStoriesWarning, InputError
+
+    measures = getattr(args, "measures", None)
+    if not getattr(args, "strict", False):
+        return _read_dataset_args(args, criteria, measures)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DroppedStoriesWarning)
+        try:
+            return _read_dataset_args(args, criteria, measures)
+        except DroppedStoriesWarning as exc:
+            raise InputError(f"{exc} (--strict: dropped stories are an error)") from None
+
+
+def _read_dataset_args(args: argparse.Namespace, criteria: str | None, measures):
     from storyeval.data import read_dataset
     from storyeval.data.selection import split_list
 
-    measures = getattr(args, "measures", None)
     return read_dataset(
         args.data,
         scores=list(getattr(args, "scores", None) or []),
@@ -106,4 +128,5 @@ def load_dataset_args(args: argparse.Namespace, *, criteria: str | None = None):
         annotator_mode=args.annotator_ids,
         reference_system=args.reference_system,
         require_same_prompts=not args.allow_unbalanced,
+        scale=getattr(args, "scale", None),
     )

@@ -28,8 +28,10 @@ def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
                    help="base seed; try t uses seed + t (default: 0)")
     s.add_argument("--no-seed", action="store_true", help="send no seed")
     o = parser.add_argument_group("openai backend")
-    o.add_argument("--base-url", default="http://localhost:8000/v1",
-                   help="server root (default: http://localhost:8000/v1)")
+    o.add_argument("--base-url", action="append", metavar="URL",
+                   help="server root (default: http://localhost:8000/v1); repeat it for several "
+                        "servers of the same model: requests are spread over them and a failed "
+                        "request is retried on the next one (one cache)")
     key = o.add_mutually_exclusive_group()
     key.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                      help="NAME of the environment variable holding the API key (default: "
@@ -38,11 +40,23 @@ def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
                           "key and a warning")
     key.add_argument("--no-api-key", action="store_true",
                      help="the server needs no key: send no Authorization header")
-    o.add_argument("--concurrency", type=int, default=16,
-                   help="requests in flight (default: 16; raise to keep a large server busy)")
+    o.add_argument("--concurrency", type=int, action="append", metavar="N",
+                   help="requests in flight per server (default: 16; raise to keep a large "
+                        "server busy); once for all servers, or once per --base-url, in order")
     o.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per request (default: 120)")
     o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
+    o.add_argument("--ca-bundle", metavar="PATH",
+                   help="CA certificates (PEM file, or a folder prepared with `openssl rehash`) "
+                        "to verify https servers (default: SSL_CERT_FILE / SSL_CERT_DIR when set, "
+                        "else certifi's bundle)")
+    b = o.add_mutually_exclusive_group()
+    b.add_argument("--batch-out", metavar="FILE",
+                   help="send nothing: write the requests missing from the cache to FILE in the "
+                        "OpenAI batch JSONL format (OpenAI Batch API, `vllm run-batch`)")
+    b.add_argument("--batch-in", metavar="FILE",
+                   help="send nothing: read the answers from FILE, a batch output in that format "
+                        "(same cache keys as an online run)")
     h = parser.add_argument_group("hf / vllm backends")
     h.add_argument("--batch-size", type=int, default=8, help="hf batch size (default: 8)")
     h.add_argument("--device", help="hf device, e.g. cuda or cpu (default: cuda if available)")
@@ -65,11 +79,21 @@ def backend_from_args(args: argparse.Namespace):
     from storyeval.exceptions import InputError
     from storyeval.llm.backends import make_backend
 
+    batch = args.batch_out or args.batch_in
+    if batch and args.backend != "openai":
+        raise InputError("--batch-out / --batch-in need --backend openai (the batch format is "
+                         "the OpenAI API's)")
+    if batch and (getattr(args, "cache_only", False) or getattr(args, "dry_run", False)):
+        raise InputError("--batch-out / --batch-in cannot be combined with --cache-only or "
+                         "--dry-run")
     if args.backend == "openai":
-        return make_backend("openai", args.model, base_url=args.base_url,
+        return make_backend("openai", args.model,
+                            base_url=args.base_url or ["http://localhost:8000/v1"],
                             api_key_env=None if getattr(args, "no_api_key", False)
-                            else args.api_key_env, concurrency=args.concurrency,
-                            timeout=args.timeout, max_retries=args.max_retries)
+                            else args.api_key_env, concurrency=args.concurrency or [16],
+                            timeout=args.timeout, max_retries=args.max_retries,
+                            ca_bundle=args.ca_bundle, batch_out=args.batch_out,
+                            batch_in=args.batch_in)
     if args.backend == "hf":
         return make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
                             dtype=args.dtype)

@@ -431,8 +431,9 @@ def _run_judge(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, default=str))
     else:
         pl = result.plan
+        sent = f"written to {args.batch_out}" if args.batch_out else "sent"
         print(f"{pl.model}: {pl.n_requests} requests, {pl.n_cached} from the cache, "
-              f"{result.n_sent} sent, {result.n_answered} answered, "
+              f"{result.n_sent} {sent}, {result.n_answered} answered, "
               f"{result.n_request_failures} failed")
         print("judgments per judge x dimension:")
         print(fails.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -123,9 +123,14 @@ def check_numeric_options(parser: argparse.ArgumentParser, command: str,
         option = next((o for o in action.option_strings if o.startswith("--")),
                       action.option_strings[0])
         allowed = range_of(command, option)
-        if value is None or allowed is None or allowed.contains(value):
+        if value is None or allowed is None:
             continue
-        hint = f" ({allowed.hint})" if allowed.hint else ""
-        shown = f"{value:g}" if isinstance(value, float) else repr(value)
-        raise InputError(f"{option} must be {allowed.describe(action.type is int)}{hint}, "
-                         f"got {shown}")
+        # a repeatable option (action="append", e.g. one --concurrency per --base-url) holds
+        # a list: every value is checked
+        for item in value if isinstance(value, list) else [value]:
+            if allowed.contains(item):
+                continue
+            hint = f" ({allowed.hint})" if allowed.hint else ""
+            shown = f"{item:g}" if isinstance(item, float) else repr(item)
+            raise InputError(f"{option} must be {allowed.describe(action.type is int)}{hint}, "
+                             f"got {shown}")

@@ -234,8 +234,9 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2, default=str))
         else:
             pl = result.plan
+            sent = f"written to {args.batch_out}" if args.batch_out else "sent"
             print(f"{pl.model}: {pl.n_requests} requests, {pl.n_cached} from the cache, "
-                  f"{result.n_sent} sent, {result.n_answered} answered, "
+                  f"{result.n_sent} {sent}, {result.n_answered} answered, "
                   f"{result.n_request_failures} failed")
             show = fails[["model", "eval_prompt", "criterion", "n", "n_ok", "failure_rate"]]
             print("failures per model x Eval-Prompt x criterion:")

@@ -258,6 +258,8 @@ def _correlate_arrays(
         else:
             res = pairwise_correlations(arr[:, ix], None if ix == iy else arr[:, iy],
                                         method=method, nan_policy=nan_policy, warn=False)
+        stat, reason = _two_points_undefined(res.statistic, res.n, res.reason)
+        res = CorrelationMatrix(stat, res.n, res.method, res.x_names, res.y_names, reason)
         _warn_undefined(res, x_measures, y_measures, level)
         n_groups = np.ones(res.n.shape, dtype=np.int64)
         return res.statistic, res.n, n_groups, res.reason
@@ -294,6 +296,18 @@ def _correlate_arrays(
     return value, n_min.astype(np.int64), n_groups.astype(np.int64), out_reason
 
 
+def _two_points_undefined(stat: np.ndarray, n: np.ndarray, reason: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """A meta-evaluation correlation over 2 stories or systems is -1 or 1 whatever the data:
+    NaN, with that reason (the correlation functions themselves return it, as scipy does)."""
+    two = (n == 2) & ~np.isnan(stat)
+    if not two.any():
+        return stat, reason
+    reason = reason.copy()
+    reason[two] = "only 2 observations: a correlation of 2 points is always -1 or 1"
+    return np.where(two, np.nan, stat), reason
+
+
 def _warn_undefined(res: CorrelationMatrix, xm: list[str], ym: list[str], level: str) -> None:
     undefined = np.isnan(res.statistic) & (res.reason != _PROPAGATED)
     if undefined.any():
@@ -301,7 +315,7 @@ def _warn_undefined(res: CorrelationMatrix, xm: list[str], ym: list[str], level:
         examples = ", ".join(f"({xm[a]!r}, {ym[b]!r})" for a, b in where[:3])
         more = f" and {len(where) - 3} more" if len(where) > 3 else ""
         warnings.warn(f"{level} level, {res.method}: {len(where)} correlation(s) undefined "
-                      f"(constant input or fewer than 2 observations), returned as NaN: "
+                      f"(constant input or fewer than 3 observations), returned as NaN: "
                       f"{examples}{more}", UndefinedStatisticWarning, stacklevel=4)
 
 

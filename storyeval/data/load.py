@@ -41,9 +41,26 @@ def read_human_table(
     reference_system: str | None = None,
     require_same_prompts: bool = True,
     format: str | None = None,
+    scale: str | Mapping[str, object] | tuple[float, float] | None = None,
 ) -> Dataset:
     """A dataset from one file (or DataFrame) of human judgments (and possibly scores), in any
-    layout."""
+    layout.
+
+    ``scale`` declares the rating scale(s) (`storyeval.data.scales.parse_scale`): a rating
+    outside is an error naming its row; without it, values far from the others warn."""
+    from storyeval.data.scales import parse_scale
+
+    scales = parse_scale(scale)
+    dataset = _read_human_table(path, id=id, criteria=criteria, annotators=annotators,
+                                measures=measures, annotator_mode=annotator_mode,
+                                reference_system=reference_system,
+                                require_same_prompts=require_same_prompts, format=format,
+                                scales=scales)
+    return dataset
+
+
+def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mode,
+                      reference_system, require_same_prompts, format, scales) -> Dataset:
     from storyeval.data.hanna import is_hanna_wide, read_hanna_wide
     from storyeval.data.ratings import is_ratings_table, ratings_to_dataset
     from storyeval.data.wide import parse_id_mapping, rename_roles, wide_to_dataset
@@ -54,7 +71,8 @@ def read_human_table(
         _check_path(path, "data")
         path = Path(path)
         if is_hanna_wide(path):
-            return read_hanna_wide(path)
+            hanna = read_hanna_wide(path)
+            return check_dataset_scales(hanna, scales, str(path)) if scales else hanna
         frame, fmt = read_table(path, format=format)
         name, source = path.stem, str(path)
     # --id maps the user's column names to storyeval's roles, in any layout
@@ -62,6 +80,13 @@ def read_human_table(
     columns = [str(c) for c in frame.columns]
     common: dict[str, Any] = {"name": name, "source": source, "fmt": fmt}
     if is_ratings_table(columns) and not annotators:
+        if "criterion" in columns:  # checked on the file's rows, so errors name them
+            from storyeval.data.io import row_label
+            from storyeval.data.scales import check_values
+
+            check_values(frame["value"], frame["criterion"],
+                         lambda i: row_label(source, int(i), fmt)[len(source) + 2:],
+                         scales=scales, source=source)
         return ratings_to_dataset(frame, annotators=annotator_mode,
                                   reference_system=reference_system,
                                   require_same_prompts=require_same_prompts, **common)
@@ -70,11 +95,35 @@ def read_human_table(
 
         dataset = scores_to_dataset(frame, require_same_prompts=require_same_prompts,
                                     criteria=_declared(criteria, frame["measure"]), **common)
-        return _with_reference(dataset, reference_system)
-    return wide_to_dataset(frame, criteria=_declared(criteria, None),
-                           annotators=annotators, measures=measures,
-                           reference_system=reference_system,
-                           require_same_prompts=require_same_prompts, **common)
+        return check_dataset_scales(_with_reference(dataset, reference_system), scales,
+                                    source)
+    dataset = wide_to_dataset(frame, criteria=_declared(criteria, None),
+                              annotators=annotators, measures=measures,
+                              reference_system=reference_system,
+                              require_same_prompts=require_same_prompts, **common)
+    return check_dataset_scales(dataset, scales, source)
+
+
+def check_dataset_scales(dataset: Dataset, scales, source: str) -> Dataset:
+    """`storyeval.data.scales.check_values` on a dataset's human ratings: each criterion's
+    annotator columns, else its per-story score column; errors name the story and column."""
+    from storyeval.data.scales import check_values
+
+    cat = dataset.catalogue
+    parts = []
+    for crit in dataset.criteria:
+        cols = cat.loc[(cat["kind"] == "annotator") & (cat["criterion"] == crit), "measure"]
+        for col in (cols.tolist() or [crit]):
+            parts.append(pd.DataFrame({"value": dataset.table[col].to_numpy(),
+                                       "criterion": crit, "column": col,
+                                       "story": [f"{s}/{p}" for s, p in dataset.table.index]}))
+    if not parts:
+        return dataset
+    long = pd.concat(parts, ignore_index=True)
+    check_values(long["value"], long["criterion"],
+                 lambda i: f"story {long['story'].iat[i]}, column {long['column'].iat[i]!r}",
+                 scales=scales, source=source)
+    return dataset
 
 
 def _frame_input(frame: pd.DataFrame) -> pd.DataFrame:
@@ -159,6 +208,7 @@ def read_dataset(
     annotator_mode: str = "auto",
     reference_system: str | None = None,
     require_same_prompts: bool = True,
+    scale: str | Mapping[str, object] | tuple[float, float] | None = None,
 ) -> Dataset:
     """Read a dataset from a user's files or DataFrames (see the module docstring).
 
@@ -184,6 +234,12 @@ def read_dataset(
         meta-evaluation unless asked (HANNA: ``Human``, set by its loader).
     require_same_prompts : bool, default True
         Every system must have the same prompts.
+    scale : str, mapping or (low, high), optional
+        The declared rating scale, for every criterion (``"1-5"``) or per criterion
+        (``"Overall=1-5,Fluency=0-10"``; `storyeval.data.scales.parse_scale`): a human rating
+        outside it is an [`InputError`][] naming the file's row (long ratings) or the story and
+        column. Without it, ratings far outside the others give a warning
+        (`storyeval.data.scales`).
 
     Examples
     --------
@@ -195,6 +251,8 @@ def read_dataset(
     >>> read_dataset(ratings).systems
     ['A', 'B']
     """
+    from storyeval.data.scales import parse_scale
+
     if data is not None and ratings is not None:
         raise InputError("give the human judgments once: --data or --ratings, not both")
     source = data if data is not None else ratings
@@ -205,11 +263,13 @@ def read_dataset(
         from storyeval.data.hanna import load_hanna
 
         dataset = load_hanna()
+        if scale is not None:
+            check_dataset_scales(dataset, parse_scale(scale), "HANNA")
     else:
         dataset = read_human_table(source, id=id, criteria=criteria, annotators=annotators,
                                    measures=measures, annotator_mode=annotator_mode,
                                    reference_system=reference_system,
-                                   require_same_prompts=require_same_prompts)
+                                   require_same_prompts=require_same_prompts, scale=scale)
     paths = [scores] if isinstance(scores, (str, Path, pd.DataFrame)) else list(scores)
     if paths:
         dataset = dataset.with_scores(read_score_files(paths), source=", ".join(

@@ -19,15 +19,26 @@ import logging
 import os
 import random
 import re
+import select
+import socket
+import ssl
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from storyeval._optional import import_optional
 from storyeval.exceptions import InputError, MissingDependencyError, StoryevalError
+from storyeval.llm.exchange import (  # noqa: F401 (re-exported: their home before 0.2)
+    Answer,
+    OnAnswer,
+    OnFailure,
+    Request,
+    SamplingParams,
+    pending_requests,
+)
+from storyeval.llm.redact import _ChainedRedactor, _clip, _query_values, _Redactor  # noqa: F401
 
 __all__ = [
     "Answer",
@@ -40,89 +51,13 @@ __all__ = [
     "VLLMBackend",
     "check_api_key_env",
     "make_backend",
+    "make_ssl_context",
 ]
 
 logger = logging.getLogger("storyeval.llm")
 
-OnAnswer = Callable[["Request", "Answer"], None]
-OnFailure = Callable[["Request", str], None]
-
-
 class BackendError(StoryevalError):
     """A backend cannot go on (authentication refused, model missing, server unreachable)."""
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """Sampling parameters, recorded with every answer and part of its cache key.
-
-    Parameters
-    ----------
-    temperature : float, default 0.7
-    top_p : float, default 1.0
-    max_tokens : int, default 256
-        Maximum number of generated tokens.
-    seed : int or None, default 0
-        Base seed; try ``t`` uses ``seed + t`` (distinct seeds per try). Sent to servers that
-        support it (OpenAI, vLLM, llama.cpp, Ollama); used to seed local generation. None sends
-        no seed.
-    """
-
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_tokens: int = 256
-    seed: int | None = 0
-
-    def __post_init__(self) -> None:
-        if not (self.temperature >= 0):
-            raise InputError(f"temperature must be >= 0, got {self.temperature}")
-        if not (0 < self.top_p <= 1):
-            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
-        if int(self.max_tokens) != self.max_tokens or self.max_tokens < 1:
-            raise InputError(f"max_tokens must be a positive integer, got {self.max_tokens}")
-
-    def for_key(self) -> dict[str, Any]:
-        """The parameters that shape an answer (the seed enters the key separately)."""
-        return {"temperature": float(self.temperature), "top_p": float(self.top_p),
-                "max_tokens": int(self.max_tokens)}
-
-    def try_seed(self, try_index: int) -> int | None:
-        """The seed of try ``try_index``."""
-        return None if self.seed is None else int(self.seed) + int(try_index)
-
-
-@dataclass(frozen=True)
-class Request:
-    """One generation request."""
-
-    key: str
-    messages: tuple[dict[str, str], ...]
-    sampling: SamplingParams
-    seed: int | None
-    try_index: int
-
-
-def pending_requests(items: Any, messages: Sequence[Any], sampling: SamplingParams,
-                     done: Collection[str]) -> list[Request]:
-    """The requests still to send: one per row of ``items`` (a frame with columns ``key``,
-    ``cell``, ``seed``, ``try``, one row per cache key) whose key is not in ``done``;
-    ``messages[cell]`` is the conversation to send."""
-    return [Request(key=k, messages=messages[c], sampling=sampling, seed=s, try_index=t)
-            for k, c, s, t in zip(items["key"].tolist(), items["cell"].tolist(),
-                                  items["seed"].tolist(), items["try"].tolist())
-            if k not in done]
-
-
-@dataclass
-class Answer:
-    """One generated answer with its bookkeeping."""
-
-    text: str
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    latency_s: float | None = None
-    attempts: int = 1
 
 
 class Backend(abc.ABC):
@@ -160,7 +95,7 @@ class Backend(abc.ABC):
 # ---------------------------------------------------------------------------------------------
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-_FATAL_STATUS = frozenset({401, 403, 404})
+_FATAL_STATUS = frozenset({400, 401, 403, 404})
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
@@ -249,83 +184,64 @@ def _safe_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
-def _clip(text: str, n: int) -> str:
-    """The first ``n`` characters (call it on redacted text only)."""
-    return text if len(text) <= n else text[:n] + "\u2026"
+def _check_base_url(url: object) -> str:
+    """A server root as given to ``--base-url``, checked: http(s), a host, no credentials, no
+    fragment. A query string is kept (it is sent after ``/chat/completions``)."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        shown = _safe_url(url) if isinstance(url, str) else repr(url)
+        raise InputError(f"base_url must start with http:// or https://, got {shown!r}")
+    parts = urllib.parse.urlsplit(url)
+    if "@" in parts.netloc:
+        raise InputError(
+            f"--base-url {_safe_url(url)} holds a user name or password (user:key@host); "
+            "storyeval sends no credentials from a URL: put the key in an environment variable "
+            "and pass its name with --api-key-env (if it was a real key, consider it exposed)")
+    if parts.fragment:
+        raise InputError(f"--base-url {_safe_url(url)} ends with a #fragment, which no server "
+                         "receives: remove it")
+    if not parts.hostname:
+        raise InputError(f"--base-url {_safe_url(url)} has no host name")
+    try:
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError:
+        raise InputError(f"--base-url {_safe_url(url)} has an invalid port") from None
+    return url
 
 
-class _Redactor:
-    """Removes the API key from any text before it is stored, logged or shown.
+def _chat_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, with the path extended before any query string."""
+    parts = urllib.parse.urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
-    The whole key, any fragment of it of 15 characters or more (a server or proxy that cut it),
-    and any ``Bearer``/``Basic`` credential are replaced by ``***``. Callers redact first and
-    truncate after, so no cut can leave half a key behind.
-    """
 
-    # an Authorization value echoed back: the scheme, then a token of 12+ characters with a
-    # digit (so that prose such as "a basic structure" is left alone)
-    _CREDENTIAL = re.compile(r"\b(Bearer|Basic|BEARER|BASIC|bearer)(\s+)"
-                             r"(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{12,}")
-    _CHUNK = 8
+def make_ssl_context(ca_bundle: str | os.PathLike | None = None) -> ssl.SSLContext:
+    """The TLS context of https servers: the CA file or folder ``ca_bundle`` (``--ca-bundle``),
+    else ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` from the environment, else certifi's bundle (the
+    system's store without certifi). A folder holds certificates under OpenSSL's hashed names
+    (``openssl rehash DIR``)."""
+    def checked(path: str, what: str) -> tuple[str | None, str | None]:
+        if not os.path.exists(path):
+            raise InputError(f"{what} {path!r} does not exist")
+        return (None, path) if os.path.isdir(path) else (path, None)
 
-    def __init__(self, secret: str | None) -> None:
-        self.secret = secret if secret and len(secret) >= 4 else None
-        s = self.secret or ""
-        if len(s) >= 2 * self._CHUNK:
-            offsets = list(range(0, len(s) - self._CHUNK + 1, self._CHUNK))
-            if offsets[-1] != len(s) - self._CHUNK:
-                offsets.append(len(s) - self._CHUNK)
-            self._anchors = [(o, s[o:o + self._CHUNK]) for o in offsets]
-        else:
-            self._anchors = []
-
-    def __call__(self, text: object) -> str:
-        if text is None:
-            return ""
-        text = text if isinstance(text, str) else str(text)
-        s = self.secret
-        if s:
-            if s in text:
-                text = text.replace(s, "***")
-            if self._anchors:
-                text = self._fragments(text)
-        if "earer" in text or "Basic" in text or "EARER" in text or "BASIC" in text:
-            text = self._CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
-        return text
-
-    def _fragments(self, text: str) -> str:
-        s = self.secret or ""
-        spans = []
-        for off, chunk in self._anchors:
-            start = text.find(chunk)
-            while start >= 0:
-                a, b = start, off
-                while a > 0 and b > 0 and text[a - 1] == s[b - 1]:
-                    a, b = a - 1, b - 1
-                c, d = start + self._CHUNK, off + self._CHUNK
-                while c < len(text) and d < len(s) and text[c] == s[d]:
-                    c, d = c + 1, d + 1
-                spans.append((a, c))
-                start = text.find(chunk, start + 1)
-        if not spans:
-            return text
-        spans.sort()
-        out, pos = [], 0
-        for a, c in spans:
-            if c <= pos:
-                continue
-            out.append(text[pos:max(a, pos)])
-            if a >= pos:
-                out.append("***")
-            pos = c
-        out.append(text[pos:])
-        return "".join(out)
-
-    def clip(self, text: object, n: int) -> str:
-        """Redact, then keep the first ``n`` characters (never the other way round)."""
-        if isinstance(text, str) and len(text) > 65536:
-            text = text[:65536]  # far beyond n: a cut here never reaches the kept part
-        return _clip(self(text), n)
+    if ca_bundle is not None:
+        cafile, capath = checked(os.fspath(ca_bundle), "--ca-bundle")
+    else:
+        env_file = os.environ.get("SSL_CERT_FILE", "").strip()
+        env_dir = os.environ.get("SSL_CERT_DIR", "").strip()
+        cafile = checked(env_file, "SSL_CERT_FILE")[0] if env_file else None
+        capath = checked(env_dir, "SSL_CERT_DIR")[1] if env_dir else None
+        if not (cafile or capath):
+            try:
+                import certifi
+            except ImportError:
+                return ssl.create_default_context()
+            cafile = certifi.where()
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (ssl.SSLError, OSError) as exc:
+        raise InputError(f"cannot read the CA certificates {cafile or capath!r}: {exc}") from None
 
 
 def _token_count(value: object) -> int | None:
@@ -362,11 +278,19 @@ def _uses_proxy(url: str) -> bool:
 
 
 class _TransportFailure(Exception):
-    """A request that got no HTTP response: ``kind`` is "timeout" or "connection"."""
+    """A request that got no HTTP response: ``kind`` is "timeout" or "connection" (retried), or
+    "tls" or "dns" (a misconfiguration no retry can fix)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def _tls_message(exc: BaseException, origin: tuple) -> str:
+    """One line for a certificate the client refused."""
+    reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
+    return (f"TLS certificate verification failed for {origin[1]}:{origin[2]} ({reason}); "
+            "give the server's CA with --ca-bundle FILE (or SSL_CERT_FILE / SSL_CERT_DIR)")
 
 
 def _decode_body(body: bytes, headers: dict[str, str]) -> bytes:
@@ -391,14 +315,46 @@ class _ProtocolError(Exception):
 _MAX_BODY = 64 * 2**20
 
 
+def _kernel_unread(writer) -> str | None:
+    """What the kernel holds for this connection that asyncio has not read yet: None (nothing),
+    "eof" (the peer closed it), "bytes" (data), or "unknown" (TLS: encrypted bytes may be a
+    close notification; the connection is not reused either way)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return None
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return "eof"
+        if hasattr(select, "poll"):  # select() cannot watch descriptors past 1024
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            if not poller.poll(0):
+                return None
+        elif not select.select([fd], [], [], 0)[0]:
+            return None
+        if writer.get_extra_info("sslcontext") is not None:
+            return "unknown"
+        with socket.socket(fileno=os.dup(fd)) as peek:
+            return "bytes" if peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) else "eof"
+    except (OSError, ValueError, AttributeError):
+        return "unknown"  # cannot tell: not clean
+
+
 class _Connection:
     __slots__ = ("reader", "writer")
 
     def __init__(self, reader, writer) -> None:
         self.reader, self.writer = reader, writer
 
-    def usable(self) -> bool:
-        return not (self.writer.is_closing() or self.reader.at_eof())
+    def unread(self) -> str | None:
+        """Whatever was received beyond the responses read so far: None on a clean HTTP/1.1
+        connection between requests; "bytes" for stray data; "eof" or "unknown" otherwise."""
+        if getattr(self.reader, "_buffer", None):
+            return "bytes"
+        if self.writer.is_closing() or self.reader.at_eof():
+            return "eof"
+        return _kernel_unread(self.writer)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing a broken transport
@@ -417,10 +373,21 @@ class _ConnectionPool:
     lets one process keep hundreds of requests in flight. One SSL context is built, once, for
     https servers and shared by all connections. ``timeout`` bounds each whole request
     (sending, waiting, reading); a connection that timed out or failed is closed, never reused.
+
+    Answers are matched to requests by construction: a request holds its connection alone from
+    the first byte written to the last byte of its framed response (no pipelining), and a
+    connection is reused only when nothing beyond that response was received (asyncio's buffer
+    empty and, checked with ``poll`` before each reuse, nothing waiting in the kernel). Bytes
+    after a complete response make the server untrusted: its connections are not reused again,
+    and a response read on a reused connection that is followed by more bytes is asked again
+    on a fresh connection (it may have been a stray answer to an earlier request). A server that
+    sends an unasked-for complete response later, after the next request went out on the same
+    connection, cannot be told from a real answer by any HTTP/1.1 client (no field of an
+    OpenAI answer names its request); after the first such incident is seen, none can recur.
     """
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str]) -> None:
+                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
         import asyncio
 
         for k, v in headers.items():
@@ -429,11 +396,12 @@ class _ConnectionPool:
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple, list[_Connection]] = {}
         self._open: set[_Connection] = set()
-        self._ssl = None
+        self._ssl = ssl_context
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self._targets: dict[str, tuple[tuple, str]] = {}
+        self._distrusted: set[tuple] = set()
 
     def _target(self, url: str) -> tuple[tuple, str]:
         got = self._targets.get(url)
@@ -451,9 +419,7 @@ class _ConnectionPool:
 
     def _ssl_context(self):
         if self._ssl is None:
-            import httpx  # its context: certifi's CA bundle, SSL_CERT_FILE/SSL_CERT_DIR
-
-            self._ssl = httpx.create_ssl_context()
+            self._ssl = make_ssl_context()
         return self._ssl
 
     async def _connect(self, origin: tuple) -> _Connection:
@@ -471,6 +437,14 @@ class _ConnectionPool:
         self._open.discard(conn)
         conn.close()
 
+    def _distrust(self, origin: tuple, why: str) -> None:
+        """Stop reusing connections to a server that broke HTTP/1.1 framing once: from now on
+        each request has a connection of its own, so no stray byte can become an answer."""
+        if origin not in self._distrusted:
+            self._distrusted.add(origin)
+            logger.warning("the server %s://%s:%s %s; its connections are no longer reused "
+                           "(one connection per request from now on)", *origin, why)
+
     async def post(self, url: str, body: bytes, extra: dict[str, str]
                    ) -> tuple[int, dict[str, str], bytes]:
         import asyncio
@@ -487,9 +461,12 @@ class _ConnectionPool:
             reused = False
             while idle:
                 c = idle.pop()
-                if c.usable():
+                left = c.unread()
+                if left is None:
                     conn, reused = c, True
                     break
+                if left == "bytes":
+                    self._distrust(origin, "sent bytes on an idle kept-alive connection")
                 self._discard(c)
             if conn is None:
                 conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
@@ -503,13 +480,25 @@ class _ConnectionPool:
                 # a kept-alive connection the server closed as we sent: the request never
                 # reached it, so it is sent once more on a new connection
                 self._discard(conn)
-                conn = None
+                conn, reused = None, False
                 stage = "connect"
                 conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
                 stage = "read"
                 status, headers, data, keep = await asyncio.wait_for(
                     self._exchange(conn, message), self._timeout)
-            if keep:
+            left = conn.unread() if keep else None
+            if left == "bytes":
+                # more bytes than the framed response: the connection is out of step with its
+                # requests. On a fresh connection the response is the first one, so it answers
+                # this request; on a reused one it may be a stray answer to an earlier request
+                # (and the bytes after it this request's), so it is not trusted.
+                self._distrust(origin, "sent bytes after a complete response")
+                if reused:
+                    raise _ProtocolError("bytes after the response on a kept-alive connection; "
+                                         "the answer is not trusted and is asked again")
+            if left is not None:
+                keep = False
+            if keep and origin not in self._distrusted:
                 idle.append(conn)
             else:
                 self._discard(conn)
@@ -517,7 +506,17 @@ class _ConnectionPool:
         except asyncio.TimeoutError:
             what = ("ConnectTimeout" if stage == "connect" else "ReadTimeout")
             raise _TransportFailure("timeout", what) from None
-        except (OSError, EOFError, ValueError, _ProtocolError, asyncio.IncompleteReadError,
+        except ssl.SSLCertVerificationError as exc:
+            raise _TransportFailure("tls", _tls_message(exc, origin)) from None
+        except socket.gaierror as exc:
+            raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
+                                           f"{exc.strerror or exc}") from None
+        except _NoResponse as exc:
+            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
+        except _ProtocolError as exc:
+            self._distrust(origin, f"answered out of protocol ({exc})")
+            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
+        except (OSError, EOFError, ValueError, asyncio.IncompleteReadError,
                 asyncio.LimitOverrunError) as exc:
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
         finally:
@@ -621,11 +620,12 @@ class _HttpxSender:
     environment, which httpx knows how to reach)."""
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str]) -> None:
+                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
         import httpx
 
         self._client = httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            verify=ssl_context if ssl_context is not None else make_ssl_context(),
             limits=httpx.Limits(max_connections=max_connections,
                                 max_keepalive_connections=max_connections))
 
@@ -638,6 +638,14 @@ class _HttpxSender:
         except httpx.TimeoutException as exc:
             raise _TransportFailure("timeout", type(exc).__name__) from None
         except httpx.TransportError as exc:
+            cause = exc.__cause__ or exc.__context__
+            origin = (None, *(urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port))
+            if isinstance(cause, ssl.SSLCertVerificationError) or \
+                    "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                raise _TransportFailure("tls", _tls_message(cause or exc, origin)) from None
+            if isinstance(cause, socket.gaierror):
+                raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
+                                               f"{cause.strerror or cause}") from None
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
         return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.content
 
@@ -652,8 +660,13 @@ class OpenAIBackend(Backend):
     ----------
     model : str
         The served model name (``"model"`` field of the request).
-    base_url : str, default "http://localhost:8000/v1"
-        Server root; requests go to ``{base_url}/chat/completions``.
+    base_url : str or sequence of str, default "http://localhost:8000/v1"
+        Server root; requests go to ``{base_url}/chat/completions`` (a query string stays at the
+        end). Several roots (servers of the same model): each has ``concurrency`` workers that
+        take the next request when free, so faster servers answer more, and retry ``a`` of a
+        request goes to the next server in the list; answers share one cache (the server is
+        not part of the cache key). A root with ``user:password@`` or a ``#fragment`` is
+        refused ([`InputError`][], without echoing the credentials).
     api_key_env : str or None, default "OPENAI_API_KEY"
         Name of the environment variable holding the API key, read when `run` starts.
         ``None`` declares the server keyless (no ``Authorization`` header; ``--no-api-key``).
@@ -663,8 +676,8 @@ class OpenAIBackend(Backend):
         server on this machine (``localhost``, ``127.0.0.0/8``, ``::1``), which gets no key and
         a logged warning. The key is never stored, logged, put in a cache key or an error
         message.
-    concurrency : int, default 16
-        Requests in flight at once. All workers share one HTTP client, one keep-alive
+    concurrency : int or sequence of int, default 16
+        Requests in flight at once per server (one value for all, or one per ``base_url``). All workers share one HTTP client, one keep-alive
         connection pool of at most ``concurrency`` connections and one SSL context. Raise it to
         keep a multi-GPU vLLM server busy (e.g. 256).
     timeout : float, default 120
@@ -680,11 +693,21 @@ class OpenAIBackend(Backend):
         Extra JSON fields for every request (e.g. ``{"top_k": 50}`` for vLLM).
     random_state : int, optional
         Seeds the jitter (for reproducible tests).
+    ca_bundle : path, optional
+        CA certificates (PEM file or hashed folder) for https servers; default
+        ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else certifi's bundle
+        (`make_ssl_context`).
+    batch_out, batch_in : path, optional
+        Send nothing: write the requests to, or read their answers from, a batch file in the
+        OpenAI batch JSONL format (`storyeval.llm.batch`; OpenAI Batch API, ``vllm run-batch``).
 
     Notes
     -----
-    401, 403 and 404 stop the run with `BackendError` (wrong key, model or URL); other
-    4xx fail only that request (e.g. a prompt longer than the context). An empty answer is a
+    Errors no retry can fix stop the run at once with `BackendError` and one line saying
+    what to change: a refused TLS certificate, a host name that does not resolve, a redirect
+    (3xx, with its target; redirects are not followed), 400, 401, 403 and 404 (wrong request,
+    key, model or URL). Other 4xx (e.g. 413, 422) fail only that request; the first of each
+    status is logged as a warning with the server's reason. An empty answer is a
     failure of its request, not an answer: it is not stored, and the next run asks again. Each
     request carries the header ``X-Storyeval-Cache-Key`` (the cache key, no secret) to ease
     matching server logs.
@@ -709,33 +732,63 @@ class OpenAIBackend(Backend):
 
     kind = "openai"
 
-    def __init__(self, model: str, *, base_url: str = "http://localhost:8000/v1",
-                 api_key_env: str | None = "OPENAI_API_KEY", concurrency: int = 16,
-                 timeout: float = 120.0, max_retries: int = 6, backoff_base: float = 0.5,
-                 backoff_max: float = 60.0, extra_body: dict[str, Any] | None = None,
-                 random_state: int | None = None) -> None:
+    def __init__(self, model: str, *, base_url: str | Sequence[str] = "http://localhost:8000/v1",
+                 api_key_env: str | None = "OPENAI_API_KEY",
+                 concurrency: int | Sequence[int] = 16, timeout: float = 120.0,
+                 max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
+                 extra_body: dict[str, Any] | None = None, random_state: int | None = None,
+                 ca_bundle: str | os.PathLike | None = None,
+                 batch_out: str | os.PathLike | None = None,
+                 batch_in: str | os.PathLike | None = None) -> None:
         super().__init__(model)
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise InputError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if int(concurrency) < 1:
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        if not urls:
+            raise InputError("base_url: give at least one server")
+        self.base_urls = [_check_base_url(u).rstrip("/") for u in urls]
+        if len(set(self.base_urls)) < len(self.base_urls):
+            raise InputError("base_url: the same server is given twice")
+        conc = [concurrency] if isinstance(concurrency, int) else list(concurrency)
+        if len(conc) == 1:
+            conc = conc * len(self.base_urls)
+        if len(conc) != len(self.base_urls):
+            raise InputError(f"concurrency: give one value for all servers or one per server "
+                             f"({len(self.base_urls)}), got {len(conc)}")
+        if any(int(c) < 1 for c in conc):
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
         if not timeout > 0:
             raise InputError(f"timeout must be > 0, got {timeout}")
         if int(max_retries) < 0:
             raise InputError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.rstrip("/")
+        if batch_out is not None and batch_in is not None:
+            raise InputError("batch_out and batch_in cannot be combined (write the requests, "
+                             "run them, then read the results in a second call)")
+        self.base_url = self.base_urls[0]
+        self.concurrencies = [int(c) for c in conc]
+        self.concurrency = self.concurrencies[0] if len(conc) == 1 else sum(self.concurrencies)
         self.api_key_env = check_api_key_env(api_key_env)
-        self.concurrency = int(concurrency)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
         self.extra_body = dict(extra_body or {})
+        self.ca_bundle = None if ca_bundle is None else os.fspath(ca_bundle)
+        if self.ca_bundle is not None and not os.path.exists(self.ca_bundle):
+            raise InputError(f"--ca-bundle {self.ca_bundle!r} does not exist")
+        self.batch_out = None if batch_out is None else os.fspath(batch_out)
+        self.batch_in = None if batch_in is None else os.fspath(batch_in)
         self._rng = random.Random(random_state)
+        self._reported: set[int] = set()
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "base_url": _safe_url(self.base_url),
-                "api_key_env": self.api_key_env, "concurrency": self.concurrency}
+        one = len(self.base_urls) == 1
+        out = {**super().describe(),
+               "base_url": _safe_url(self.base_url) if one else
+               [_safe_url(u) for u in self.base_urls],
+               "api_key_env": self.api_key_env,
+               "concurrency": self.concurrency if one else list(self.concurrencies)}
+        if self.batch_out or self.batch_in:
+            out["batch_file"] = self.batch_out or self.batch_in
+        return out
 
     def api_key(self) -> str | None:
         """The key from ``api_key_env`` (None for a keyless server).
@@ -743,24 +796,26 @@ class OpenAIBackend(Backend):
         Raises
         ------
         InputError
-            The variable is unset or empty and the server is not on this machine.
+            The variable is unset or empty and a server is not on this machine.
         """
         if self.api_key_env is None:
             return None
         key = os.environ.get(self.api_key_env, "").strip()
         if key:
             return key
-        if _is_loopback(self.base_url):
+        shown = ", ".join(_safe_url(u) for u in self.base_urls)
+        if all(_is_loopback(u) for u in self.base_urls):
             logger.warning("environment variable %s is not set: sending no API key to the local "
                            "server %s (pass --no-api-key, or api_key_env=None, to say so)",
-                           self.api_key_env, _safe_url(self.base_url))
+                           self.api_key_env, shown)
             return None
         raise InputError(
             f"environment variable {self.api_key_env} (--api-key-env) is not set or empty: "
             f"export the key in it, or pass --no-api-key (api_key_env=None) for a server "
-            f"without authentication ({_safe_url(self.base_url)})")
+            f"without authentication ({shown})")
 
-    def _payload(self, req: Request) -> dict[str, Any]:
+    def payload(self, req: Request) -> dict[str, Any]:
+        """The JSON body of a request (online and in a batch file alike)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": list(req.messages),
@@ -773,6 +828,8 @@ class OpenAIBackend(Backend):
         body.update(self.extra_body)
         return body
 
+    _payload = payload  # the former private name
+
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return retry_after * (1.0 + 0.1 * self._rng.random())
@@ -781,10 +838,18 @@ class OpenAIBackend(Backend):
 
     def run(self, requests: Sequence[Request], on_answer: OnAnswer, on_failure: OnFailure, *,
             show_progress: bool | None = None) -> None:
-        """Send every request (asyncio, at most ``concurrency`` in flight)."""
+        """Send every request (asyncio, at most ``concurrency`` in flight per server); or, with
+        ``batch_out``/``batch_in``, write them to / read their answers from a batch file."""
         if not requests:
             return
-        import_optional("httpx", extra="llm", purpose="the OpenAI-compatible backend")
+        if self.batch_out is not None or self.batch_in is not None:
+            import storyeval.llm.batch as batch
+
+            if self.batch_out is not None:
+                batch.write_requests(self.batch_out, requests, self)
+            elif self.batch_in is not None:
+                batch.read_results(self.batch_in, requests, self, on_answer, on_failure)
+            return
         asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress))
 
     async def _run_async(self, requests: list[Request], on_answer: OnAnswer,
@@ -792,29 +857,36 @@ class OpenAIBackend(Backend):
         from storyeval._progress import progress_bar
 
         key = self.api_key()
-        redact = _Redactor(key)
+        redact = _Redactor(key).also([v for u in self.base_urls for v in _query_values(u)])
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "Accept-Encoding": "gzip, deflate", "User-Agent": "storyeval"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        n_workers = min(self.concurrency, len(requests))
-        url = f"{self.base_url}/chat/completions"
-        kind = _HttpxSender if _uses_proxy(url) else _ConnectionPool
-        if kind is _HttpxSender:
-            logger.info("requests go through the proxy of the environment (httpx's pool)")
-        sender = kind(n_workers, self.timeout, min(self.timeout, 10.0), headers)
+        urls = [_chat_url(u) for u in self.base_urls]
+        ctx = None
+        if any(u.startswith("https://") for u in urls):
+            ctx = make_ssl_context(self.ca_bundle)  # one context for every connection
+        senders = []
+        for url, conc in zip(urls, self.concurrencies):
+            kind = _HttpxSender if _uses_proxy(url) else _ConnectionPool
+            if kind is _HttpxSender:
+                import_optional("httpx", extra="llm", purpose="requests through a proxy")
+                logger.info("requests to %s go through the proxy of the environment (httpx)",
+                            _safe_url(url))
+            senders.append(kind(min(conc, len(requests)), self.timeout,
+                                min(self.timeout, 10.0), headers, ctx))
         fatal: list[str] = []
         it = iter(requests)
         try:
             with progress_bar(total=len(requests), desc=f"rate {self.model}", unit="req",
                               show=show_progress) as bar:
 
-                async def worker() -> None:
+                async def worker(home: int) -> None:
                     for req in it:  # the shared iterator hands each request to one worker
                         if fatal:
                             return
                         try:
-                            ans = await self._one(sender, url, req, redact)
+                            ans = await self._one(senders, urls, home, req, redact)
                         except BackendError as exc:
                             fatal.append(str(exc))
                             return
@@ -824,25 +896,43 @@ class OpenAIBackend(Backend):
                             on_failure(req, ans)
                         bar.update(1)
 
-                await asyncio.gather(*(worker() for _ in range(n_workers)))
+                # each server's workers take the next request when they are free: faster servers
+                # get more of them
+                await asyncio.gather(*(worker(i) for i, conc in enumerate(self.concurrencies)
+                                       for _ in range(min(conc, len(requests)))))
         finally:
-            await sender.aclose()
+            for sender in senders:
+                await sender.aclose()
         if fatal:
             raise BackendError(fatal[0])
 
-    async def _one(self, sender, url: str, req: Request, redact: _Redactor) -> Answer | str:
-        """One request with retries: an Answer, or a failure message (str, redacted)."""
-        body = json.dumps(self._payload(req), ensure_ascii=False, separators=(",", ":"),
+    def _report(self, status: int, message: str) -> None:
+        """Print the first failure of each HTTP status (a run may have thousands)."""
+        if status not in self._reported:
+            self._reported.add(status)
+            logger.warning("%s (this request fails; further HTTP %d answers are in the "
+                           "ratings' error column)", message, status)
+
+    async def _one(self, senders: list, urls: list[str], home: int, req: Request,
+                   redact: _Redactor) -> Answer | str:
+        """One request with retries (attempt ``a`` goes to server ``home + a - 1``, so retries
+        move across servers): an Answer, or a failure message (str, redacted). Errors no retry
+        can fix raise `BackendError`."""
+        body = json.dumps(self.payload(req), ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode("utf-8")
         extra = {"X-Storyeval-Cache-Key": req.key}
-        shown_url = _safe_url(url)
         last = "no attempt"
         for attempt in range(1, self.max_retries + 2):
+            server = (home + attempt - 1) % len(urls)
+            sender, url = senders[server], urls[server]
+            shown_url = _safe_url(url)
             retry_after = None
             t0 = time.perf_counter()
             try:
                 status, headers, data = await sender.post(url, body, extra)
             except _TransportFailure as exc:
+                if exc.kind in ("tls", "dns"):
+                    raise BackendError(f"{exc} ({shown_url}; no retry can fix this)") from None
                 if exc.kind == "timeout":
                     last = f"timeout after {self.timeout:g} s ({exc})"
                 else:
@@ -859,13 +949,22 @@ class OpenAIBackend(Backend):
                     text = data.decode("utf-8", errors="replace")
                     last = f"HTTP {status} from {shown_url}: " + \
                         redact.clip(text, 300).replace("\n", " ")
+                    if 300 <= status < 400:
+                        where = _safe_url(redact(headers.get("location", ""))) or "nowhere"
+                        raise BackendError(
+                            f"HTTP {status} from {shown_url}: the server redirects to {where}; "
+                            "storyeval does not follow redirects (the request and the key would "
+                            "go elsewhere): give the final address as --base-url")
                     if status in _FATAL_STATUS:
-                        hint = {401: "check the API key variable " + repr(self.api_key_env),
+                        hint = {400: "the server refuses the requests themselves: check "
+                                     "--model, the sampling options and the server's limits",
+                                401: "check the API key variable " + repr(self.api_key_env),
                                 403: "the key is not allowed to use this model",
                                 404: "check --base-url and --model"}[status]
-                        raise BackendError(f"{last} ({hint})")
+                        raise BackendError(f"{last} ({hint}; no retry can fix this)")
                     if status not in _RETRY_STATUS:
-                        return last  # e.g. 400: prompt too long; retrying cannot help
+                        self._report(status, last)
+                        return last  # e.g. 413/422: this request only; retrying cannot help
                     retry_after = _retry_after_seconds(headers.get("retry-after"))
             if attempt > self.max_retries:
                 break

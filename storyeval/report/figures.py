@@ -169,7 +169,10 @@ class FigureWorkers:
     Use `start`, which returns None where no workers can help (one core, no forkserver on the
     platform, or ``STORYEVAL_FIGURE_WORKERS=0``); `submit` takes `heatmap`'s arguments. As
     with any multiprocessing, a script that uses workers guards its entry point with
-    ``if __name__ == "__main__":`` (the workers import the main module).
+    ``if __name__ == "__main__":`` (the workers import the main module). The forkserver and
+    the workers die with this process whatever ends it, SIGKILL included (Linux: the kernel's
+    parent-death signal; elsewhere, and as a second line, a thread that checks the parent
+    every 0.2 s; `storyeval.report._lifeline`).
 
     Example (what ``storyeval meta --out D`` does)::
 
@@ -187,12 +190,18 @@ class FigureWorkers:
 
     def _start(self, workers: int) -> None:
         import multiprocessing
+        import os
         from concurrent.futures import ProcessPoolExecutor
+
+        from storyeval.report._lifeline import guard_worker
 
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__, "matplotlib.figure",
-                                        "matplotlib.backends.backend_agg"])
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+                                        "matplotlib.backends.backend_agg",
+                                        "storyeval.report._forkserver_guard"])
+        # the forkserver and every worker die with this process, even on SIGKILL
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                   initializer=guard_worker, initargs=(os.getpid(),))
         for _ in range(workers):  # every worker now, not at the first figure
             pool.submit(int)
         self._pool = pool
