@@ -227,3 +227,22 @@ def test_chunked_long_texts_follow_the_stated_windowing_rule(chunked):
     rec = (sim.max(axis=0) * rw).sum() / rw.sum()
     want = [p, rec, 2 * p * rec / (p + rec)]
     np.testing.assert_allclose(chunked.score_pairs([LONG_A], [LONG_B])[0], want, atol=1e-6)
+
+
+def test_every_batch_size_with_repeated_texts_gives_equal_results(tmp_path):
+    # HANNA's references repeat (one per prompt, six systems): the score loop hands the metric
+    # batches of stories whose references are partly in the embedding cache already. A small
+    # cache forces evictions between and within calls (the KeyError of issue #30).
+    refs = [f"Reference {k}: the lighthouse keeper counted {k + 2} ships." for k in range(6)]
+    stories = [f"Story {i}: a fox followed {i % 5} travellers through snow." for i in range(30)]
+    df = pd.DataFrame({"story_id": [f"s{i}" for i in range(30)], "story": stories,
+                       "reference": [refs[i % 6] for i in range(30)]})
+    df.loc[29, "story"] = df.loc[3, "story"]  # a repeated story too
+    runs = {}
+    for bs in (1, 2, 3, 7, 16, 64, 128):
+        opts = {"bertscore": {"batch_size": bs, "embedding_cache_size": 4}}
+        out = score(df, "bertscore", options=opts, batch_size=bs, show_progress=False)
+        runs[bs] = out.sort_values(["story_id", "measure"])["value"].to_numpy()
+    for bs, vals in runs.items():
+        np.testing.assert_allclose(vals, runs[1], atol=1e-6, err_msg=f"batch size {bs}")
+    assert np.isfinite(runs[1]).all()
