@@ -192,6 +192,31 @@ def _windows(n_ids: int, max_length: int, stride: int) -> list[tuple[int, int, i
         begin += stride
 
 
+def _next_token_moments(torch: Any, logits: Any, target: Any, rows_per_chunk: int = 512):
+    """Per scored position: ``log p(target)``, ``mu = sum_v p_v log p_v`` and
+    ``sigma = sqrt(sum_v p_v (log p_v - mu)^2)``; shape ``(n, 3)``, float32, on the device.
+
+    Since ``log p_v = x_v - logsumexp(x)``, ``mu`` is the p-weighted mean of the logits x
+    minus the log-normaliser and ``sigma`` is their p-weighted spread, so the vocabulary is
+    read a few times (softmax, two weighted sums) without materialising ``log p``. The spread
+    is taken around ``mu`` (no cancellation); rows are processed in chunks of
+    ``rows_per_chunk`` to bound the memory of the float32 copies.
+    """
+    out = []
+    for k in range(0, logits.shape[0], rows_per_chunk):
+        x = logits[k:k + rows_per_chunk].float()
+        lse = torch.logsumexp(x, dim=-1)
+        p = torch.softmax(x, dim=-1)
+        mean_x = torch.linalg.vecdot(p, x)
+        centred = x - mean_x[:, None]
+        var = torch.linalg.vecdot(p * centred, centred)
+        chosen = x.gather(-1, target[k:k + rows_per_chunk, None])[:, 0] - lse
+        out.append(torch.stack([chosen, mean_x - lse, var.clamp_min(0).sqrt()], dim=1))
+    if not out:
+        return logits.new_zeros((0, 3), dtype=torch.float32)
+    return torch.cat(out)
+
+
 def token_statistics(
     texts: Sequence[str],
     model: Any,
@@ -245,8 +270,9 @@ def token_statistics(
     -----
     With ``p = softmax(logits_t)`` over the vocabulary V:
     ``logprob_t = log p(x_t)``, ``mu_t = sum_v p_v log p_v`` and
-    ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 from
-    ``log_softmax``.
+    ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 on the model's
+    device from the logits (``log p_v = x_v - logsumexp(x)``; the spread is taken around its
+    mean), a whole batch at a time; the results come to the host in one transfer.
 
     Examples
     --------
@@ -282,37 +308,43 @@ def token_statistics(
             _windows(len(ids), ctx, stride) if e - b >= 2]
     # Longest first: similar lengths share a batch, so little padding is computed.
     jobs.sort(key=lambda j: -(j[2] - j[1]))
-    pieces: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [
-        [] for _ in texts]
     device = next(model.parameters()).device
-    pad_id = 0
     n_targets = sum(e - max(f, b + 1) for _, b, e, f in jobs)
+    # Per window, on the device until the end (one transfer, no per-text synchronisation):
+    # the scored targets and their three statistics, concatenated over all windows.
+    targets, stats = [], []
     with torch.inference_mode(), progress_bar(total=n_targets, desc="scoring tokens",
                                               unit="tok", show=show_progress) as bar:
         for start in range(0, len(jobs), batch_size):
             batch = jobs[start:start + batch_size]
             width = max(e - b for _, b, e, _ in batch)
-            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+            ids = torch.zeros((len(batch), width), dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for r, (i, b, e, _) in enumerate(batch):
+            scored = torch.zeros((len(batch), width), dtype=torch.bool)
+            for r, (i, b, e, f) in enumerate(batch):
                 ids[r, : e - b] = torch.tensor(encoded[i][0][b:e], dtype=torch.long)
                 mask[r, : e - b] = 1
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-            for r, (i, b, e, f) in enumerate(batch):
-                first = max(f, b + 1)
-                # logits at window position p predict the token at position p + 1
-                rows = logits[r, first - b - 1: e - b - 1].float()
-                logp = torch.log_softmax(rows, dim=-1)
-                target = ids[r, first - b: e - b].to(logp.device)
-                chosen = logp.gather(-1, target[:, None])[:, 0]
-                prob = logp.exp()
-                mu = (prob * logp).sum(-1)
-                # sum_v p_v (log p_v - mu)^2 == sum_v p_v (log p_v)^2 - mu^2, the centred
-                # form avoids cancellation in float32
-                var = (prob * (logp - mu[:, None]) ** 2).sum(-1)
-                pieces[i].append((first, target.cpu().numpy(), chosen.cpu().double().numpy(),
-                                  mu.cpu().double().numpy(), var.sqrt().cpu().double().numpy()))
-                bar.update(e - first)
+                scored[r, max(f, b + 1) - b: e - b] = True
+            ids, mask, scored = ids.to(device), mask.to(device), scored.to(device)
+            logits = model(input_ids=ids, attention_mask=mask).logits
+            # logits at position p predict the token at p + 1: keep the scored targets only
+            rows = logits[:, :-1][scored[:, 1:]]
+            target = ids[scored]
+            stats.append(_next_token_moments(torch, rows, target))
+            targets.append(target)
+            bar.update(int(target.shape[0]))
+    if jobs:
+        flat_tok = torch.cat(targets).cpu().numpy()
+        flat = torch.cat(stats).double().cpu().numpy()
+    pieces: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [
+        [] for _ in texts]
+    pos = 0
+    for i, b, e, f in jobs:
+        first = max(f, b + 1)
+        n = e - first
+        block = flat[pos:pos + n]
+        pieces[i].append((first, flat_tok[pos:pos + n], block[:, 0], block[:, 1], block[:, 2]))
+        pos += n
     out = []
     for i, (ids_i, bos_used) in enumerate(encoded):
         parts = sorted(pieces[i], key=lambda p: p[0])
