@@ -192,26 +192,30 @@ def _windows(n_ids: int, max_length: int, stride: int) -> list[tuple[int, int, i
         begin += stride
 
 
-def _next_token_moments(torch: Any, logits: Any, target: Any, rows_per_chunk: int = 512):
+def _next_token_moments(torch: Any, logits: Any, target: Any, elements: int = 1 << 22):
     """Per scored position: ``log p(target)``, ``mu = sum_v p_v log p_v`` and
     ``sigma = sqrt(sum_v p_v (log p_v - mu)^2)``; shape ``(n, 3)``, float32, on the device.
 
-    Since ``log p_v = x_v - logsumexp(x)``, ``mu`` is the p-weighted mean of the logits x
-    minus the log-normaliser and ``sigma`` is their p-weighted spread, so the vocabulary is
-    read a few times (softmax, two weighted sums) without materialising ``log p``. The spread
-    is taken around ``mu`` (no cancellation); rows are processed in chunks of
-    ``rows_per_chunk`` to bound the memory of the float32 copies.
+    With y = x - max(x) (x the logits), e = exp(y) and s = sum(e): ``log p_v = y_v - log s``,
+    so ``mu`` is the e-weighted mean of y minus ``log s`` and ``sigma`` is the e-weighted
+    spread of y, taken around its mean (no cancellation). Two temporaries of the chunk's size
+    and nine passes over the vocabulary, without materialising ``log p``; rows go in chunks of
+    about ``elements`` values to bound the memory.
     """
+    rows = max(1, elements // max(1, logits.shape[-1]))
     out = []
-    for k in range(0, logits.shape[0], rows_per_chunk):
-        x = logits[k:k + rows_per_chunk].float()
-        lse = torch.logsumexp(x, dim=-1)
-        p = torch.softmax(x, dim=-1)
-        mean_x = torch.linalg.vecdot(p, x)
-        centred = x - mean_x[:, None]
-        var = torch.linalg.vecdot(p * centred, centred)
-        chosen = x.gather(-1, target[k:k + rows_per_chunk, None])[:, 0] - lse
-        out.append(torch.stack([chosen, mean_x - lse, var.clamp_min(0).sqrt()], dim=1))
+    for k in range(0, logits.shape[0], rows):
+        x = logits[k:k + rows].float()
+        y = x - x.max(dim=-1, keepdim=True).values
+        chosen = y.gather(-1, target[k:k + rows, None])[:, 0]
+        e = torch.exp(y)
+        s = e.sum(dim=-1)
+        mean_y = torch.linalg.vecdot(e, y) / s
+        y.sub_(mean_y[:, None]).square_()
+        var = torch.linalg.vecdot(e, y) / s
+        log_s = torch.log(s)
+        out.append(torch.stack([chosen - log_s, mean_y - log_s, var.clamp_min(0).sqrt()],
+                               dim=1))
     if not out:
         return logits.new_zeros((0, 3), dtype=torch.float32)
     return torch.cat(out)
@@ -320,19 +324,19 @@ def token_statistics(
             width = max(e - b for _, b, e, _ in batch)
             ids = torch.zeros((len(batch), width), dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
-            scored = torch.zeros((len(batch), width), dtype=torch.bool)
             for r, (i, b, e, f) in enumerate(batch):
                 ids[r, : e - b] = torch.tensor(encoded[i][0][b:e], dtype=torch.long)
                 mask[r, : e - b] = 1
-                scored[r, max(f, b + 1) - b: e - b] = True
-            ids, mask, scored = ids.to(device), mask.to(device), scored.to(device)
+            ids, mask = ids.to(device), mask.to(device)
             logits = model(input_ids=ids, attention_mask=mask).logits
-            # logits at position p predict the token at p + 1: keep the scored targets only
-            rows = logits[:, :-1][scored[:, 1:]]
-            target = ids[scored]
-            stats.append(_next_token_moments(torch, rows, target))
-            targets.append(target)
-            bar.update(int(target.shape[0]))
+            for r, (i, b, e, f) in enumerate(batch):
+                first = max(f, b + 1)
+                # logits at window position p predict the token at p + 1 (a view, no copy)
+                target = ids[r, first - b: e - b]
+                stats.append(_next_token_moments(torch, logits[r, first - b - 1: e - b - 1],
+                                                 target))
+                targets.append(target)
+                bar.update(e - first)
     if jobs:
         flat_tok = torch.cat(targets).cpu().numpy()
         flat = torch.cat(stats).double().cpu().numpy()

@@ -45,16 +45,23 @@ def _folder_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _target_logprobs(torch, logits, labels, rows: int = 256):
-    """log p(label) at each of the given positions (``logits``: positions x vocabulary), in
-    float64: a float32 log-softmax over a large vocabulary is off by up to ~1e-6 per token,
-    more than the 1e-6 agreement with the reference formula allows. Done in slices of
-    ``rows`` positions to bound the memory of the float64 copy."""
+def _target_logprobs(torch, logits, labels, elements: int = 1 << 22):
+    """log p(label) at each of the given positions (``logits``: positions x vocabulary).
+
+    log p(y) = x_y - m - log sum_v exp(x_v - m) with m the row maximum: the exponentials are
+    taken in float32 and summed in float64, so the log-normaliser is accurate to about 1e-7
+    (a float32 log-softmax over a large vocabulary is off by up to ~1e-6 per token, more than
+    the 1e-6 agreement with the reference formula allows) without a float64 copy of the
+    logits. Done in slices of about ``elements`` values to bound the temporary memory."""
+    rows = max(1, elements // max(1, logits.shape[-1]))
     parts = []
     for k in range(0, logits.shape[0], rows):
-        part = logits[k:k + rows].double()
-        target = part.gather(-1, labels[k:k + rows, None])[:, 0]
-        parts.append(target - torch.logsumexp(part, dim=-1))
+        x = logits[k:k + rows].float()
+        top = x.max(dim=-1, keepdim=True).values
+        shifted = x - top
+        target = shifted.gather(-1, labels[k:k + rows, None])[:, 0].double()
+        total = shifted.exp_().sum(dim=-1, dtype=torch.float64)
+        parts.append(target - torch.log(total))
     return torch.cat(parts) if parts else logits.new_zeros(0, dtype=torch.float64)
 
 
@@ -283,7 +290,7 @@ class BartScoreMetric(Metric):
         Each distinct (source, target) pair is computed once; pairs are sorted by length and
         batched by a token budget (``batch_size`` pairs of the model's maximum length), the
         log-likelihoods stay on the device until one transfer at the end, and only the
-        target positions (no padding) enter the float64 log-softmax. Scores do not depend on
+        target positions (no padding) enter the log-softmax (float64 sums). Scores do not depend on
         the batching (to float rounding)."""
         torch = import_optional("torch", extra="metrics", purpose="BARTScore")
         tokenizer, model = self._load()
@@ -305,12 +312,10 @@ class BartScoreMetric(Metric):
                 src, src_mask, labels, mask = (t.to(device) for t in (src, src_mask, labels,
                                                                        mask))
                 logits = _decoder_logits(model, src, src_mask, labels)
-                keep = mask.bool()
-                tok_lp = _target_logprobs(torch, logits[keep], labels[keep])
-                row = torch.arange(len(batch), device=device)[:, None].expand_as(labels)[keep]
-                total = torch.zeros(len(batch), dtype=torch.float64, device=device)
-                total.index_add_(0, row, tok_lp)
-                means.append(total / keep.sum(dim=1))
+                for r, k in enumerate(batch):  # each target's own positions: views, no copy
+                    n_tgt = len(ids[pairs[k][1]])
+                    means.append(_target_logprobs(torch, logits[r, :n_tgt],
+                                                  labels[r, :n_tgt]).mean().reshape(1))
         flat = torch.cat(means).cpu().numpy() if means else np.zeros(0)
         by_pair = dict(zip((pairs[k] for k in order), flat))
         return np.array([by_pair[p] for p in zip(sources, targets)], dtype=float)
