@@ -11,9 +11,9 @@ Windowing rule (``long_texts="chunk"``): the text, stripped, is tokenised withou
 tokens; its word pieces are cut into consecutive windows of W pieces, W = the encoder's input
 length minus the special tokens the tokenizer adds (512 - 2 = 510 for BERT-like encoders); each
 window is encoded on its own as ``[CLS] window [SEP]`` and the greedy matching runs over the
-tokens of all windows (special tokens take part as match candidates with weight 0, as in
-bert-score). With idf, a word piece's document frequency counts each text once, over all its
-windows. ``long_texts="truncate"`` keeps the first window only, which is what bert-score does.
+tokens of all windows (special tokens take part as match candidates, weighted as in
+bert-score: see ``BertScoreMetric._weights``). With idf, a word piece's document frequency
+counts each text once, over all its windows. ``long_texts="truncate"`` keeps the first window only, which is what bert-score does.
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ class BertScoreMetric(Metric):
     Notes
     -----
     With L2-normalised contextual embeddings h_i of the story and r_j of the reference
-    (special tokens take part in the matching with weight 0, as in bert-score) and token
+    (special tokens take part in the matching, weighted as bert-score does: 0 for the
+    tokenizer's CLS/SEP ids, and for every special token with idf) and token
     weights w (1, or idf): P = sum_i w_i max_j h_i . r_j / sum_i w_i, R symmetrically over the
     reference, F1 = 2PR / (P + R). Long texts: the windowing rule of the module docstring.
     One difference from bert-score remains by design: bert-score pads a batch and sets the
