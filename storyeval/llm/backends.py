@@ -987,7 +987,7 @@ class HFBackend(Backend):
         """Positions the model can attend to (``n_positions`` / ``max_position_embeddings`` /
         ``n_ctx`` of its config, capped by the tokenizer's ``model_max_length``); None when
         neither says."""
-        cfg = self._model.config
+        cfg = getattr(self._model, "config", None)
         sizes = [getattr(cfg, a, None) for a in ("n_positions", "max_position_embeddings",
                                                   "n_ctx")]
         tok_max = getattr(self._tok, "model_max_length", None)
