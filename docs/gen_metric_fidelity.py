@@ -5,6 +5,11 @@ implementation, measured by running both.
   released for its 96 human stories (``hanna_metric_scores_llm.csv``, row ``Human``).
 * BERTScore: storyeval against ``bert_score`` itself (same offline MiniLM encoder and layer),
   idf off and on, rescaled with a baseline file, and long texts in truncate mode.
+* BERTScore on byte-level BPE (RoBERTa-type) encoders: tiny random RobertaModels with
+  seeded NumPy weights and tokenizers trained here, with and without CLS/SEP tokens, and a
+  folder given by the name "roberta-large" (bert-score's name-keyed layer and baseline).
+* Reduced precision: the deviation of bfloat16 / float16 from float32 (CPU) for BERTScore,
+  BARTScore and Min-K% (a second table).
 * BARTScore: storyeval's batched scorer against the formula of Yuan et al. (2021) evaluated pair
   by pair in float64 from the logits of a tiny random BART built here (no download).
 
@@ -183,6 +188,150 @@ def bertscore_rows(tmp_dir: Path) -> list[dict]:
     } for k, v in diffs.items()]
 
 
+# -- BERTScore on byte-level BPE (RoBERTa-type) encoders ----------------------------------------
+def _bert_score_prf(model_type: str, cands, refs, **kw) -> np.ndarray:
+    import bert_score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scorer = bert_score.BERTScorer(model_type=model_type, **kw)
+        return _prf(scorer.score(cands, refs, batch_size=1))
+
+
+def bpe_bertscore_differences(tmp_dir: Path) -> dict[str, float]:
+    """Case -> max |storyeval - bert_score(batch_size=1)| over P, R, F1 on tiny random
+    RoBERTa-type encoders (seeded NumPy weights, byte-level BPE trained here)."""
+    import os
+
+    from storyeval.metrics.bertscore import BertScoreMetric
+
+    tm = _tiny_models()
+    folders = {"roberta": tm.save_tiny_roberta(tmp_dir / "encoder-a"),
+               "bare": tm.save_tiny_roberta(tmp_dir / "encoder-b", tokenizer="bare"),
+               "named": tm.save_tiny_roberta(tmp_dir / "named" / "roberta-large", layers=18,
+                                             hidden=16)}
+    cands, refs = list(tm.CORPUS[:5]), list(tm.CORPUS[5:])
+    long_c, long_r = [" ".join(tm.CORPUS)], [tm.CORPUS[0]]
+    out = {}
+    for kind in ("roberta", "bare"):
+        path = str(folders[kind])
+        for idf in (False, True):
+            kw = {"idf": True, "idf_sents": refs} if idf else {}
+            want = _bert_score_prf(path, cands, refs, num_layers=2, **kw)
+            got = BertScoreMetric(model=path, num_layers=2, **kw).score_pairs(cands, refs)
+            out[f"{kind} {'idf' if idf else 'no idf'}"] = float(np.abs(got - want).max())
+    path = str(folders["roberta"])
+    want = _bert_score_prf(path, long_c, long_r, num_layers=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TruncationWarning is the point here
+        got = BertScoreMetric(model=path, num_layers=2, long_texts="truncate").score_pairs(
+            long_c, long_r)
+    out["roberta truncate"] = float(np.abs(got - want).max())
+    here = os.getcwd()
+    os.chdir(folders["named"].parent)  # the folder given by the name "roberta-large"
+    try:
+        # raw scores (layer 17 by the name) and the baseline (the shipped file by the name);
+        # the rescaled values (x - b) / (1 - b) follow, their difference scaled by 1 / (1 - b)
+        want = _bert_score_prf("roberta-large", cands, refs, lang="en")
+        import bert_score
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b_want = bert_score.BERTScorer(model_type="roberta-large", lang="en",
+                                           rescale_with_baseline=True).baseline_vals.numpy()
+        m = BertScoreMetric(model="roberta-large", rescale=True)
+        got = m.score_pairs(cands, refs)
+        out["named rescaled"] = max(float(np.abs(got - want).max()),
+                                    float(np.abs(m.baseline(cands, refs) - b_want).max()))
+    finally:
+        os.chdir(here)
+    return out
+
+
+def bpe_bertscore_rows(tmp_dir: Path) -> list[dict]:
+    described = {
+        "roberta no idf": ("RobertaTokenizer (CLS/SEP = <s>/</s>), no idf", "5 pairs"),
+        "roberta idf": ("RobertaTokenizer, idf=True", "5 pairs"),
+        "roberta truncate": ("RobertaTokenizer, long_texts='truncate'",
+                             "1 pair longer than the 64-token window"),
+        "bare no idf": ("BPE naming no CLS/SEP (<s>, </s> weigh 1), no idf", "5 pairs"),
+        "bare idf": ("BPE naming no CLS/SEP, idf=True", "5 pairs"),
+        "named rescaled": (("folder given as 'roberta-large': layer 17 and the shipped "
+                            "baseline (raw scores and baseline values)"), "5 pairs"),
+    }
+    return [{
+        "measure": "BERTScore P, R, F1 (tiny random RoBERTa-type encoder)",
+        "reference implementation": "bert_score.BERTScorer.score(batch_size=1)",
+        "variant": described[k][0],
+        "compared on": described[k][1],
+        "tolerance": f"{TORCH_ATOL:.0e} absolute",
+        "max difference": _sci(v),
+        "result": "within tolerance" if v < TORCH_ATOL else "OUT OF TOLERANCE",
+    } for k, v in bpe_bertscore_differences(tmp_dir).items()]
+
+
+# -- reduced precision --------------------------------------------------------------------------
+DTYPE_MARKER = "gen_metric_fidelity.py dtype"
+DTYPE_COLUMNS = ["metric", "model", "compared on", "bfloat16 vs float32", "float16 vs float32"]
+
+
+def dtype_deviations() -> list[dict]:
+    """Max |value in bfloat16 / float16 - value in float32| per metric, on the CPU."""
+    import torch
+
+    from storyeval.contamination import score_texts, train_tiny_causal_lm
+    from storyeval.metrics.bartscore import BartScoreMetric
+    from storyeval.metrics.bertscore import BertScoreMetric
+
+    tm = _tiny_models()
+    llm = hanna_stories(include="llm")
+    cands, refs = SHORT_CANDS + llm["story"][:3].tolist(), SHORT_REFS + llm["reference"][
+        :3].tolist()
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = BertScoreMetric().score_pairs(cands, refs)[:, 2]
+        dev = {dt: float(np.abs(BertScoreMetric(dtype=dt).score_pairs(cands, refs)[:, 2]
+                                - base).max()) for dt in ("bfloat16", "float16")}
+    rows.append({"metric": "BERTScore F1", "model": "all-MiniLM-L6-v2 L6",
+                 "compared on": f"{len(cands)} pairs (3 HANNA stories)", **dev})
+    tok = tm.train_tokenizer()
+    model = tm.train_copy(tm.tiny_bart(tok, seed=3), tok, steps=10, seed=3)
+    src, tgt = list(tm.CORPUS), list(tm.CORPUS[3:] + tm.CORPUS[:3])
+    base = BartScoreMetric.from_model(model, tok, label="tiny").loglik(src, tgt)
+    dev = {}
+    for dt in ("bfloat16", "float16"):
+        low = BartScoreMetric.from_model(model.to(getattr(torch, dt)), tok, label="tiny")
+        dev[dt] = float(np.abs(low.loglik(src, tgt) - base).max())
+    model.float()
+    rows.append({"metric": "BARTScore", "model": "tiny BART (1 layer, 32 wide), copy-trained",
+                 "compared on": "10 pairs", **dev})
+    human = hanna_stories(include="human")["story"].tolist()
+    texts = [" ".join(t.split()[:60]) for t in human[:24]]
+    lm, lm_tok = train_tiny_causal_lm(texts[:12], steps=60, context=64, vocab_size=300,
+                                      random_state=0, show_progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = score_texts(texts, lm, lm_tok, show_progress=False)
+        low = {dt: score_texts(texts, lm.to(getattr(torch, dt)), lm_tok, show_progress=False)
+               for dt in ("bfloat16", "float16")}
+    for col, name in (("min_k", "Min-K% (k=0.2)"), ("min_k_pp", "Min-K%++ (k=0.2)")):
+        rows.append({"metric": name, "model": "tiny GPT-2 (2 layers, 64 wide), trained",
+                     "compared on": f"{len(texts)} HANNA story openings",
+                     **{dt: float(np.abs(low[dt][col] - base[col]).max())
+                        for dt in ("bfloat16", "float16")}})
+    return [{"metric": r["metric"], "model": r["model"], "compared on": r["compared on"],
+             "bfloat16 vs float32": f"{r['bfloat16']:.1e}",
+             "float16 vs float32": f"{r['float16']:.1e}"} for r in rows]
+
+
+def dtype_markdown(rows: list[dict]) -> str:
+    lines = ["| " + " | ".join(DTYPE_COLUMNS) + " |",
+             "| " + " | ".join("---:" if "vs" in c else "---" for c in DTYPE_COLUMNS) + " |"]
+    lines += ["| " + " | ".join(str(r[c]) for c in DTYPE_COLUMNS) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 # -- BARTScore ----------------------------------------------------------------------------------
 def _tiny_models():
     tests = Path(__file__).resolve().parents[1] / "tests"
@@ -262,7 +411,8 @@ def table_rows() -> list[dict]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        return surface_rows() + bertscore_rows(Path(tmp)) + bartscore_rows()
+        return (surface_rows() + bertscore_rows(Path(tmp)) + bpe_bertscore_rows(Path(tmp))
+                + bartscore_rows())
 
 
 def to_markdown(rows: list[dict]) -> str:
@@ -273,9 +423,9 @@ def to_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def render_page(page: str, body: str) -> str:
+def render_page(page: str, body: str, marker: str = MARKER) -> str:
     """``page`` with the block between the generator's markers replaced by ``body``."""
-    begin, end = f"<!-- BEGIN {MARKER} -->", f"<!-- END {MARKER} -->"
+    begin, end = f"<!-- BEGIN {marker} -->", f"<!-- END {marker} -->"
     if begin not in page or end not in page:
         raise ValueError(f"{PAGE.name}: markers {begin} / {end} not found")
     head, rest = page.split(begin)
@@ -285,8 +435,9 @@ def render_page(page: str, body: str) -> str:
 
 if __name__ == "__main__":
     markdown = to_markdown(table_rows())
+    precision = dtype_markdown(dtype_deviations())
     if "--write" in sys.argv[1:]:
-        PAGE.write_text(render_page(PAGE.read_text(encoding="utf-8"), markdown),
-                        encoding="utf-8")
+        page = render_page(PAGE.read_text(encoding="utf-8"), markdown)
+        PAGE.write_text(render_page(page, precision, DTYPE_MARKER), encoding="utf-8")
     else:
-        sys.stdout.write(markdown + "\n")
+        sys.stdout.write(markdown + "\n\n" + precision + "\n")

@@ -93,3 +93,62 @@ def save_tiny_bart(folder: str | Path, *, train_steps: int = 0, seed: int = 0) -
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def train_roberta_tokenizer(folder: str | Path, texts: Sequence[str] = CORPUS, *,
+                            vocab_size: int = 400, model_max_length: int = 64):
+    """A RoBERTa tokenizer (``<s>`` = CLS, ``</s>`` = SEP) on a byte-level BPE trained on
+    ``texts``, saved in ``folder`` (vocab.json, merges.txt and the tokenizer files)."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(list(texts), vocab_size=vocab_size, min_frequency=1,
+                            special_tokens=SPECIALS, show_progress=False)
+    bpe.save_model(str(folder))
+    tok = RobertaTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"),
+                           model_max_length=model_max_length)
+    tok.save_pretrained(folder)
+    return tok
+
+
+def save_tiny_roberta(folder: str | Path, *, tokenizer: str = "roberta", layers: int = 3,
+                      hidden: int = 32, max_tokens: int = 64, seed: int = 0) -> Path:
+    """A random RobertaModel saved with its tokenizer in ``folder``.
+
+    ``tokenizer="roberta"``: a RobertaTokenizer (CLS/SEP defined); ``"bare"``: the byte-level
+    BPE of `train_tokenizer` saved as a plain fast tokenizer that names only BOS/EOS (no
+    CLS/SEP token). The weights are drawn by NumPy's seeded generator (normal, sd 0.2; layer
+    norms at 1/0), so no number depends on the transformers release. ``max_tokens``: the
+    tokenizer's model_max_length; the model has ``max_tokens + 2`` positions as RoBERTa.
+    """
+    import numpy as np
+    import torch
+    from transformers import RobertaConfig, RobertaModel
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if tokenizer == "roberta":
+        tok = train_roberta_tokenizer(folder, list(CORPUS) * 3, model_max_length=max_tokens)
+    else:
+        tok = train_tokenizer(list(CORPUS) * 3)
+        tok.model_max_length = max_tokens
+        tok.save_pretrained(folder)
+    config = RobertaConfig(
+        vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=2, intermediate_size=2 * hidden,
+        max_position_embeddings=max_tokens + 2, type_vocab_size=1,
+        pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id)
+    model = RobertaModel(config)
+    rng = np.random.default_rng(seed)
+    state = model.state_dict()
+    for name, value in state.items():
+        if "LayerNorm" not in name:
+            state[name] = torch.tensor(rng.normal(0.0, 0.2, tuple(value.shape)),
+                                       dtype=torch.float32)
+    model.load_state_dict(state)
+    model.save_pretrained(folder)
+    return folder

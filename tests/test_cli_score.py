@@ -160,3 +160,14 @@ def test_scores_feed_storyeval_meta(tmp_path, capsys):
     wide = ds.wide(["Length (tokens)"])
     human = wide.xs("Human", level="system")["Length (tokens)"]
     assert human.notna().sum() == 96
+
+
+def test_dtype_option_reaches_bertscore_and_bartscore():
+    from storyeval.cli import build_parser
+    from storyeval.cli.score import metric_options
+
+    args = build_parser().parse_args(["score", "--dataset", "hanna", "--dtype", "bfloat16"])
+    opts = metric_options(args)
+    assert opts["bertscore"]["dtype"] == opts["bartscore"]["dtype"] == "bfloat16"
+    assert "dtype" not in metric_options(build_parser().parse_args(
+        ["score", "--dataset", "hanna"]))["bertscore"]

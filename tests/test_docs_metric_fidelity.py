@@ -41,7 +41,7 @@ def test_every_wrapper_is_within_tolerance_of_its_reference(fresh):
     for r in surface:  # HANNA's released values reproduced on every one of the 96 stories
         assert r["result"] == "exact on 96/96, Spearman 1.000", r
     torch_rows = [r for r in rows if r["tolerance"].endswith("absolute")]
-    assert len(torch_rows) == 7
+    assert len(torch_rows) == 13
     for r in torch_rows:
         assert float(r["max difference"]) < gen.TORCH_ATOL, r
 
@@ -60,3 +60,21 @@ def test_metric_fidelity_page_is_current(fresh):
                 assert got[col] == want[col], (
                     f"docs/metric-fidelity.md is stale in column {col!r}: {got[col]!r} != "
                     f"{want[col]!r}; run python docs/gen_metric_fidelity.py --write")
+
+
+def test_reduced_precision_table_is_present_and_small():
+    # the bfloat16/float16 deviations depend on the host's kernels in their digits: the page
+    # must list the same rows as the generator, each deviation well below 0.05
+    gen = load_docs_script("gen_metric_fidelity")
+    fresh = gen.dtype_deviations()
+    text = PAGE.read_text(encoding="utf-8")
+    begin, end = f"<!-- BEGIN {gen.DTYPE_MARKER} -->", f"<!-- END {gen.DTYPE_MARKER} -->"
+    block = text.split(begin)[1].split(end)[0].strip().splitlines()
+    assert [c.strip() for c in block[0].strip("|").split("|")] == gen.DTYPE_COLUMNS
+    page = [dict(zip(gen.DTYPE_COLUMNS, (c.strip() for c in line.strip("|").split("|"))))
+            for line in block[2:]]
+    assert [r["metric"] for r in page] == [r["metric"] for r in fresh]
+    for rows in (page, fresh):
+        for r in rows:
+            for col in ("bfloat16 vs float32", "float16 vs float32"):
+                assert 0 < float(r[col]) < 0.05, r

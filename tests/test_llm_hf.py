@@ -89,3 +89,53 @@ def test_hf_backend_uses_the_chat_template(tiny_model):
     b.run([Request("k", msgs, SamplingParams(temperature=0.0, max_tokens=3), None, 0)],
           lambda req, ans: got.append(ans), lambda req, msg: None)
     assert len(got) == 1 and got[0].completion_tokens <= 3 and got[0].finish_reason in ("stop", "length")
+
+
+@pytest.fixture(scope="module")
+def short_context_model(tiny_model, tmp_path_factory):
+    """The tiny GPT-2 with a context of 64 positions (shorter than any HANNA Eval-Prompt)."""
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=2,
+                                  n_head=2, bos_token_id=tok.eos_token_id,
+                                  eos_token_id=tok.eos_token_id)
+    path = tmp_path_factory.mktemp("tiny-gpt2-64")
+    transformers.GPT2LMHeadModel(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_prompts_longer_than_the_context_fail_by_the_stated_rule(short_context_model):
+    from storyeval.llm.backends import Request
+
+    b = HFBackend(str(short_context_model), batch_size=2, device="cpu")
+    sp = SamplingParams(temperature=0.0, max_tokens=4)
+    short = ({"role": "user", "content": "Rate the story."},)
+    long = ({"role": "user", "content": "the door opened and nothing happened. " * 20},)
+    reqs = [Request(k, m, sp, None, 0) for k, m in (("a", short), ("b", long), ("c", short))]
+    got, failed = {}, {}
+    b.run(reqs, lambda r, a: got.__setitem__(r.key, a), lambda r, m: failed.__setitem__(r.key, m))
+    assert b.context_length() == 64
+    assert set(failed) == {"b"} and "+ max_tokens 4 > its context of 64 positions" in failed["b"]
+    n = int(failed["b"].split(" prompt tokens")[0].rsplit(" ", 1)[1])
+    assert n + 4 > 64
+    # the prompts that fit are generated (or fail as empty answers), never a traceback
+    assert {"a", "c"} <= set(got) | set(failed) and "b" not in got
+
+
+def test_rate_and_pairwise_judge_record_too_long_prompts_as_errors(short_context_model):
+    from storyeval.pairwise import judge_pairs, make_pairs
+
+    b = HFBackend(str(short_context_model), batch_size=4, device="cpu")
+    sp = SamplingParams(temperature=0.0, max_tokens=4)
+    run = rate(_stories(2), b, eval_prompts="1", criteria="RE", tries=1, sampling=sp)
+    r = run.ratings
+    assert (r["status"] == "error").all() and r["rating"].isna().all()
+    assert r["error"].str.contains("context of 64 positions").all()
+    assert run.n_request_failures == len(r)
+    stories = _stories(2).assign(system=["S", "T"], prompt_id=[0, 0],
+                                 story_id=["S/0", "T/0"])
+    jr = judge_pairs(make_pairs(stories), b, sampling=sp, both_orders=False)
+    j = jr.judgments
+    assert (j["status"] == "error").all()
+    assert j["error"].str.contains("context of 64 positions").all()

@@ -126,3 +126,45 @@ def test_options_validation():
     assert [x.name for x in m.measures(has_reference=False)] == [
         "BARTScore prompt->story (bart-large-cnn)", "BARTScore story->prompt (bart-large-cnn)",
         "BARTScore prompt<->story (bart-large-cnn)"]
+
+
+def test_batching_and_repeated_pairs_do_not_change_the_values(tiny):
+    tok, model = tiny
+    src = [CORPUS[0], CORPUS[1], "Short.", CORPUS[0], CORPUS[4]]
+    tgt = [CORPUS[2], CORPUS[3], CORPUS[5], CORPUS[2], "Tiny."]
+    runs = [BartScoreMetric.from_model(model, tok, label="tiny", batch_size=bs).loglik(src, tgt)
+            for bs in (1, 2, 5)]
+    for got in runs[1:]:
+        np.testing.assert_allclose(got, runs[0], rtol=0, atol=1e-6)
+    assert runs[0][0] == runs[0][3]  # a repeated pair: computed once, the same value
+    want = [_hand_loglik(model, tok, s, t) for s, t in zip(src, tgt)]
+    np.testing.assert_allclose(runs[0], want, rtol=0, atol=1e-6)
+
+
+def test_texts_longer_than_the_model_context_are_truncated_with_a_warning(tiny):
+    # the tiny BART has 128 positions (and its tokenizer model_max_length 128): without
+    # max_length, longer texts are cut to the model's limit, never an index error
+    tok, model = tiny
+    m = BartScoreMetric.from_model(model, tok, label="tiny")
+    long = " ".join(CORPUS * 2)
+    assert len(tok(long)["input_ids"]) > 128
+    with pytest.warns(TruncationWarning, match="1 text\\(s\\) longer than 128 tokens.*"
+                                               "starting 'The old sailor"):
+        got = m.loglik([long, CORPUS[1]], [CORPUS[2], CORPUS[3]])
+    assert np.isfinite(got).all() and m.n_truncated_ == 1
+    cut = tok.decode(tok(long, max_length=128, truncation=True)["input_ids"],
+                     skip_special_tokens=True)
+    np.testing.assert_allclose(got[0], _hand_loglik(model, tok, cut, CORPUS[2]), atol=1e-5)
+
+
+def test_dtype_option(tmp_path):
+    folder = save_tiny_bart(tmp_path / "bart")
+    base = BartScoreMetric(model=str(folder), device="cpu")
+    half = BartScoreMetric(model=str(folder), device="cpu", dtype="bfloat16")
+    assert BartScoreMetric(model=str(folder), dtype="float32").config() == base.config()
+    assert half.config()["dtype"] == "bfloat16" and half.config_key() != base.config_key()
+    assert half.measures()[0].variant.endswith("model in bfloat16")
+    a, b = base.loglik(CORPUS[:4], CORPUS[4:8]), half.loglik(CORPUS[:4], CORPUS[4:8])
+    assert 0 < np.abs(a - b).max() < 0.1
+    with pytest.raises(InputError, match="dtype"):
+        BartScoreMetric(dtype="int4")

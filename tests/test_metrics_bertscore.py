@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _tiny_models import CORPUS as TINY_CORPUS
+from _tiny_models import save_tiny_roberta
 
 from storyeval.exceptions import InputError
 from storyeval.metrics import score
@@ -227,3 +229,115 @@ def test_chunked_long_texts_follow_the_stated_windowing_rule(chunked):
     rec = (sim.max(axis=0) * rw).sum() / rw.sum()
     want = [p, rec, 2 * p * rec / (p + rec)]
     np.testing.assert_allclose(chunked.score_pairs([LONG_A], [LONG_B])[0], want, atol=1e-6)
+
+
+def test_every_batch_size_with_repeated_texts_gives_equal_results(tmp_path):
+    # HANNA's references repeat (one per prompt, six systems): the score loop hands the metric
+    # batches of stories whose references are partly in the embedding cache already. A small
+    # cache forces evictions between and within calls (the KeyError of issue #30).
+    refs = [f"Reference {k}: the lighthouse keeper counted {k + 2} ships." for k in range(6)]
+    stories = [f"Story {i}: a fox followed {i % 5} travellers through snow." for i in range(30)]
+    df = pd.DataFrame({"story_id": [f"s{i}" for i in range(30)], "story": stories,
+                       "reference": [refs[i % 6] for i in range(30)]})
+    df.loc[29, "story"] = df.loc[3, "story"]  # a repeated story too
+    runs = {}
+    for bs in (1, 2, 3, 7, 16, 64, 128):
+        opts = {"bertscore": {"batch_size": bs, "embedding_cache_size": 4}}
+        out = score(df, "bertscore", options=opts, batch_size=bs, show_progress=False)
+        runs[bs] = out.sort_values(["story_id", "measure"])["value"].to_numpy()
+    for bs, vals in runs.items():
+        np.testing.assert_allclose(vals, runs[1], atol=1e-6, err_msg=f"batch size {bs}")
+    assert np.isfinite(runs[1]).all()
+
+
+# -- byte-level BPE / RoBERTa-type encoders ----------------------------------------------------
+# bert-score keys some rules on the model *name* it is given: the default layer
+# (model2layers["roberta-large"] = 17) and the shipped rescaling baseline
+# (rescale_baseline/en/<name>.tsv). storyeval keys them on the same string, so a folder given
+# as "roberta-large" gets both in both packages, and a folder under another name neither.
+# Its word-piece weights follow the tokenizer (CLS/SEP ids weigh 0), not the name.
+
+BPE_CANDS = list(TINY_CORPUS[:5]) + ["The dragon counted the ships.", "Snow."]
+BPE_REFS = list(TINY_CORPUS[5:]) + ["A fox slept under the old mountain.",
+                                     "The travellers built a boat from snow."]
+BPE_LONG = " ".join(TINY_CORPUS)  # longer than the tiny model's 64-token window
+
+
+def _bert_score(model_type, cands, refs, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scorer = bert_score.BERTScorer(model_type=model_type, **kw)
+        p, r, f = scorer.score(cands, refs, batch_size=1)
+    return np.column_stack([p.numpy(), r.numpy(), f.numpy()])
+
+
+@pytest.fixture(scope="module")
+def bpe_folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bpe")
+    return {"named": save_tiny_roberta(root / "roberta-large", layers=18, hidden=16),
+            "roberta": save_tiny_roberta(root / "encoder-a", layers=3),
+            "bare": save_tiny_roberta(root / "encoder-b", tokenizer="bare", layers=3)}
+
+
+@pytest.mark.parametrize("kind", ["roberta", "bare"])
+@pytest.mark.parametrize("idf", [False, True])
+def test_byte_level_bpe_encoders_equal_bert_score(bpe_folders, kind, idf):
+    # source: bert_score.BERTScorer(model_type=<folder>, num_layers=2, idf=...).score(...,
+    # batch_size=1); "bare" names no CLS/SEP token, so bert-score weighs <s> and </s> 1
+    path = str(bpe_folders[kind])
+    kw = {"idf": True, "idf_sents": BPE_REFS} if idf else {}
+    want = _bert_score(path, BPE_CANDS, BPE_REFS, num_layers=2, **kw)
+    m = BertScoreMetric(model=path, num_layers=2, batch_size=3, **kw)
+    np.testing.assert_allclose(m.score_pairs(BPE_CANDS, BPE_REFS), want, atol=1e-6)
+    trunc = BertScoreMetric(model=path, num_layers=2, long_texts="truncate", **kw)
+    want_long = _bert_score(path, [BPE_LONG], [BPE_REFS[0]], num_layers=2, **kw)
+    with pytest.warns(TruncationWarning, match="62-token window"):
+        got_long = trunc.score_pairs([BPE_LONG], [BPE_REFS[0]])
+    np.testing.assert_allclose(got_long, want_long, atol=1e-6)
+
+
+def test_bare_bpe_weighs_bos_and_eos_as_bert_score_does(bpe_folders):
+    m = BertScoreMetric(model=str(bpe_folders["bare"]), num_layers=2)
+    (_, w), = m.embed(["The dragon slept."])
+    assert w[0] == 1 and w[-1] == 1  # no CLS/SEP token: bert-score's weight 1
+    r = BertScoreMetric(model=str(bpe_folders["roberta"]), num_layers=2)
+    (_, w), = r.embed(["The dragon slept."])
+    assert w[0] == 0 and w[-1] == 0 and w[1:-1].min() == 1
+
+
+@pytest.mark.parametrize("idf", [False, True])
+def test_name_keyed_rules_follow_the_name_given(bpe_folders, monkeypatch, idf):
+    # given as "roberta-large" (a folder of that name in the working directory), both
+    # packages take layer 17 and bert-score's shipped roberta-large baseline
+    monkeypatch.chdir(bpe_folders["named"].parent)
+    kw = {"idf": True, "idf_sents": BPE_REFS} if idf else {}
+    want = _bert_score("roberta-large", BPE_CANDS, BPE_REFS, lang="en",
+                       rescale_with_baseline=True, **kw)
+    raw_want = _bert_score("roberta-large", BPE_CANDS, BPE_REFS, lang="en", **kw)
+    m = BertScoreMetric(model="roberta-large", rescale=True, **kw)
+    assert m._layers() == 17  # model2layers, not the folder's 18
+    raw = m.score_pairs(BPE_CANDS, BPE_REFS)
+    np.testing.assert_allclose(raw, raw_want, atol=1e-6)
+    vals, _ = m.finalize(raw, m.measures(), {"stories": BPE_CANDS, "references": BPE_REFS})
+    assert m.baseline_source_ == "bert-score's shipped baseline roberta-large.tsv"
+    # rescaling divides by 1 - b (b about 0.83 at layer 17): the raw tolerance grows with it
+    np.testing.assert_allclose(vals[:, 3:], want, atol=1e-6 / (1 - m.baseline_.max()))
+    # the same folder under its absolute path: neither rule applies, in either package
+    absolute = BertScoreMetric(model=str(bpe_folders["named"]), rescale=True, baseline_pairs=8)
+    assert absolute._layers() == 18  # every layer of the config
+    absolute.finalize(absolute.score_pairs(BPE_CANDS, BPE_REFS), absolute.measures(),
+                      {"stories": BPE_CANDS, "references": BPE_REFS})
+    assert absolute.baseline_source_.startswith("mean of 8 mismatched pairs")
+    with pytest.raises(KeyError):  # bert-score needs num_layers for an unknown name
+        bert_score.BERTScorer(model_type=str(bpe_folders["named"]))
+
+
+def test_dtype_option_changes_the_key_not_the_float32_numbers(chunked):
+    assert BertScoreMetric(dtype="float32").config_key() == chunked.config_key()
+    half = BertScoreMetric(dtype="bfloat16")
+    assert half.config_key() != chunked.config_key()
+    assert "encoder in bfloat16" in half.measures()[0].variant
+    got, want = half.score_pairs(CANDS, REFS), chunked.score_pairs(CANDS, REFS)
+    assert 0 < np.abs(got - want).max() < 0.05  # reduced precision, same scores roughly
+    with pytest.raises(InputError, match="dtype"):
+        BertScoreMetric(dtype="int8")

