@@ -1091,8 +1091,8 @@ class HFBackend(Backend):
                                                   "n_ctx")]
         tok_max = getattr(self._tok, "model_max_length", None)
         sizes.append(tok_max if isinstance(tok_max, int) and tok_max < 10 ** 8 else None)
-        sizes = [v for v in sizes if isinstance(v, int) and v > 0]
-        return min(sizes) if sizes else None
+        known = [v for v in sizes if isinstance(v, int) and v > 0]
+        return min(known) if known else None
 
     def _refuse_too_long(self, reqs: list[Request], max_tokens: int, on_failure: OnFailure,
                          bar: Any) -> list[Request]:
