@@ -72,6 +72,8 @@ RANGES: dict[str, Range] = {
     "--resamples": AT_LEAST_1,
     "pairwise strengths --resamples": AT_LEAST_0,  # 0: no interval
     "pairwise judge --resamples": AT_LEAST_0,
+    "pairwise ranking --resamples": AT_LEAST_0,
+    "agreement --resamples": AT_LEAST_0,  # --verdicts / --labels: 0, no interval
     "--n-resamples": AT_LEAST_1,
     "--permutations": AT_LEAST_0,
     "--test-permutations": AT_LEAST_1,
