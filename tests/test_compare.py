@@ -13,7 +13,13 @@ from scipy import stats
 
 from storyeval.data import scores_to_dataset
 from storyeval.exceptions import InputError
-from storyeval.meta.compare import _bootstrap, _ustat_shared, resolve_tests, system_permutation
+from storyeval.meta.compare import (
+    _bootstrap,
+    _ustat_shared,
+    comparison_uniforms,
+    resolve_tests,
+    system_permutation,
+)
 from storyeval.meta.dependent import (
     _rows_pairwise,
     jackknife_diff,
@@ -256,12 +262,15 @@ def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
                                                       "system": "permutation-random"}
     assert set(will["sided"]) == {"two-sided"} and not will["swapped"].any()
     assert will[["p", "delta", "ci_low", "ci_high"]].notna().all().all()
-    # "inverse" is oriented (paper sign convention): compared by |tau|
+    # user data: raw orientation (no sign chosen after seeing the data), family per criterion
     row = will[(will["level"] == "overall") & (will["measure_a"] == "good")
                & (will["measure_b"] == "inverse")].iloc[0]
-    assert row["delta"] == pytest.approx(abs(row["r_a"]) - abs(row["r_b"]))
+    assert row["delta"] == pytest.approx(row["r_a"] - row["r_b"])
     assert res.settings["williams"]["test"] == {"overall": "ustat",
                                                 "system": "permutation-random"}
+    assert res.settings["williams"]["sign_convention"] == "raw"
+    assert res.settings["williams"]["family"] == "criterion"
+    assert set(will["family"].str.split(" [|]").str[0]) == {"bh over measure pairs"}
 
 
 @pytest.mark.parametrize("test", ["williams", "jackknife", "bootstrap", "permutation"])
@@ -397,3 +406,102 @@ def test_cli_test_option_and_effect_size_tables(capsys):
                  "--levels", "overall"]) == 0
     assert "measured type-I error" in capsys.readouterr().out
     assert main(["meta", "--metrics", "BLEU", "--test", "overall"]) == 2
+
+
+@pytest.mark.parametrize("test", ["ustat", "jackknife", "bootstrap", "permutation",
+                                  "williams"])
+def test_declared_lower_is_better_orients_every_test(test):
+    """A direction declared in advance is the way to orient: the declared measure's scores are
+    negated, which equals the raw run on negated data for every test and interval."""
+    data = _user_dataset()
+    levels = "overall" if test in ("ustat", "jackknife") else ("overall", "system")
+    kw = dict(reference="all", test=test, n_resamples=200, n_permutations=200, levels=levels)
+    declared = meta_evaluate(data, lower_is_better="inverse", **kw).williams
+    flipped = data.table.copy()
+    flipped["inverse"] = -flipped["inverse"]
+    negated = meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw).williams
+    cols = ["t", "p", "delta", "ci_low", "ci_high"]
+    np.testing.assert_allclose(declared[cols].to_numpy(float), negated[cols].to_numpy(float),
+                               rtol=1e-9, atol=1e-12)
+    row = declared[declared["measure_b"] == "inverse"].iloc[0]
+    assert row["delta"] == pytest.approx(row["r_a"] + row["r_b"])
+
+
+def test_lower_is_better_needs_the_raw_convention():
+    with pytest.raises(InputError, match="raw"):
+        meta_evaluate(_user_dataset(), lower_is_better="inverse", sign_convention="paper")
+
+
+def test_paper_convention_and_family_stay_on_hanna():
+    res = meta_evaluate(measures="BLEU,Beluga-13B 1", levels="overall")
+    assert res.settings["williams"]["sign_convention"] == "paper"
+    assert res.settings["williams"]["family"] == "paper"
+
+
+def _extra_measures(data, k: int, seed: int = 5):
+    g = np.random.default_rng(seed)
+    table = data.table.copy()
+    for j in range(k):
+        table[f"extra{j}"] = table["quality"] + 2 * g.normal(size=len(table))
+    from storyeval.data.catalogue import infer_catalogue
+
+    return type(data)(table, infer_catalogue(table.columns, criteria=["quality"]), name="mine")
+
+
+@pytest.mark.parametrize("test", [{"overall": "ustat", "system": "permutation-random"},
+                                  "bootstrap", "jackknife", "permutation"])
+def test_p_value_bit_identical_when_ten_measures_join(test):
+    data = _user_dataset(3)
+    kw = dict(reference="all", test=test, n_resamples=200, n_permutations=200,
+              levels="overall" if test == "jackknife" else ("overall", "system"))
+    small = meta_evaluate(data, **kw).williams
+    large = meta_evaluate(_extra_measures(data, 10), **kw).williams
+    key = ["level", "criterion", "measure_a", "measure_b"]
+    both = small.merge(large, on=key, suffixes=("", "_large"))
+    assert len(both) == len(small) > 0
+    for col in ("p", "t", "delta", "ci_low", "ci_high"):
+        assert np.array_equal(both[col].to_numpy(float), both[f"{col}_large"].to_numpy(float),
+                              equal_nan=True), col
+
+
+def test_comparison_uniforms_depend_on_names_and_seed_only():
+    comp = {"criterion": np.array(["q", "q", "q"], dtype=object),
+            "measure_a": np.array(["a", "a", "b"], dtype=object),
+            "measure_b": np.array(["b", "c", "c"], dtype=object)}
+    u = comparison_uniforms(comp, "system", 0)
+    sub = {k: v[1:] for k, v in comp.items()}
+    assert np.array_equal(comparison_uniforms(sub, "system", 0), u[1:])
+    assert not np.array_equal(comparison_uniforms(comp, "system", 1), u)
+    assert ((u > 0) & (u < 1)).all() and len(set(u)) == 3
+    # roughly uniform over many names
+    many = {"criterion": np.array(["q"] * 4000, dtype=object),
+            "measure_a": np.array([f"m{i}" for i in range(4000)], dtype=object),
+            "measure_b": np.array(["x"] * 4000, dtype=object)}
+    v = comparison_uniforms(many, "system", 7)
+    assert abs(v.mean() - 0.5) < 0.02 and abs((v < 0.1).mean() - 0.1) < 0.02
+
+
+def _two_system_dataset():
+    g = np.random.default_rng(2)
+    rows = [{"system": s, "prompt_id": p, "quality": g.normal(), "m1": g.normal(),
+             "m2": g.normal(), "m3": g.normal()} for s in ("A", "B") for p in range(20)]
+    long = pd.DataFrame(rows).melt(id_vars=["system", "prompt_id"], var_name="measure",
+                                   value_name="value")
+    return scores_to_dataset(long, criteria=["quality"], name="two")
+
+
+def test_fewer_than_three_systems_is_nan_with_a_reason():
+    res = meta_evaluate(_two_system_dataset(), reference="all", n_permutations=100)
+    corr = res.correlations[res.correlations["level"] == "system"]
+    assert corr["value"].isna().all()
+    assert corr["reason"].str.contains("fewer than 3 systems").all()
+    will = res.williams[res.williams["level"] == "system"]
+    assert will[["p", "t", "delta", "ci_low", "ci_high", "p_adjusted"]].isna().all().all()
+    assert will["reason"].str.contains("fewer than 3 systems").all()
+    overall = res.williams[res.williams["level"] == "overall"]
+    assert overall["p"].notna().all()
+    from storyeval.report.meta_report import family_text
+
+    assert family_text(res, "system").endswith(
+        "3 comparisons without a p-value left out of the adjustment")
+    assert "left out" not in family_text(res, "overall")

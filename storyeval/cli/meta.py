@@ -88,9 +88,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "no tests")
     tests.add_argument("--adjust", choices=["bh", "by", "bonferroni", "holm", "none"],
                        default="bh", help="p-value adjustment (default: bh)")
-    tests.add_argument("--family", default="paper", metavar="FAMILY",
-                       help="adjustment family: paper (each compared rater's criteria, per "
-                            "level; default), criterion, level, all, or comma-separated columns")
+    tests.add_argument("--family", default="auto", metavar="FAMILY",
+                       help="adjustment family: auto (default: paper on the embedded HANNA "
+                            "data, else criterion), paper (each compared rater's criteria, per "
+                            "level), criterion (all comparisons of a criterion, per level), "
+                            "level, all, or comma-separated columns")
     tests.add_argument("--alternative", choices=["greater", "two-sided", "less"],
                        help="alternative hypothesis (default: the test's; paper: one-sided "
                             "greater, others two-sided)")
@@ -99,8 +101,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "only) or always a vs b (default: the test's)")
     tests.add_argument("--test-permutations", type=int, default=1000, metavar="N",
                        help="permutations of the permutation tests (default: 1000)")
-    tests.add_argument("--sign-convention", choices=["paper", "raw"], default="paper",
-                       help="paper: compare |r| (lower-is-better metrics compared fairly)")
+    tests.add_argument("--sign-convention", choices=["auto", "paper", "raw"], default="auto",
+                       help="raw: compare signed correlations; paper: compare |r|, each measure "
+                            "oriented by the sign of its sample correlation (chosen after "
+                            "seeing the data); auto (default): paper on the embedded HANNA "
+                            "data, else raw")
+    tests.add_argument("--lower-is-better", metavar="SPEC",
+                       help="measures where lower scores are better, declared in advance "
+                            "(comma-separated, as --metrics): negated before every comparison "
+                            "under the raw convention")
     unc = parser.add_argument_group("uncertainty (resampling)")
     unc.add_argument("--ci", choices=["none", "bootstrap"], default="none",
                      help="add bootstrap confidence intervals (ci_low, ci_high) to every "
@@ -229,6 +238,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
         alternative=args.alternative,
         direction=args.direction,
         sign_convention=args.sign_convention,
+        lower_is_better=_split(args.lower_is_better) or (),
         test=_test_arg(args.test),
         confidence_level=args.confidence_level,
         n_resamples=args.resamples,

@@ -54,8 +54,9 @@ from storyeval.meta.dependent import (
     zou_ci,
 )
 
-__all__ = ["CALIBRATED", "PAPER_LEVEL", "TESTS", "TEST_DESCRIPTIONS", "calibrated_test",
-           "compare_rows", "resolve_tests"]
+__all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS", "TESTS",
+           "TEST_DESCRIPTIONS", "calibrated_test", "compare_rows", "comparison_uniforms",
+           "orientation", "resolve_sign_convention", "resolve_tests"]
 
 TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
          "permutation-random")
@@ -99,6 +100,12 @@ CALIBRATED_LEVEL = {
                  "system": (0.042, 0.049, "5-20 systems")},
 }
 _TOL = 1e-12
+# A system-level correlation of fewer systems is +-1 or undefined whatever the measures: it is
+# reported as NaN with a reason, and nothing is tested on it (`meta` and `power` alike).
+MIN_SYSTEMS = 3
+MIN_SYSTEMS_REASON = (f"fewer than {MIN_SYSTEMS} systems: a system-level correlation is +-1 or "
+                      "undefined whatever the measures, so it is not reported or tested")
+SIGN_CONVENTIONS = ("auto", "raw", "paper")
 
 
 def calibrated_test(level: str, method: str) -> str:
@@ -134,11 +141,61 @@ def resolve_tests(test: str | Mapping[str, str], levels: list[str], method: str,
     return out
 
 
-def _orient(r: np.ndarray, sign_convention: str) -> np.ndarray:
-    """+-1 per correlation: the paper's convention compares |r| (a zero counts as positive)."""
-    if sign_convention == "raw":
+def resolve_sign_convention(sign_convention: str, default_test: str | None) -> str:
+    """``"auto"``: the paper's convention (|r|, each measure oriented by the sign of its sample
+    correlation) on a dataset whose default test is the paper's (the HANNA reproduction), else
+    ``"raw"``: correlations as they are, a measure reversed only when declared lower-is-better
+    in advance. Orienting by the sample sign picks the direction after seeing the data, which
+    makes the two-sided tests conservative (docs: Which test?)."""
+    if sign_convention not in SIGN_CONVENTIONS:
+        raise InputError(f"sign_convention must be one of {', '.join(SIGN_CONVENTIONS)}, not "
+                         f"{sign_convention!r}")
+    if sign_convention == "auto":
+        return "paper" if default_test == "paper" else "raw"
+    return sign_convention
+
+
+def orientation(r: np.ndarray, sign_convention: str, measures: np.ndarray | None = None,
+                lower_is_better: frozenset[str] = frozenset()) -> np.ndarray:
+    """+-1 per correlation. ``"paper"``: the sign of the sample correlation (compares |r|; a
+    zero counts as positive). ``"raw"``: -1 for the measures declared lower-is-better in
+    advance (``lower_is_better``), +1 for the others."""
+    r = np.asarray(r, dtype=float)
+    if sign_convention == "paper":
+        return np.where(r < 0, -1.0, 1.0)
+    if not lower_is_better or measures is None:
         return np.ones_like(r)
-    return np.where(r < 0, -1.0, 1.0)
+    declared = np.isin(np.asarray(measures, dtype=object).astype(str), list(lower_is_better))
+    return np.where(declared, -1.0, 1.0)
+
+
+def _orient_rows(comp: dict[str, np.ndarray], sign_convention: str,
+                 lower_is_better: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+    return (orientation(comp["r_a"], sign_convention, comp["measure_a"], lower_is_better),
+            orientation(comp["r_b"], sign_convention, comp["measure_b"], lower_is_better))
+
+
+def comparison_uniforms(comp: Mapping[str, np.ndarray], level: str,
+                        random_state: int | None) -> np.ndarray:
+    """One Uniform(0, 1) per comparison, a function of its names (level, criterion, measure a,
+    measure b) and the seed only: a comparison's randomised p-value does not change when other
+    measures join the run. A 64-bit BLAKE2b hash of the names is mixed with the seed by the
+    SplitMix64 finaliser (Steele et al. 2014); ``random_state=None`` draws a fresh seed."""
+    import hashlib
+
+    seed = (np.random.default_rng().integers(2**63) if random_state is None
+            else int(random_state))
+    keys = np.array([int.from_bytes(hashlib.blake2b(
+        "\x1f".join((level, str(c), str(a), str(b))).encode(), digest_size=8).digest(), "little")
+        for c, a, b in zip(comp["criterion"], comp["measure_a"], comp["measure_b"])],
+        dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = keys ^ np.uint64(seed % 2**64) * np.uint64(0x9E3779B97F4A7C15)
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str, method: str,
@@ -146,15 +203,17 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                  confidence_level: float = 0.95, n_resamples: int = 1000,
                  n_permutations: int = 1000, resample_by: str = "prompts",
                  permutation_unit: str = "prompt", random_state: int | None = 0,
-                 nan_policy: str = "raise", tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+                 nan_policy: str = "raise", tie_rtol: float = 1e-12,
+                 lower_is_better: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
     """Run ``test`` (not ``paper``/``williams``, which `meta_evaluate` runs with
     `williams_test`) on the comparison rows of one level and add the effect size.
 
     ``comp`` holds arrays ``criterion, measure_a, measure_b, r_a, r_b, r_ab, n``. Returns arrays
     ``t`` (the statistic: z, or the observed difference for resampling tests), ``p``,
     ``statistic_kind``, ``delta``, ``ci_low``, ``ci_high``, ``ci_method``, ``test_reason``.
+    ``lower_is_better``: measures reversed under the ``"raw"`` sign convention (`orientation`).
     """
-    sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
+    sa, sb = _orient_rows(comp, sign_convention, lower_is_better)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
     out = {"t": np.full(size, np.nan), "p": np.full(size, np.nan),
@@ -167,12 +226,13 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
         out.update(t=z, p=p, statistic_kind=np.full(size, "z", dtype=object))
     elif test == "bootstrap":
         boot = _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by,
-                          random_state, confidence_level, alternative)
+                          random_state, confidence_level, alternative, tie_rtol)
         out.update(t=delta, p=boot["p"], statistic_kind=np.full(size, "delta", dtype=object),
                    test_reason=boot["reason"])
     elif test == "permutation":
         out.update(_permutation(wide, comp, level, method, permutation_unit, n_permutations,
-                                alternative, random_state))
+                                alternative, random_state, tie_rtol, sign_convention,
+                                lower_is_better))
     elif test == "permutation-random":
         try:
             out.update(system_permutation(wide, comp, sa, sb, method, alternative,
@@ -183,7 +243,7 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                             sign_convention=sign_convention, confidence_level=confidence_level,
                             n_resamples=n_resamples, resample_by=resample_by,
                             random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol,
-                            estimate=est))
+                            estimate=est, lower_is_better=lower_is_better))
     return out
 
 
@@ -192,11 +252,12 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                  n_resamples: int = 1000, resample_by: str = "prompts",
                  random_state: int | None = 0, nan_policy: str = "raise",
                  tie_rtol: float = 1e-12,
-                 estimate: DiffEstimate | None = None) -> dict[str, np.ndarray]:
+                 estimate: DiffEstimate | None = None,
+                 lower_is_better: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
     """``delta`` and its confidence interval ``ci_low, ci_high`` (method in ``ci_method``) for
     every comparison row, whatever the test (see the module doc). ``estimate``: the rows'
     U-statistic or jackknife estimate when the test (``test``) already computed it."""
-    sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
+    sa, sb = _orient_rows(comp, sign_convention, lower_is_better)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
     ci_reason = np.full(size, "", dtype=object)
@@ -213,7 +274,7 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                 else "jackknife normal interval")
     else:
         boot = _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by,
-                          random_state, confidence_level, "two-sided")
+                          random_state, confidence_level, "two-sided", tie_rtol)
         low, high = boot["low"], boot["high"]
         kind = f"bootstrap percentile ({n_resamples} resamples of {resample_by})"
         why = np.asarray(boot["reason"], dtype=object).astype(str)
@@ -318,7 +379,7 @@ def _pairs(comp) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray]:
 
 
 def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, random_state,
-               confidence_level, alternative) -> dict[str, np.ndarray]:
+               confidence_level, alternative, tie_rtol=1e-12) -> dict[str, np.ndarray]:
     """Paired bootstrap of every row's difference from one set of resamples (the engine of
     `storyeval.resample.bootstrap`): p-value and percentile interval."""
     from storyeval.resample._common import quantile_columns
@@ -333,7 +394,8 @@ def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, rand
             _, theta = bootstrap_correlations(wide, pairs, level=level, method=method,
                                               n_resamples=n_resamples, resample_by=resample_by,
                                               random_state=random_state,
-                                              return_distribution=True, show_progress=False)
+                                              return_distribution=True, show_progress=False,
+                                              tie_rtol=tie_rtol)
     except InputError as exc:
         nan = np.full(size, np.nan)
         return {"p": nan, "low": nan, "high": nan,
@@ -356,9 +418,13 @@ def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, rand
     return {"p": np.where(B > 0, p, np.nan), "low": low, "high": high, "reason": reason}
 
 
-def _permutation(wide, comp, level, method, unit, n_permutations, alternative,
-                 random_state) -> dict[str, np.ndarray]:
+def _permutation(wide, comp, level, method, unit, n_permutations, alternative, random_state,
+                 tie_rtol, sign_convention, lower_is_better) -> dict[str, np.ndarray]:
     from storyeval.resample.permutation import permutation_pvalues
+
+    paper = sign_convention == "paper"
+    if not paper and lower_is_better:  # the declared orientation, fixed before the test
+        wide = oriented_wide(wide, lower_is_better)
 
     frame = pd.DataFrame({"criterion": comp["criterion"], "measure_a": comp["measure_a"],
                           "measure_b": comp["measure_b"], "level": level})
@@ -368,11 +434,22 @@ def _permutation(wide, comp, level, method, unit, n_permutations, alternative,
             warnings.simplefilter("ignore", StoryevalWarning)
             res = permutation_pvalues(wide, frame, method=method, unit={level: unit},
                                       n_permutations=n_permutations, alternative=alternative,
-                                      random_state=random_state)
+                                      random_state=random_state, tie_rtol=tie_rtol,
+                                      orient=paper)
     except InputError as exc:
         return {"test_reason": np.full(size, f"no permutation test: {exc}", dtype=object)}
     return {"t": res["perm_delta"].to_numpy(dtype=float), "p": res["perm_p"].to_numpy(dtype=float),
             "statistic_kind": np.full(size, "delta", dtype=object)}
+
+
+def oriented_wide(wide: pd.DataFrame, lower_is_better: frozenset[str]) -> pd.DataFrame:
+    """``wide`` with the columns declared lower-is-better negated (a copy)."""
+    cols = [c for c in wide.columns if c in lower_is_better]
+    if not cols:
+        return wide
+    out = wide.copy()
+    out[cols] = -out[cols]
+    return out
 
 
 def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
@@ -391,6 +468,16 @@ def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
     np.add.at(sums, (p_idx, s_idx), X)
     count = np.bincount(s_idx, minlength=S).astype(np.float64)
     return sums, count
+
+
+def _system_means(wide: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """(S, K) system means of ``columns`` as the reported system-level correlations compute
+    them (`storyeval.meta.levels.level_data`, before the tie rule), systems in sorted order."""
+    from storyeval.meta.levels import level_data
+
+    frame = level_data(wide, columns, level="system", tie_rtol=0.0)
+    order = np.argsort(np.asarray(frame.index, dtype=str).astype(str), kind="stable")
+    return frame.to_numpy(dtype=np.float64)[order]
 
 
 def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.ndarray,
@@ -412,7 +499,10 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     observed difference are frequent (counting them as extreme, as ``permutation`` does, makes
     the test conservative). ``"greater"``/``"less"`` compare signed differences. Needs no
     complete system x prompt grid; missing scores are not allowed (stories with one are an
-    error). Seeded by ``random_state``: masks first, then the tie-breaking uniforms.
+    error). The masks are drawn from ``random_state`` alone (they depend on the seed and the
+    number of prompts, not on the measures) and the tie-breaking uniform of each row is
+    `comparison_uniforms` of its names: a row's p-value is the same whatever other measures are
+    compared in the run.
     """
     from storyeval.meta.ties import tie_values
     from storyeval.resample._kernels import direct
@@ -425,8 +515,17 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     z = values.copy()
     measures = [c for c in cols if c not in set(comp["criterion"])]
     sd = z[measures].std(ddof=0).replace(0, 1.0)
-    z[measures] = (z[measures] - z[measures].mean()) / sd
+    mu = z[measures].mean()
+    z[measures] = (z[measures] - mu) / sd
     sums, count = _prompt_sums(z, cols)
+    # the tie rule is relative, so the swapped system means are mapped back to the scale of
+    # the measure they stand for (a positive affine map: no coefficient changes otherwise),
+    # and the identity arrangement is the reported data's own system means
+    scale = pd.Series(1.0, index=cols)
+    shift = pd.Series(0.0, index=cols)
+    scale[measures], shift[measures] = sd, mu
+    scale, shift = scale.to_numpy(), shift.to_numpy()
+    observed_means = _system_means(wide, cols)
     pos = {c: k for k, c in enumerate(cols)}
     ih = np.array([pos[c] for c in comp["criterion"]])
     ia = np.array([pos[c] for c in comp["measure_a"]])
@@ -446,11 +545,15 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         rows = slice(start, min(size, start + step))
         a_s = mean[:, ia[rows]] * sa[rows]
         b_s = mean[:, ib[rows]] * sb[rows]
-        shift = swapped[:, :, ib[rows]] * sb[rows] - swapped[:, :, ia[rows]] * sa[rows]
-        A = tie_values(a_s[None] + shift, "system", axis=1, rtol=tie_rtol)
-        Bm = tie_values(b_s[None] + (-shift), "system", axis=1, rtol=tie_rtol)
-        H = np.broadcast_to(tie_values(mean[:, ih[rows]], "system", axis=0, rtol=tie_rtol)[None],
-                            A.shape)
+        move = swapped[:, :, ib[rows]] * sb[rows] - swapped[:, :, ia[rows]] * sa[rows]
+        A = (a_s[None] + move) * scale[ia[rows]] + sa[rows] * shift[ia[rows]]
+        Bm = (b_s[None] - move) * scale[ib[rows]] + sb[rows] * shift[ib[rows]]
+        A[0] = observed_means[:, ia[rows]] * sa[rows]
+        Bm[0] = observed_means[:, ib[rows]] * sb[rows]
+        A = tie_values(A, "system", axis=1, rtol=tie_rtol)
+        Bm = tie_values(Bm, "system", axis=1, rtol=tie_rtol)
+        H = np.broadcast_to(tie_values(observed_means[:, ih[rows]], "system", axis=0,
+                                       rtol=tie_rtol)[None], A.shape)
         V = np.stack([H, A, Bm], axis=-1).transpose(0, 2, 1, 3)  # (N+1, R, S, 3)
         r = direct(V, np.ones(S), np.array([1, 2]), np.array([0, 0]), method)  # (N+1, R, 2)
         deltas[:, rows] = r[..., 0] - r[..., 1]
@@ -463,7 +566,7 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         obs, dist = -observed, -perm
     more = (dist > obs + _TOL).sum(0)
     tied = (np.abs(dist - obs) <= _TOL).sum(0)
-    u = rng.random(size)
+    u = comparison_uniforms(comp, "system", random_state)
     p = (more + u * (1 + tied)) / (n_permutations + 1)
     ok = np.isfinite(observed)
     return {"t": observed, "p": np.where(ok, p, np.nan),
