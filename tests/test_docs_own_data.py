@@ -141,8 +141,9 @@ def test_meta_numbers_quoted_on_the_page():
         values = [float(v) for row in cells.values() for v in row.values() if v]
         assert len(values) == 3 and min(values) >= 0.1
         deltas = _table(lines, "difference of correlations with the human criterion, delta = "
-                               "r(h,a) - r(h,b) [95% CI: bootstrap percentile (1000 "
-                               "resamples of prompts)], all pairs of selected raters, system "
+                               "r(h,a) - r(h,b) [95% CI: permutation interval: delta +- "
+                               "the 95% quantile of |delta*| over the test's 1000 prompt "
+                               "swaps (fixed systems)], all pairs of selected raters, system "
                                f"level, {criterion}")
         for cell in (v for row in deltas.values() for v in row.values() if v):
             low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(","))

@@ -77,8 +77,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     tests.add_argument("--test", default="auto", metavar="TEST",
                        help="comparison test: auto (default: the paper's Williams convention "
                             "on the embedded HANNA data, else the calibrated two-sided test: "
-                            "ustat for tau-b / williams for Pearson / jackknife at the overall "
-                            "level, permutation-random at the system level), paper, williams, "
+                            "ustat for tau-b / jackknife for Pearson, Spearman, tau-c at "
+                            "the overall level, permutation-random at the system level), "
+                            "paper, williams, "
                             "ustat, jackknife, bootstrap, permutation, permutation-random; or one "
                             "per level: overall=ustat,system=bootstrap (docs: Which test?)")
     tests.add_argument("--reference", default="auto", metavar="RATER",

@@ -22,21 +22,23 @@ this module names the tests it can run and runs them on the comparison rows of o
                         test exact (level = nominal) under exchangeability even with 5 systems,
                         whose Kendall differences take few values.
 ``auto``                the calibrated default (`calibrated_test`): overall level ``ustat``
-                        (tau-b), ``williams`` (Pearson), ``jackknife`` (Spearman, tau-c); system
+                        (tau-b), ``jackknife`` (Pearson, Spearman, tau-c); system
                         level ``permutation-random``. On the embedded HANNA data, ``paper``
                         (the reproduction).
 ======================  =========================================================================
 
 Every result row carries the effect size: ``delta = r(h, a) - r(h, b)`` (after the sign
-convention) with a confidence interval (`ci_method`): Zou (2007) for Pearson; for the rank
-coefficients the U-statistic or jackknife normal interval at the overall level and a paired
-bootstrap of prompts (percentile) at the system level, or the bootstrap's own interval when the
-test is ``bootstrap``. The measured levels and power of every test are produced by
+convention) with a confidence interval (`ci_method`) from the procedure of the test where it
+has one: the U-statistic or jackknife normal interval at the overall level (the test's own
+standard error), the permutation interval of ``permutation-random`` (the test's own swaps) at
+the system level, the bootstrap's own interval for ``bootstrap``; Zou (2007) for Pearson with
+the Williams tests; otherwise a paired bootstrap of prompts (percentile). The measured levels and power of every test are produced by
 ``benchmarks/bench_calibration.py`` (docs page "Which test?").
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 
@@ -50,8 +52,12 @@ from storyeval.meta.dependent import (
     normal_test,
     shared_kendall_rows,
     ustat_diff,
-    ustat_diff_from_rows,
     zou_ci,
+)
+from storyeval.meta.dependent_batch import (
+    jackknife_gram_estimates,
+    linearised_rows,
+    ustat_gram_estimates,
 )
 
 __all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS", "TESTS",
@@ -61,7 +67,9 @@ __all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS", "TEST
 TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
          "permutation-random")
 CALIBRATED = {
-    "overall": {"kendall_b": "ustat", "kendall_c": "jackknife", "pearson": "williams",
+    # Pearson: Williams' t assumes normal data (measured P(p < 0.05) 0.10-0.27 with heavy-tailed
+    # metric noise, docs: Which test?); the jackknife held 0.044-0.063 in every cell
+    "overall": {"kendall_b": "ustat", "kendall_c": "jackknife", "pearson": "jackknife",
                 "spearman": "jackknife"},
     "system": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"),
                             "permutation-random"),
@@ -79,8 +87,8 @@ TEST_DESCRIPTIONS = {
                           "observed difference broken at random (exact under exchangeability)",
 }
 # Measured P(p < 0.05) under the null, (lowest, highest, where) over the cells of a level:
-# benchmarks/bench_calibration.py --reps 10000 --resampling-reps 2000 --resamples 100 --seed 0
-# (docs/which-test.md). The paper's convention (Williams, one-sided, larger |r|):
+# the earlier benchmarks/bench_calibration.py (--reps 10000 --seed 0; "Other tests" on the
+# docs page Which test?). The paper's convention (Williams, one-sided, larger |r|):
 PAPER_LEVEL = {
     "kendall_b": {"overall": (0.010, 0.015, "30-5,000 stories"),
                   "system": (0.019, 0.273, "5-20 systems")},
@@ -89,11 +97,14 @@ PAPER_LEVEL = {
     "spearman": {"overall": (0.117, 0.122, "30-5,000 stories"),
                  "system": (0.150, 0.288, "5-20 systems")},
 }
-# The calibrated defaults (CALIBRATED); Spearman's jackknife was measured at 30 and 100 stories
-# only (its leave-one-out ranks cost O(n^2) per replication).
+# The calibrated defaults (CALIBRATED) on user data, as `meta` runs them (sign convention raw,
+# 1,000 permutations): benchmarks/bench_calibration.py --reps 2000 --seed 0 (docs/which-test.md;
+# Likert-mean and single-rating human scores, rho 0.1, rho(a, b) 0.8, heavy tails). Spearman's
+# jackknife and permutation-random rows come from the earlier benchmark (30 and 100 stories only;
+# its leave-one-out ranks cost O(n^2) per replication).
 CALIBRATED_LEVEL = {
-    "kendall_b": {"overall": (0.047, 0.054, "30-5,000 stories"),
-                  "system": (0.044, 0.050, "5-20 systems")},
+    "kendall_b": {"overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
+                  "system": (0.042, 0.057, "5-20 systems, 5 simulated data types")},
     "pearson": {"overall": (0.048, 0.052, "30-5,000 stories"),
                 "system": (0.042, 0.057, "5-20 systems")},
     "spearman": {"overall": (0.036, 0.045, "30-100 stories"),
@@ -106,6 +117,8 @@ MIN_SYSTEMS = 3
 MIN_SYSTEMS_REASON = (f"fewer than {MIN_SYSTEMS} systems: a system-level correlation is +-1 or "
                       "undefined whatever the measures, so it is not reported or tested")
 SIGN_CONVENTIONS = ("auto", "raw", "paper")
+PERMUTATION_INTERVAL = ("permutation interval: delta +- the {cl:.0%} quantile of |delta*| over "
+                        "the test's {n} prompt swaps (fixed systems)")
 
 
 def calibrated_test(level: str, method: str) -> str:
@@ -235,10 +248,19 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                                 lower_is_better))
     elif test == "permutation-random":
         try:
-            out.update(system_permutation(wide, comp, sa, sb, method, alternative,
-                                          n_permutations, random_state, tie_rtol))
+            perm = system_permutation(wide, comp, sa, sb, method, alternative, n_permutations,
+                                      random_state, tie_rtol, confidence_level)
         except InputError as exc:  # missing scores: the rows say why, the rest still runs
             out["test_reason"] = np.full(size, str(exc), dtype=object)
+        else:
+            # the interval of the test's own swaps (one comparison, one story: see
+            # `system_permutation`), not a bootstrap of another resampling scheme
+            interval = {k: perm.pop(k) for k in ("ci_low", "ci_high")}
+            out.update(perm)
+            out.update(delta=delta, **interval, ci_reason=np.full(size, "", dtype=object),
+                       ci_method=np.full(size, PERMUTATION_INTERVAL.format(
+                           n=n_permutations, cl=confidence_level), dtype=object))
+            return out
     out.update(effect_sizes(wide, comp, level=level, method=method, test=test,
                             sign_convention=sign_convention, confidence_level=confidence_level,
                             n_resamples=n_resamples, resample_by=resample_by,
@@ -261,12 +283,13 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
     ci_reason = np.full(size, "", dtype=object)
-    if method == "pearson" and test != "bootstrap":
+    if method == "pearson" and test not in ("bootstrap", "jackknife"):
         low, high = zou_ci(sa * comp["r_a"], sb * comp["r_b"], sa * sb * comp["r_ab"],
                            comp["n"], confidence_level)
         kind = f"Zou (2007), Fisher z, n = {'systems' if level == 'system' else 'stories'}"
     elif level == "overall" and test != "bootstrap":
-        name = "ustat" if method == "kendall_b" else "jackknife"
+        # the interval of the test when it is a normal test (one procedure, one story)
+        name = "ustat" if method == "kendall_b" and test != "jackknife" else "jackknife"
         est = (estimate if estimate is not None and test == name else
                _normal_estimates(wide, comp, sa, sb, level, method, name, nan_policy, tie_rtol))
         _, _, low, high = normal_test(est, "two-sided", confidence_level)
@@ -319,16 +342,12 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
         return jackknife_diff(h, a, b, method)
 
     full = np.flatnonzero(complete)
-    n = X.shape[0]
     if test == "ustat":
         est = _ustat_shared(X, ih[full], ia[full], ib[full], sa[full], sb[full])
         delta[full], se[full] = est.delta, est.se
     else:
-        step = max(1, int(2e7 // max(n * n, 1)))
-        for start in range(0, len(full), step):
-            rows = full[start:start + step]
-            est = run(rows)
-            delta[rows], se[rows] = est.delta, est.se
+        est = _jackknife_shared(X, ih[full], ia[full], ib[full], sa[full], sb[full], method)
+        delta[full], se[full] = est.delta, est.se
     if nan_policy != "propagate":
         for row in np.flatnonzero(~complete):  # pairwise deletion: one row at a time
             keep = ~np.isnan(X[:, [ih[row], ia[row], ib[row]]]).any(1)
@@ -338,31 +357,57 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
     return DiffEstimate(delta, se)
 
 
+def _shared_pairs(ih: np.ndarray, ia: np.ndarray, ib: np.ndarray):
+    """The distinct (criterion, measure) column pairs of the comparisons, and each comparison's
+    pair of a and of b."""
+    keys = np.concatenate([np.stack([ih, ia], 1), np.stack([ih, ib], 1)])
+    pairs, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    return pairs, inverse[:len(ih)], inverse[len(ih):]
+
+
+def _jackknife_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                      sa: np.ndarray, sb: np.ndarray, method: str) -> DiffEstimate:
+    """`jackknife_diff` of many comparisons on complete columns of ``X``: the leave-one-out
+    coefficients of each distinct (criterion, measure) pair once, then one Gram matrix per
+    criterion (`storyeval.meta.dependent_batch`); an orientation of -1 negates a measure's
+    coefficients."""
+    from storyeval.meta.dependent import _kendall_loo, _pearson_loo, _spearman_loo
+
+    pairs, ka, kb = _shared_pairs(ih, ia, ib)
+    n = X.shape[0]
+    full, loo = np.empty(len(pairs)), np.empty((len(pairs), n))
+    step = max(1, int(2e7 // max(n * (n if method == "spearman" else 64), 1)))
+    for lo in range(0, len(pairs), step):
+        sl = slice(lo, lo + step)
+        h, x = X[:, pairs[sl, 0]].T, X[:, pairs[sl, 1]].T
+        if method in ("kendall_b", "kendall_c"):
+            full[sl], loo[sl] = _kendall_loo(h, x, method)
+        elif method == "pearson":
+            full[sl], loo[sl] = _pearson_loo(h, x)
+        else:
+            full[sl], loo[sl] = _spearman_loo(h, x)
+    return jackknife_gram_estimates(full, loo, pairs[:, 0], ka, kb, sa, sb)
+
+
 def _ustat_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                   sa: np.ndarray, sb: np.ndarray) -> DiffEstimate:
     """`ustat_diff` of many comparisons on complete columns of ``X`` (items x columns): the
     Kendall rows of each distinct (criterion, measure) pair and the untied counts of each
     column are computed once (HANNA's 50,232 all-pairs tests share 1,188 pairs), then combined
     per comparison in chunks; an orientation of -1 negates a measure's rows."""
-    n = X.shape[0]
-    keys = np.concatenate([np.stack([ih, ia], 1), np.stack([ih, ib], 1)])
-    pairs, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    ka, kb = inverse[:len(ih)], inverse[len(ih):]
+    pairs, ka, kb = _shared_pairs(ih, ia, ib)
     columns = np.unique(np.concatenate([ih, ia, ib]))
     where = np.zeros(X.shape[1], dtype=np.int64)
     where[columns] = np.arange(len(columns))
     # each column sorted once for all its pairs and for its untied counts
     rows, untied = shared_kendall_rows(X[:, columns], where[pairs[:, 0]], where[pairs[:, 1]])
-    delta, se = np.empty(len(ih)), np.empty(len(ih))
-    step = max(1, int(4e6 // max(n, 1)))
-    for start in range(0, len(ih), step):
-        sl = slice(start, start + step)
-        est = ustat_diff_from_rows(sa[sl, None] * rows[ka[sl]], sb[sl, None] * rows[kb[sl]],
-                                   untied[where[ih[sl]]], untied[where[ia[sl]]],
-                                   untied[where[ib[sl]]])
-        delta[sl], se[sl] = est.delta, est.se
-    return DiffEstimate(delta, se)
+    # each pair's linearised rows once (in place of its Kendall rows: memory stays at the
+    # pairs' rows), then one Gram matrix per criterion for every comparison
+    # (`storyeval.meta.dependent_batch`)
+    tau, L = linearised_rows(rows, untied[where[pairs[:, 0]]], untied[where[pairs[:, 1]]])
+    del rows
+    return ustat_gram_estimates(tau, L, pairs[:, 0], ka, kb, sa, sb)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -483,7 +528,8 @@ def _system_means(wide: pd.DataFrame, columns: list[str]) -> np.ndarray:
 def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.ndarray,
                        sb: np.ndarray, method: str, alternative: str = "two-sided",
                        n_permutations: int = 1000, random_state: int | None = 0,
-                       tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+                       tie_rtol: float = 1e-12,
+                       confidence_level: float = 0.95) -> dict[str, np.ndarray]:
     """System-level paired permutation test with random tie-breaking (``permutation-random``).
 
     Every permutation swaps a's and b's (z-scored, oriented) scores on all stories of a random
@@ -503,6 +549,14 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     number of prompts, not on the measures) and the tie-breaking uniform of each row is
     `comparison_uniforms` of its names: a row's p-value is the same whatever other measures are
     compared in the run.
+
+    The interval ``ci_low, ci_high`` inverts the same test: ``delta +- d_(k)`` with ``d_(k)``
+    the ``k = ceil(confidence_level (N + 1))``-th smallest ``|delta*|`` (infinite when
+    ``k > N``), i.e. the differences a two-sided test of this size would not reject, assuming
+    the permutation distribution of ``delta*`` describes ``delta`` minus its true value (a
+    location-shift pivot). It resamples what the test resamples (prompts, systems fixed) in the
+    same orientation, so that p < 1 - confidence_level and an interval excluding 0 agree up to
+    the random tie-breaking (measured in benchmarks/bench_calibration.py).
     """
     from storyeval.meta.ties import tie_values
     from storyeval.resample._kernels import direct
@@ -569,7 +623,23 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     u = comparison_uniforms(comp, "system", random_state)
     p = (more + u * (1 + tied)) / (n_permutations + 1)
     ok = np.isfinite(observed)
-    return {"t": observed, "p": np.where(ok, p, np.nan),
+    low, high = _permutation_interval(observed, perm, confidence_level)
+    return {"t": observed, "p": np.where(ok, p, np.nan), "ci_low": low, "ci_high": high,
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
             .astype(object)}
+
+
+def _permutation_interval(observed: np.ndarray, perm: np.ndarray,
+                          confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """``observed +- d_(k)``, ``d_(k)`` the k-th smallest ``|delta*|`` of each column,
+    ``k = ceil(confidence_level (N + 1))`` (see `system_permutation`)."""
+    n = perm.shape[0]
+    k = math.ceil(confidence_level * (n + 1) - 1e-9)
+    with np.errstate(invalid="ignore"):
+        spread = (np.full(perm.shape[1], np.inf) if k > n
+                  else np.partition(np.abs(perm), k - 1, axis=0)[k - 1])
+    spread = np.where(np.isfinite(observed), spread, np.nan)
+    low, high = observed - spread, observed + spread
+    # a bound equal to 0 in exact arithmetic (|delta| tied with the quantile) prints as 0
+    return np.where(np.abs(low) <= _TOL, 0.0, low), np.where(np.abs(high) <= _TOL, 0.0, high)
