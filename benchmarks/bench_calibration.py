@@ -250,8 +250,8 @@ def markdown(rows: list[dict]) -> str:
     lines = []
     for method, part in two.groupby("method", sort=False):
         cols = [f"overall {s}" for s in OVERALL_SIZES] + [f"system {s}" for s in SYSTEM_SIZES]
-        lines += [f"**{method}** (default test: overall `{_test('overall', method)}`, system "
-                  f"`{_test('system', method)}`), P(p < 0.05) +- Monte Carlo standard error:",
+        lines += [(f"**{method}** (default test: overall `{_test('overall', method)}`, system "
+                   f"`{_test('system', method)}`), P(p < 0.05) +- Monte Carlo standard error:"),
                   "", "| data | rho(h,a) | rho(a,b) | " + " | ".join(cols) + " |",
                   "| --- | ---: | ---: |" + " ---: |" * len(cols)]
         for dgp, cells in part.groupby("dgp", sort=False):
@@ -267,8 +267,8 @@ def markdown(rows: list[dict]) -> str:
     lines.append("")
     fw = frame[frame["measures"] > 2]
     if len(fw):
-        lines += ["**All pairs of 6 exchangeable measures** (base data, one criterion, 15 tests "
-                  "per replication), P(some BH-adjusted p < 0.05):", "",
+        lines += [("**All pairs of 6 exchangeable measures** (base data, one criterion, 15 "
+                   "tests per replication), P(some BH-adjusted p < 0.05):"), "",
                   "| level | default family `criterion` | paper's family | replications |",
                   "| --- | ---: | ---: | ---: |"]
         for r in fw.to_dict("records"):

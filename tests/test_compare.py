@@ -416,7 +416,8 @@ def test_declared_lower_is_better_orients_every_test(test):
     negated, which equals the raw run on negated data for every test and interval."""
     data = _user_dataset()
     levels = "overall" if test in ("ustat", "jackknife") else ("overall", "system")
-    kw = dict(reference="all", test=test, n_resamples=200, n_permutations=200, levels=levels)
+    kw = {"reference": "all", "test": test, "n_resamples": 200, "n_permutations": 200,
+          "levels": levels}
     declared = meta_evaluate(data, lower_is_better="inverse", **kw).williams
     flipped = data.table.copy()
     flipped["inverse"] = -flipped["inverse"]
@@ -453,8 +454,8 @@ def _extra_measures(data, k: int, seed: int = 5):
                                   "bootstrap", "jackknife", "permutation"])
 def test_p_value_bit_identical_when_ten_measures_join(test):
     data = _user_dataset(3)
-    kw = dict(reference="all", test=test, n_resamples=200, n_permutations=200,
-              levels="overall" if test == "jackknife" else ("overall", "system"))
+    kw = {"reference": "all", "test": test, "n_resamples": 200, "n_permutations": 200,
+          "levels": "overall" if test == "jackknife" else ("overall", "system")}
     small = meta_evaluate(data, **kw).williams
     large = meta_evaluate(_extra_measures(data, 10), **kw).williams
     key = ["level", "criterion", "measure_a", "measure_b"]

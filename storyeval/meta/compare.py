@@ -331,7 +331,9 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
     ib = np.array([pos[c] for c in comp["measure_b"]])
     size = len(ih)
     delta, se = np.full(size, np.nan), np.full(size, np.nan)
-    complete = ~np.isnan(X[:, ih]).any(0) & ~np.isnan(X[:, ia]).any(0) & ~np.isnan(X[:, ib]).any(0)
+    # per column, not per comparison: X[:, ih] would be a stories x comparisons copy
+    gaps = np.isnan(X).any(0)
+    complete = ~(gaps[ih] | gaps[ia] | gaps[ib])
 
     def run(rows, items=slice(None)):
         h = X[items][:, ih[rows]].T
