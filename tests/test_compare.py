@@ -574,3 +574,19 @@ def test_gram_norms_equal_the_direct_reduction():
     np.testing.assert_allclose(direct.se, want, rtol=1e-13)
     np.testing.assert_allclose(gram.se, want, rtol=1e-6)
     assert gram.se[2] == pytest.approx(want[2], rel=1e-6)
+
+
+def test_added_permutation_p_values_follow_the_declared_orientation():
+    from storyeval.resample.annotate import add_permutation_pvalues
+
+    data = _user_dataset(2)
+    kw = {"reference": "all", "levels": "overall", "n_permutations": 100}
+    declared = add_permutation_pvalues(meta_evaluate(data, lower_is_better="inverse", **kw),
+                                       n_permutations=99, random_state=0).williams
+    flipped = data.table.copy()
+    flipped["inverse"] = -flipped["inverse"]
+    negated = add_permutation_pvalues(
+        meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw),
+        n_permutations=99, random_state=0).williams
+    np.testing.assert_allclose(declared["perm_p"], negated["perm_p"], atol=1e-12)
+    np.testing.assert_allclose(declared["perm_delta"], negated["perm_delta"], atol=1e-12)

@@ -187,8 +187,14 @@ def add_permutation_pvalues(
     if result.williams.empty:
         return result
     will = result.williams
+    wide = _wide(result)
+    lower = result.settings["williams"].get("lower_is_better") or []
+    if lower:  # measures declared lower-is-better are compared negated, as in the tests
+        from storyeval.meta.compare import oriented_wide
+
+        wide = oriented_wide(wide, frozenset(lower))
     perm = permutation_pvalues(
-        _wide(result), will[["criterion", "measure_a", "measure_b", "level"]],
+        wide, will[["criterion", "measure_a", "measure_b", "level"]],
         method=result.settings["coefficient"], unit=unit, n_permutations=n_permutations,
         alternative=alternative, random_state=random_state, tie_rtol=_tie_rtol(result),
         orient=result.settings["williams"].get("sign_convention", "paper") == "paper")
