@@ -117,9 +117,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                           "correlation")
     unc.add_argument("--resamples", type=int, default=1000, metavar="B",
                      help="bootstrap resamples, of --ci bootstrap, of --test bootstrap and of "
-                          "the system-level intervals of differences (default: 1000)")
+                          "the intervals of tests without their own (default: 1000)")
     unc.add_argument("--resample-by", choices=["prompts", "systems", "both"],
-                     default="prompts", help="what the bootstrap resamples (default: prompts)")
+                     default="prompts",
+                     help="what the bootstrap resamples (default: prompts, the systems held "
+                          "fixed; systems or both: the systems as a sample of a population)")
     unc.add_argument("--ci-method", choices=["percentile", "bca", "expanded"],
                      default="percentile",
                      help="bootstrap interval: percentile (default), bca (bias-corrected and "
