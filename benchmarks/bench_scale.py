@@ -18,6 +18,10 @@ ratings, 13 levels), 30 automatic metrics (every fifth rounded to 0.1, so with t
   FILE --criteria ... --metrics all --reference all --test williams --no-figures --format csv
   --out D``, which adds the reports and, with the comparison-test feature, the effect sizes
   and their intervals: wall time (import included) and peak RSS (the process's VmHWM);
+* the default path (issue 26): ``meta_evaluate`` with its defaults on the dataset read (all
+  pairs of metrics per criterion, the calibrated tests with their intervals), and the same
+  with ``reference="none"`` (the correlations only): time of the call, process wall and peak
+  RSS;
 * reading and validating the long table alone (``read_dataset``);
 * a plain ``scipy.stats.kendalltau`` loop over the pairs the Williams tests need (every metric
   with every criterion and with every other metric): wall time of the loop and peak RSS.
@@ -143,6 +147,20 @@ READ_BODY = """
     print(time.perf_counter() - start)
 """
 
+# the default path of `storyeval meta` through the API (all pairs of metrics per criterion,
+# the default calibrated tests with their intervals), or the correlations only (argv[3] "none")
+DEFAULT_BODY = """
+    import warnings
+    from storyeval.data import read_dataset
+    from storyeval.meta.pipeline import meta_evaluate
+    warnings.simplefilter("ignore")
+    crits = sys.argv[2].split(",")
+    ds = read_dataset(sys.argv[1], criteria=crits)
+    start = time.perf_counter()
+    res = meta_evaluate(ds, criteria=crits, reference=sys.argv[3])
+    print(time.perf_counter() - start, len(res.williams))
+"""
+
 SCIPY_BODY = """
     import itertools
     from scipy import stats
@@ -199,6 +217,10 @@ def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int,
     cli_wall = cli_peak = None
     if n_prompts * SYSTEMS <= cli_max:
         cli_wall, cli_peak, _ = run(CLI_BODY, ["meta", *cli])
+    default_wall, default_peak, out = run(DEFAULT_BODY, [str(data), crits, "all"])
+    default_s, comparisons = float(out.split()[0]), int(out.split()[1])
+    corr_wall, corr_peak, out = run(DEFAULT_BODY, [str(data), crits, "none"])
+    corr_s = float(out.split()[0])
     _, _, out = run(READ_BODY, [str(data), crits])
     read = float(out.split()[0])
     _, scipy_peak, out = run(SCIPY_BODY, [str(ROOT / "benchmarks"), str(n_prompts),
@@ -210,7 +232,10 @@ def measure(n_prompts: int, n_metrics: int, folder: Path, cli_max: int,
             "numba_load_s": load, "bootstrap_s": boot, "bootstrap_mb": boot_peak,
             "bootstrap_pairs": boot_pairs, "storyeval_s": wall,
             "storyeval_mb": peak, "read_s": read, "scipy_s": scipy_loop, "scipy_mb": scipy_peak,
-            "cli_s": cli_wall, "cli_mb": cli_peak}
+            "cli_s": cli_wall, "cli_mb": cli_peak,
+            "default_s": default_s, "default_wall_s": default_wall, "default_mb": default_peak,
+            "default_comparisons": comparisons, "correlations_s": corr_s,
+            "correlations_wall_s": corr_wall, "correlations_mb": corr_peak}
 
 
 def table(results: list[dict]) -> str:
@@ -238,6 +263,25 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def default_table(results: list[dict]) -> str:
+    """The default path (what a user gets without options) beside the correlations only and
+    the scipy loop."""
+    lines = [("| stories | measures | default path: `meta_evaluate` (comparisons), process "
+              "wall, peak RSS | correlations only (`reference=\"none\"`), process wall, peak "
+              "RSS | scipy loop (pairs) | scipy loop / default path |"),
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        if r.get("default_s") is None:
+            continue
+        lines.append(
+            f"| {r['stories']:,} | {r['measures']} | {r['default_s']:.1f} s "
+            f"({r['default_comparisons']:,}), {r['default_wall_s']:.1f} s, "
+            f"{r['default_mb']:,.0f} MB | {r['correlations_s']:.1f} s, "
+            f"{r['correlations_wall_s']:.1f} s, {r['correlations_mb']:,.0f} MB "
+            f"| {r['scipy_s']:.1f} s ({r['pairs']}) | {r['scipy_s'] / r['default_s']:.2f}x |")
+    return "\n".join(lines)
+
+
 def plot(results: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -252,6 +296,12 @@ def plot(results: list[dict], path: Path) -> None:
               label="storyeval: tau-b of all pairs (overall level)")
     ax.loglog(n, [r["scipy_s"] for r in results], "s--",
               label="scipy.stats.kendalltau loop (pairs only)")
+    default = [(r["stories"], r["default_s"]) for r in results if r.get("default_s")]
+    if default:
+        ax.loglog(*zip(*default), "v-", label="storyeval default path: correlations, "
+                                                "calibrated tests, intervals (all pairs)")
+        ax.loglog(*zip(*[(r["stories"], r["correlations_s"]) for r in results
+                         if r.get("default_s")]), "x:", label="storyeval correlations only")
     boot = [(r["stories"], r["bootstrap_s"]) for r in results if r.get("bootstrap_s")]
     if boot:
         ax.loglog(*zip(*boot), "d-",
@@ -273,6 +323,10 @@ def main() -> None:
     parser.add_argument("--max-stories", type=int, default=10**6)
     parser.add_argument("--cli-max-stories", type=int, default=10**4)
     parser.add_argument("--bootstrap-max-stories", type=int, default=10**5)
+    parser.add_argument("--json", default=str(ROOT / "benchmarks" / "bench_scale.json"),
+                        help="where to write the raw numbers (default: benchmarks/)")
+    parser.add_argument("--plot", default=str(ROOT / "docs" / "img" / "bench_scale.png"),
+                        help="where to draw the figure (default: docs/img/)")
     args = parser.parse_args()
     sizes = [s for s in SIZES if s[0] * SYSTEMS <= args.max_stories]
     results = []
@@ -282,8 +336,12 @@ def main() -> None:
                                    args.bootstrap_max_stories))
             print(table(results[-1:]).splitlines()[-1], flush=True)
     print(table(results))
-    (ROOT / "benchmarks" / "bench_scale.json").write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, ROOT / "docs" / "img" / "bench_scale.png")
+    print()
+    print(default_table(results))
+    from storyeval._atomic import atomic_write_text
+
+    atomic_write_text(args.json, json.dumps(results, indent=1) + "\n")
+    plot(results, Path(args.plot))
 
 
 if __name__ == "__main__":

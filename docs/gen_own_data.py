@@ -47,7 +47,7 @@ COMMANDS: dict[str, list[str]] = {
     "scores_duplicate": ["describe", *DATA, "--scores", "mine-rerun.csv"],
     "describe_wide": ["describe", *WIDE],
     "meta": ["meta", *DATA],
-    "meta_family": ["meta", *DATA, "--levels", "overall", "--family", "criterion"],
+    "meta_family": ["meta", *DATA, "--levels", "overall", "--family", "paper"],
     "meta_bootstrap": ["meta", *DATA, "--ci", "bootstrap", "--resamples", "1000",
                        "--reference", "none"],
     "agreement": ["agreement", "--data", "ratings.csv"],

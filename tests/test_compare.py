@@ -24,12 +24,13 @@ from storyeval.compare.dependent import (
 from storyeval.compare.procedures import (
     _bootstrap,
     _ustat_shared,
+    comparison_uniforms,
     resolve_tests,
     system_permutation,
 )
 from storyeval.compare.williams import williams_test
 from storyeval.data import scores_to_dataset
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.meta.pipeline import meta_evaluate
 
 COEF = {
@@ -129,7 +130,8 @@ def test_shared_ustat_equals_ustat_diff_row_by_row():
     est = _ustat_shared(X, ih, ia, ib, sa, sb)
     want = ustat_diff(X[:, ih].T, X[:, ia].T * sa[:, None], X[:, ib].T * sb[:, None])
     assert np.array_equal(est.delta, want.delta, equal_nan=True)
-    assert np.array_equal(est.se, want.se, equal_nan=True)
+    # each pair's linearised rows once, then combined: summation order changes the last bits
+    np.testing.assert_allclose(est.se, want.se, rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("method", ["kendall_b", "kendall_c", "pearson", "spearman"])
@@ -196,7 +198,7 @@ def test_zou_interval_hand_worked():
 def test_resolve_tests_defaults_and_errors():
     assert resolve_tests("auto", ["overall", "system"], "kendall_b") == {
         "overall": "ustat", "system": "permutation-random"}
-    assert resolve_tests("auto", ["overall"], "pearson") == {"overall": "williams"}
+    assert resolve_tests("auto", ["overall"], "pearson") == {"overall": "jackknife"}
     # a dataset's default_test (HANNA's loader declares "paper") replaces the calibrated one
     assert resolve_tests("auto", ["overall", "system"], "kendall_b", "paper") == {
         "overall": "paper", "system": "paper"}
@@ -261,12 +263,15 @@ def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
                                                       "system": "permutation-random"}
     assert set(will["sided"]) == {"two-sided"} and not will["swapped"].any()
     assert will[["p", "delta", "ci_low", "ci_high"]].notna().all().all()
-    # "inverse" is oriented (paper sign convention): compared by |tau|
+    # user data: raw orientation (no sign chosen after seeing the data), family per criterion
     row = will[(will["level"] == "overall") & (will["measure_a"] == "good")
                & (will["measure_b"] == "inverse")].iloc[0]
-    assert row["delta"] == pytest.approx(abs(row["r_a"]) - abs(row["r_b"]))
+    assert row["delta"] == pytest.approx(row["r_a"] - row["r_b"])
     assert res.settings["williams"]["test"] == {"overall": "ustat",
                                                 "system": "permutation-random"}
+    assert res.settings["williams"]["sign_convention"] == "raw"
+    assert res.settings["williams"]["family"] == "criterion"
+    assert set(will["family"].str.split(" [|]").str[0]) == {"bh over measure pairs"}
 
 
 @pytest.mark.parametrize("test", ["williams", "jackknife", "bootstrap", "permutation"])
@@ -402,3 +407,188 @@ def test_cli_test_option_and_effect_size_tables(capsys):
                  "--levels", "overall"]) == 0
     assert "measured type-I error" in capsys.readouterr().out
     assert main(["meta", "--metrics", "BLEU", "--test", "overall"]) == 2
+
+
+@pytest.mark.parametrize("test", ["ustat", "jackknife", "bootstrap", "permutation",
+                                  "williams"])
+def test_declared_lower_is_better_orients_every_test(test):
+    """A direction declared in advance is the way to orient: the declared measure's scores are
+    negated, which equals the raw run on negated data for every test and interval."""
+    data = _user_dataset()
+    levels = "overall" if test in ("ustat", "jackknife") else ("overall", "system")
+    kw = {"reference": "all", "test": test, "n_resamples": 200, "n_permutations": 200,
+          "levels": levels}
+    declared = meta_evaluate(data, lower_is_better="inverse", **kw).williams
+    flipped = data.table.copy()
+    flipped["inverse"] = -flipped["inverse"]
+    negated = meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw).williams
+    cols = ["t", "p", "delta", "ci_low", "ci_high"]
+    np.testing.assert_allclose(declared[cols].to_numpy(float), negated[cols].to_numpy(float),
+                               rtol=1e-9, atol=1e-12)
+    row = declared[declared["measure_b"] == "inverse"].iloc[0]
+    assert row["delta"] == pytest.approx(row["r_a"] + row["r_b"])
+
+
+def test_lower_is_better_needs_the_raw_convention():
+    with pytest.raises(InputError, match="raw"):
+        meta_evaluate(_user_dataset(), lower_is_better="inverse", sign_convention="paper")
+
+
+def test_paper_convention_and_family_stay_on_hanna():
+    res = meta_evaluate(measures="BLEU,Beluga-13B 1", levels="overall")
+    assert res.settings["williams"]["sign_convention"] == "paper"
+    assert res.settings["williams"]["family"] == "paper"
+
+
+def _extra_measures(data, k: int, seed: int = 5):
+    g = np.random.default_rng(seed)
+    table = data.table.copy()
+    for j in range(k):
+        table[f"extra{j}"] = table["quality"] + 2 * g.normal(size=len(table))
+    from storyeval.data.catalogue import infer_catalogue
+
+    return type(data)(table, infer_catalogue(table.columns, criteria=["quality"]), name="mine")
+
+
+@pytest.mark.parametrize("test", [{"overall": "ustat", "system": "permutation-random"},
+                                  "bootstrap", "jackknife", "permutation"])
+def test_p_value_bit_identical_when_ten_measures_join(test):
+    data = _user_dataset(3)
+    kw = {"reference": "all", "test": test, "n_resamples": 200, "n_permutations": 200,
+          "levels": "overall" if test == "jackknife" else ("overall", "system")}
+    small = meta_evaluate(data, **kw).williams
+    large = meta_evaluate(_extra_measures(data, 10), **kw).williams
+    key = ["level", "criterion", "measure_a", "measure_b"]
+    both = small.merge(large, on=key, suffixes=("", "_large"))
+    assert len(both) == len(small) > 0
+    for col in ("p", "t", "delta", "ci_low", "ci_high"):
+        assert np.array_equal(both[col].to_numpy(float), both[f"{col}_large"].to_numpy(float),
+                              equal_nan=True), col
+
+
+def test_comparison_uniforms_depend_on_names_and_seed_only():
+    comp = {"criterion": np.array(["q", "q", "q"], dtype=object),
+            "measure_a": np.array(["a", "a", "b"], dtype=object),
+            "measure_b": np.array(["b", "c", "c"], dtype=object)}
+    u = comparison_uniforms(comp, "system", 0)
+    sub = {k: v[1:] for k, v in comp.items()}
+    assert np.array_equal(comparison_uniforms(sub, "system", 0), u[1:])
+    assert not np.array_equal(comparison_uniforms(comp, "system", 1), u)
+    assert ((u > 0) & (u < 1)).all() and len(set(u)) == 3
+    # roughly uniform over many names
+    many = {"criterion": np.array(["q"] * 4000, dtype=object),
+            "measure_a": np.array([f"m{i}" for i in range(4000)], dtype=object),
+            "measure_b": np.array(["x"] * 4000, dtype=object)}
+    v = comparison_uniforms(many, "system", 7)
+    assert abs(v.mean() - 0.5) < 0.02 and abs((v < 0.1).mean() - 0.1) < 0.02
+
+
+def _two_system_dataset():
+    g = np.random.default_rng(2)
+    rows = [{"system": s, "prompt_id": p, "quality": g.normal(), "m1": g.normal(),
+             "m2": g.normal(), "m3": g.normal()} for s in ("A", "B") for p in range(20)]
+    long = pd.DataFrame(rows).melt(id_vars=["system", "prompt_id"], var_name="measure",
+                                   value_name="value")
+    return scores_to_dataset(long, criteria=["quality"], name="two")
+
+
+def test_fewer_than_three_systems_is_nan_with_a_reason():
+    # the correlations of 2 system means are undefined (always -1 or 1): NaN, and a warning
+    with pytest.warns(UndefinedStatisticWarning, match="fewer than 3 observations"):
+        res = meta_evaluate(_two_system_dataset(), reference="all", n_permutations=100)
+    corr = res.correlations[res.correlations["level"] == "system"]
+    assert corr["value"].isna().all()
+    assert corr["reason"].str.contains("fewer than 3 systems").all()
+    will = res.williams[res.williams["level"] == "system"]
+    assert will[["p", "t", "delta", "ci_low", "ci_high", "p_adjusted"]].isna().all().all()
+    assert will["reason"].str.contains("fewer than 3 systems").all()
+    overall = res.williams[res.williams["level"] == "overall"]
+    assert overall["p"].notna().all()
+    from storyeval.report.meta_report import family_text
+
+    assert family_text(res, "system").endswith(
+        "3 comparisons without a p-value left out of the adjustment")
+    assert "left out" not in family_text(res, "overall")
+
+
+def test_permutation_interval_agrees_with_its_test_without_ties():
+    """The system-level interval inverts the permutation test: without ties (continuous system
+    means, Pearson) p < 0.05 exactly when the 95% interval excludes 0."""
+    g = np.random.default_rng(21)
+    reps, S, P = 300, 8, 12
+    q = g.normal(0, 0.3, (reps, S, 1)) + g.normal(size=(reps, S, P))
+    h = q + g.normal(size=q.shape)
+    a = q + g.normal(size=q.shape)
+    b = 0.4 * q + g.normal(size=q.shape)  # often significantly worse
+    wide, comp = _replicate_frame(h.reshape(reps, -1), a.reshape(reps, -1), b.reshape(reps, -1),
+                                  S)
+    ones = np.ones(reps)
+    res = system_permutation(wide, comp, ones, ones, "pearson", n_permutations=199,
+                             random_state=0)
+    significant = res["p"] < 0.05
+    excludes = (res["ci_low"] > 0) | (res["ci_high"] < 0)
+    assert 0 < significant.sum() < reps
+    assert np.array_equal(significant, excludes)
+    assert np.all(res["ci_low"] <= res["t"]) and np.all(res["t"] <= res["ci_high"])
+
+
+def test_default_system_interval_is_the_permutation_interval():
+    res = meta_evaluate(_user_dataset(), reference="all", levels="system", n_permutations=200)
+    will = res.williams
+    assert will["ci_method"].str.startswith("permutation interval").all()
+    assert ((will["ci_low"] <= will["delta"]) & (will["delta"] <= will["ci_high"])).all()
+
+
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c", "pearson", "spearman"])
+def test_shared_jackknife_equals_jackknife_diff_row_by_row(method):
+    from storyeval.compare.procedures import _jackknife_shared
+
+    g = np.random.default_rng(17)
+    n = 60
+    q = g.normal(size=n)
+    X = np.column_stack([_human(q, g), _human(q, g)]
+                        + [np.round(q + g.normal(size=n), int(d)) for d in g.integers(0, 3, 6)])
+    ih = g.integers(0, 2, 30)
+    ia, ib = g.integers(2, 8, 30), g.integers(2, 8, 30)
+    sa, sb = g.choice([-1.0, 1.0], 30), g.choice([-1.0, 1.0], 30)
+    est = _jackknife_shared(X, ih, ia, ib, sa, sb, method)
+    want = jackknife_diff(X[:, ih].T, X[:, ia].T * sa[:, None], X[:, ib].T * sb[:, None],
+                          method)
+    np.testing.assert_allclose(est.delta, want.delta, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(est.se, want.se, rtol=1e-12, atol=1e-15)
+
+
+def test_gram_norms_equal_the_direct_reduction():
+    from storyeval.compare.dependent_batch import gram_estimates
+
+    g = np.random.default_rng(4)
+    rows = g.normal(size=(12, 300))
+    rows[5] = rows[4] * (1 + 1e-9)  # nearly identical measures: summed directly
+    criterion = np.repeat([0, 1], 6)
+    ka = np.array([0, 1, 4, 6, 7, 2])
+    kb = np.array([3, 2, 5, 11, 9, 5])
+    sa, sb = g.choice([-1.0, 1.0], 6), g.choice([-1.0, 1.0], 6)
+    sb[2] = sa[2]
+    theta = g.normal(size=12)
+    direct = gram_estimates(theta, rows, criterion, ka, kb, sa, sb, 0.5)
+    gram = gram_estimates(theta, rows, criterion, ka, kb, sa, sb, 0.5, gram=True)
+    want = np.sqrt(0.5 * ((sa[:, None] * rows[ka] - sb[:, None] * rows[kb]) ** 2).sum(-1))
+    np.testing.assert_allclose(direct.se, want, rtol=1e-13)
+    np.testing.assert_allclose(gram.se, want, rtol=1e-6)
+    assert gram.se[2] == pytest.approx(want[2], rel=1e-6)
+
+
+def test_added_permutation_p_values_follow_the_declared_orientation():
+    from storyeval.meta.resampling import add_permutation_pvalues
+
+    data = _user_dataset(2)
+    kw = {"reference": "all", "levels": "overall", "n_permutations": 100}
+    declared = add_permutation_pvalues(meta_evaluate(data, lower_is_better="inverse", **kw),
+                                       n_permutations=99, random_state=0).williams
+    flipped = data.table.copy()
+    flipped["inverse"] = -flipped["inverse"]
+    negated = add_permutation_pvalues(
+        meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw),
+        n_permutations=99, random_state=0).williams
+    np.testing.assert_allclose(declared["perm_p"], negated["perm_p"], atol=1e-12)
+    np.testing.assert_allclose(declared["perm_delta"], negated["perm_delta"], atol=1e-12)

@@ -115,10 +115,10 @@ def test_meta_numbers_quoted_on_the_page():
     overall = _table(lines, "Kendall tau-b with human criteria, overall level")
     system = _table(lines, "Kendall tau-b with human criteria, system level")
     mine, length = overall["my-metric"]["Plot twist"], overall["length"]["Plot twist"]
-    p_title = ("BH-adjusted U-statistic z-test p (two-sided, 2 P(Z > |z|), family 'paper': "
-               "3 families of m = 2 tests), all pairs of selected raters, overall level, ")
-    d_title = ("difference of correlations with the human criterion, delta = |r(h,a)| - "
-               "|r(h,b)| [95% CI: U-statistic normal interval], all pairs of selected raters, "
+    p_title = ("BH-adjusted U-statistic z-test p (two-sided, 2 P(Z > |z|), family 'criterion': "
+               "2 families of m = 3 tests), all pairs of selected raters, overall level, ")
+    d_title = ("difference of correlations with the human criterion, delta = r(h,a) - "
+               "r(h,b) [95% CI: U-statistic normal interval], all pairs of selected raters, "
                "overall level, ")
     twist_p, twist_d = _table(lines, p_title + "Plot twist"), _table(lines, d_title + "Plot twist")
     assert mine == "0.346" and length == "0.147"
@@ -136,24 +136,25 @@ def test_meta_numbers_quoted_on_the_page():
     # "no adjusted p is below 0.1" at the system level
     for criterion in ("Fluency", "Plot twist"):
         cells = _table(lines, "BH-adjusted paired permutation (random tie-breaking) p "
-                              "(two-sided, family 'paper': 3 families of m = 2 tests), all pairs "
-                              f"of selected raters, system level, {criterion}")
+                              "(two-sided, family 'criterion': 2 families of m = 3 tests), "
+                              f"all pairs of selected raters, system level, {criterion}")
         values = [float(v) for row in cells.values() for v in row.values() if v]
         assert len(values) == 3 and min(values) >= 0.1
         deltas = _table(lines, "difference of correlations with the human criterion, delta = "
-                               "|r(h,a)| - |r(h,b)| [95% CI: bootstrap percentile (1000 "
-                               "resamples of prompts)], all pairs of selected raters, system "
+                               "r(h,a) - r(h,b) [95% CI: permutation interval: delta +- "
+                               "the 95% quantile of |delta*| over the test's 1000 prompt "
+                               "swaps (fixed systems)], all pairs of selected raters, system "
                                f"level, {criterion}")
         for cell in (v for row in deltas.values() for v in row.values() if v):
             low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(","))
             assert low <= 0 <= high, cell  # "every interval contains 0"
     header = lines[next(i for i, line in enumerate(lines)
                         if line.startswith("# comparison tests"))]
-    assert "3 families of m = 2 tests (overall level), 3 families of m = 2 tests (system " \
+    assert "2 families of m = 3 tests (overall level), 2 families of m = 3 tests (system " \
            "level)" in header
     assert any("test 'ustat'" in line for line in lines if line.startswith("#"))
     family = "\n".join(_output("meta_family"))
-    assert "family 'criterion': 2 families of m = 3 tests" in family
+    assert "family 'paper': 3 families of m = 2 tests" in family
 
 
 def test_bootstrap_leaves_the_ragged_baseline_without_intervals():
@@ -191,7 +192,7 @@ def test_python_output_first_williams_row_as_described():
                                                                           "measure_a"])
     first = lines[header + 1].split()
     assert first[:4] == ["Fluency", "length", "my-metric", "ustat"]
-    assert " ".join(first[-3:]) == "|r(h,a)| != |r(h,b)|"
+    assert " ".join(first[-3:]) == "r(h,a) != r(h,b)"
 
 
 # ------------------------------------------------------------------------ failing loudly

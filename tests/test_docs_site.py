@@ -273,11 +273,11 @@ def test_api_page(disk_browser):
     params = api["params"]
     assert params["alternative"] == '"greater"', params
     assert params["direction"] == '"larger"', params
-    assert params["sign_convention"] == '"paper"', params
+    assert params["sign_convention"] == '"auto"', params
     assert params["levels"] == '("overall", "system")', params
     # Full signatures, one parameter a line (formatted by Ruff), fitting their box.
     meta = next(s for s in api["signatures"] if s["text"].startswith("meta_evaluate("))
-    assert "\n    sign_convention: str = \"paper\"," in meta["text"], meta["text"]
+    assert "\n    sign_convention: str = \"auto\"," in meta["text"], meta["text"]
     assert meta["text"].rstrip().endswith(") -> MetaResult"), meta["text"]
     too_wide = [(s["text"][:60], s["width"], s["box"]) for s in api["signatures"]
                 if not s["fits"]]

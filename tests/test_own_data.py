@@ -338,3 +338,15 @@ def test_id_maps_the_columns_of_long_tables(tmp_path):
     both.to_csv(path, sep="\t", index=False)
     with pytest.raises(InputError, match="also has a column named 'system'"):
         read_dataset(path, id="system=model,prompt_id=item")
+
+
+def test_cli_lower_is_better_is_declared_in_the_header(files, capsys):
+    args = ["--data", str(files["ratings"]), "--scores", str(files["good"]),
+            "--scores", str(files["noise"]), "--levels", "overall"]
+    assert main(["meta", *args, "--lower-is-better", "noise"]) == 0
+    out = capsys.readouterr().out
+    assert "sign convention 'raw'" in out
+    assert "declared lower-is-better, so negated: noise" in out
+    assert main(["meta", *args, "--lower-is-better", "noise", "--sign-convention",
+                 "paper"]) == 2
+    assert "raw" in capsys.readouterr().err

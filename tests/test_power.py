@@ -48,14 +48,14 @@ def test_power_rises_with_n_and_with_delta():
     large = plan_power(0.5, 0.6, delta=0.15, coef="pearson", n=[50, 200, 800],
                        replications=1500, full_grid=True, seed=2)
     for res in (small, large):
-        assert res.settings["test"] == "williams"
+        assert res.settings["test"] == "jackknife"  # meta's default for Pearson
         assert np.all(np.diff(res.table["power"]) > 0)
     assert np.all(large.table["power"].to_numpy() > small.table["power"].to_numpy())
     assert large.required_n == int(large.table.loc[large.table["power"] >= 0.8, "n"].iloc[0])
 
 
 @pytest.mark.parametrize(("coef", "level", "n", "reps"), [
-    ("pearson", "overall", 100, 4000),      # williams
+    ("pearson", "overall", 100, 4000),      # jackknife
     ("kendall_b", "overall", 80, 2000),     # ustat, human = mean of three ratings (ties)
     ("kendall_b", "system", 10, 1000),      # permutation-random, whole prompts swapped
 ])
@@ -147,9 +147,9 @@ def test_cli_writes_csv_and_png(tmp_path, capsys):
                  "--n", "50,400", "--replications", "200", "--out", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "williams" in text and "power" in text
+    assert "jackknife" in text and "power" in text
     table = pd.read_csv(out / "power.csv")
-    assert list(table["n"]) == [50, 400] and set(table["test"]) == {"williams"}
+    assert list(table["n"]) == [50, 400] and set(table["test"]) == {"jackknife"}
     assert (out / "power.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code = main(["power", "--r-human", "0.45", "--delta", "0.1", "--r-between", "0.6",
                  "--n", "30", "--replications", "50", "--format", "json"])

@@ -212,7 +212,9 @@ def test_header_without_a_reference_system(toy):
 def test_toy_all_pairs_render_has_no_nan(toy, fmt):
     res = meta_evaluate(toy, criteria=CRITERIA, reference="all")
     text = render(res, fmt)
-    assert "3 families of m = 2 tests" in text  # one per pair of metrics, over 2 criteria
+    assert "2 families of m = 3 tests" in text  # the default family: one per criterion
+    paper = render(meta_evaluate(toy, criteria=CRITERIA, reference="all", family="paper"), fmt)
+    assert "3 families of m = 2 tests" in paper  # one per pair of metrics, over 2 criteria
     _no_nan(text)
 
 

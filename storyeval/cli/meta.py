@@ -82,8 +82,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     tests.add_argument("--test", default="auto", metavar="TEST",
                        help="comparison test: auto (default: the paper's Williams convention "
                             "on the embedded HANNA data, else the calibrated two-sided test: "
-                            "ustat for tau-b / williams for Pearson / jackknife at the overall "
-                            "level, permutation-random at the system level), paper, williams, "
+                            "ustat for tau-b / jackknife for Pearson, Spearman, tau-c at "
+                            "the overall level, permutation-random at the system level), "
+                            "paper, williams, "
                             "ustat, jackknife, bootstrap, permutation, permutation-random; or one "
                             "per level: overall=ustat,system=bootstrap (docs: Which test?)")
     tests.add_argument("--reference", default="auto", metavar="RATER",
@@ -93,9 +94,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "no tests")
     tests.add_argument("--adjust", choices=["bh", "by", "bonferroni", "holm", "none"],
                        default="bh", help="p-value adjustment (default: bh)")
-    tests.add_argument("--family", default="paper", metavar="FAMILY",
-                       help="adjustment family: paper (each compared rater's criteria, per "
-                            "level; default), criterion, level, all, or comma-separated columns")
+    tests.add_argument("--family", default="auto", metavar="FAMILY",
+                       help="adjustment family: auto (default: paper on the embedded HANNA "
+                            "data, else criterion), paper (each compared rater's criteria, per "
+                            "level), criterion (all comparisons of a criterion, per level), "
+                            "level, all, or comma-separated columns")
     tests.add_argument("--alternative", choices=["greater", "two-sided", "less"],
                        help="alternative hypothesis (default: the test's; paper: one-sided "
                             "greater, others two-sided)")
@@ -104,17 +107,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "only) or always a vs b (default: the test's)")
     tests.add_argument("--test-permutations", type=int, default=1000, metavar="N",
                        help="permutations of the permutation tests (default: 1000)")
-    tests.add_argument("--sign-convention", choices=["paper", "raw"], default="paper",
-                       help="paper: compare |r| (lower-is-better metrics compared fairly)")
+    tests.add_argument("--sign-convention", choices=["auto", "paper", "raw"], default="auto",
+                       help="raw: compare signed correlations; paper: compare |r|, each measure "
+                            "oriented by the sign of its sample correlation (chosen after "
+                            "seeing the data); auto (default): paper on the embedded HANNA "
+                            "data, else raw")
+    tests.add_argument("--lower-is-better", metavar="SPEC",
+                       help="measures where lower scores are better, declared in advance "
+                            "(comma-separated, as --metrics): negated before every comparison "
+                            "under the raw convention")
     unc = parser.add_argument_group("uncertainty (resampling)")
     unc.add_argument("--ci", choices=["none", "bootstrap"], default="none",
                      help="add bootstrap confidence intervals (ci_low, ci_high) to every "
                           "correlation")
     unc.add_argument("--resamples", type=int, default=1000, metavar="B",
                      help="bootstrap resamples, of --ci bootstrap, of --test bootstrap and of "
-                          "the system-level intervals of differences (default: 1000)")
+                          "the intervals of tests without their own (default: 1000)")
     unc.add_argument("--resample-by", choices=["prompts", "systems", "both"],
-                     default="prompts", help="what the bootstrap resamples (default: prompts)")
+                     default="prompts",
+                     help="what the bootstrap resamples (default: prompts, the systems held "
+                          "fixed; systems or both: the systems as a sample of a population)")
     unc.add_argument("--ci-method", choices=["percentile", "bca", "expanded"],
                      default="percentile",
                      help="bootstrap interval: percentile (default), bca (bias-corrected and "
@@ -244,6 +256,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
         alternative=args.alternative,
         direction=args.direction,
         sign_convention=args.sign_convention,
+        lower_is_better=_split(args.lower_is_better) or (),
         test=_test_arg(args.test),
         confidence_level=args.confidence_level,
         n_resamples=args.resamples,

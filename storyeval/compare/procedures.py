@@ -22,23 +22,26 @@ this module names the tests it can run and runs them on the comparison rows of o
                         test exact (level = nominal) under exchangeability even with 5 systems,
                         whose Kendall differences take few values.
 ``auto``                the calibrated default (`calibrated_test`): overall level ``ustat``
-                        (tau-b), ``williams`` (Pearson), ``jackknife`` (Spearman, tau-c); system
+                        (tau-b), ``jackknife`` (Pearson, Spearman, tau-c); system
                         level ``permutation-random``. On the embedded HANNA data, ``paper``
                         (the reproduction).
 ======================  =========================================================================
 
 Every result row carries the effect size: ``delta = r(h, a) - r(h, b)`` (after the sign
-convention) with a confidence interval (`ci_method`): Zou (2007) for Pearson; for the rank
-coefficients the U-statistic or jackknife normal interval at the overall level and a paired
-bootstrap of prompts (percentile) at the system level, or the bootstrap's own interval when the
-test is ``bootstrap``. The measured levels and power of every test are produced by
+convention) with a confidence interval (`ci_method`) from the procedure of the test where it
+has one: the U-statistic or jackknife normal interval at the overall level (the test's own
+standard error), the permutation interval of ``permutation-random`` (the test's own swaps) at
+the system level, the bootstrap's own interval for ``bootstrap``; Zou (2007) for Pearson with
+the Williams tests; otherwise a paired bootstrap of prompts (percentile). The measured levels and power of every test are produced by
 ``benchmarks/bench_calibration.py`` (docs page "Which test?").
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -49,18 +52,25 @@ from storyeval.compare.dependent import (
     normal_test,
     shared_kendall_rows,
     ustat_diff,
-    ustat_diff_from_rows,
     zou_ci,
+)
+from storyeval.compare.dependent_batch import (
+    jackknife_gram_estimates,
+    linearised_rows,
+    ustat_gram_estimates,
 )
 from storyeval.exceptions import InputError, StoryevalWarning
 
-__all__ = ["CALIBRATED", "PAPER_LEVEL", "TESTS", "TEST_DESCRIPTIONS", "calibrated_test",
-           "compare_rows", "resolve_tests"]
+__all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS", "TESTS",
+           "TEST_DESCRIPTIONS", "calibrated_test", "compare_rows", "comparison_uniforms",
+           "orientation", "resolve_sign_convention", "resolve_tests"]
 
 TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
          "permutation-random")
 CALIBRATED = {
-    "overall": {"kendall_b": "ustat", "kendall_c": "jackknife", "pearson": "williams",
+    # Pearson: Williams' t assumes normal data (measured P(p < 0.05) 0.10-0.27 with heavy-tailed
+    # metric noise, docs: Which test?); the jackknife held 0.044-0.063 in every cell
+    "overall": {"kendall_b": "ustat", "kendall_c": "jackknife", "pearson": "jackknife",
                 "spearman": "jackknife"},
     "system": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"),
                             "permutation-random"),
@@ -78,8 +88,8 @@ TEST_DESCRIPTIONS = {
                           "observed difference broken at random (exact under exchangeability)",
 }
 # Measured P(p < 0.05) under the null, (lowest, highest, where) over the cells of a level:
-# benchmarks/bench_calibration.py --reps 10000 --resampling-reps 2000 --resamples 100 --seed 0
-# (docs/which-test.md). The paper's convention (Williams, one-sided, larger |r|):
+# the earlier benchmarks/bench_calibration.py (--reps 10000 --seed 0; "Other tests" on the
+# docs page Which test?). The paper's convention (Williams, one-sided, larger |r|):
 PAPER_LEVEL = {
     "kendall_b": {"overall": (0.010, 0.015, "30-5,000 stories"),
                   "system": (0.019, 0.273, "5-20 systems")},
@@ -88,17 +98,28 @@ PAPER_LEVEL = {
     "spearman": {"overall": (0.117, 0.122, "30-5,000 stories"),
                  "system": (0.150, 0.288, "5-20 systems")},
 }
-# The calibrated defaults (CALIBRATED); Spearman's jackknife was measured at 30 and 100 stories
-# only (its leave-one-out ranks cost O(n^2) per replication).
+# The calibrated defaults (CALIBRATED) on user data, as `meta` runs them (sign convention raw,
+# 1,000 permutations): benchmarks/bench_calibration.py --reps 2000 --seed 0 (docs/which-test.md;
+# Likert-mean and single-rating human scores, rho 0.1, rho(a, b) 0.8, heavy tails). Spearman's
+# jackknife and permutation-random rows come from the earlier benchmark (30 and 100 stories only;
+# its leave-one-out ranks cost O(n^2) per replication).
 CALIBRATED_LEVEL = {
-    "kendall_b": {"overall": (0.047, 0.054, "30-5,000 stories"),
-                  "system": (0.044, 0.050, "5-20 systems")},
-    "pearson": {"overall": (0.048, 0.052, "30-5,000 stories"),
-                "system": (0.042, 0.057, "5-20 systems")},
+    "kendall_b": {"overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
+                  "system": (0.042, 0.057, "5-20 systems, 5 simulated data types")},
+    "pearson": {"overall": (0.039, 0.061, "30-1,000 stories, 5 simulated data types"),
+                "system": (0.040, 0.060, "5-20 systems, 5 simulated data types")},
     "spearman": {"overall": (0.036, 0.045, "30-100 stories"),
                  "system": (0.042, 0.049, "5-20 systems")},
 }
 _TOL = 1e-12
+# A system-level correlation of fewer systems is +-1 or undefined whatever the measures: it is
+# reported as NaN with a reason, and nothing is tested on it (`meta` and `power` alike).
+MIN_SYSTEMS = 3
+MIN_SYSTEMS_REASON = (f"fewer than {MIN_SYSTEMS} systems: a system-level correlation is +-1 or "
+                      "undefined whatever the measures, so it is not reported or tested")
+SIGN_CONVENTIONS = ("auto", "raw", "paper")
+PERMUTATION_INTERVAL = ("permutation interval: delta +- the {cl:.0%} quantile of |delta*| over "
+                        "the test's {n} prompt swaps (fixed systems)")
 
 
 def calibrated_test(level: str, method: str) -> str:
@@ -134,11 +155,61 @@ def resolve_tests(test: str | Mapping[str, str], levels: list[str], method: str,
     return out
 
 
-def _orient(r: np.ndarray, sign_convention: str) -> np.ndarray:
-    """+-1 per correlation: the paper's convention compares |r| (a zero counts as positive)."""
-    if sign_convention == "raw":
+def resolve_sign_convention(sign_convention: str, default_test: str | None) -> str:
+    """``"auto"``: the paper's convention (|r|, each measure oriented by the sign of its sample
+    correlation) on a dataset whose default test is the paper's (the HANNA reproduction), else
+    ``"raw"``: correlations as they are, a measure reversed only when declared lower-is-better
+    in advance. Orienting by the sample sign picks the direction after seeing the data, which
+    makes the two-sided tests conservative (docs: Which test?)."""
+    if sign_convention not in SIGN_CONVENTIONS:
+        raise InputError(f"sign_convention must be one of {', '.join(SIGN_CONVENTIONS)}, not "
+                         f"{sign_convention!r}")
+    if sign_convention == "auto":
+        return "paper" if default_test == "paper" else "raw"
+    return sign_convention
+
+
+def orientation(r: np.ndarray, sign_convention: str, measures: np.ndarray | None = None,
+                lower_is_better: frozenset[str] = frozenset()) -> np.ndarray:
+    """+-1 per correlation. ``"paper"``: the sign of the sample correlation (compares |r|; a
+    zero counts as positive). ``"raw"``: -1 for the measures declared lower-is-better in
+    advance (``lower_is_better``), +1 for the others."""
+    r = np.asarray(r, dtype=float)
+    if sign_convention == "paper":
+        return np.where(r < 0, -1.0, 1.0)
+    if not lower_is_better or measures is None:
         return np.ones_like(r)
-    return np.where(r < 0, -1.0, 1.0)
+    declared = np.isin(np.asarray(measures, dtype=object).astype(str), list(lower_is_better))
+    return np.where(declared, -1.0, 1.0)
+
+
+def _orient_rows(comp: dict[str, np.ndarray], sign_convention: str,
+                 lower_is_better: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+    return (orientation(comp["r_a"], sign_convention, comp["measure_a"], lower_is_better),
+            orientation(comp["r_b"], sign_convention, comp["measure_b"], lower_is_better))
+
+
+def comparison_uniforms(comp: Mapping[str, np.ndarray], level: str,
+                        random_state: int | None) -> np.ndarray:
+    """One Uniform(0, 1) per comparison, a function of its names (level, criterion, measure a,
+    measure b) and the seed only: a comparison's randomised p-value does not change when other
+    measures join the run. A 64-bit BLAKE2b hash of the names is mixed with the seed by the
+    SplitMix64 finaliser (Steele et al. 2014); ``random_state=None`` draws a fresh seed."""
+    import hashlib
+
+    seed = (np.random.default_rng().integers(2**63) if random_state is None
+            else int(random_state))
+    keys = np.array([int.from_bytes(hashlib.blake2b(
+        "\x1f".join((level, str(c), str(a), str(b))).encode(), digest_size=8).digest(), "little")
+        for c, a, b in zip(comp["criterion"], comp["measure_a"], comp["measure_b"])],
+        dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = keys ^ np.uint64(seed % 2**64) * np.uint64(0x9E3779B97F4A7C15)
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str, method: str,
@@ -146,15 +217,17 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                  confidence_level: float = 0.95, n_resamples: int = 1000,
                  n_permutations: int = 1000, resample_by: str = "prompts",
                  permutation_unit: str = "prompt", random_state: int | None = 0,
-                 nan_policy: str = "raise", tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+                 nan_policy: str = "raise", tie_rtol: float = 1e-12,
+                 lower_is_better: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
     """Run ``test`` (not ``paper``/``williams``, which `meta_evaluate` runs with
     `williams_test`) on the comparison rows of one level and add the effect size.
 
     ``comp`` holds arrays ``criterion, measure_a, measure_b, r_a, r_b, r_ab, n``. Returns arrays
     ``t`` (the statistic: z, or the observed difference for resampling tests), ``p``,
     ``statistic_kind``, ``delta``, ``ci_low``, ``ci_high``, ``ci_method``, ``test_reason``.
+    ``lower_is_better``: measures reversed under the ``"raw"`` sign convention (`orientation`).
     """
-    sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
+    sa, sb = _orient_rows(comp, sign_convention, lower_is_better)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
     out = {"t": np.full(size, np.nan), "p": np.full(size, np.nan),
@@ -167,23 +240,33 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
         out.update(t=z, p=p, statistic_kind=np.full(size, "z", dtype=object))
     elif test == "bootstrap":
         boot = _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by,
-                          random_state, confidence_level, alternative)
+                          random_state, confidence_level, alternative, tie_rtol)
         out.update(t=delta, p=boot["p"], statistic_kind=np.full(size, "delta", dtype=object),
                    test_reason=boot["reason"])
     elif test == "permutation":
         out.update(_permutation(wide, comp, level, method, permutation_unit, n_permutations,
-                                alternative, random_state))
+                                alternative, random_state, tie_rtol, sign_convention,
+                                lower_is_better))
     elif test == "permutation-random":
         try:
-            out.update(system_permutation(wide, comp, sa, sb, method, alternative,
-                                          n_permutations, random_state, tie_rtol))
+            perm = system_permutation(wide, comp, sa, sb, method, alternative, n_permutations,
+                                      random_state, tie_rtol, confidence_level)
         except InputError as exc:  # missing scores: the rows say why, the rest still runs
             out["test_reason"] = np.full(size, str(exc), dtype=object)
+        else:
+            # the interval of the test's own swaps (one comparison, one story: see
+            # `system_permutation`), not a bootstrap of another resampling scheme
+            interval = {k: perm.pop(k) for k in ("ci_low", "ci_high")}
+            out.update(perm)
+            out.update(delta=delta, **interval, ci_reason=np.full(size, "", dtype=object),
+                       ci_method=np.full(size, PERMUTATION_INTERVAL.format(
+                           n=n_permutations, cl=confidence_level), dtype=object))
+            return out
     out.update(effect_sizes(wide, comp, level=level, method=method, test=test,
                             sign_convention=sign_convention, confidence_level=confidence_level,
                             n_resamples=n_resamples, resample_by=resample_by,
                             random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol,
-                            estimate=est))
+                            estimate=est, lower_is_better=lower_is_better))
     return out
 
 
@@ -192,20 +275,22 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                  n_resamples: int = 1000, resample_by: str = "prompts",
                  random_state: int | None = 0, nan_policy: str = "raise",
                  tie_rtol: float = 1e-12,
-                 estimate: DiffEstimate | None = None) -> dict[str, np.ndarray]:
+                 estimate: DiffEstimate | None = None,
+                 lower_is_better: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
     """``delta`` and its confidence interval ``ci_low, ci_high`` (method in ``ci_method``) for
     every comparison row, whatever the test (see the module doc). ``estimate``: the rows'
     U-statistic or jackknife estimate when the test (``test``) already computed it."""
-    sa, sb = _orient(comp["r_a"], sign_convention), _orient(comp["r_b"], sign_convention)
+    sa, sb = _orient_rows(comp, sign_convention, lower_is_better)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
     ci_reason = np.full(size, "", dtype=object)
-    if method == "pearson" and test != "bootstrap":
+    if method == "pearson" and test not in ("bootstrap", "jackknife"):
         low, high = zou_ci(sa * comp["r_a"], sb * comp["r_b"], sa * sb * comp["r_ab"],
                            comp["n"], confidence_level)
         kind = f"Zou (2007), Fisher z, n = {'systems' if level == 'system' else 'stories'}"
     elif level == "overall" and test != "bootstrap":
-        name = "ustat" if method == "kendall_b" else "jackknife"
+        # the interval of the test when it is a normal test (one procedure, one story)
+        name = "ustat" if method == "kendall_b" and test != "jackknife" else "jackknife"
         est = (estimate if estimate is not None and test == name else
                _normal_estimates(wide, comp, sa, sb, level, method, name, nan_policy, tie_rtol))
         _, _, low, high = normal_test(est, "two-sided", confidence_level)
@@ -213,7 +298,7 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                 else "jackknife normal interval")
     else:
         boot = _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by,
-                          random_state, confidence_level, "two-sided")
+                          random_state, confidence_level, "two-sided", tie_rtol)
         low, high = boot["low"], boot["high"]
         kind = f"bootstrap percentile ({n_resamples} resamples of {resample_by})"
         why = np.asarray(boot["reason"], dtype=object).astype(str)
@@ -247,7 +332,9 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
     ib = np.array([pos[c] for c in comp["measure_b"]])
     size = len(ih)
     delta, se = np.full(size, np.nan), np.full(size, np.nan)
-    complete = ~np.isnan(X[:, ih]).any(0) & ~np.isnan(X[:, ia]).any(0) & ~np.isnan(X[:, ib]).any(0)
+    # per column, not per comparison: X[:, ih] would be a stories x comparisons copy
+    gaps = np.isnan(X).any(0)
+    complete = ~(gaps[ih] | gaps[ia] | gaps[ib])
 
     def run(rows, items=slice(None)):
         h = X[items][:, ih[rows]].T
@@ -258,16 +345,12 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
         return jackknife_diff(h, a, b, method)
 
     full = np.flatnonzero(complete)
-    n = X.shape[0]
     if test == "ustat":
         est = _ustat_shared(X, ih[full], ia[full], ib[full], sa[full], sb[full])
         delta[full], se[full] = est.delta, est.se
     else:
-        step = max(1, int(2e7 // max(n * n, 1)))
-        for start in range(0, len(full), step):
-            rows = full[start:start + step]
-            est = run(rows)
-            delta[rows], se[rows] = est.delta, est.se
+        est = _jackknife_shared(X, ih[full], ia[full], ib[full], sa[full], sb[full], method)
+        delta[full], se[full] = est.delta, est.se
     if nan_policy != "propagate":
         for row in np.flatnonzero(~complete):  # pairwise deletion: one row at a time
             keep = ~np.isnan(X[:, [ih[row], ia[row], ib[row]]]).any(1)
@@ -277,31 +360,57 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
     return DiffEstimate(delta, se)
 
 
+def _shared_pairs(ih: np.ndarray, ia: np.ndarray, ib: np.ndarray):
+    """The distinct (criterion, measure) column pairs of the comparisons, and each comparison's
+    pair of a and of b."""
+    keys = np.concatenate([np.stack([ih, ia], 1), np.stack([ih, ib], 1)])
+    pairs, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    return pairs, inverse[:len(ih)], inverse[len(ih):]
+
+
+def _jackknife_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                      sa: np.ndarray, sb: np.ndarray, method: str) -> DiffEstimate:
+    """`jackknife_diff` of many comparisons on complete columns of ``X``: the leave-one-out
+    coefficients of each distinct (criterion, measure) pair once, then one Gram matrix per
+    criterion (`storyeval.compare.dependent_batch`); an orientation of -1 negates a measure's
+    coefficients."""
+    from storyeval.compare.dependent import _kendall_loo, _pearson_loo, _spearman_loo
+
+    pairs, ka, kb = _shared_pairs(ih, ia, ib)
+    n = X.shape[0]
+    full, loo = np.empty(len(pairs)), np.empty((len(pairs), n))
+    step = max(1, int(2e7 // max(n * (n if method == "spearman" else 64), 1)))
+    for lo in range(0, len(pairs), step):
+        sl = slice(lo, lo + step)
+        h, x = X[:, pairs[sl, 0]].T, X[:, pairs[sl, 1]].T
+        if method in ("kendall_b", "kendall_c"):
+            full[sl], loo[sl] = _kendall_loo(h, x, method)
+        elif method == "pearson":
+            full[sl], loo[sl] = _pearson_loo(h, x)
+        else:
+            full[sl], loo[sl] = _spearman_loo(h, x)
+    return jackknife_gram_estimates(full, loo, pairs[:, 0], ka, kb, sa, sb)
+
+
 def _ustat_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                   sa: np.ndarray, sb: np.ndarray) -> DiffEstimate:
     """`ustat_diff` of many comparisons on complete columns of ``X`` (items x columns): the
     Kendall rows of each distinct (criterion, measure) pair and the untied counts of each
     column are computed once (HANNA's 50,232 all-pairs tests share 1,188 pairs), then combined
     per comparison in chunks; an orientation of -1 negates a measure's rows."""
-    n = X.shape[0]
-    keys = np.concatenate([np.stack([ih, ia], 1), np.stack([ih, ib], 1)])
-    pairs, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    ka, kb = inverse[:len(ih)], inverse[len(ih):]
+    pairs, ka, kb = _shared_pairs(ih, ia, ib)
     columns = np.unique(np.concatenate([ih, ia, ib]))
     where = np.zeros(X.shape[1], dtype=np.int64)
     where[columns] = np.arange(len(columns))
     # each column sorted once for all its pairs and for its untied counts
     rows, untied = shared_kendall_rows(X[:, columns], where[pairs[:, 0]], where[pairs[:, 1]])
-    delta, se = np.empty(len(ih)), np.empty(len(ih))
-    step = max(1, int(4e6 // max(n, 1)))
-    for start in range(0, len(ih), step):
-        sl = slice(start, start + step)
-        est = ustat_diff_from_rows(sa[sl, None] * rows[ka[sl]], sb[sl, None] * rows[kb[sl]],
-                                   untied[where[ih[sl]]], untied[where[ia[sl]]],
-                                   untied[where[ib[sl]]])
-        delta[sl], se[sl] = est.delta, est.se
-    return DiffEstimate(delta, se)
+    # each pair's linearised rows once (in place of its Kendall rows: memory stays at the
+    # pairs' rows), then one Gram matrix per criterion for every comparison
+    # (`storyeval.compare.dependent_batch`)
+    tau, L = linearised_rows(rows, untied[where[pairs[:, 0]]], untied[where[pairs[:, 1]]])
+    del rows
+    return ustat_gram_estimates(tau, L, pairs[:, 0], ka, kb, sa, sb)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -318,7 +427,7 @@ def _pairs(comp) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray]:
 
 
 def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, random_state,
-               confidence_level, alternative) -> dict[str, np.ndarray]:
+               confidence_level, alternative, tie_rtol=1e-12) -> dict[str, np.ndarray]:
     """Paired bootstrap of every row's difference from one set of resamples (the engine of
     `storyeval.resample.bootstrap`): p-value and percentile interval."""
     from storyeval.resample._common import quantile_columns
@@ -333,7 +442,8 @@ def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, rand
             _, theta = bootstrap_correlations(wide, pairs, level=level, method=method,
                                               n_resamples=n_resamples, resample_by=resample_by,
                                               random_state=random_state,
-                                              return_distribution=True, show_progress=False)
+                                              return_distribution=True, show_progress=False,
+                                              tie_rtol=tie_rtol)
     except InputError as exc:
         nan = np.full(size, np.nan)
         return {"p": nan, "low": nan, "high": nan,
@@ -356,9 +466,13 @@ def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, rand
     return {"p": np.where(B > 0, p, np.nan), "low": low, "high": high, "reason": reason}
 
 
-def _permutation(wide, comp, level, method, unit, n_permutations, alternative,
-                 random_state) -> dict[str, np.ndarray]:
+def _permutation(wide, comp, level, method, unit, n_permutations, alternative, random_state,
+                 tie_rtol, sign_convention, lower_is_better) -> dict[str, np.ndarray]:
     from storyeval.resample.permutation import permutation_pvalues
+
+    paper = sign_convention == "paper"
+    if not paper and lower_is_better:  # the declared orientation, fixed before the test
+        wide = oriented_wide(wide, lower_is_better)
 
     frame = pd.DataFrame({"criterion": comp["criterion"], "measure_a": comp["measure_a"],
                           "measure_b": comp["measure_b"], "level": level})
@@ -368,11 +482,22 @@ def _permutation(wide, comp, level, method, unit, n_permutations, alternative,
             warnings.simplefilter("ignore", StoryevalWarning)
             res = permutation_pvalues(wide, frame, method=method, unit={level: unit},
                                       n_permutations=n_permutations, alternative=alternative,
-                                      random_state=random_state)
+                                      random_state=random_state, tie_rtol=tie_rtol,
+                                      orient=paper)
     except InputError as exc:
         return {"test_reason": np.full(size, f"no permutation test: {exc}", dtype=object)}
     return {"t": res["perm_delta"].to_numpy(dtype=float), "p": res["perm_p"].to_numpy(dtype=float),
             "statistic_kind": np.full(size, "delta", dtype=object)}
+
+
+def oriented_wide(wide: pd.DataFrame, lower_is_better: frozenset[str]) -> pd.DataFrame:
+    """``wide`` with the columns declared lower-is-better negated (a copy)."""
+    cols = [c for c in wide.columns if c in lower_is_better]
+    if not cols:
+        return wide
+    out = wide.copy()
+    out[cols] = -out[cols]
+    return out
 
 
 def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
@@ -393,10 +518,22 @@ def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
     return sums, count
 
 
+def _system_means(wide: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """(S, K) system means of ``columns`` as the reported system-level correlations compute
+    them (`storyeval.correlation.levels.level_data`, before the tie rule), systems in sorted
+    order."""
+    from storyeval.correlation.levels import level_data
+
+    frame = cast("pd.DataFrame", level_data(wide, columns, level="system", tie_rtol=0.0))
+    order = np.argsort(frame.index.astype(str).to_numpy(), kind="stable")
+    return frame.to_numpy(dtype=np.float64)[order]
+
+
 def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.ndarray,
                        sb: np.ndarray, method: str, alternative: str = "two-sided",
                        n_permutations: int = 1000, random_state: int | None = 0,
-                       tie_rtol: float = 1e-12) -> dict[str, np.ndarray]:
+                       tie_rtol: float = 1e-12,
+                       confidence_level: float = 0.95) -> dict[str, np.ndarray]:
     """System-level paired permutation test with random tie-breaking (``permutation-random``).
 
     Every permutation swaps a's and b's (z-scored, oriented) scores on all stories of a random
@@ -412,7 +549,18 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     observed difference are frequent (counting them as extreme, as ``permutation`` does, makes
     the test conservative). ``"greater"``/``"less"`` compare signed differences. Needs no
     complete system x prompt grid; missing scores are not allowed (stories with one are an
-    error). Seeded by ``random_state``: masks first, then the tie-breaking uniforms.
+    error). The masks are drawn from ``random_state`` alone (they depend on the seed and the
+    number of prompts, not on the measures) and the tie-breaking uniform of each row is
+    `comparison_uniforms` of its names: a row's p-value is the same whatever other measures are
+    compared in the run.
+
+    The interval ``ci_low, ci_high`` inverts the same test: ``delta +- d_(k)`` with ``d_(k)``
+    the ``k = ceil(confidence_level (N + 1))``-th smallest ``|delta*|`` (infinite when
+    ``k > N``), i.e. the differences a two-sided test of this size would not reject, assuming
+    the permutation distribution of ``delta*`` describes ``delta`` minus its true value (a
+    location-shift pivot). It resamples what the test resamples (prompts, systems fixed) in the
+    same orientation, so that p < 1 - confidence_level and an interval excluding 0 agree up to
+    the random tie-breaking (measured in benchmarks/bench_calibration.py).
     """
     from storyeval.correlation.resampled import direct
     from storyeval.correlation.ties import tie_values
@@ -425,8 +573,17 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     z = values.copy()
     measures = [c for c in cols if c not in set(comp["criterion"])]
     sd = z[measures].std(ddof=0).replace(0, 1.0)
-    z[measures] = (z[measures] - z[measures].mean()) / sd
+    mu = z[measures].mean()
+    z[measures] = (z[measures] - mu) / sd
     sums, count = _prompt_sums(z, cols)
+    # the tie rule is relative, so the swapped system means are mapped back to the scale of
+    # the measure they stand for (a positive affine map: no coefficient changes otherwise),
+    # and the identity arrangement is the reported data's own system means
+    scale = pd.Series(1.0, index=cols)
+    shift = pd.Series(0.0, index=cols)
+    scale[measures], shift[measures] = sd, mu
+    scale, shift = scale.to_numpy(), shift.to_numpy()
+    observed_means = _system_means(wide, cols)
     pos = {c: k for k, c in enumerate(cols)}
     ih = np.array([pos[c] for c in comp["criterion"]])
     ia = np.array([pos[c] for c in comp["measure_a"]])
@@ -446,11 +603,15 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         rows = slice(start, min(size, start + step))
         a_s = mean[:, ia[rows]] * sa[rows]
         b_s = mean[:, ib[rows]] * sb[rows]
-        shift = swapped[:, :, ib[rows]] * sb[rows] - swapped[:, :, ia[rows]] * sa[rows]
-        A = tie_values(a_s[None] + shift, "system", axis=1, rtol=tie_rtol)
-        Bm = tie_values(b_s[None] + (-shift), "system", axis=1, rtol=tie_rtol)
-        H = np.broadcast_to(tie_values(mean[:, ih[rows]], "system", axis=0, rtol=tie_rtol)[None],
-                            A.shape)
+        move = swapped[:, :, ib[rows]] * sb[rows] - swapped[:, :, ia[rows]] * sa[rows]
+        A = (a_s[None] + move) * scale[ia[rows]] + sa[rows] * shift[ia[rows]]
+        Bm = (b_s[None] - move) * scale[ib[rows]] + sb[rows] * shift[ib[rows]]
+        A[0] = observed_means[:, ia[rows]] * sa[rows]
+        Bm[0] = observed_means[:, ib[rows]] * sb[rows]
+        A = tie_values(A, "system", axis=1, rtol=tie_rtol)
+        Bm = tie_values(Bm, "system", axis=1, rtol=tie_rtol)
+        H = np.broadcast_to(tie_values(observed_means[:, ih[rows]], "system", axis=0,
+                                       rtol=tie_rtol)[None], A.shape)
         V = np.stack([H, A, Bm], axis=-1).transpose(0, 2, 1, 3)  # (N+1, R, S, 3)
         r = direct(V, np.ones(S), np.array([1, 2]), np.array([0, 0]), method)  # (N+1, R, 2)
         deltas[:, rows] = r[..., 0] - r[..., 1]
@@ -463,10 +624,26 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         obs, dist = -observed, -perm
     more = (dist > obs + _TOL).sum(0)
     tied = (np.abs(dist - obs) <= _TOL).sum(0)
-    u = rng.random(size)
+    u = comparison_uniforms(comp, "system", random_state)
     p = (more + u * (1 + tied)) / (n_permutations + 1)
     ok = np.isfinite(observed)
-    return {"t": observed, "p": np.where(ok, p, np.nan),
+    low, high = _permutation_interval(observed, perm, confidence_level)
+    return {"t": observed, "p": np.where(ok, p, np.nan), "ci_low": low, "ci_high": high,
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
             .astype(object)}
+
+
+def _permutation_interval(observed: np.ndarray, perm: np.ndarray,
+                          confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """``observed +- d_(k)``, ``d_(k)`` the k-th smallest ``|delta*|`` of each column,
+    ``k = ceil(confidence_level (N + 1))`` (see `system_permutation`)."""
+    n = perm.shape[0]
+    k = math.ceil(confidence_level * (n + 1) - 1e-9)
+    with np.errstate(invalid="ignore"):
+        spread = (np.full(perm.shape[1], np.inf) if k > n
+                  else np.partition(np.abs(perm), k - 1, axis=0)[k - 1])
+    spread = np.where(np.isfinite(observed), spread, np.nan)
+    low, high = observed - spread, observed + spread
+    # a bound equal to 0 in exact arithmetic (|delta| tied with the quantile) prints as 0
+    return np.where(np.abs(low) <= _TOL, 0.0, low), np.where(np.abs(high) <= _TOL, 0.0, high)

@@ -37,7 +37,7 @@ import numpy as np
 
 # One tie rule for point estimates and resamples (storyeval.correlation.ties).
 from storyeval.correlation.kernel import scale_to_unit
-from storyeval.correlation.ties import tie_values
+from storyeval.correlation.ties import TIE_RTOL, tie_values
 
 
 class OverallStatistic(Protocol):
@@ -188,8 +188,11 @@ def direct(V: np.ndarray, w: np.ndarray, ia: np.ndarray, ic: np.ndarray, method:
     return _weighted_pearson_cols(R, w, ia, ic)
 
 
-def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallStatistic | None = None):
-    """(B, M) coefficients at a level for multiplicities cS (B, S), cP (B, P)."""
+def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallStatistic | None = None,
+                    tie_rtol: float = TIE_RTOL):
+    """(B, M) coefficients at a level for multiplicities cS (B, S), cP (B, P); the system
+    means of every resample are snapped with ``tie_rtol`` (the tie rule of the point
+    estimate)."""
     S, P, K = X.shape
     cS = np.asarray(cS, dtype=np.float64)
     cP = np.asarray(cP, dtype=np.float64)
@@ -209,7 +212,7 @@ def level_statistic(X, ia, ic, method, level, cS, cP, *, kernel: OverallStatisti
             for start in range(0, B, step):
                 sl = slice(start, start + step)
                 means = (cP[sl] @ XP).reshape(-1, S, K) / cP[sl].sum(axis=1)[:, None, None]
-                means = tie_values(means, "system", axis=1)
+                means = tie_values(means, "system", axis=1, rtol=tie_rtol)
                 out[sl] = direct(means, cS[sl], ia, ic, method)
         return out
     # prompt level: within-prompt coefficient over systems (weights cS), mean over prompts (cP)

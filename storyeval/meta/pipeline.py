@@ -25,10 +25,13 @@ import pandas as pd
 from storyeval.compare.multitest import adjust_frame, family_sizes, warn_single_test_families
 from storyeval.compare.procedures import (
     CALIBRATED_LEVEL,
+    MIN_SYSTEMS,
+    MIN_SYSTEMS_REASON,
     PAPER_LEVEL,
     TEST_DESCRIPTIONS,
     compare_rows,
     effect_sizes,
+    resolve_sign_convention,
     resolve_tests,
 )
 from storyeval.compare.williams import WILLIAMS_NOTE, williams_test
@@ -59,7 +62,7 @@ COEFFICIENT_DESCRIPTIONS = {
     "spearman": "Spearman rho (Pearson r of average ranks)",
 }
 WILLIAMS_LEVELS = ("overall", "system")
-FAMILIES = ("paper", "criterion", "level", "all")
+FAMILIES = ("auto", "paper", "criterion", "level", "all")
 WILLIAMS_COLUMNS = [
     "level", "criterion", "measure_a", "measure_b", "r_a", "r_b", "r_ab", "n", "t", "p",
     "p_adjusted", "family", "rater_a", "rater_b", "coefficient", "alternative", "hypothesis",
@@ -231,6 +234,9 @@ class MetaResult:
         if self._families_checked:
             return False
         self._families_checked = True
+        chosen = self.settings.get("williams", {})
+        if chosen.get("family_requested") == "auto" and chosen.get("family") == "criterion":
+            return False  # the default family on user data: one comparison per criterion
         method = self.settings.get("williams", {}).get("adjustment", "bh")
         return warn_single_test_families(self.williams, method, sizes=self.family_sizes())
 
@@ -264,10 +270,11 @@ def meta_evaluate(
     nan_policy: str = "raise",
     tie_rtol: float = TIE_RTOL,
     adjust: str = "bh",
-    family: str | Sequence[str] = "paper",
+    family: str | Sequence[str] = "auto",
     alternative: str | None = None,
     direction: str | None = None,
-    sign_convention: str = "paper",
+    sign_convention: str = "auto",
+    lower_is_better: str | Sequence[str] = (),
     test: str | dict[str, str] = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
@@ -316,9 +323,12 @@ def meta_evaluate(
         arithmetic stay tied whatever the floating-point summation order); 0 keeps raw means.
     adjust : {"bh", "by", "bonferroni", "holm", "none"}, default "bh"
         Multiple-comparison adjustment of the Williams p-values.
-    family : {"paper", "criterion", "level", "all"} or sequence of column names, default "paper"
+    family : {"auto", "paper", "criterion", "level", "all"} or sequence of column names, default "auto"
         Family of the adjustment. ``"paper"``: for each compared pair of raters, its criteria,
-        per level (the HANNA figure). Written into the ``family`` column.
+        per level (the HANNA figure). ``"criterion"``: all comparisons of a criterion at a
+        level. ``"auto"``: ``"paper"`` on a dataset whose default test is the paper's (the
+        embedded HANNA data), else ``"criterion"`` (its measured family-wise error under a
+        global null is in the docs page "Which test?"). Written into the ``family`` column.
     alternative : {"greater", "less", "two-sided"}, optional
         Alternative hypothesis. Default: the test's (``"paper"``: one-sided ``"greater"``;
         every other test ``"two-sided"``).
@@ -328,23 +338,37 @@ def meta_evaluate(
         ``"fixed"``: the reference (or the first rater of a pair) against the other. Default:
         the test's (``"paper"``: ``"larger"``, others ``"fixed"``; only the Williams tests
         accept ``"larger"``).
-    sign_convention : {"paper", "raw"}, default "paper"
-        ``"paper"``: absolute correlations, so that a lower-is-better measure is compared by
-        the strength of its association; ``"raw"``: signed correlations.
+    sign_convention : {"auto", "paper", "raw"}, default "auto"
+        ``"paper"``: absolute correlations (each measure oriented by the sign of its *sample*
+        correlation, chosen after seeing the data), so that a lower-is-better measure is
+        compared by the strength of its association; ``"raw"``: signed correlations, a measure
+        reversed only when declared in ``lower_is_better``. ``"auto"``: ``"paper"`` on a
+        dataset whose default test is the paper's (the HANNA reproduction), else ``"raw"``
+        (orienting after seeing the data makes the calibrated tests conservative: docs page
+        "Which test?").
+    lower_is_better : str or sequence of str, default ()
+        Measures (specifications as ``measures``) where a lower score is better, declared in
+        advance: under the ``"raw"`` convention their scores are negated before every
+        comparison (``delta = -r(h, a) - r(h, b)`` when a is one). Correlation tables keep the
+        signed values.
     test : str or dict, default "auto"
         The comparison test (`storyeval.compare.procedures.TESTS`), or one per level
         (``{"overall": "ustat", "system": "permutation-random"}``). ``"auto"``: on the embedded
         HANNA data ``"paper"`` (Williams, one-sided, direction of the larger |r|: the
         reproduction); on any other data the calibrated default
         (`storyeval.compare.procedures.calibrated_test`), two-sided, whose measured type-I error
-        lies within [0.04, 0.06] at nominal 0.05 (docs page "Which test?").
+        lies within [0.039, 0.061] at nominal 0.05 in every simulated cell for tau-b and Pearson
+        (docs page "Which test?").
     confidence_level : float, default 0.95
         Of the interval of every difference of correlations (``ci_low``, ``ci_high``).
     n_resamples, n_permutations : int, default 1000
-        Bootstrap resamples (test ``"bootstrap"`` and the system-level intervals of rank
-        coefficients) and permutations (permutation tests).
+        Bootstrap resamples (test ``"bootstrap"``, and the intervals of tests without one of
+        their own, e.g. ``"permutation"`` at the system level) and permutations (permutation
+        tests; ``"permutation-random"``'s interval comes from the same permutations).
     resample_by : {"prompts", "systems", "both"}, default "prompts"
-        What the bootstrap resamples.
+        What the bootstrap resamples: ``"prompts"`` holds the systems fixed (the difference
+        for these systems); ``"systems"`` or ``"both"`` treat the systems as a sample (the
+        difference in a population of systems; docs page "Which test?").
     permutation_unit : {"prompt", "system", "story"}, default "prompt"
         What test ``"permutation"`` swaps.
     random_state : int, optional, default 0
@@ -375,6 +399,10 @@ def meta_evaluate(
             if ref_rater is not None else {})
     wide = dataset.wide()
     info = catalogue.set_index("measure")
+    convention = resolve_sign_convention(sign_convention, dataset.default_test)
+    lower = _lower_is_better(catalogue, lower_is_better, dataset, convention)
+    requested_family = family if isinstance(family, str) else list(family)
+    family = _resolve_family(family, dataset.default_test)
 
     corr_frames, tests = [], []
     xs = list(dict.fromkeys([*pairs["measure"], *refs.values()]))
@@ -385,6 +413,8 @@ def meta_evaluate(
         ys = list(dict.fromkeys([*crits, *partners]))
         grid = correlation_grid(wide, xs, ys, level=level, method=method,
                                 nan_policy=nan_policy, tie_rtol=tie_rtol)
+        if level == "system":
+            grid = _require_systems(grid)
         corr_frames.append(_level_correlations(grid, pairs))
         if tested:
             tests.append(_williams_level(grid, pairs, refs))
@@ -392,8 +422,8 @@ def meta_evaluate(
     tested_levels = [lev for lev in levels if lev in WILLIAMS_LEVELS]
     options = _TestOptions(
         tests=resolve_tests(test, tested_levels, method, dataset.default_test), method=method,
-        alternative=alternative, direction=direction, sign_convention=sign_convention,
-        confidence_level=confidence_level, n_resamples=n_resamples,
+        alternative=alternative, direction=direction, sign_convention=convention,
+        lower_is_better=lower, confidence_level=confidence_level, n_resamples=n_resamples,
         n_permutations=n_permutations, resample_by=resample_by,
         permutation_unit=permutation_unit, random_state=random_state, nan_policy=nan_policy,
         tie_rtol=tie_rtol)
@@ -403,7 +433,45 @@ def meta_evaluate(
                          include_human_stories, llm_criteria, nan_policy, adjust, family,
                          options)
     settings["tie_rtol"] = tie_rtol
+    settings["williams"]["lower_is_better"] = sorted(lower)
+    settings["williams"]["family_requested"] = requested_family
     return MetaResult(correlations, baseline, williams, settings, dataset=dataset)
+
+
+def _resolve_family(family: str | Sequence[str], default_test: str | None,
+                    ) -> str | Sequence[str]:
+    """``"auto"``: the paper's family for its reproduction, else all comparisons of a criterion
+    at a level (on user data all pairs are compared, and the paper's family, one pair's
+    criteria, leaves the pairs unadjusted: 39% family-wise error with 6 metrics and one
+    criterion, docs page "Which test?")."""
+    if isinstance(family, str) and family == "auto":
+        return "paper" if default_test == "paper" else "criterion"
+    return family
+
+
+def _lower_is_better(catalogue: pd.DataFrame, spec: str | Sequence[str], dataset: Dataset,
+                     convention: str) -> frozenset[str]:
+    """The measures declared lower-is-better (resolved like ``measures``)."""
+    if isinstance(spec, str):
+        spec = [s for s in spec.split(",") if s.strip()] if spec else []
+    if not spec:
+        return frozenset()
+    if convention == "paper":
+        raise InputError("lower_is_better (--lower-is-better) orients measures under the 'raw' "
+                         "sign convention; the 'paper' convention orients every measure by the "
+                         "sign of its sample correlation")
+    return frozenset(select_measures(catalogue, list(spec), presets=dataset.presets))
+
+
+def _require_systems(grid: CorrelationGrid) -> CorrelationGrid:
+    """System-level coefficients of fewer than `MIN_SYSTEMS` systems are NaN with a reason."""
+    few = grid.n < MIN_SYSTEMS
+    if not few.any():
+        return grid
+    from dataclasses import replace
+
+    reason = np.where(few, MIN_SYSTEMS_REASON, grid.reason)
+    return replace(grid, value=np.where(few, np.nan, grid.value), reason=reason)
 
 
 def _check_dataset(dataset: object) -> Dataset:
@@ -558,6 +626,7 @@ class _TestOptions:
     alternative: str | None
     direction: str | None
     sign_convention: str
+    lower_is_better: frozenset[str]
     confidence_level: float
     n_resamples: int
     n_permutations: int
@@ -610,12 +679,14 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
     alternative, direction = options.alternative_for(level), options.direction_for(level)
     size = len(comp["level"])
     shared = dict(level=level, method=method, sign_convention=options.sign_convention,
+                  lower_is_better=options.lower_is_better,
                   confidence_level=options.confidence_level, n_resamples=options.n_resamples,
                   resample_by=options.resample_by, random_state=options.random_state,
                   nan_policy=options.nan_policy, tie_rtol=options.tie_rtol)
     if test in ("paper", "williams"):
-        result = williams_test(comp["r_a"], comp["r_b"], comp["r_ab"], comp["n"],
-                               alternative=alternative, direction=direction,
+        sa, sb = _declared_signs(comp, options)
+        result = williams_test(sa * comp["r_a"], sb * comp["r_b"], sa * sb * comp["r_ab"],
+                               comp["n"], alternative=alternative, direction=direction,
                                sign_convention=options.sign_convention)
         out = dict(t=np.asarray(result.statistic, dtype=float),
                    p=np.asarray(result.pvalue, dtype=float),
@@ -637,6 +708,8 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
                    note=_constant("", size), delta=res["delta"], ci_low=res["ci_low"],
                    ci_high=res["ci_high"], ci_method=res["ci_method"],
                    ci_reason=res["ci_reason"])
+    if level == "system":
+        _drop_few_systems(out, comp)
     # an undefined interval says why in the row's reason (after the test's own reason)
     reason = np.asarray(out.pop("reason"), dtype=object).astype(str)
     extra = np.asarray(out.pop("ci_reason"), dtype=object).astype(str)
@@ -654,6 +727,33 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
         "sided": _constant("two-sided" if alternative == "two-sided" else "one-sided", size),
         "convention": _constant(options.convention(level), size),
     }
+
+
+def _declared_signs(comp: dict[str, np.ndarray], options: _TestOptions,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """+-1 of a and b under the 'raw' convention (declared lower-is-better measures reversed);
+    ones under 'paper' (the Williams test orients by the sample sign itself)."""
+    from storyeval.compare.procedures import orientation
+
+    if options.sign_convention == "paper":
+        one = np.ones(len(comp["r_a"]))
+        return one, one
+    return (orientation(comp["r_a"], "raw", comp["measure_a"], options.lower_is_better),
+            orientation(comp["r_b"], "raw", comp["measure_b"], options.lower_is_better))
+
+
+def _drop_few_systems(out: dict[str, np.ndarray], comp: dict[str, np.ndarray]) -> None:
+    """Rows of fewer than `MIN_SYSTEMS` systems: no statistic, p-value or interval, and the
+    reason (the test and interval reasons are replaced)."""
+    few = np.asarray(comp["n"]) < MIN_SYSTEMS
+    if not few.any():
+        return
+    for key in ("t", "p", "delta", "ci_low", "ci_high"):
+        out[key] = np.where(few, np.nan, np.asarray(out[key], dtype=float))
+    out["reason"] = np.where(few, MIN_SYSTEMS_REASON,
+                             np.asarray(out["reason"], dtype=object)).astype(object)
+    out["ci_reason"] = np.where(few, "", np.asarray(out["ci_reason"], dtype=object)
+                                ).astype(object)
 
 
 def measured_level_text(test: str, method: str, level: str) -> str:

@@ -62,11 +62,12 @@ def add_bootstrap_ci(
                 wide, pairs, level=level, method=result.settings["coefficient"],
                 n_resamples=n_resamples, resample_by=resample_by, ci_method=ci_method,
                 confidence_level=confidence_level, random_state=random_state,
-                show_progress=show_progress))
+                show_progress=show_progress, tie_rtol=_tie_rtol(result)))
         baseline = _baseline_intervals(result, wide, n_resamples=n_resamples,
                                        resample_by=resample_by, ci_method=ci_method,
                                        confidence_level=confidence_level,
-                                       random_state=random_state)
+                                       random_state=random_state,
+                                       tie_rtol=_tie_rtol(result))
     clusters = _clusters(wide, resample_by)
     few = few_clusters_message(clusters, ci_method)
     if few:
@@ -82,6 +83,14 @@ def add_bootstrap_ci(
     return replace(result, correlations=correlations, baseline=baseline, settings=settings)
 
 
+def _tie_rtol(result: MetaResult) -> float:
+    """The tie rule of the result's point estimates, so that every resampled statistic uses
+    the same one."""
+    from storyeval.correlation.ties import TIE_RTOL
+
+    return float(result.settings.get("tie_rtol", TIE_RTOL))
+
+
 def _clusters(wide: pd.DataFrame, resample_by: str) -> dict[str, int]:
     """How many prompts / systems the bootstrap resamples (the wide frame's complete grid)."""
     return cluster_counts(wide.index.unique("system").size, wide.index.unique("prompt_id").size,
@@ -90,7 +99,7 @@ def _clusters(wide: pd.DataFrame, resample_by: str) -> dict[str, int]:
 
 def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: int,
                         resample_by: str, ci_method: str, confidence_level: float,
-                        random_state: int | None) -> pd.DataFrame:
+                        random_state: int | None, tie_rtol: float) -> pd.DataFrame:
     """Percentile intervals of the human baseline, from the same resamples as the measures: per
     resample, the mean over annotators of corr(annotator i, target i) (target: the criterion
     mean for the upper bound, the mean of the others for leave-one-out). ``expanded``: at the
@@ -123,7 +132,7 @@ def _baseline_intervals(result: MetaResult, wide: pd.DataFrame, *, n_resamples: 
         _, theta = bootstrap_correlations(
             wide, pairs, level=level, method=result.settings["coefficient"],
             n_resamples=n_resamples, resample_by=resample_by, confidence_level=confidence_level,
-            random_state=random_state, return_distribution=True)
+            random_state=random_state, return_distribution=True, tie_rtol=tie_rtol)
         for index, cols in zip(part.index, groups):
             if cols:
                 means = theta[:, cols].mean(axis=1)
@@ -178,10 +187,17 @@ def add_permutation_pvalues(
     if result.williams.empty:
         return result
     will = result.williams
+    wide = _wide(result)
+    lower = result.settings["williams"].get("lower_is_better") or []
+    if lower:  # measures declared lower-is-better are compared negated, as in the tests
+        from storyeval.compare.procedures import oriented_wide
+
+        wide = oriented_wide(wide, frozenset(lower))
     perm = permutation_pvalues(
-        _wide(result), will[["criterion", "measure_a", "measure_b", "level"]],
+        wide, will[["criterion", "measure_a", "measure_b", "level"]],
         method=result.settings["coefficient"], unit=unit, n_permutations=n_permutations,
-        alternative=alternative, random_state=random_state)
+        alternative=alternative, random_state=random_state, tie_rtol=_tie_rtol(result),
+        orient=result.settings["williams"].get("sign_convention", "paper") == "paper")
     williams = will.copy()
     for column in ("perm_delta", "perm_p", "perm_unit", "perm_n"):
         williams[column] = perm[column].to_numpy()
@@ -211,7 +227,8 @@ def add_chance(
     wide = _wide(result)
     frames = [chance_baseline(wide, result.settings["criteria"], level=level,
                               method=result.settings["coefficient"], n_draws=n_draws,
-                              confidence_level=confidence_level, random_state=random_state)
+                              confidence_level=confidence_level, random_state=random_state,
+                              tie_rtol=_tie_rtol(result))
               for level in result.settings["levels"]]
     settings = {**result.settings, "chance": {"n_draws": n_draws,
                                               "confidence_level": confidence_level,

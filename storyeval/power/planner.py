@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from storyeval.compare.procedures import MIN_SYSTEMS
 from storyeval.exceptions import InputError
 from storyeval.power.batch import _coef, _perm_random, _pvalues
 from storyeval.power.model import (
@@ -242,7 +243,9 @@ def _check_grid(n: Any, level: str, test: str, prompts: int) -> list[int]:
         raise InputError(f"n (--n) must be whole numbers, not {n!r}") from None
     if len(out) != len(grid) or not out:
         raise InputError(f"n (--n) must be distinct whole numbers, not {n!r}")
-    low = 5 if test == "fisher-z" else (4 if level == "overall" else 3)
+    # the system-level minimum is meta's (`storyeval.compare.procedures.MIN_SYSTEMS`): fewer systems
+    # give a coefficient of +-1 or none, reported as NaN there and refused here
+    low = 5 if test == "fisher-z" else (4 if level == "overall" else MIN_SYSTEMS)
     if out[0] < low:
         raise InputError(f"n (--n) must be at least {low} {'systems' if level == 'system' else 'stories'}, "
                          f"not {out[0]}")
@@ -371,8 +374,8 @@ def pilot_correlations(data: Any, measures: tuple[str, str] | list[str], criteri
                          "needed to estimate the correlations")
     frame = level_data(sub, cols, level=level)
     X = np.asarray(frame, dtype=float)
-    if level == "system" and X.shape[0] < 3:
-        raise InputError("the pilot data have fewer than 3 systems: no system-level "
+    if level == "system" and X.shape[0] < MIN_SYSTEMS:
+        raise InputError(f"the pilot data have fewer than {MIN_SYSTEMS} systems: no system-level "
                          "correlation to estimate")
     h, a, b = X[:, 0], X[:, 1], X[:, 2]
     r_h1, r_h2, r_12 = (float(_coef(x[None], y[None], coef)[0]) for x, y in

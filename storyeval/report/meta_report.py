@@ -110,10 +110,22 @@ def family_text(result: MetaResult, level: str | None = None) -> str:
     parts = [_sizes_text(size) + ("" if level is not None else f" ({lev} level)")
              for lev, size in sizes.items()]
     text += ": " + ", ".join(parts)
-    if max(size["m_max"] for size in sizes.values()) <= 1:
+    untested = _untested(result, level)
+    if untested:
+        text += (f"; {untested} comparison{'s' if untested > 1 else ''} without a p-value "
+                 "left out of the adjustment")
+    if max(size["m_max"] for size in sizes.values()) == 1:
         text += ("; m = 1: the adjustment changes nothing; choose --family "
                  "criterion/level/all")
     return text
+
+
+def _untested(result: MetaResult, level: str | None) -> int:
+    """Comparisons (at ``level``, or all) whose p-value is undefined: not adjusted, not in m."""
+    tests = result.williams
+    if level is not None:
+        tests = tests[tests["level"] == level]
+    return int(tests["p"].isna().sum())
 
 
 def _sizes_text(size: dict[str, int]) -> str:
@@ -211,8 +223,15 @@ def comparison_lines(result: MetaResult) -> list[str]:
     if "effect_size" in w and not result.williams.empty and "ci_method" in result.williams:
         methods = result.williams.groupby("level", sort=False)["ci_method"].first()
         cl = w["effect_size"]["confidence_level"]
-        lines.append(f"effect size: delta = |r(h,a)| - |r(h,b)| (signed r under sign convention "
-                     f"'raw') with a {cl:.0%} interval: "
+        if w["sign_convention"] == "paper":
+            delta = "|r(h,a)| - |r(h,b)| (signed r under sign convention 'raw')"
+        else:
+            lower = w.get("lower_is_better") or []
+            delta = "r(h,a) - r(h,b)" + (
+                f" (declared lower-is-better, so negated: {', '.join(lower)})" if lower else
+                " (signed correlations; declare lower-is-better measures with "
+                "--lower-is-better)")
+        lines.append(f"effect size: delta = {delta} with a {cl:.0%} interval: "
                      + "; ".join(f"{lev}: {m}" for lev, m in methods.items()))
     return lines
 
@@ -352,8 +371,11 @@ def effect_caption(result: MetaResult, level: str) -> str:
     rows = will[will["level"] == level]
     method = rows["ci_method"].iloc[0] if "ci_method" in rows and len(rows) else ""
     cl = result.settings["williams"].get("effect_size", {}).get("confidence_level", 0.95)
-    return (f"difference of correlations with the human criterion, delta = |r(h,a)| - "
-            f"|r(h,b)| [{cl:.0%} CI: {method}], {result.settings['williams']['comparison']}, "
+    delta = ("|r(h,a)| - |r(h,b)|"
+             if result.settings["williams"].get("sign_convention", "paper") == "paper"
+             else "r(h,a) - r(h,b)")
+    return (f"difference of correlations with the human criterion, delta = {delta} "
+            f"[{cl:.0%} CI: {method}], {result.settings['williams']['comparison']}, "
             f"{level} level")
 
 

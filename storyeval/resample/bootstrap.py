@@ -13,6 +13,7 @@ from scipy.special import ndtr, ndtri
 from storyeval._progress import progress_bar
 from storyeval.correlation.resampled import level_statistic
 from storyeval.correlation.resampled_overall import OverallKernel
+from storyeval.correlation.ties import TIE_RTOL
 from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
 from storyeval.resample._common import (
     RESAMPLE_BY,
@@ -165,6 +166,7 @@ def bootstrap_correlations(
     random_state: int | np.random.Generator | None = None,
     return_distribution: bool = False,
     show_progress: bool | None = None,
+    tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame | tuple[pd.DataFrame, np.ndarray]:
     """Bootstrap confidence intervals for many (measure, criterion) correlations at one level.
 
@@ -198,6 +200,9 @@ def bootstrap_correlations(
         Also return the (n_resamples, n_pairs) replicate matrix, columns in ``pairs`` order.
     show_progress : bool, optional
         Progress bar (default: on a terminal only).
+    tie_rtol : float, default 1e-12
+        System means agreeing within this relative tolerance are ties, in every resample as in
+        the point estimate (`storyeval.correlation.ties`); the same value as the point estimate's.
 
     Returns
     -------
@@ -272,7 +277,8 @@ def bootstrap_correlations(
               if level == "overall" else None)
 
     def stat(cS, cP):
-        return level_statistic(grid.X, ia, ic, method, level, cS, cP, kernel=kernel)
+        return level_statistic(grid.X, ia, ic, method, level, cS, cP, kernel=kernel,
+                               tie_rtol=tie_rtol)
 
     S, P = grid.n_systems, grid.n_prompts
     theta_hat = stat(np.ones((1, S)), np.ones((1, P)))[0]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.correlation.resampled import _chunks, _prompt_mean, direct
+from storyeval.correlation.ties import TIE_RTOL
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.resample._common import check_confidence, check_method, check_positive_int
 from storyeval.resample._data import check_level
@@ -184,6 +185,7 @@ def chance_baseline(
     n_draws: int = 1000,
     confidence_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
+    tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame:
     """Chance baseline of each criterion at a level: the spread of its correlation with random
     measures, to print next to measured coefficients.
@@ -202,6 +204,9 @@ def chance_baseline(
         ``confidence_level`` quantile of ``|r|`` (a measured ``|r|`` below it is within chance).
     random_state : int or Generator, optional
         One generator for all criteria, in the order given.
+    tie_rtol : float, default 1e-12
+        The tie rule of the criterion's system means (`storyeval.correlation.ties`), as in the
+        measured correlations.
 
     Returns
     -------
@@ -229,7 +234,7 @@ def chance_baseline(
     if not criteria:
         raise InputError("criteria is empty")
     rng = np.random.default_rng(random_state)
-    data = level_data(wide, criteria, level=level)
+    data = level_data(wide, criteria, level=level, tie_rtol=tie_rtol)
     rows = []
     a = (1 - cl) / 2
     for k, crit in enumerate(criteria):

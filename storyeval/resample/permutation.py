@@ -18,7 +18,7 @@ from storyeval.correlation.resampled import (
     _safe_div,
     direct,
 )
-from storyeval.correlation.ties import tie_values
+from storyeval.correlation.ties import TIE_RTOL, tie_values
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.resample._common import ALTERNATIVES, check_method, check_positive_int
 from storyeval.resample._data import check_level, make_grid
@@ -178,6 +178,7 @@ def paired_permutation_test(
     standardize: bool = True,
     random_state: int | np.random.Generator | None = None,
     show_progress: bool | None = None,
+    tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame:
     """Paired permutation test: does ``measure_a`` correlate better with ``criterion`` than each
     measure b?
@@ -213,6 +214,9 @@ def paired_permutation_test(
         ``numpy.random.default_rng(random_state).random((n_permutations, n_units)) < 0.5`` are
         the swap masks, shared by every measure b.
     show_progress : bool, optional
+    tie_rtol : float, default 1e-12
+        The tie rule of the system means (`storyeval.correlation.ties`), in the observed and in every
+        permuted data set.
 
     Returns
     -------
@@ -284,7 +288,7 @@ def paired_permutation_test(
     Kb = K - 2
 
     # observed signed coefficients of every measure with the criterion
-    obs = _coefficients(X[..., 1:], X[..., 0], level, method)  # (K-1,)
+    obs = _coefficients(X[..., 1:], X[..., 0], level, method, tie_rtol)  # (K-1,)
     if standardize:
         flat = X[..., 1:].reshape(-1, K - 1)
         sd = flat.std(axis=0)
@@ -332,7 +336,8 @@ def paired_permutation_test(
                             dx = _distinct_present(Xs, np.ones(Xs.shape[:2]))
                             r[sub] = _tau_c(num[sub], dx, dist_z, n)
             else:
-                ra, rb = _swapped_coefficients(xa, Xb, z, m, unit, level, method)
+                ra, rb = _swapped_coefficients(xa, Xb, z, m, unit, level, method,
+                                                tie_rtol)
             if orient:
                 ra, rb = np.abs(ra), np.abs(rb)
             deltas[sl] = ra - rb
@@ -372,7 +377,8 @@ def paired_permutation_test(
     })
 
 
-def _coefficients(Xm: np.ndarray, z: np.ndarray, level: str, method: str) -> np.ndarray:
+def _coefficients(Xm: np.ndarray, z: np.ndarray, level: str, method: str,
+                  tie_rtol: float = TIE_RTOL) -> np.ndarray:
     """Signed coefficient of every column of Xm (S, P, K) with z (S, P) at a level."""
     S, P, K = Xm.shape
     if level == "overall" and method in ("kendall_b", "kendall_c"):
@@ -384,10 +390,11 @@ def _coefficients(Xm: np.ndarray, z: np.ndarray, level: str, method: str) -> np.
     V = np.concatenate([z[..., None], Xm], axis=2)
     ia = np.arange(1, K + 1)
     ic = np.zeros(K, dtype=np.int64)
-    return _level_coefficients(V[None], ia, ic, level, method)[0]
+    return _level_coefficients(V[None], ia, ic, level, method, tie_rtol)[0]
 
 
-def _level_coefficients(V: np.ndarray, ia, ic, level: str, method: str) -> np.ndarray:
+def _level_coefficients(V: np.ndarray, ia, ic, level: str, method: str,
+                        tie_rtol: float = TIE_RTOL) -> np.ndarray:
     """Coefficients for a batch of explicit data sets V (B, S, P, K) at a level -> (B, M)
     (overall Kendall is handled by the quadratic forms of ``_KendallOverall``)."""
     from storyeval.correlation.resampled import _weighted_pearson_cols
@@ -401,14 +408,14 @@ def _level_coefficients(V: np.ndarray, ia, ic, level: str, method: str) -> np.nd
             flat = rankdata(flat, axis=1)
         return _weighted_pearson_cols(flat, np.ones(S * P), ia, ic)
     if level == "system":
-        means = tie_values(V.mean(axis=2), "system", axis=1)  # the tie rule
+        means = tie_values(V.mean(axis=2), "system", axis=1, rtol=tie_rtol)  # the tie rule
         return direct(means, np.ones(S), ia, ic, method)
     per_prompt = scale_to_unit(V.transpose(0, 2, 1, 3), axis=2)  # exact; avoids underflow
     r = direct(per_prompt, np.ones(S), ia, ic, method)  # (B, P, M)
     return _prompt_mean(r, np.ones((B, P)))
 
 
-def _swapped_coefficients(xa, Xb, z, m, unit, level, method):
+def _swapped_coefficients(xa, Xb, z, m, unit, level, method, tie_rtol=TIE_RTOL):
     """Coefficients of the swapped a' and b' with z for masks m (B, U) -> two (B, Kb)."""
     S, P = xa.shape
     Kb = Xb.shape[2]
@@ -431,7 +438,7 @@ def _swapped_coefficients(xa, Xb, z, m, unit, level, method):
         b_sw = np.where(swap, xa[..., None], Xb)
         zz = np.broadcast_to(z[None, :, :, None], (a_sw.shape[0], S, P, 1))
         V = np.concatenate([zz, a_sw, b_sw], axis=3)
-        r = _level_coefficients(V, ia, ic, level, method)
+        r = _level_coefficients(V, ia, ic, level, method, tie_rtol)
         ra[sl], rb[sl] = r[:, :Kb], r[:, Kb:]
     return ra, rb
 
@@ -447,6 +454,7 @@ def permutation_pvalues(
     orient: bool = True,
     standardize: bool = True,
     random_state: int | None = None,
+    tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame:
     """Permutation p-values for a table of comparisons (e.g. the rows of the Williams tests).
 
@@ -465,6 +473,8 @@ def permutation_pvalues(
     random_state : int, optional
         Every (criterion, measure_a, level) group uses this seed, so the swap masks are shared
         across groups of the same level.
+    tie_rtol : float, default 1e-12
+        The tie rule of the system means (`storyeval.correlation.ties`).
 
     Returns
     -------
@@ -492,7 +502,8 @@ def permutation_pvalues(
         res = paired_permutation_test(wide, crit, a, bs, level=level, method=method,
                                       unit=units[level], n_permutations=n_permutations,
                                       alternative=alternative, orient=orient,
-                                      standardize=standardize, random_state=random_state)
+                                      standardize=standardize, random_state=random_state,
+                                      tie_rtol=tie_rtol)
         res = res.set_index("measure_b")
         out.loc[group.index, "perm_delta"] = res.loc[group["measure_b"], "delta"].to_numpy()
         out.loc[group.index, "perm_p"] = res.loc[group["measure_b"], "pvalue"].to_numpy()
