@@ -1,0 +1,5 @@
+"""Deprecated path: this module moved to `storyeval.correlation.kernel` (release 0.2)."""
+
+from storyeval._moved import forward
+
+__getattr__ = forward(__name__, "storyeval.correlation.kernel")
