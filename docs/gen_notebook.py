@@ -63,12 +63,12 @@ print(dataset)'''),
 result = storyeval.meta_evaluate(dataset, levels="overall,system")
 print(result)'''),
     ("`summary()` gives the facts and, per level and criterion, the measure with the largest "
-     "|r|, the human baseline and the Williams tests significant after adjustment:", '''\
+     "|r|, the human baseline and the comparison tests significant after adjustment:", '''\
 print(result.summary())'''),
     ("In Jupyter, the result's last-line display is an HTML table per level "
      "(`_repr_html_`): the correlation grid with the human baseline row.\n\n"
      "## 3. Every number as one tidy table\n\n`to_frame()` has one number per row: "
-     "correlations, the human baseline and the Williams tests, ready for `query`, `pivot` or "
+     "correlations, the human baseline and the comparison tests, ready for `query`, `pivot` or "
      "plotting:", '''\
 tidy = result.to_frame()
 print(tidy.groupby("table").size().to_string())

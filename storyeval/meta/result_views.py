@@ -40,7 +40,7 @@ def result_repr(result: MetaResult) -> str:
     return (f"<MetaResult {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
             f"{s.get('n_stories', '?')} stories; {n_measures} measures x "
             f"{len(s.get('criteria', []))} criteria; {s.get('coefficient', '?')} at {levels}; "
-            f"{len(result.williams)} Williams tests. "
+            f"{len(result.williams)} comparison tests. "
             ".summary(), .to_frame(), .correlations, .baseline, .williams>")
 
 
@@ -105,7 +105,8 @@ def _tidy_williams(will: pd.DataFrame) -> pd.DataFrame:
 
 def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
     """A few lines: the data and settings, then per level and criterion the best measure,
-    the human baseline and how many Williams tests are significant after adjustment."""
+    the human baseline and how many comparison tests (the ``williams`` table: Williams' t on
+    HANNA, the calibrated tests on other data) are significant after adjustment."""
     s = result.settings
     lines = [f"Meta-evaluation of {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
              f"{s.get('n_stories', '?')} stories, "
@@ -114,7 +115,10 @@ def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
              f"coefficient: {s.get('coefficient_description', s.get('coefficient', '?'))}"]
     will = s.get("williams", {})
     if will and len(result.williams):
-        lines.append(f"Williams tests: {will.get('comparison', '')}; "
+        tests = will.get("test", {})
+        named = ", ".join(f"{lvl} {test}" for lvl, test in tests.items()) \
+            if isinstance(tests, dict) else str(tests)
+        lines.append(f"comparison tests ({named}): {will.get('comparison', '')}; "
                      f"{will.get('adjustment', '').upper()} adjustment, family "
                      f"{will.get('family', '')}; significant at {alpha:g} after adjustment")
     for level in s.get("levels", []):
@@ -144,7 +148,7 @@ def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
         tests = will[will["criterion"] == crit] if len(will) else will
         if len(tests):
             sig = int((tests["p_adjusted"] < alpha).sum())
-            text += f"; {sig} of {len(tests)} Williams tests significant"
+            text += f"; {sig} of {len(tests)} tests significant"
         lines.append(text)
     return lines
 
