@@ -10,9 +10,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.pairwise.consistency import _pair_keys
-from storyeval.pairwise.inference import _check_credit
-from storyeval.pairwise.verdicts import validate_verdicts
+from storyeval.pairwise.inference import PAIR_COLUMNS, _check_credit, keyed_judge_verdicts
 
 __all__ = ["judge_accuracy", "pointwise_pairwise_accuracy", "preference_accuracy",
            "story_index"]
@@ -80,23 +78,8 @@ def judge_accuracy(
     [[0.5, 1.0]]
     """
     credit = _check_credit(tie_credit, "tie_credit")
-    jv = validate_verdicts(judge_verdicts, source="judge_verdicts")
-    rv = validate_verdicts(reference, source="reference")
-    if judge is not None:
-        if judge not in set(jv["judge"]):
-            raise InputError(f"judge {judge!r} not in judge_verdicts; available: "
-                             f"{sorted(set(jv['judge']))}")
-        jv = jv[jv["judge"] == judge]
-    if dimension is not None:
-        for name, t in (("judge_verdicts", jv), ("reference", rv)):
-            if dimension not in set(t["dimension"]):
-                raise InputError(f"dimension {dimension!r} not in {name}")
-        jv = jv[jv["dimension"] == dimension]
-        rv = rv[rv["dimension"] == dimension]
-    pair_cols = ["dimension", "prompt_id", "lo", "hi"]
-    ref = _pair_keys(rv).groupby(pair_cols, sort=False)["outcome"].sum().rename("human")
-    ref = np.sign(ref)
-    jk = _pair_keys(jv).join(ref, on=pair_cols)
+    jk = keyed_judge_verdicts(judge_verdicts, reference, judge=judge, dimension=dimension)
+    pair_cols = PAIR_COLUMNS
     rows = []
     for (jname, dim), g in jk.groupby(["judge", "dimension"], sort=True):
         unmatched = g["human"].isna()

@@ -542,6 +542,36 @@ def accuracy_columns(
 
 
 # ------------------------------------------------------------------ verdict tables
+#: The columns that identify a pair of stories judged on a dimension.
+PAIR_COLUMNS = ["dimension", "prompt_id", "lo", "hi"]
+
+
+def keyed_judge_verdicts(judge_verdicts: pd.DataFrame, reference: pd.DataFrame, *,
+                         judge: str | None = None, dimension: str | None = None
+                         ) -> pd.DataFrame:
+    """The judge's verdicts keyed by pair (`storyeval.pairwise.consistency`'s ``lo``/``hi``
+    order), each with ``human``: the sign of the humans' summed outcomes on that pair (1, -1,
+    0 for a human tie, NaN where the humans did not judge it). ``judge`` and ``dimension``
+    select (an error names a missing one)."""
+    from storyeval.pairwise.consistency import _pair_keys
+    from storyeval.pairwise.verdicts import validate_verdicts
+
+    jv = validate_verdicts(judge_verdicts, source="judge_verdicts")
+    rv = validate_verdicts(reference, source="reference")
+    if judge is not None:
+        if judge not in set(jv["judge"]):
+            raise InputError(f"judge {judge!r} not in judge_verdicts; available: "
+                             f"{sorted(set(jv['judge']))}")
+        jv = jv[jv["judge"] == judge]
+    if dimension is not None:
+        for name, t in (("judge_verdicts", jv), ("reference", rv)):
+            if dimension not in set(t["dimension"]):
+                raise InputError(f"dimension {dimension!r} not in {name}")
+        jv, rv = jv[jv["dimension"] == dimension], rv[rv["dimension"] == dimension]
+    human = np.sign(_pair_keys(rv).groupby(PAIR_COLUMNS, sort=False)["outcome"].sum())
+    return _pair_keys(jv).join(human.rename("human"), on=PAIR_COLUMNS)
+
+
 def scored_verdicts(
     judge_verdicts: pd.DataFrame,
     reference: pd.DataFrame,
@@ -560,25 +590,8 @@ def scored_verdicts(
         score`` (1 right, 0 wrong, ``tie_credit`` for a judge's "same"). Pairs the humans
         tied or did not judge are left out (counted by `judge_accuracy`).
     """
-    from storyeval.pairwise.consistency import _pair_keys
-    from storyeval.pairwise.verdicts import validate_verdicts
-
     credit = _check_credit(tie_credit, "tie_credit")
-    jv = validate_verdicts(judge_verdicts, source="judge_verdicts")
-    rv = validate_verdicts(reference, source="reference")
-    if judge is not None:
-        if judge not in set(jv["judge"]):
-            raise InputError(f"judge {judge!r} not in judge_verdicts; available: "
-                             f"{sorted(set(jv['judge']))}")
-        jv = jv[jv["judge"] == judge]
-    if dimension is not None:
-        for name, t in (("judge_verdicts", jv), ("reference", rv)):
-            if dimension not in set(t["dimension"]):
-                raise InputError(f"dimension {dimension!r} not in {name}")
-        jv, rv = jv[jv["dimension"] == dimension], rv[rv["dimension"] == dimension]
-    pair_cols = ["dimension", "prompt_id", "lo", "hi"]
-    human = np.sign(_pair_keys(rv).groupby(pair_cols, sort=False)["outcome"].sum())
-    keyed = _pair_keys(jv).join(human.rename("human"), on=pair_cols)
+    keyed = keyed_judge_verdicts(judge_verdicts, reference, judge=judge, dimension=dimension)
     keyed = keyed[keyed["human"].notna() & (keyed["human"] != 0)].copy()
     keyed["human"] = keyed["human"].astype(np.int64)
     keyed["preferred_first"] = keyed["first_is_lo"] == (keyed["human"] == 1)
