@@ -33,8 +33,8 @@ PROBE = """(() => JSON.stringify({
 
 
 def _user_data(folder: Path) -> tuple[Path, Path]:
-    """A small user data set with string prompt ids (one criterion: a single-test family,
-    which meta warns about)."""
+    """A small user data set with string prompt ids (one criterion: with ``--family paper``,
+    single-test families, which meta warns about)."""
     rng = np.random.default_rng(5)
     ids = [f"{s}/item-{p}" for s in ("alpha", "beta", "gamma", "delta") for p in range(10)]
     ratings = pd.DataFrame([{"story_id": i, "annotator": f"w{a}", "criterion": "Quality",
@@ -52,8 +52,8 @@ def reports(tmp_path_factory):
     root = tmp_path_factory.mktemp("reports")
     ratings, scores = _user_data(root)
     runs = {"hanna": ["meta", "--metrics", "paper", "--out", str(root / "hanna")],
-            "user": ["meta", "--data", str(ratings), "--scores", str(scores), "--out",
-                     str(root / "user")],
+            "user": ["meta", "--data", str(ratings), "--scores", str(scores), "--family",
+                     "paper", "--out", str(root / "user")],
             "agreement": ["agreement", "--out", str(root / "agreement")]}
     with warnings.catch_warnings():
         # the user data's single-test families: shown (so collected for index.html), not raised
