@@ -159,6 +159,28 @@ class _Layout:
         return ax, cax
 
 
+def _import_extensions_here() -> None:
+    """Import, in the calling thread, every extension module that starting the workers needs.
+
+    The workers start on a background thread. Importing an extension module there calls
+    ``dlopen`` while holding the GIL, and that deadlocks against a thread inside
+    ``dl_iterate_phdr`` that waits for the GIL (threadpoolctl's scan of the loaded BLAS
+    libraries, which the Kendall kernels run): seen in CI on Python 3.10, a run that hung in
+    `storyeval meta --out`. With these loaded first, the background thread loads no library.
+    """
+    import _multiprocessing  # noqa: F401
+    import _posixsubprocess  # noqa: F401
+    import concurrent.futures.process  # noqa: F401
+    import multiprocessing.connection  # noqa: F401
+    import multiprocessing.forkserver  # noqa: F401
+    import multiprocessing.popen_forkserver  # noqa: F401
+    import multiprocessing.queues  # noqa: F401
+    import multiprocessing.resource_tracker  # noqa: F401
+    import multiprocessing.synchronize  # noqa: F401
+
+    import storyeval.report._lifeline  # noqa: F401
+
+
 class FigureWorkers:
     """Worker processes that draw the heatmaps of a report in parallel with each other and with
     the rest of the run: a report's four heatmaps on two cores take about half the time, and
@@ -183,6 +205,7 @@ class FigureWorkers:
     def __init__(self, workers: int) -> None:
         import threading
 
+        _import_extensions_here()
         self._pool = None
         # starting the forkserver waits for its imports: a thread waits, the caller goes on
         self._starting = threading.Thread(target=self._start, args=(workers,), daemon=True)
