@@ -592,3 +592,61 @@ def test_added_permutation_p_values_follow_the_declared_orientation():
         n_permutations=99, random_state=0).williams
     np.testing.assert_allclose(declared["perm_p"], negated["perm_p"], atol=1e-12)
     np.testing.assert_allclose(declared["perm_delta"], negated["perm_delta"], atol=1e-12)
+
+
+def test_centred_integer_gram_is_exact_also_when_split_into_digits():
+    """Every entry equals the centred inner product computed in Python integers, rounded once,
+    for small values (one BLAS product) and for values whose products pass 2^53 (digits)."""
+    from storyeval.compare.dependent_batch import centred_integer_gram
+
+    g = np.random.default_rng(21)
+    for top in (50, 2**40):
+        V = g.integers(-top, top, size=(5, 300)).astype(np.float64)
+        got = centred_integer_gram(V)
+        ints = [[int(x) for x in row] for row in V]
+        n = V.shape[1]
+        for u in range(5):
+            for v in range(5):
+                exact = (n * sum(a * b for a, b in zip(ints[u], ints[v]))
+                         - sum(ints[u]) * sum(ints[v]))
+                assert got[u, v] == float(exact) / n
+
+
+def test_integer_ustat_is_the_same_whatever_other_measures_are_compared():
+    """A comparison's standard error depends on its own two measures only: bit-identical when
+    more measures join the run; nearly equal measures (summed directly) included."""
+    g = np.random.default_rng(22)
+    n = 200
+    q = g.normal(size=n)
+    metrics = [np.round(q + g.normal(size=n), int(d)) for d in g.integers(0, 3, 6)]
+    metrics.append(q + g.normal(size=n))
+    near = metrics[-1].copy()  # two neighbours swapped: the quadratic form would cancel
+    i, j = np.argsort(near)[[100, 101]]
+    near[[i, j]] = near[[j, i]]
+    X = np.column_stack([_human(q, g), _human(q, g), *metrics, near])
+
+    def run(measures):
+        ia, ib = np.triu_indices(len(measures), 1)
+        ia, ib = np.array(measures)[ia], np.array(measures)[ib]
+        ih = np.repeat([0, 1], len(ia))
+        ia, ib = np.tile(ia, 2), np.tile(ib, 2)
+        signs = np.where(ia % 3 == 0, -1.0, 1.0), np.ones(len(ia))
+        est = _ustat_shared(X, ih, ia, ib, *signs)
+        want = ustat_diff(X[:, ih].T, X[:, ia].T * signs[0][:, None], X[:, ib].T)
+        np.testing.assert_allclose(est.se, want.se, rtol=1e-12, atol=0)
+        return {(h, a, b): se for h, a, b, se in zip(ih, ia, ib, est.se)}
+
+    from storyeval.compare import dependent_batch
+
+    direct = dependent_batch._direct_norms
+    summed = []
+
+    def spy(*args):
+        summed.append(len(args[4]))
+        return direct(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dependent_batch, "_direct_norms", spy)
+        few, many = run([2, 8, 9]), run(list(range(2, 10)))
+    assert summed and min(summed) > 0  # the near pair went through the direct sum
+    assert few and all(many[key] == se for key, se in few.items())

@@ -56,8 +56,7 @@ from storyeval.compare.dependent import (
 )
 from storyeval.compare.dependent_batch import (
     jackknife_gram_estimates,
-    linearised_rows,
-    ustat_gram_estimates,
+    ustat_integer_estimates,
 )
 from storyeval.exceptions import InputError, StoryevalWarning
 
@@ -405,12 +404,10 @@ def _ustat_shared(X: np.ndarray, ih: np.ndarray, ia: np.ndarray, ib: np.ndarray,
     where[columns] = np.arange(len(columns))
     # each column sorted once for all its pairs and for its untied counts
     rows, untied = shared_kendall_rows(X[:, columns], where[pairs[:, 0]], where[pairs[:, 1]])
-    # each pair's linearised rows once (in place of its Kendall rows: memory stays at the
-    # pairs' rows), then one Gram matrix per criterion for every comparison
-    # (`storyeval.compare.dependent_batch`)
-    tau, L = linearised_rows(rows, untied[where[pairs[:, 0]]], untied[where[pairs[:, 1]]])
-    del rows
-    return ustat_gram_estimates(tau, L, pairs[:, 0], ka, kb, sa, sb)
+    # then one exact integer Gram matrix per criterion for every comparison
+    # (`storyeval.compare.dependent_batch.ustat_integer_estimates`)
+    return ustat_integer_estimates(rows, untied, where[pairs[:, 0]], where[pairs[:, 1]], ka, kb,
+                                   sa, sb)
 
 
 # ------------------------------------------------------------------------------------------------
