@@ -596,12 +596,13 @@ def test_added_permutation_p_values_follow_the_declared_orientation():
 
 def test_centred_integer_gram_is_exact_also_when_split_into_digits():
     """Every entry equals the centred inner product computed in Python integers, rounded once,
-    for small values (one BLAS product) and for values whose products pass 2^53 (digits)."""
+    for small values (one BLAS product), values whose sums pass 2^53 (chunks of items) and
+    values whose products do (digits)."""
     from storyeval.compare.dependent_batch import centred_integer_gram
 
     g = np.random.default_rng(21)
-    for top in (50, 2**40):
-        V = g.integers(-top, top, size=(5, 300)).astype(np.float64)
+    for top, n in ((50, 300), (2**21, 3000), (2**40, 300)):
+        V = g.integers(-top, top, size=(5, n)).astype(np.float64)
         got = centred_integer_gram(V)
         ints = [[int(x) for x in row] for row in V]
         n = V.shape[1]

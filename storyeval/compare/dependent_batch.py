@@ -23,7 +23,7 @@ import numpy as np
 
 from storyeval.compare.dependent import DiffEstimate
 
-__all__ = ["centred_integer_gram", "gram_estimates", "jackknife_gram_estimates",
+__all__ = ["centred_integer_gram", "gram_estimates", "integer_products", "jackknife_gram_estimates",
            "linearised_rows", "ustat_gram_estimates", "ustat_integer_estimates"]
 
 _CANCEL = 0.05  # below this share of |L_a|^2 + |L_b|^2 the difference is summed directly
@@ -47,43 +47,68 @@ def linearised_rows(rows: np.ndarray, untied_h: np.ndarray,
     return tau, L
 
 
-def centred_integer_gram(V: np.ndarray) -> np.ndarray:
-    """The centred Gram matrix ``sum_i (u_i - mean u) (v_i - mean v)`` of the rows of ``V``
-    (m, n), which hold integers (as float64), each entry computed exactly and rounded once.
+def integer_products(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The inner products ``A B^T`` of rows holding integers (as float64), exactly, as an
+    object array of Python integers (ma, mb).
 
-    The products come from BLAS in float64, which is exact whatever its summation order or
-    blocking as long as every partial sum stays below 2^53: the rows are split into base-2^k
-    digits small enough for that (one digit up to about 200,000 items with values up to n),
-    the digit Grams are combined and centred in Python integers (``n G - s s^T``, m^2 entries),
-    then divided by n once. So every entry depends on its own two rows only, not on which
-    other rows are in ``V``, and no cancellation between the large uncentred products is left
-    to floating point."""
-    m, n = V.shape
-    if m == 0 or n == 0:
-        return np.zeros((m, m))
-    top = float(np.max(np.abs(V)))
-    k = max(1, int((53 - np.log2(n)) // 2) - 1)  # n * (2^k)^2 < 2^53: each digit Gram is exact
-    base = 2.0**k
+    BLAS multiplies and adds integers exactly in float64 whatever its summation order or
+    blocking, as long as every partial sum stays below 2^53; so the items are taken in chunks
+    small enough for that (all of them up to about 200,000 items of values up to n), each
+    chunk's product is one BLAS call, and the chunks are added in Python integers (values
+    beyond 2^26 are first split into base-2^26 digits). Every entry therefore depends on its
+    own two rows only, not on which other rows are multiplied with them."""
+    ma, n = A.shape
+    mb = B.shape[0]
+    total = np.zeros((ma, mb), dtype=object)
+    if n == 0 or ma == 0 or mb == 0:
+        return total
+    (da, top_a), (db, top_b) = _digits(A), _digits(B)
+    top = max(top_a, top_b)
+    chunk = max(1, int(2**52 // max(top * top, 1.0)))
+    Da = np.vstack(da) if len(da) > 1 else da[0]
+    Db = np.vstack(db) if len(db) > 1 else db[0]
+    products = np.zeros(Da.shape[:1] + Db.shape[:1], dtype=object)
+    for lo in range(0, n, chunk):  # a loop over chunks of items (one when n is small)
+        part = Da[:, lo:lo + chunk] @ Db[:, lo:lo + chunk].T
+        products += part.astype(np.int64).astype(object)
+    for p in range(len(da)):
+        for q in range(len(db)):
+            block = products[p * ma:(p + 1) * ma, q * mb:(q + 1) * mb]
+            total = total + block * (1 << (_DIGIT * (p + q)))
+    return total
+
+
+_DIGIT = 26  # bits per digit of values beyond 2^26 (a product of two digits is below 2^52)
+
+
+def _digits(V: np.ndarray) -> tuple[list[np.ndarray], float]:
+    """``V`` (integers as float64) as base-2^26 digits ``V = sum_p 2^(26 p) D_p`` (exact), the
+    last digit signed (``[V]`` itself when its values are below 2^26), and the largest
+    magnitude of a digit."""
     digits = []
     rest = V
-    while True:
-        if n * float(np.max(np.abs(rest))) ** 2 < _EXACT:
-            digits.append(rest)
-            break
-        low = np.mod(rest, base)  # exact: 0 <= low < 2^k
+    while (top := max(float(rest.max()), -float(rest.min()))) >= 2.0**_DIGIT:
+        low = np.mod(rest, 2.0**_DIGIT)  # exact: 0 <= low < 2^26
         digits.append(low)
-        rest = (rest - low) / base  # exact integers again
-    D = np.vstack(digits) if len(digits) > 1 else digits[0]
-    part = (D @ D.T).astype(np.int64).astype(object)  # exact integers below 2^53
-    sums = np.array([int(s) for s in V.sum(axis=1)], dtype=object)  # exact: |sum| <= n top
-    if n * top >= _EXACT:
-        raise ValueError("row sums too large for exact float64 integers")
-    gram = np.zeros((m, m), dtype=object)
-    for p in range(len(digits)):
-        for q in range(len(digits)):
-            gram = gram + part[p * m:(p + 1) * m, q * m:(q + 1) * m] * (1 << (k * (p + q)))
-    centred = gram * n - np.outer(sums, sums)
-    return np.array([float(c) for c in centred.ravel()]).reshape(m, m) / n
+        rest = (rest - low) / 2.0**_DIGIT  # exact integers again
+    digits.append(rest)
+    return digits, (2.0**_DIGIT if len(digits) > 1 else top)
+
+
+def centred_integer_gram(V: np.ndarray) -> np.ndarray:
+    """The centred Gram matrix ``sum_i (u_i - mean u) (v_i - mean v)`` of the rows of ``V``
+    (m, n), which hold integers (as float64), each entry exact before one final rounding:
+    `integer_products` centred in Python integers (``(n G - s s^T) / n``)."""
+    return _centre(integer_products(V, V), V.sum(axis=1), V.sum(axis=1), V.shape[1])
+
+
+def _centre(products: np.ndarray, sums_a: np.ndarray, sums_b: np.ndarray, n: int) -> np.ndarray:
+    """Centred inner products from exact ones and the rows' (exact integer) sums, as float64."""
+    ia = np.array([int(v) for v in sums_a], dtype=object)
+    ib = np.array([int(v) for v in sums_b], dtype=object)
+    centred = products * n - np.outer(ia, ib)
+    flat = np.array([float(v) for v in centred.ravel()])
+    return flat.reshape(centred.shape) / max(n, 1)
 
 
 def ustat_integer_estimates(rows: np.ndarray, untied: np.ndarray, hcol: np.ndarray,
@@ -115,10 +140,17 @@ def ustat_integer_estimates(rows: np.ndarray, untied: np.ndarray, hcol: np.ndarr
                   -sign * gamma[kb]])  # (5, comparisons)
     norm2, total = np.full(len(ka), np.nan), np.full(len(ka), np.nan)
     crit = hcol[ka]
+    # the untied counts' products are shared by every criterion: computed once
+    used = np.unique(np.concatenate([hcol, xcol]))
+    u_sums = untied.sum(-1)
+    u_products = integer_products(untied[used], untied[used])
+    u_where = np.full(untied.shape[0], -1)
+    u_where[used] = np.arange(len(used))
     for code in np.unique(crit):  # a loop over criteria: one Gram matrix each
         members = np.flatnonzero(hcol == code)
         cols = np.unique(np.concatenate([[code], xcol[members]]))
-        gram = centred_integer_gram(np.vstack([rows[members], untied[cols]]))
+        gram = _criterion_gram(rows[members], untied[cols], u_products[np.ix_(u_where[cols],
+                               u_where[cols])], u_sums[cols])
         local = np.full(len(hcol), -1)
         local[members] = np.arange(len(members))
         local_col = np.full(untied.shape[0], -1)
@@ -135,6 +167,19 @@ def ustat_integer_estimates(rows: np.ndarray, untied: np.ndarray, hcol: np.ndarr
     with np.errstate(invalid="ignore"):
         var = 4.0 / (n * (n - 1.0) ** 3) * np.maximum(norm2, 0.0)
     return DiffEstimate(sa * tau[ka] - sb * tau[kb], np.sqrt(var))
+
+
+def _criterion_gram(R: np.ndarray, U: np.ndarray, uu: np.ndarray,
+                    u_sums: np.ndarray) -> np.ndarray:
+    """The centred Gram matrix of the rows ``[R; U]`` (a criterion's Kendall rows, then the
+    untied counts of its columns) given the exact products ``uu`` of U's rows."""
+    n = R.shape[1]
+    r_sums = R.sum(axis=1)
+    rr, ru = integer_products(R, R), integer_products(R, U)
+    top = np.concatenate([rr, ru], axis=1)
+    bottom = np.concatenate([ru.T, uu], axis=1)
+    sums = np.concatenate([r_sums, u_sums])
+    return _centre(np.concatenate([top, bottom], axis=0), sums, sums, n)
 
 
 def _quadratic_form(w: np.ndarray, idx: list[np.ndarray],
