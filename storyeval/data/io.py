@@ -20,6 +20,7 @@ import codecs
 import csv
 import io
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -90,6 +91,20 @@ def decode_text(raw: bytes, source: str) -> str:
             f"UTF-16 with a BOM: {how}") from None
 
 
+def check_utf8(raw: bytes, source: str) -> None:
+    """`decode_text`'s check of UTF-8 ``raw`` (BOM optional) without holding the decoded text
+    (pieces of 16 MB); the same error naming the line of the first undecodable byte."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    view = memoryview(raw)
+    step = 2**24
+    try:
+        for lo in range(0, max(len(raw), 1), step):
+            decoder.decode(view[lo:lo + step], final=lo + step >= len(raw))
+    except UnicodeDecodeError:
+        decode_text(raw, source)  # raises the error that names the line
+        raise
+
+
 def read_text(path: str | Path) -> str:
     """The text of a file, decoded as `decode_text` says."""
     path = check_input_file(path)
@@ -110,15 +125,15 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _read_delimited(text: str, source: str, fmt: str, data: bytes | None = None
-                    ) -> pd.DataFrame:
-    """Parse a CSV/TSV file's ``text``; ``data`` is the same text as UTF-8 bytes, which the
-    parsers read about twice as fast as a Python string."""
+def _read_delimited(data: bytes, source: str, fmt: str) -> pd.DataFrame:
+    """Parse a CSV/TSV file from its UTF-8 bytes (which the parsers read about twice as fast as
+    a Python string)."""
     sep = "," if fmt == "csv" else "\t"
-    if not text.strip():
+    if not data.strip():
         raise InputError(f"{source}: the file is empty")
-    _check_header(next(csv.reader(io.StringIO(text), delimiter=sep)), source)
-    data = text.encode("utf-8") if data is None else data
+    # the header: the first record of the first megabyte (a record may hold quoted newlines)
+    head = data[:2**20].decode("utf-8", errors="ignore")
+    _check_header(next(csv.reader(io.StringIO(head), delimiter=sep)), source)
     if len(data) >= _ARROW_MIN_BYTES:
         frame = _read_delimited_arrow(data, sep)
         if frame is not None:
@@ -165,6 +180,8 @@ def _read_delimited_arrow(data: bytes, sep: str) -> pd.DataFrame | None:
     except (pa.ArrowException, ValueError):
         return None
     frame = table.to_pandas()
+    del table
+    release_arrow_memory()
     for name in frame.columns:  # an all-missing column: float NaN, as pandas reads it
         if frame[name].dtype == object and frame[name].isna().all():
             frame[name] = np.nan
@@ -197,6 +214,16 @@ def _jsonl_record(line: str, where: str) -> dict:
     return record
 
 
+def release_arrow_memory() -> None:
+    """Give the pages pyarrow's allocator keeps for reuse back to the system: after reading a
+    table of millions of rows it holds over a gigabyte that the statistics never use (pandas'
+    string columns and pyarrow's CSV reader allocate there). A no-op when pyarrow is not
+    loaded."""
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
+
+
 def _read_jsonl(text: str, source: str) -> pd.DataFrame:
     if not text.strip():
         raise InputError(f"{source}: the file is empty")
@@ -223,13 +250,15 @@ def read_table(path: str | Path, *, format: str | None = None) -> tuple[pd.DataF
         _check_header([str(c) for c in frame.columns], str(path))
         return frame, fmt
     raw = path.read_bytes()
-    text = decode_text(raw, str(path))
-    if fmt == "jsonl":
-        return _read_jsonl(text, str(path)), fmt
-    # UTF-8 files are parsed from their own bytes (without the byte-order mark)
-    data = raw.removeprefix(codecs.BOM_UTF8)
-    return _read_delimited(text, str(path), fmt,
-                           data if _encoding(raw) != "utf-16" else None), fmt
+    if fmt == "jsonl" or _encoding(raw) == "utf-16":
+        text = decode_text(raw, str(path))
+        if fmt == "jsonl":
+            return _read_jsonl(text, str(path)), fmt
+        return _read_delimited(text.encode("utf-8"), str(path), fmt), fmt
+    # UTF-8 files are checked in pieces and parsed from their own bytes (without the
+    # byte-order mark): a decoded copy of a large file would double its memory
+    check_utf8(raw, str(path))
+    return _read_delimited(raw.removeprefix(codecs.BOM_UTF8), str(path), fmt), fmt
 
 
 def row_label(source: str, index: int, fmt: str | None) -> str:

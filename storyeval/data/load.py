@@ -21,10 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from storyeval.data.dataset import Dataset
-from storyeval.data.io import read_table, validate_scores
+from storyeval.data.io import read_table, release_arrow_memory, validate_scores
 from storyeval.exceptions import InputError
 
 __all__ = ["merge_score_tables", "read_dataset", "read_human_table", "read_score_files"]
@@ -95,6 +96,8 @@ def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mod
 
         dataset = scores_to_dataset(frame, require_same_prompts=require_same_prompts,
                                     criteria=_declared(criteria, frame["measure"]), **common)
+        del frame  # the long table (millions of rows) is not needed by the checks below
+        release_arrow_memory()
         return check_dataset_scales(_with_reference(dataset, reference_system), scales,
                                     source)
     dataset = wide_to_dataset(frame, criteria=_declared(criteria, None),
@@ -110,19 +113,29 @@ def check_dataset_scales(dataset: Dataset, scales, source: str) -> Dataset:
     from storyeval.data.scales import check_values
 
     cat = dataset.catalogue
-    parts = []
+    values, names, columns = [], [], []
     for crit in dataset.criteria:
         cols = cat.loc[(cat["kind"] == "annotator") & (cat["criterion"] == crit), "measure"]
         for col in (cols.tolist() or [crit]):
-            parts.append(pd.DataFrame({"value": dataset.table[col].to_numpy(),
-                                       "criterion": crit, "column": col,
-                                       "story": [f"{s}/{p}" for s, p in dataset.table.index]}))
-    if not parts:
+            values.append(dataset.table[col].to_numpy())
+            names.append(crit)
+            columns.append(col)
+    if not values:
         return dataset
-    long = pd.concat(parts, ignore_index=True)
-    check_values(long["value"], long["criterion"],
-                 lambda i: f"story {long['story'].iat[i]}, column {long['column'].iat[i]!r}",
-                 scales=scales, source=source)
+    stories = dataset.table.index
+    size = len(stories)
+
+    # a story's label is written only for the few lines an error or warning shows (one
+    # string per story and column would cost gigabytes at 10^6 stories)
+    def label(i: int) -> str:
+        system, prompt = stories[i % size]
+        return f"story {system}/{prompt}, column {columns[i // size]!r}"
+
+    kinds = list(dict.fromkeys(names))
+    criteria = pd.Categorical.from_codes(np.repeat([kinds.index(c) for c in names], size),
+                                         categories=kinds)
+    check_values(pd.Series(np.concatenate(values)), pd.Series(criteria), label, scales=scales,
+                 source=source)
     return dataset
 
 
@@ -274,4 +287,5 @@ def read_dataset(
     if paths:
         dataset = dataset.with_scores(read_score_files(paths), source=", ".join(
             "DataFrame" if isinstance(p, pd.DataFrame) else str(p) for p in paths))
+    release_arrow_memory()
     return dataset

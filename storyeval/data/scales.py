@@ -103,11 +103,14 @@ def check_values(values: pd.Series, criteria: pd.Series, labels, *, scales: Scal
     ``values`` and ``criteria`` are aligned; ``labels(i)`` says how to find position ``i``
     (a file row, or a story and column)."""
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
-    crit = criteria.astype(str).to_numpy()
+    # integer codes, not one string per rating (millions of ratings)
+    codes, names = pd.factorize(criteria.astype(str) if criteria.dtype.kind in "iufb"
+                                else criteria)
+    names = [str(c) for c in names]
     if scales:
-        check_names(scales, sorted(set(crit)), source)
-    for c in dict.fromkeys(crit):
-        at = np.flatnonzero(crit == c)
+        check_names(scales, sorted(set(names)), source)
+    for k, c in enumerate(names):
+        at = np.flatnonzero(codes == k)
         x = v[at]
         ok = np.isfinite(x)  # NaN and infinities are reported by the readers
         scale = _scale_of(scales, c)
