@@ -117,8 +117,18 @@ def shared_kendall_rows(X: np.ndarray, xcols: np.ndarray,
     items x columns matrix (pairs, n), and the `untied_counts` of every column (columns, n).
 
     Many pairs share a column (all-pairs tests: a few criteria times every measure): every
-    column is sorted once (its order, tie groups and dense codes), then each pair with at most
-    `_MAX_LEVELS` x levels is counted in y's order; the other pairs go through `kendall_rows`."""
+    column is sorted once (its order, tie groups and dense codes), then each pair is counted in
+    y's order. With numba (`storyeval.correlation.kendall_sorted.engine`), a compiled kernel
+    (`storyeval.correlation._kendall_rows_numba`) counts every pair in O(n G) or O(n log G)
+    and O(n) memory; the NumPy engine counts the pairs with at most `_MAX_LEVELS` x levels
+    in O(n G) time and memory and sends the others through `kendall_rows`. Both give the same
+    exact integers."""
+    from storyeval.correlation.kendall_sorted import engine
+
+    if engine() == "numba":
+        from storyeval.correlation._kendall_rows_numba import shared_rows
+
+        return shared_rows(np.asarray(X, dtype=np.float64), np.asarray(xcols), np.asarray(ycols))
     n = X.shape[0]
     order = np.argsort(X.T, axis=-1, kind="stable")
     start, end = _tie_bounds(np.take_along_axis(X.T, order, axis=-1))
