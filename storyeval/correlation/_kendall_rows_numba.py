@@ -9,8 +9,10 @@ of an items x columns matrix, every item i gets
 an exact integer (returned as float64, equal to the NumPy engine's values bit for bit).
 
 Each column is sorted once (NumPy's argsort, any order within ties: the outputs do not depend
-on it) and coded once (`column_codes`): its dense codes 0..G-1 per item, the same codes in
-sorted order (where a y tie group starts and ends) and its untied counts. A pair then walks y's
+on it) and coded once (`column_codes`): its dense codes 0..G-1 per item (also as bytes when
+G <= 256: the pair kernel reads them in y's order, at random, and a quarter of the bytes stays
+in cache; about twice as fast at n = 10^6), which sorted positions tie with the previous one
+(y's tie groups) and its untied counts. A pair then walks y's
 sorted order one tie group at a time keeping, per x level, how many items lie below in y:
 with ``D_B(c)`` (items strictly below in y with x above level c, minus those with x below) before
 the group is inserted, ``D_A(c)`` after and ``T(c)`` the same over all items,
@@ -30,18 +32,20 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-# At or below this many x levels the counts below are a prefix array (an insertion adds 1 to
-# G + 1 int32 cells in a branch-free vector loop); above, a Fenwick tree. Measured on the 2-core
-# development machine (random continuous y, n = 10^5 and 10^6): the prefix array takes 0.6-0.8 ms
-# per pair at n = 10^5 for G = 13-64 (the Fenwick tree 1.8-2.2 ms) and still wins at G = 200.
+# At or below this many x levels (codes fit a byte) the counts below are a prefix array (an
+# insertion adds 1 to G + 1 int32 cells in a branch-free vector loop); above, a Fenwick tree.
+# Measured on the 2-core development machine (random continuous y, n = 10^5 and 10^6): the
+# prefix array takes 0.6-0.8 ms per pair at n = 10^5 for G = 13-64 (the Fenwick tree
+# 1.8-2.2 ms) and still wins at G = 200.
 PREFIX_MAX_LEVELS = 256
 
 
 @nb.njit(cache=True, nogil=True)
-def column_codes(XT, order, codes, sorted_codes, untied, levels, lo, hi):  # pragma: no cover
+def column_codes(XT, order, codes, codes8, tied, untied, levels, lo, hi):  # pragma: no cover
     """Columns ``lo..hi-1`` of ``XT`` (columns, n), given each column's ``order`` (ascending,
-    ties in any order): dense codes per item and in sorted order (int32), untied counts per item
-    (``n`` minus the size of the item's tie group, float64) and the number of levels."""
+    ties in any order): dense codes per item (``codes``, and ``codes8`` modulo 256), whether each
+    sorted position ties with the previous one (``tied``), untied counts per item (``n`` minus
+    the size of the item's tie group, float64) and the number of levels."""
     n = XT.shape[1]
     for col in range(lo, hi):
         x = XT[col]
@@ -55,11 +59,14 @@ def column_codes(XT, order, codes, sorted_codes, untied, levels, lo, hi):  # pra
                 q += 1
             code += 1
             u = np.float64(n - (q - p))
+            tied[col, p] = False
             for t in range(p, q):
                 i = o[t]
                 codes[col, i] = code
-                sorted_codes[col, t] = code
+                codes8[col, i] = code & 255
                 untied[col, i] = u
+            for t in range(p + 1, q):
+                tied[col, t] = True
             p = q
         levels[col] = code + 1
 
@@ -80,7 +87,7 @@ def _level_balance(cx, G):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, nogil=True)
-def _rows_prefix(cx, G, oy, sy, out):  # pragma: no cover - compiled
+def _rows_prefix(cx, G, oy, tied, out):  # pragma: no cover - compiled
     """One pair's rows with a prefix array: ``pre[g]`` the items inserted (below in y) with x
     level < g, so ``D(c) = pre[G] - pre[c + 1] - pre[c]``."""
     n = oy.size
@@ -89,7 +96,7 @@ def _rows_prefix(cx, G, oy, sy, out):  # pragma: no cover - compiled
     p = 0
     while p < n:
         q = p + 1
-        while q < n and sy[q] == sy[p]:
+        while q < n and tied[q]:
             q += 1
         if q == p + 1:  # alone in its y tie group (continuous y: nearly every item)
             i = oy[p]
@@ -134,7 +141,7 @@ def _insert(tree, c):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, nogil=True)
-def _rows_fenwick(cx, G, oy, sy, out):  # pragma: no cover - compiled
+def _rows_fenwick(cx, G, oy, tied, out):  # pragma: no cover - compiled
     """One pair's rows with a Fenwick tree over the x levels and a count per level:
     ``D(c) = inserted - 2 below(c) - count(c)``."""
     n = oy.size
@@ -145,7 +152,7 @@ def _rows_fenwick(cx, G, oy, sy, out):  # pragma: no cover - compiled
     p = 0
     while p < n:
         q = p + 1
-        while q < n and sy[q] == sy[p]:
+        while q < n and tied[q]:
             q += 1
         for t in range(p, q):
             i = oy[t]
@@ -164,7 +171,7 @@ def _rows_fenwick(cx, G, oy, sy, out):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, nogil=True)
-def pair_rows(codes, sorted_codes, order, levels, xcols, ycols, rows, lo, hi):  # pragma: no cover
+def pair_rows(codes, codes8, tied, order, levels, xcols, ycols, rows, lo, hi):  # pragma: no cover
     """Rows of pairs ``lo..hi-1``: ``rows[k]`` for x = column ``xcols[k]``, y = ``ycols[k]``,
     from `column_codes`' outputs."""
     for k in range(lo, hi):
@@ -174,9 +181,9 @@ def pair_rows(codes, sorted_codes, order, levels, xcols, ycols, rows, lo, hi):  
             x, y = y, x
         G = levels[x]
         if G <= PREFIX_MAX_LEVELS:
-            _rows_prefix(codes[x], G, order[y], sorted_codes[y], rows[k])
+            _rows_prefix(codes8[x], G, order[y], tied[y], rows[k])
         else:
-            _rows_fenwick(codes[x], G, order[y], sorted_codes[y], rows[k])
+            _rows_fenwick(codes[x], G, order[y], tied[y], rows[k])
 
 
 def _argsort_columns(XT: np.ndarray, order: np.ndarray, lo: int, hi: int) -> None:
@@ -198,13 +205,14 @@ def shared_rows(X: np.ndarray, xcols: np.ndarray,
     order = np.empty((m, n), index)
     _on_threads(_argsort_columns, (XT, order), m)
     codes = np.empty((m, n), index)
-    sorted_codes = np.empty((m, n), index)
+    codes8 = np.empty((m, n), np.uint8)
+    tied = np.empty((m, n), np.bool_)
     untied = np.empty((m, n))
     levels = np.empty(m, np.int64)
-    _on_threads(column_codes, (XT, order, codes, sorted_codes, untied, levels), m)
+    _on_threads(column_codes, (XT, order, codes, codes8, tied, untied, levels), m)
     del XT
     xcols = np.ascontiguousarray(xcols, dtype=np.int64)
     ycols = np.ascontiguousarray(ycols, dtype=np.int64)
     rows = np.empty((len(xcols), n))
-    _on_threads(pair_rows, (codes, sorted_codes, order, levels, xcols, ycols, rows), len(xcols))
+    _on_threads(pair_rows, (codes, codes8, tied, order, levels, xcols, ycols, rows), len(xcols))
     return rows, untied
