@@ -9,7 +9,8 @@ statistics here estimate ``theta = r(h, a) - r(h, b)`` with a standard error, fo
   Sen's (1960) estimator ``4 / n * s^2`` of the row means of its kernel. It needs only the
   per-item row sums ``sum_j sign(x_j - x_i) sign(y_j - y_i)``, in O(n G) when one variable has
   G distinct values (a human score that is a mean of three 1-5 ratings has 13) and O(n^2)
-  otherwise.
+  otherwise (O(n log n) in the compiled engine of `shared_kendall_rows`, which all-pairs tests
+  use).
 * any coefficient: the delete-one-item jackknife (Quenouille-Tukey) of the difference.
 * Pearson: Zou's (2007) confidence interval for two overlapping correlations.
 
