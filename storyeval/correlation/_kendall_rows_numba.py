@@ -186,9 +186,18 @@ def pair_rows(codes, codes8, tied, order, levels, xcols, ycols, rows, lo, hi):  
             _rows_fenwick(codes[x], G, order[y], tied[y], rows[k])
 
 
-def _argsort_columns(XT: np.ndarray, order: np.ndarray, lo: int, hi: int) -> None:
-    # NumPy's sort releases the GIL: the columns' sorts run on the threads too
-    order[lo:hi] = np.argsort(XT[lo:hi], axis=-1)
+def _code_columns(X: np.ndarray, order: np.ndarray, codes: np.ndarray, codes8: np.ndarray,
+                  tied: np.ndarray, untied: np.ndarray, levels: np.ndarray, lo: int,
+                  hi: int) -> None:
+    """Sort and code columns ``lo..hi-1`` of ``X`` (items x columns), one thread's share: only
+    these columns are copied contiguous (X is usually C-ordered: a copy of all its columns would
+    add a stories x columns array)."""
+    XT = np.ascontiguousarray(X[:, lo:hi].T, dtype=np.float64)
+    # any sort will do (ties in any order give the same outputs): NumPy's default sort is
+    # several times faster than its stable one, and releases the GIL
+    order[lo:hi] = np.argsort(XT, axis=-1)
+    column_codes(XT, order[lo:hi], codes[lo:hi], codes8[lo:hi], tied[lo:hi], untied[lo:hi],
+                 levels[lo:hi], 0, hi - lo)
 
 
 def shared_rows(X: np.ndarray, xcols: np.ndarray,
@@ -198,19 +207,14 @@ def shared_rows(X: np.ndarray, xcols: np.ndarray,
     from storyeval.correlation.kendall_sorted import _on_threads
 
     n, m = X.shape
-    XT = np.ascontiguousarray(X.T, dtype=np.float64)
-    # any sort will do (ties in any order give the same outputs); NumPy's default sort is
-    # several times faster than its stable one
     index = np.int32 if n < 2**31 else np.int64
     order = np.empty((m, n), index)
-    _on_threads(_argsort_columns, (XT, order), m)
     codes = np.empty((m, n), index)
     codes8 = np.empty((m, n), np.uint8)
     tied = np.empty((m, n), np.bool_)
     untied = np.empty((m, n))
     levels = np.empty(m, np.int64)
-    _on_threads(column_codes, (XT, order, codes, codes8, tied, untied, levels), m)
-    del XT
+    _on_threads(_code_columns, (X, order, codes, codes8, tied, untied, levels), m)
     xcols = np.ascontiguousarray(xcols, dtype=np.int64)
     ycols = np.ascontiguousarray(ycols, dtype=np.int64)
     rows = np.empty((len(xcols), n))
