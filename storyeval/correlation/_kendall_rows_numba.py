@@ -10,10 +10,10 @@ an exact integer (returned as float64, equal to the NumPy engine's values bit fo
 
 Each column is sorted once (NumPy's argsort, any order within ties: the outputs do not depend
 on it) and coded once (`column_codes`): its dense codes 0..G-1 per item (also as bytes when
-G <= 256: the pair kernel reads them in y's order, at random, and a quarter of the bytes stays
-in cache; about twice as fast at n = 10^6), which sorted positions tie with the previous one
-(y's tie groups) and its untied counts. A pair then walks y's
-sorted order one tie group at a time keeping, per x level, how many items lie below in y:
+G <= 256: the pair kernel reads them in y's order, at random, and bytes, a quarter of int32's
+footprint, mostly stay in cache: about twice as fast at n = 10^6), which sorted positions tie
+with the previous one (y's tie groups) and its untied counts. A pair then walks y's sorted
+order one tie group at a time keeping, per x level, how many items lie below in y:
 with ``D_B(c)`` (items strictly below in y with x above level c, minus those with x below) before
 the group is inserted, ``D_A(c)`` after and ``T(c)`` the same over all items,
 
