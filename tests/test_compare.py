@@ -116,6 +116,70 @@ def test_shared_kendall_rows_equal_kendall_rows_per_pair():
     assert np.array_equal(untied, untied_counts(X.T))
 
 
+def _assert_same_bits(a: np.ndarray, b: np.ndarray) -> None:
+    """Equal float64 arrays bit for bit (assert_array_equal alone takes -0.0 for 0.0)."""
+    assert a.dtype == b.dtype == np.float64 and a.shape == b.shape
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def _tie_heavy_columns(g: np.random.Generator, n: int) -> np.ndarray:
+    """Columns with 1, 2, 13, 64, 65 and 300 levels (fewer when n is smaller), rounded and
+    continuous measures, near-ties (one ulp apart) and signed zeros (-0.0 ties with 0.0)."""
+    cols = [np.zeros(n), g.integers(0, 2, n).astype(float), _human(g.normal(size=n), g)]
+    for k in (64, 65, 300):
+        cols.append(g.permutation(np.arange(n) % k).astype(float) / 7.0)
+    near = np.round(g.normal(size=n), 1)
+    near = np.where(g.random(n) < 0.3, np.nextafter(near, np.inf), near)
+    zeros = g.choice([-1.0, 1.0], n) * g.integers(0, 3, n) * (g.random(n) < 0.5)
+    cols += [g.normal(size=n), np.round(g.normal(size=n), 1), near, zeros,
+             g.integers(0, 4, n) / 3.0 * g.choice([-1.0, 1.0], n)]
+    return np.column_stack(cols)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 50, 400])
+def test_shared_kendall_rows_engines_agree_exactly(monkeypatch, n):
+    """The compiled engine (`storyeval.correlation._kendall_rows_numba`: prefix array, Fenwick
+    tree, x and y swapped) gives the NumPy engine's rows and untied counts bit for bit, and
+    both equal the O(n^2) definition."""
+    g = np.random.default_rng(100 + n)
+    X = _tie_heavy_columns(g, n)
+    m = X.shape[1]
+    xcols, ycols = (a.ravel() for a in np.meshgrid(np.arange(m), np.arange(m), indexing="ij"))
+    monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+    rows, untied = shared_kendall_rows(X, xcols, ycols)
+    assert np.array_equal(rows, _rows_pairwise(X[:, xcols].T, X[:, ycols].T))
+    assert np.array_equal(untied, (X.T[:, :, None] != X.T[:, None, :]).sum(-1).astype(float))
+    pytest.importorskip("numba")
+    monkeypatch.delenv("STORYEVAL_KENDALL_ENGINE")
+    from storyeval.correlation.kendall_sorted import engine
+
+    assert engine() == "numba"
+    fast_rows, fast_untied = shared_kendall_rows(X, xcols, ycols)
+    _assert_same_bits(fast_rows, rows)
+    _assert_same_bits(fast_untied, untied)
+
+
+def test_shared_kendall_rows_compiled_on_random_tie_patterns(monkeypatch):
+    """Random sizes, level counts and pair lists (repeated pairs, a column with itself): the
+    compiled engine equals the NumPy engine exactly."""
+    pytest.importorskip("numba")
+    g = np.random.default_rng(21)
+    for _ in range(40):
+        n = int(g.integers(1, 120))
+        X = np.column_stack([g.integers(0, int(g.integers(1, 80)), n) / 3.0 for _ in range(4)]
+                            + [np.round(g.normal(size=n), int(g.integers(0, 3))),
+                               g.normal(size=n)])
+        k = int(g.integers(0, 12))
+        xcols, ycols = g.integers(0, 6, k), g.integers(0, 6, k)
+        monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+        expected = shared_kendall_rows(X, xcols, ycols)
+        monkeypatch.delenv("STORYEVAL_KENDALL_ENGINE")
+        got = shared_kendall_rows(X, xcols, ycols)
+        for a, b in zip(got, expected):
+            _assert_same_bits(a, b)
+
+
 def test_shared_ustat_equals_ustat_diff_row_by_row():
     """All-pairs tests sharing (criterion, measure) pairs: the same numbers as `ustat_diff` on
     every comparison (orientation -1 negates a measure)."""

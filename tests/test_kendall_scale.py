@@ -197,6 +197,7 @@ def test_warm_up_loads_the_compiled_kernels_or_does_nothing(monkeypatch):
     thread.join(timeout=120)
     assert not thread.is_alive()
     assert "storyeval.correlation._kendall_numba" in sys.modules
+    assert "storyeval.correlation._kendall_rows_numba" in sys.modules
     monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
     assert warm_up(background=True) is None
 

@@ -9,7 +9,8 @@ statistics here estimate ``theta = r(h, a) - r(h, b)`` with a standard error, fo
   Sen's (1960) estimator ``4 / n * s^2`` of the row means of its kernel. It needs only the
   per-item row sums ``sum_j sign(x_j - x_i) sign(y_j - y_i)``, in O(n G) when one variable has
   G distinct values (a human score that is a mean of three 1-5 ratings has 13) and O(n^2)
-  otherwise.
+  otherwise (O(n log n) in the compiled engine of `shared_kendall_rows`, which all-pairs tests
+  use).
 * any coefficient: the delete-one-item jackknife (Quenouille-Tukey) of the difference.
 * Pearson: Zou's (2007) confidence interval for two overlapping correlations.
 
@@ -117,8 +118,18 @@ def shared_kendall_rows(X: np.ndarray, xcols: np.ndarray,
     items x columns matrix (pairs, n), and the `untied_counts` of every column (columns, n).
 
     Many pairs share a column (all-pairs tests: a few criteria times every measure): every
-    column is sorted once (its order, tie groups and dense codes), then each pair with at most
-    `_MAX_LEVELS` x levels is counted in y's order; the other pairs go through `kendall_rows`."""
+    column is sorted once (its order, tie groups and dense codes), then each pair is counted in
+    y's order. With numba (`storyeval.correlation.kendall_sorted.engine`), a compiled kernel
+    (`storyeval.correlation._kendall_rows_numba`) counts every pair in O(n G) or O(n log G)
+    and O(n) memory; the NumPy engine counts the pairs with at most `_MAX_LEVELS` x levels
+    in O(n G) time and memory and sends the others through `kendall_rows`. Both give the same
+    exact integers."""
+    from storyeval.correlation.kendall_sorted import engine
+
+    if engine() == "numba":
+        from storyeval.correlation._kendall_rows_numba import shared_rows
+
+        return shared_rows(np.asarray(X, dtype=np.float64), np.asarray(xcols), np.asarray(ycols))
     n = X.shape[0]
     order = np.argsort(X.T, axis=-1, kind="stable")
     start, end = _tie_bounds(np.take_along_axis(X.T, order, axis=-1))

@@ -4,7 +4,8 @@ Holds: the vectorised correlation kernel (`kernel`: Kendall tau-b/tau-c, Pearson
 many column pairs at once), the tie rule shared by point estimates and resamples (`ties`), the
 three levels of a meta-evaluation (`levels`: overall, system, prompt), and every piece of Kendall
 counting: O(n log n) sorted counts and the choice between kernels (`kendall`, `kendall_sorted`,
-the compiled numba kernels in `_kendall_numba`), weighted counts for bootstrap resamples and
+the compiled numba kernels in `_kendall_numba`; per-item Kendall row sums of many column pairs,
+compiled, in `_kendall_rows_numba`), weighted counts for bootstrap resamples and
 permutations (`kendall_weighted`), and the resampling kernels with their cost model
 (`resampled`, `resampled_overall`).
 

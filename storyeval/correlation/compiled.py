@@ -1,7 +1,8 @@
 """Loading the compiled (numba) Kendall kernels ahead of their first use.
 
-Its own module because it touches both engines: the sorted counts (`kendall_sorted`) and the
-weighted counts (`kendall_weighted`, which builds on `kendall_sorted`).
+Its own module because it touches every compiled engine: the sorted counts (`kendall_sorted`),
+the weighted counts (`kendall_weighted`, which builds on `kendall_sorted`) and the per-item row
+sums of the U-statistic comparison test (`_kendall_rows_numba`).
 """
 
 from __future__ import annotations
@@ -34,4 +35,10 @@ def warm_up(background: bool = False) -> threading.Thread | None:
     sorted_counts(x, x[:, ::-1].copy())  # the rank-based kernels
     sorted_counts(x[:, :5], x[:, :5])  # the direct kernel of a few observations
     WeightedKendall(x[0], [0], [0]).counts(np.ones((1, 40)))
+    from storyeval.correlation._kendall_rows_numba import shared_rows
+
+    # the row sums of the default comparison test (`storyeval.compare.dependent`): both the
+    # prefix-array (few x levels) and the Fenwick-tree path
+    v = np.arange(300, dtype=np.float64)  # 300 levels: beyond the prefix array's
+    shared_rows(np.column_stack([v % 3, v]), np.array([0, 1]), np.array([1, 1]))
     return None
