@@ -237,16 +237,17 @@ def test_prompt_sums_equal_the_add_at_sums():
     wide = wide.sample(frac=1.0, random_state=1).drop(index="s2", level="system").iloc[1:]
     assert "s2" in wide.index.levels[0]
     cols = list(wide.columns)
-    sums, count = _prompt_sums(wide, cols)
+    sums, count = _prompt_sums(wide.index, wide[cols].to_numpy())
     old_sums, old_count = _old_prompt_sums(wide, cols)
     assert_same_bits(sums, old_sums)
     assert_same_bits(count, old_count)
     flat = wide.reset_index().set_index(["system", "prompt_id"])  # a fresh index, no codes reused
-    assert_same_bits(_prompt_sums(flat, cols)[0], old_sums)
+    assert_same_bits(_prompt_sums(flat.index, flat[cols].to_numpy())[0], old_sums)
     assert (wide["m_zero"] == 0).any()
     signed = wide.assign(m_zero=-wide["m_zero"])  # -0.0 scores: their sums are 0.0 + -0.0
     assert np.signbit(signed["m_zero"]).any()
-    assert_same_bits(_prompt_sums(signed, cols)[0], _old_prompt_sums(signed, cols)[0])
+    assert_same_bits(_prompt_sums(signed.index, signed[cols].to_numpy())[0],
+                     _old_prompt_sums(signed, cols)[0])
 
 
 def test_prompt_sums_add_the_stories_of_a_cell_in_order():
@@ -256,7 +257,7 @@ def test_prompt_sums_add_the_stories_of_a_cell_in_order():
     repeated = pd.concat([wide, wide.sample(20, random_state=2) * 1.1,
                           wide.sample(15, random_state=3) / 3])
     cols = list(repeated.columns)
-    sums, count = _prompt_sums(repeated, cols)
+    sums, count = _prompt_sums(repeated.index, repeated[cols].to_numpy())
     old_sums, old_count = _old_prompt_sums(repeated, cols)
     assert_same_bits(sums, old_sums)
     assert_same_bits(count, old_count)

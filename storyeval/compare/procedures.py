@@ -517,17 +517,16 @@ def _label_codes(index: pd.Index, level: int) -> np.ndarray:
     return inverse.ravel()
 
 
-def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
-    """Per (prompt, system) sums of every column over its stories (P, S, K) and the stories per
-    system (S,), prompts and systems in the order of their labels as strings. Measures are z-scored over the stories first (as the
-    permutation engine does), so swapped scores are on one scale."""
-    index = wide.index
+def _prompt_sums(index: pd.Index, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (prompt, system) sums of the columns of ``X`` (stories x columns, in the order of
+    ``index``) over their stories, (P, S, K), and the stories per system (S,), prompts and
+    systems in the order of their labels as strings."""
     names = list(index.names)
     sl = names.index("system") if "system" in names else 0
     pl = names.index("prompt_id") if "prompt_id" in names else 1
     s_idx = _label_codes(index, sl)
     p_idx = _label_codes(index, pl)
-    X = wide[columns].to_numpy(dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
     S, P, K = int(s_idx.max()) + 1, int(p_idx.max()) + 1, X.shape[1]
     cell = p_idx * S + s_idx
     count = np.bincount(s_idx, minlength=S).astype(np.float64)
@@ -598,12 +597,18 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     if values.isna().to_numpy().any():
         raise InputError("test 'permutation-random' needs every story scored by every compared "
                          "measure (missing values found); use test 'bootstrap' or drop them")
+    # the reported means first: their temporaries are freed before the sums are built
+    observed_means = _system_means(wide, cols)
     z = values.copy()
+    del values
     measures = [c for c in cols if c not in set(comp["criterion"])]
     sd = z[measures].std(ddof=0).replace(0, 1.0)
     mu = z[measures].mean()
     z[measures] = (z[measures] - mu) / sd
-    sums, count = _prompt_sums(z, cols)
+    X, index = z[cols].to_numpy(dtype=np.float64), z.index
+    del z  # one copy of the scores at a time
+    sums, count = _prompt_sums(index, X)
+    del X
     # the tie rule is relative, so the swapped system means are mapped back to the scale of
     # the measure they stand for (a positive affine map: no coefficient changes otherwise),
     # and the identity arrangement is the reported data's own system means
@@ -611,7 +616,6 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     shift = pd.Series(0.0, index=cols)
     scale[measures], shift[measures] = sd, mu
     scale, shift = scale.to_numpy(), shift.to_numpy()
-    observed_means = _system_means(wide, cols)
     pos = {c: k for k, c in enumerate(cols)}
     ih = np.array([pos[c] for c in comp["criterion"]])
     ia = np.array([pos[c] for c in comp["measure_a"]])
