@@ -140,10 +140,33 @@ def _all_rows(wide: pd.DataFrame):
 
 
 def _both_engines(monkeypatch, *args, **kwargs):
+    """`system_permutation` on the NumPy engine, then on the compiled kernel (checked)."""
+    import storyeval.correlation._permutation_numba as compiled
+
     monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
     numpy_result = system_permutation(*args, **kwargs)
     monkeypatch.delenv("STORYEVAL_KENDALL_ENGINE")
-    return numpy_result, system_permutation(*args, **kwargs)
+    calls = []
+    kernel = compiled.kendall_deltas
+    monkeypatch.setattr(compiled, "kendall_deltas", lambda *a: calls.append(1) or kernel(*a))
+    compiled_result = system_permutation(*args, **kwargs)
+    assert calls, "the compiled kernel did not run"
+    return numpy_result, compiled_result
+
+
+@needs_numba
+def test_compiled_kernel_runs_where_it_pays(monkeypatch):
+    import sys
+
+    from storyeval.compare.procedures import _compiled_permutation
+
+    assert "numba" in sys.modules or importlib.import_module("numba")
+    assert _compiled_permutation(3, 200, 5)  # numba loaded: always
+    monkeypatch.delitem(sys.modules, "numba")  # as in a process that has not imported it
+    assert not _compiled_permutation(30, 1001, 5)  # 4 ms of NumPy: not worth loading numba
+    assert _compiled_permutation(2610, 1001, 10)  # 1.8 s of NumPy
+    monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+    assert not _compiled_permutation(2610, 1001, 10)
 
 
 @needs_numba

@@ -39,6 +39,7 @@ the Williams tests; otherwise a paired bootstrap of prompts (percentile). The me
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import cast
@@ -588,8 +589,16 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     location-shift pivot). It resamples what the test resamples (prompts, systems fixed) in the
     same orientation, so that p < 1 - confidence_level and an interval excluding 0 agree up to
     the random tie-breaking (measured in benchmarks/bench_calibration.py).
+
+    Engines: with numba installed (the ``fast`` extra), Kendall's tau-b and tau-c of the
+    swapped means come from a compiled kernel (`storyeval.correlation._permutation_numba`,
+    no (permutations x rows x systems) temporaries) unless the NumPy engine would take less
+    than loading numba; both give the same bits. The NumPy engine computes Pearson and
+    Spearman, and everything with ``STORYEVAL_KENDALL_ENGINE=numpy``.
+    Masks of more than 128 MB (permutations x prompts, 8 bytes each) are drawn and multiplied in
+    blocks of permutations (the same masks; BLAS may sum a block's products in another order
+    than the whole matrix's, in the last bits).
     """
-    from storyeval.correlation.kendall_sorted import engine
     from storyeval.correlation.ties import tie_values
 
     cols = list(dict.fromkeys([*comp["criterion"], *comp["measure_a"], *comp["measure_b"]]))
@@ -626,7 +635,7 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     # the criterion's system means under the tie rule (snapped per column: once for all rows)
     H = tie_values(observed_means[:, ih], "system", axis=0, rtol=tie_rtol)
     size = len(ih)
-    if method in ("kendall_b", "kendall_c") and engine() == "numba":
+    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S):
         from storyeval.correlation._permutation_numba import kendall_deltas
 
         deltas, undone = kendall_deltas(swapped, mean, observed_means, scale, shift, H, ia, ib,
@@ -657,6 +666,26 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
             .astype(object)}
+
+
+# The NumPy engine's seconds per (row, permutation, pair of systems) of a Kendall coefficient
+# (1.8 s for 2,610 rows x 1,001 permutations x 45 pairs on the 2-core development machine), and
+# the one-off cost of importing numba and loading cached machine code in a process that has
+# not (as `storyeval.correlation.kendall` counts it).
+_NUMPY_PAIR_SECONDS = 1.5e-8
+_LOAD_NUMBA_SECONDS = 0.8
+
+
+def _compiled_permutation(rows: int, total: int, systems: int) -> bool:
+    """Whether `system_permutation` runs its Kendall coefficients on the compiled kernel:
+    numba installed and not switched off, and either loaded already or the NumPy engine's
+    predicted time above the cost of loading it (a few rows of a small test stay on NumPy)."""
+    from storyeval.correlation.kendall_sorted import engine
+
+    if engine() != "numba":
+        return False
+    work = _NUMPY_PAIR_SECONDS * rows * total * systems * (systems - 1) / 2
+    return "numba" in sys.modules or work > _LOAD_NUMBA_SECONDS
 
 
 # Mask matrices up to this size are drawn whole and multiplied at once (as before: the same
