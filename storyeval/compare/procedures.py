@@ -39,6 +39,7 @@ the Williams tests; otherwise a paired bootstrap of prompts (percentile). The me
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import cast
@@ -497,22 +498,49 @@ def oriented_wide(wide: pd.DataFrame, lower_is_better: frozenset[str]) -> pd.Dat
     return out
 
 
-def _prompt_sums(wide: pd.DataFrame, columns: list[str]):
-    """Per (prompt, system) sums of every column over its stories, the stories per system, and
-    the column means per system. Measures are z-scored over the stories first (as the
-    permutation engine does), so swapped scores are on one scale."""
-    index = wide.index
+def _label_codes(index: pd.Index, level: int) -> np.ndarray:
+    """Position of each story's label at ``level`` among the sorted distinct labels (as
+    strings): ``np.unique(labels.astype(str), return_inverse=True)[1]``, from the index's
+    codes (the distinct labels only are converted and sorted)."""
+    if isinstance(index, pd.MultiIndex):
+        codes = np.asarray(index.codes[level])
+        labels = index.levels[level]
+        if len(codes) and codes.min() >= 0:
+            used = np.bincount(codes, minlength=len(labels)) > 0  # levels may hold unused labels
+            _, inverse = np.unique(labels[used].astype(str), return_inverse=True)
+            position = np.full(len(labels), -1, dtype=np.int64)
+            position[used] = inverse.ravel()
+            return position[codes]
+    _, inverse = np.unique(index.get_level_values(level).astype(str), return_inverse=True)
+    return inverse.ravel()
+
+
+def _prompt_sums(index: pd.Index, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (prompt, system) sums of the columns of ``X`` (stories x columns, in the order of
+    ``index``) over their stories, (P, S, K), and the stories per system (S,), prompts and
+    systems in the order of their labels as strings."""
     names = list(index.names)
     sl = names.index("system") if "system" in names else 0
     pl = names.index("prompt_id") if "prompt_id" in names else 1
-    systems, s_idx = np.unique(index.get_level_values(sl).astype(str), return_inverse=True)
-    _, p_idx = np.unique(index.get_level_values(pl).astype(str), return_inverse=True)
-    X = wide[columns].to_numpy(dtype=np.float64)
-    S, P = len(systems), int(p_idx.max()) + 1
-    sums = np.zeros((P, S, X.shape[1]))
-    np.add.at(sums, (p_idx, s_idx), X)
+    s_idx = _label_codes(index, sl)
+    p_idx = _label_codes(index, pl)
+    X = np.asarray(X, dtype=np.float64)
+    S, P, K = int(s_idx.max()) + 1, int(p_idx.max()) + 1, X.shape[1]
+    cell = p_idx * S + s_idx
     count = np.bincount(s_idx, minlength=S).astype(np.float64)
-    return sums, count
+    if np.bincount(cell, minlength=P * S).max(initial=0) <= 1:
+        # one story per cell (as system_permutation's data always have): its sum is
+        # 0.0 + x, as np.add.at computed it (-0.0 becomes 0.0), placed without a reduction
+        sums = np.zeros((P, S, K))
+        sums[p_idx, s_idx] = X
+        sums += 0.0
+        return sums, count
+    # bincount adds the weights of a cell in story order, from 0.0, as np.add.at does (the
+    # same sums, bit for bit), and much faster
+    flat = np.empty((K, P * S))
+    for k in range(K):  # one pass over the stories per column
+        flat[k] = np.bincount(cell, weights=X[:, k], minlength=P * S)
+    return np.ascontiguousarray(flat.T).reshape(P, S, K), count
 
 
 def _system_means(wide: pd.DataFrame, columns: list[str]) -> np.ndarray:
@@ -558,8 +586,16 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     location-shift pivot). It resamples what the test resamples (prompts, systems fixed) in the
     same orientation, so that p < 1 - confidence_level and an interval excluding 0 agree up to
     the random tie-breaking (measured in benchmarks/bench_calibration.py).
+
+    Engines: with numba installed (the ``fast`` extra), Kendall's tau-b and tau-c of the
+    swapped means come from a compiled kernel (`storyeval.correlation._permutation_numba`,
+    no (permutations x rows x systems) temporaries) unless the NumPy engine would take less
+    than loading numba; both give the same bits. The NumPy engine computes Pearson and
+    Spearman, and everything with ``STORYEVAL_KENDALL_ENGINE=numpy``.
+    Masks of more than 128 MB (permutations x prompts, 8 bytes each) are drawn and multiplied in
+    blocks of permutations (the same masks; BLAS may sum a block's products in another order
+    than the whole matrix's, in the last bits).
     """
-    from storyeval.correlation.resampled import direct
     from storyeval.correlation.ties import tie_values
 
     cols = list(dict.fromkeys([*comp["criterion"], *comp["measure_a"], *comp["measure_b"]]))
@@ -567,12 +603,18 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     if values.isna().to_numpy().any():
         raise InputError("test 'permutation-random' needs every story scored by every compared "
                          "measure (missing values found); use test 'bootstrap' or drop them")
+    # the reported means first: their temporaries are freed before the sums are built
+    observed_means = _system_means(wide, cols)
     z = values.copy()
+    del values
     measures = [c for c in cols if c not in set(comp["criterion"])]
     sd = z[measures].std(ddof=0).replace(0, 1.0)
     mu = z[measures].mean()
     z[measures] = (z[measures] - mu) / sd
-    sums, count = _prompt_sums(z, cols)
+    X, index = z[cols].to_numpy(dtype=np.float64), z.index
+    del z  # one copy of the scores at a time
+    sums, count = _prompt_sums(index, X)
+    del X
     # the tie rule is relative, so the swapped system means are mapped back to the scale of
     # the measure they stand for (a positive affine map: no coefficient changes otherwise),
     # and the identity arrangement is the reported data's own system means
@@ -580,38 +622,30 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     shift = pd.Series(0.0, index=cols)
     scale[measures], shift[measures] = sd, mu
     scale, shift = scale.to_numpy(), shift.to_numpy()
-    observed_means = _system_means(wide, cols)
     pos = {c: k for k, c in enumerate(cols)}
     ih = np.array([pos[c] for c in comp["criterion"]])
     ia = np.array([pos[c] for c in comp["measure_a"]])
     ib = np.array([pos[c] for c in comp["measure_b"]])
     P, S, _ = sums.shape
     mean = sums.sum(0) / count[:, None]  # (S, K)
-    rng = np.random.default_rng(random_state)
-    masks = np.vstack([np.zeros((1, P)), (rng.random((n_permutations, P)) < 0.5)])
+    swapped = _swapped_means(sums, count, n_permutations, random_state)
+    # the criterion's system means under the tie rule (snapped per column: once for all rows)
+    H = tie_values(observed_means[:, ih], "system", axis=0, rtol=tie_rtol)
     size = len(ih)
-    deltas = np.empty((n_permutations + 1, size))
-    # the swapped prompts' sums of every column, once per column (one matrix product), not
-    # once per compared row
-    swapped = (masks @ sums.reshape(P, -1)).reshape(len(masks), S, -1) / count[None, :, None]
+    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S):
+        from storyeval.correlation._permutation_numba import kendall_deltas
+
+        deltas, undone = kendall_deltas(swapped, mean, observed_means, scale, shift, H, ia, ib,
+                                        sa, sb, tie_rtol, method)
+        rows = np.flatnonzero(undone)  # a swapped mean overflowed: the NumPy engine's rules
+    else:
+        deltas, rows = np.empty((n_permutations + 1, size)), np.arange(size)
     per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
     step = max(1, int(2**28 // per_row))
-    for start in range(0, size, step):
-        rows = slice(start, min(size, start + step))
-        a_s = mean[:, ia[rows]] * sa[rows]
-        b_s = mean[:, ib[rows]] * sb[rows]
-        move = swapped[:, :, ib[rows]] * sb[rows] - swapped[:, :, ia[rows]] * sa[rows]
-        A = (a_s[None] + move) * scale[ia[rows]] + sa[rows] * shift[ia[rows]]
-        Bm = (b_s[None] - move) * scale[ib[rows]] + sb[rows] * shift[ib[rows]]
-        A[0] = observed_means[:, ia[rows]] * sa[rows]
-        Bm[0] = observed_means[:, ib[rows]] * sb[rows]
-        A = tie_values(A, "system", axis=1, rtol=tie_rtol)
-        Bm = tie_values(Bm, "system", axis=1, rtol=tie_rtol)
-        H = np.broadcast_to(tie_values(observed_means[:, ih[rows]], "system", axis=0,
-                                       rtol=tie_rtol)[None], A.shape)
-        V = np.stack([H, A, Bm], axis=-1).transpose(0, 2, 1, 3)  # (N+1, R, S, 3)
-        r = direct(V, np.ones(S), np.array([1, 2]), np.array([0, 0]), method)  # (N+1, R, 2)
-        deltas[:, rows] = r[..., 0] - r[..., 1]
+    for start in range(0, len(rows), step):
+        deltas[:, rows[start:start + step]] = _numpy_deltas(
+            rows[start:start + step], swapped, mean, observed_means, scale, shift, H, ia, ib,
+            sa, sb, tie_rtol, method)
     observed, perm = deltas[0], deltas[1:]
     if alternative == "two-sided":
         obs, dist = np.abs(observed), np.abs(perm)
@@ -629,6 +663,99 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
             .astype(object)}
+
+
+# The NumPy engine's seconds per (row, permutation, pair of systems) of a Kendall coefficient
+# (1.8 s for 2,610 rows x 1,001 permutations x 45 pairs on the 2-core development machine), and
+# the one-off cost of importing numba and loading cached machine code in a process that has
+# not (as `storyeval.correlation.kendall` counts it).
+_NUMPY_PAIR_SECONDS = 1.5e-8
+_LOAD_NUMBA_SECONDS = 0.8
+
+
+def _compiled_permutation(rows: int, total: int, systems: int) -> bool:
+    """Whether `system_permutation` runs its Kendall coefficients on the compiled kernel:
+    numba installed and not switched off, and either loaded already or the NumPy engine's
+    predicted time above the cost of loading it (a few rows of a small test stay on NumPy)."""
+    from storyeval.correlation.kendall_sorted import engine
+
+    if engine() != "numba":
+        return False
+    work = _NUMPY_PAIR_SECONDS * rows * total * systems * (systems - 1) / 2
+    return "numba" in sys.modules or work > _LOAD_NUMBA_SECONDS
+
+
+# Mask matrices up to this size are drawn whole and multiplied at once (as before: the same
+# product, bit for bit); larger ones (e.g. 1,000 permutations of 10^5 prompts: 800 MB) in
+# blocks of `_MASK_BLOCK_BYTES`, whose BLAS products may differ from the whole product's in the
+# last bits (BLAS sums in an order that depends on the matrix shape). Blocks of a few dozen
+# rows cost 4x more: every product packs the whole (prompts x columns) matrix again.
+_MASK_BYTES = 2**27
+_MASK_BLOCK_BYTES = 2**27
+
+
+def _prompt_masks(rng: np.random.Generator, n_permutations: int, P: int, block_bytes: int):
+    """(start, masks) blocks of the (N + 1, P) float 0/1 mask matrix, row 0 the identity (no
+    prompt swapped), row i > 0 ``rng.random(P) < 0.5`` of the i-th permutation: the same
+    numbers as one ``rng.random((N, P))`` draw (the generator fills row by row). Every block is
+    a view of one buffer of ``block_bytes``, refilled for the next block."""
+    total = n_permutations + 1
+    step = min(total, max(1, block_bytes // (8 * max(P, 1))))
+    buffer = np.empty((step, P))
+    draw = max(1, 2**20 // max(P, 1))  # rows of uniforms drawn at once (8 MB)
+    for start in range(0, total, step):
+        masks = buffer[:min(total, start + step) - start]
+        first = 0
+        if start == 0:
+            masks[0] = 0.0
+            first = 1
+        for row in range(first, len(masks), draw):
+            end = min(len(masks), row + draw)
+            np.less(rng.random((end - row, P)), 0.5, out=masks[row:end])
+        yield start, masks
+
+
+def _swapped_means(sums: np.ndarray, count: np.ndarray, n_permutations: int,
+                   random_state: int | None) -> np.ndarray:
+    """(N + 1, S, K): every permutation's sums over the swapped prompts of each system and
+    column, divided by the system's stories (one matrix product per block of permutations;
+    row 0, no prompt swapped, is 0)."""
+    P, S, K = sums.shape
+    rng = np.random.default_rng(random_state)
+    flat = sums.reshape(P, -1)
+    total = n_permutations + 1
+    whole = total * P * 8 <= _MASK_BYTES
+    out = np.empty((total, S * K))
+    for start, masks in _prompt_masks(rng, n_permutations, P,
+                                      _MASK_BYTES if whole else _MASK_BLOCK_BYTES):
+        out[start:start + len(masks)] = masks @ flat
+    return out.reshape(total, S, K) / count[None, :, None]
+
+
+def _numpy_deltas(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
+                  observed_means: np.ndarray, scale: np.ndarray, shift: np.ndarray,
+                  H: np.ndarray, ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                  tie_rtol: float, method: str) -> np.ndarray:
+    """(N + 1, len(rows)) deltas ``r(h, a*) - r(h, b*)`` of the given rows, every coefficient
+    (the NumPy engine of `system_permutation`)."""
+    from storyeval.correlation.resampled import direct
+    from storyeval.correlation.ties import tie_values
+
+    S = mean.shape[0]
+    sa, sb, ia, ib = sa[rows], sb[rows], ia[rows], ib[rows]
+    a_s = mean[:, ia] * sa
+    b_s = mean[:, ib] * sb
+    move = swapped[:, :, ib] * sb - swapped[:, :, ia] * sa
+    A = (a_s[None] + move) * scale[ia] + sa * shift[ia]
+    Bm = (b_s[None] - move) * scale[ib] + sb * shift[ib]
+    A[0] = observed_means[:, ia] * sa
+    Bm[0] = observed_means[:, ib] * sb
+    A = tie_values(A, "system", axis=1, rtol=tie_rtol)
+    Bm = tie_values(Bm, "system", axis=1, rtol=tie_rtol)
+    Hr = np.broadcast_to(H[:, rows][None], A.shape)
+    V = np.stack([Hr, A, Bm], axis=-1).transpose(0, 2, 1, 3)  # (N+1, R, S, 3)
+    r = direct(V, np.ones(S), np.array([1, 2]), np.array([0, 0]), method)  # (N+1, R, 2)
+    return r[..., 0] - r[..., 1]
 
 
 def _permutation_interval(observed: np.ndarray, perm: np.ndarray,

@@ -1,0 +1,286 @@
+"""The engines of `system_permutation` (``permutation-random``): the compiled Kendall kernel
+(`storyeval.correlation._permutation_numba`) against the NumPy engine, bit for bit, and the
+blocked mask draw, prompt sums and swapped means against the one-shot formulas they replace."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import storyeval.compare.procedures as procedures
+from storyeval.compare.procedures import (
+    _numpy_deltas,
+    _prompt_masks,
+    _prompt_sums,
+    _swapped_means,
+    system_permutation,
+)
+from storyeval.correlation.ties import tie_values
+
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(not HAS_NUMBA,
+                                 reason="numba (the 'fast' extra) is not installed")
+OUTPUTS = ("t", "p", "ci_low", "ci_high", "test_reason")
+
+
+def assert_same_bits(actual, expected, err_msg: str = "") -> None:
+    """Equal arrays, floats bit for bit (-0.0 is not 0.0; any NaN equals any NaN)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    np.testing.assert_array_equal(actual, expected, err_msg=err_msg)
+    if actual.dtype.kind == "f":
+        nan = np.isnan(actual)
+        np.testing.assert_array_equal(np.signbit(actual)[~nan], np.signbit(expected)[~nan],
+                                      err_msg=err_msg)
+
+
+def _tie_prone(g: np.random.Generator, shape) -> np.ndarray:
+    """Values with exact ties, ties up to the last bit (1 and 2 ulps apart), signed zeros and
+    values of both signs."""
+    base = g.choice(np.array([-1.0, -2 / 3, -0.5, -0.0, 0.0, 1 / 3, 0.5, 2 / 3, 1.0, 1.5]),
+                    size=shape)
+    ulps = g.choice(np.array([0, 0, 0, 1, 2, -1]), size=shape)
+    out = base.copy()
+    for k in (1, 2):  # k steps towards +inf (or -inf): values k ulps apart
+        up, down = ulps >= k, ulps <= -k
+        out[up] = np.nextafter(out[up], np.inf)
+        out[down] = np.nextafter(out[down], -np.inf)
+    return out
+
+
+def _kernel_inputs(g: np.random.Generator, S: int, K: int, N: int, R: int):
+    """Inputs of the kernels: half the columns have zero means, unit scale and no shift (the
+    swapped means are then the tie-prone values themselves, up to sign), the others generic."""
+    swapped = _tie_prone(g, (N + 1, S, K))
+    mean = np.where(np.arange(K) % 2 == 0, 0.0, g.normal(size=(S, K)))
+    scale = np.where(np.arange(K) % 2 == 0, 1.0, g.uniform(0.5, 3.0, K))
+    shift = np.where(np.arange(K) % 2 == 0, 0.0, g.normal(size=K))
+    observed = _tie_prone(g, (S, K))
+    h = _tie_prone(g, (S, R))
+    h[:, 0] = 0.5  # a constant criterion: every coefficient undefined
+    ia = g.integers(0, K, R)
+    ib = g.integers(0, K, R)
+    sa = g.choice(np.array([-1.0, 1.0]), R)
+    sb = g.choice(np.array([-1.0, 1.0]), R)
+    return swapped, mean, observed, scale, shift, h, ia, ib, sa, sb
+
+
+@needs_numba
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c"])
+@pytest.mark.parametrize("rtol", [0.0, 1e-12, 1e-15])
+@pytest.mark.parametrize("S", [3, 6, 12])
+def test_compiled_kernel_equals_numpy_engine(method, rtol, S):
+    from storyeval.correlation._permutation_numba import kendall_deltas
+
+    g = np.random.default_rng([S, int(rtol == 0), len(method)])
+    swapped, mean, observed, scale, shift, h, ia, ib, sa, sb = _kernel_inputs(g, S, 6, 60, 40)
+    H = tie_values(h, "system", axis=0, rtol=rtol)  # as system_permutation passes it
+    compiled, undone = kendall_deltas(swapped, mean, observed, scale, shift, H, ia, ib, sa, sb,
+                                      rtol, method)
+    reference = _numpy_deltas(np.arange(len(ia)), swapped, mean, observed, scale, shift, H, ia,
+                              ib, sa, sb, rtol, method)
+    assert not undone.any()
+    assert_same_bits(compiled, reference)
+    assert np.isnan(compiled[:, 0]).all() and np.isfinite(compiled[:, 1:]).any()
+    if rtol == 1e-12:  # the near ties are there: snapping changes some coefficients
+        raw = _numpy_deltas(np.arange(len(ia)), swapped, mean, observed, scale, shift, H, ia,
+                            ib, sa, sb, 0.0, method)
+        assert not np.array_equal(raw, reference, equal_nan=True)
+
+
+@needs_numba
+def test_compiled_kernel_leaves_overflowing_rows_to_numpy():
+    from storyeval.correlation._permutation_numba import kendall_deltas
+
+    g = np.random.default_rng(5)
+    swapped, mean, observed, scale, shift, h, ia, ib, sa, sb = _kernel_inputs(g, 5, 4, 20, 6)
+    scale[3] = 1e308  # (a_s + move) * scale overflows for the rows that use column 3
+    ia[:3], ib[:3] = 3, 0
+    ia[3:], ib[3:] = 1, 2
+    h[:, 1] = np.inf
+    deltas, undone = kendall_deltas(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb,
+                                    1e-12, "kendall_b")
+    assert undone.tolist() == [True, True, True, False, False, False]
+    reference = _numpy_deltas(np.arange(3, 6), swapped, mean, observed, scale, shift, h, ia,
+                              ib, sa, sb, 1e-12, "kendall_b")
+    assert_same_bits(deltas[:, 3:], reference)
+
+
+def _story_frame(g: np.random.Generator, S: int, P: int, constant: bool = False):
+    """A (system, prompt_id) frame whose system means tie exactly (Likert averages, rounded
+    metrics), tie up to the last bits (sums of thirds in different orders), include zeros and
+    a constant metric."""
+    idx = pd.MultiIndex.from_product([[f"s{k}" for k in range(S)], range(P)],
+                                     names=["system", "prompt_id"])
+    n = S * P
+    quality = np.repeat(g.normal(0, 0.5, S), P) + g.normal(size=n)
+    cols = {
+        "h1": np.clip(np.rint(3 + quality + g.normal(size=n)), 1, 5),
+        "h2": np.clip(np.rint(3 + quality[:, None] + g.normal(size=(n, 3))), 1, 5).mean(axis=1),
+        "m_round": np.round(quality + g.normal(size=n), 0),
+        "m_third": np.rint(3 * (quality + g.normal(size=n))) / 3,
+        "m_zero": np.where(g.random(n) < 0.5, 0.0, np.round(quality, 1)),
+        "m_cont": quality + g.normal(size=n),
+        "m_small": 1e-3 * np.rint(quality + 2 * g.normal(size=n)),
+    }
+    if constant:
+        cols["m_const"] = np.full(n, 0.25)
+    return pd.DataFrame(cols, index=idx)
+
+
+def _all_rows(wide: pd.DataFrame):
+    crit = [c for c in wide.columns if c.startswith("h")]
+    metrics = [c for c in wide.columns if c.startswith("m")]
+    rows = [(h, a, b) for h in crit for i, a in enumerate(metrics) for b in metrics[i + 1:]]
+    return {"criterion": np.array([r[0] for r in rows], dtype=object),
+            "measure_a": np.array([r[1] for r in rows], dtype=object),
+            "measure_b": np.array([r[2] for r in rows], dtype=object)}
+
+
+def _both_engines(monkeypatch, *args, **kwargs):
+    """`system_permutation` on the NumPy engine, then on the compiled kernel (checked)."""
+    import storyeval.correlation._permutation_numba as compiled
+
+    monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+    numpy_result = system_permutation(*args, **kwargs)
+    monkeypatch.delenv("STORYEVAL_KENDALL_ENGINE")
+    calls = []
+    kernel = compiled.kendall_deltas
+    monkeypatch.setattr(compiled, "kendall_deltas", lambda *a: calls.append(1) or kernel(*a))
+    compiled_result = system_permutation(*args, **kwargs)
+    assert calls, "the compiled kernel did not run"
+    return numpy_result, compiled_result
+
+
+@needs_numba
+def test_compiled_kernel_runs_where_it_pays(monkeypatch):
+    import sys
+
+    from storyeval.compare.procedures import _compiled_permutation
+
+    assert "numba" in sys.modules or importlib.import_module("numba")
+    assert _compiled_permutation(3, 200, 5)  # numba loaded: always
+    monkeypatch.delitem(sys.modules, "numba")  # as in a process that has not imported it
+    assert not _compiled_permutation(30, 1001, 5)  # 4 ms of NumPy: not worth loading numba
+    assert _compiled_permutation(2610, 1001, 10)  # 1.8 s of NumPy
+    monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+    assert not _compiled_permutation(2610, 1001, 10)
+
+
+@needs_numba
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c"])
+@pytest.mark.parametrize("tie_rtol", [0.0, 1e-12])
+def test_system_permutation_engines_agree_bit_for_bit(monkeypatch, method, tie_rtol):
+    g = np.random.default_rng([7, len(method), int(tie_rtol == 0)])
+    wide = _story_frame(g, S=7, P=25, constant=True)
+    comp = _all_rows(wide)
+    size = len(comp["criterion"])
+    sa = g.choice(np.array([-1.0, 1.0]), size)
+    sb = g.choice(np.array([-1.0, 1.0]), size)
+    for alternative in ("two-sided", "less"):
+        numpy_result, compiled = _both_engines(
+            monkeypatch, wide, comp, sa, sb, method, alternative, n_permutations=199,
+            random_state=3, tie_rtol=tie_rtol)
+        for key in OUTPUTS:
+            assert_same_bits(compiled[key], numpy_result[key], err_msg=key)
+    # the data do what they are for: undefined rows (constant metric) and exact ties
+    assert (numpy_result["test_reason"] != "").any()
+    assert np.isfinite(numpy_result["p"]).sum() > size // 2
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+def test_system_permutation_engines_agree_on_overflowing_scores(monkeypatch):
+    """Scores near the largest float: the z-scoring overflows, the compiled kernel leaves the
+    rows to the NumPy engine."""
+    g = np.random.default_rng(11)
+    wide = _story_frame(g, S=5, P=12)
+    wide["m_huge"] = np.where(g.random(len(wide)) < 0.5, 1.5e308, -1.5e308)
+    comp = _all_rows(wide)
+    ones = np.ones(len(comp["criterion"]))
+    numpy_result, compiled = _both_engines(monkeypatch, wide, comp, ones, -ones, "kendall_b",
+                                           n_permutations=99)
+    for key in OUTPUTS:
+        assert_same_bits(compiled[key], numpy_result[key], err_msg=key)
+
+
+@pytest.mark.parametrize("P, N, block_bytes", [(37, 50, 8 * 37 * 4), (37, 50, 1), (96, 1000, 2**25),
+                                               (1000, 3, 8 * 1000 * 2)])
+def test_blocked_masks_are_the_one_shot_draw(P, N, block_bytes):
+    old_rng = np.random.default_rng(42)
+    # the masks as system_permutation drew them before: one (N, P) draw
+    old = np.vstack([np.zeros((1, P)), (old_rng.random((N, P)) < 0.5)])
+    # each block is used before the next is drawn (they share one buffer)
+    blocks = [(start, masks.copy())
+              for start, masks in _prompt_masks(np.random.default_rng(42), N, P, block_bytes)]
+    starts = [start for start, _ in blocks]
+    assert starts == sorted(starts) and starts[0] == 0
+    new = np.vstack([masks for _, masks in blocks])
+    assert new.dtype == old.dtype
+    assert_same_bits(new, old)
+
+
+def test_swapped_means_are_the_one_shot_product(monkeypatch):
+    g = np.random.default_rng(3)
+    P, S, K, N = 120, 6, 9, 300
+    sums = g.normal(size=(P, S, K))
+    count = g.integers(50, 120, S).astype(np.float64)
+    rng = np.random.default_rng(8)
+    masks = np.vstack([np.zeros((1, P)), (rng.random((N, P)) < 0.5)])
+    old = (masks @ sums.reshape(P, -1)).reshape(len(masks), S, -1) / count[None, :, None]
+    assert_same_bits(_swapped_means(sums, count, N, 8), old)
+    # above the size of a whole mask matrix: blocks of permutations, the same products up to
+    # BLAS's order of summation (which depends on the shape)
+    monkeypatch.setattr(procedures, "_MASK_BYTES", 8 * P * 10)
+    monkeypatch.setattr(procedures, "_MASK_BLOCK_BYTES", 8 * P * 7)
+    np.testing.assert_allclose(_swapped_means(sums, count, N, 8), old, rtol=0, atol=1e-12)
+
+
+def _old_prompt_sums(wide: pd.DataFrame, columns: list[str]):
+    """`_prompt_sums` as it was (np.add.at over labels sorted as strings)."""
+    index = wide.index
+    _, s_idx = np.unique(index.get_level_values(0).astype(str), return_inverse=True)
+    _, p_idx = np.unique(index.get_level_values(1).astype(str), return_inverse=True)
+    s_idx, p_idx = s_idx.ravel(), p_idx.ravel()
+    X = wide[columns].to_numpy(dtype=np.float64)
+    sums = np.zeros((int(p_idx.max()) + 1, int(s_idx.max()) + 1, X.shape[1]))
+    np.add.at(sums, (p_idx, s_idx), X)
+    return sums, np.bincount(s_idx).astype(np.float64)
+
+
+def test_prompt_sums_equal_the_add_at_sums():
+    g = np.random.default_rng(4)
+    # prompt ids whose string order is not their numeric order, shuffled rows, an unused level
+    # once a system is dropped, a missing (system, prompt) story
+    wide = _story_frame(g, S=5, P=14).rename(index=lambda p: p * 7 if isinstance(p, int) else p,
+                                             level="prompt_id")
+    wide = wide.sample(frac=1.0, random_state=1).drop(index="s2", level="system").iloc[1:]
+    assert "s2" in wide.index.levels[0]
+    cols = list(wide.columns)
+    sums, count = _prompt_sums(wide.index, wide[cols].to_numpy())
+    old_sums, old_count = _old_prompt_sums(wide, cols)
+    assert_same_bits(sums, old_sums)
+    assert_same_bits(count, old_count)
+    flat = wide.reset_index().set_index(["system", "prompt_id"])  # a fresh index, no codes reused
+    assert_same_bits(_prompt_sums(flat.index, flat[cols].to_numpy())[0], old_sums)
+    assert (wide["m_zero"] == 0).any()
+    signed = wide.assign(m_zero=-wide["m_zero"])  # -0.0 scores: their sums are 0.0 + -0.0
+    assert np.signbit(signed["m_zero"]).any()
+    assert_same_bits(_prompt_sums(signed.index, signed[cols].to_numpy())[0],
+                     _old_prompt_sums(signed, cols)[0])
+
+
+def test_prompt_sums_add_the_stories_of_a_cell_in_order():
+    g = np.random.default_rng(6)
+    wide = _story_frame(g, S=4, P=9)
+    # stories repeated within (system, prompt) cells: sums of several values, in story order
+    repeated = pd.concat([wide, wide.sample(20, random_state=2) * 1.1,
+                          wide.sample(15, random_state=3) / 3])
+    cols = list(repeated.columns)
+    sums, count = _prompt_sums(repeated.index, repeated[cols].to_numpy())
+    old_sums, old_count = _old_prompt_sums(repeated, cols)
+    assert_same_bits(sums, old_sums)
+    assert_same_bits(count, old_count)
