@@ -293,7 +293,7 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     n = [r["stories"] for r in results]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7, 6))
     ax.loglog(n, [r["storyeval_s"] for r in results], "o-",
               label="storyeval core: read, tau-b of all pairs, Williams (2 levels)")
     ax.loglog(n, [r["kendall_s"] for r in results], "^-",
@@ -317,7 +317,7 @@ def plot(results: list[dict], path: Path) -> None:
     ax.set_ylabel("wall time (s)")
     ax.set_title("Meta-evaluation at scale (2 cores)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -331,7 +331,12 @@ def main() -> None:
                         help="where to write the raw numbers (default: benchmarks/)")
     parser.add_argument("--plot", default=str(ROOT / "docs" / "img" / "bench_scale.png"),
                         help="where to draw the figure (default: docs/img/)")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="draw the figure from the numbers in --json without measuring")
     args = parser.parse_args()
+    if args.plot_only:
+        plot(json.loads(Path(args.json).read_text()), Path(args.plot))
+        return
     sizes = [s for s in SIZES if s[0] * SYSTEMS <= args.max_stories]
     results = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,11 +10,13 @@ the pair (h, x) only:
 ordered pairs). Sen's variance of the difference is ``c |L_a - L_b|^2`` with
 ``c = 4 / (n (n - 1)^3)``, so every comparison of a criterion needs only the Gram matrix
 ``L L^T`` of that criterion's pairs: ``|L_a|^2 + |L_b|^2 - 2 s_a s_b <L_a, L_b>`` (``s``: the
-orientation of each measure, +-1), or, as `meta` runs it, the squared norm of the difference
-reduced per comparison (bit-identical whatever other measures are compared; see
-`gram_estimates`). Memory is the rows of the distinct (criterion, measure) pairs, (pairs, n),
-plus one chunk of comparisons, whatever the number of comparisons; each pair's rows are
-computed once instead of once per comparison.
+orientation of each measure, +-1). `meta` runs `ustat_integer_estimates`: ``r`` and ``t`` are
+integers and ``L`` is centred, so the Gram matrix comes from exact integer products
+(`integer_products`) and a comparison's number depends on its own two measures only, whatever
+other measures are compared. Memory is the rows of the distinct (criterion, measure) pairs,
+(pairs, n), whatever the number of comparisons; each pair's rows are computed once instead of
+once per comparison. The jackknife (`jackknife_gram_estimates`: leave-one-out values are not
+integers) reduces the squared norm of each comparison's difference directly, in chunks.
 """
 
 from __future__ import annotations
