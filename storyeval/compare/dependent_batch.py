@@ -101,14 +101,19 @@ def centred_integer_gram(V: np.ndarray) -> np.ndarray:
     """The centred Gram matrix ``sum_i (u_i - mean u) (v_i - mean v)`` of the rows of ``V``
     (m, n), which hold integers (as float64), each entry exact before one final rounding:
     `integer_products` centred in Python integers (``(n G - s s^T) / n``)."""
-    return _centre(integer_products(V, V), V.sum(axis=1), V.sum(axis=1), V.shape[1])
+    sums = integer_sums(V)
+    return _centre(integer_products(V, V), sums, sums, V.shape[1])
+
+
+def integer_sums(V: np.ndarray) -> np.ndarray:
+    """The sums of rows holding integers (as float64), exactly (object array of Python
+    integers): `integer_products` with a row of ones."""
+    return integer_products(V, np.ones((1, V.shape[1])))[:, 0]
 
 
 def _centre(products: np.ndarray, sums_a: np.ndarray, sums_b: np.ndarray, n: int) -> np.ndarray:
-    """Centred inner products from exact ones and the rows' (exact integer) sums, as float64."""
-    ia = np.array([int(v) for v in sums_a], dtype=object)
-    ib = np.array([int(v) for v in sums_b], dtype=object)
-    centred = products * n - np.outer(ia, ib)
+    """Centred inner products from exact ones and the rows' exact integer sums, as float64."""
+    centred = products * n - np.outer(sums_a, sums_b)
     flat = np.array([float(v) for v in centred.ravel()])
     return flat.reshape(centred.shape) / max(n, 1)
 
@@ -144,7 +149,7 @@ def ustat_integer_estimates(rows: np.ndarray, untied: np.ndarray, hcol: np.ndarr
     crit = hcol[ka]
     # the untied counts' products are shared by every criterion: computed once
     used = np.unique(np.concatenate([hcol, xcol]))
-    u_sums = untied.sum(-1)
+    u_sums = integer_sums(untied)
     u_products = integer_products(untied[used], untied[used])
     u_where = np.full(untied.shape[0], -1)
     u_where[used] = np.arange(len(used))
@@ -176,7 +181,7 @@ def _criterion_gram(R: np.ndarray, U: np.ndarray, uu: np.ndarray,
     """The centred Gram matrix of the rows ``[R; U]`` (a criterion's Kendall rows, then the
     untied counts of its columns) given the exact products ``uu`` of U's rows."""
     n = R.shape[1]
-    r_sums = R.sum(axis=1)
+    r_sums = integer_sums(R)
     rr, ru = integer_products(R, R), integer_products(R, U)
     top = np.concatenate([rr, ru], axis=1)
     bottom = np.concatenate([ru.T, uu], axis=1)
