@@ -343,7 +343,8 @@ def system_targets(dgp: dict, effects: dict[str, np.ndarray], prompts: int,
 
     ``infinite``: the difference of the coefficients of the systems' expected scores over
     infinitely many prompts (`expected_human`, `expected_measures`);
-    ``at_prompts``: E[delta | these systems] at ``prompts`` prompts per system, by ``inner`` new
+    ``at_prompts``: E[delta | these systems] at ``prompts`` prompts per system (and
+    ``sd_at_prompts``, the standard deviation of delta given the systems), by ``inner`` new
     draws of the prompts for the same systems (the data sets the permutation interval's
     resampling describes: systems fixed, prompts random), delta computed as `level_data` and
     the kernel compute it (system means; the human ones as integer sums of ratings, so that tied
@@ -351,8 +352,8 @@ def system_targets(dgp: dict, effects: dict[str, np.ndarray], prompts: int,
     reps, S = effects["quality"].shape[:2]
     X = np.concatenate([expected_human(effects["quality"]), expected_measures(dgp, effects)],
                        axis=2)
-    out = {method: {"infinite": _deltas(X, method), "at_prompts": np.empty(reps)}
-           for method in methods}
+    out = {method: {"infinite": _deltas(X, method), "at_prompts": np.empty(reps),
+                    "sd_at_prompts": np.empty(reps)} for method in methods}
     raters = _raters(dgp["human"])
     step = max(1, budget // (inner * S * prompts))
     for start in range(0, reps, step):
@@ -361,8 +362,9 @@ def system_targets(dgp: dict, effects: dict[str, np.ndarray], prompts: int,
         h, m, _ = simulate_full(dgp, len(given["quality"]), S, prompts, 2, rng, True, given)
         Xin = np.concatenate([np.rint(h * raters).sum(-1)[..., None], m.mean(2)], axis=2)
         for method in methods:
-            out[method]["at_prompts"][part] = np.nanmean(
-                _deltas(Xin, method).reshape(-1, inner), axis=1)
+            d = _deltas(Xin, method).reshape(-1, inner)
+            out[method]["at_prompts"][part] = np.nanmean(d, axis=1)
+            out[method]["sd_at_prompts"][part] = np.nanstd(d, axis=1, ddof=1)
     return out
 
 
@@ -401,13 +403,17 @@ def run_coverage_cell(dgp_name: str, level: str, size: int, reps: int,
                          # the conditional ones over the replications' systems
                          "mean_at_prompts": np.full(len(frame), frame["at_prompts"].mean())}
             target_se = float(frame["at_prompts"].std(ddof=1) / math.sqrt(len(frame)))
+            # the width a normal interval with the true conditional s.e. would have
+            normal_width = float(2 * 1.959964 * frame["sd_at_prompts"].mean())
         else:
             value, target_se = population_delta(dgp_name, method)
             estimands = {"population": np.full(len(frame), value)}
+            normal_width = math.nan
         row = {"dgp": dgp_name, "level": level, "size": size, "method": method,
                "test": _test(level, method), "reps": len(frame),
                "width": float(np.mean(hi - lo)), "delta": float(frame["delta"].mean()),
-               "target_se": target_se, "undefined": int(np.sum(~np.isfinite(lo + hi)))}
+               "target_se": target_se, "normal_width": normal_width,
+               "undefined": int(np.sum(~np.isfinite(lo + hi)))}
         for name, target in estimands.items():
             # an undefined interval (NaN) counts as not covering
             row[f"cover_{name}"] = float(np.mean((lo <= target) & (target <= hi)))
@@ -485,8 +491,10 @@ def markdown_coverage(rows: list[dict]) -> str:
                     vals = [_cover(by[s], key, width=False) + f" [{by[s][f'target_{key}']:.3f}]"
                             if s in by else "" for s in cols]
                     lines.append(f"| {dgp} | {label} | " + " | ".join(vals) + " |")
-                vals = [f"{by[s]['width']:.3f}" if s in by else "" for s in cols]
-                lines.append(f"| {dgp} | mean width | " + " | ".join(vals) + " |")
+                vals = [f"{by[s]['width']:.3f} ({by[s]['normal_width']:.3f})" if s in by
+                        else "" for s in cols]
+                lines.append(f"| {dgp} | mean width (3.92 sd of delta \\| these systems) | "
+                             + " | ".join(vals) + " |")
             lines.append("")
     reps = sorted({int(r) for r in frame["reps"]})
     undefined = int(frame["undefined"].sum())

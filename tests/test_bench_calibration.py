@@ -54,6 +54,7 @@ def test_coverage_mode_runs_small(bench, tmp_path, monkeypatch):
     assert ((values >= 0) & (values <= 1)).all()
     assert (rows["reps"] == 6).all() and (rows["width"] > 0).all()
     assert (rows["undefined"] == 0).all()
+    assert (system["normal_width"] > 0).all() and overall["normal_width"].isna().all()
     # a correlates more strongly with quality than b: a positive population difference
     assert (overall["target_population"] > 0.05).all()
     # with infinitely many prompts both measures of alt-base are increasing functions of the
@@ -65,7 +66,8 @@ def test_coverage_mode_runs_small(bench, tmp_path, monkeypatch):
     text = out.read_text(encoding="utf-8")
     for label in ("expected scores, infinitely many prompts",
                   "E[delta \\| these systems], 50 prompts", "E[delta], 50 prompts, systems drawn",
-                  "mean width", "coverage of the population difference"):
+                  "mean width (3.92 sd of delta \\| these systems)",
+                  "coverage of the population difference"):
         assert label in text
     written = page.read_text(encoding="utf-8")
     assert written.startswith("intro\n<!-- coverage:start -->\n**kendall_b, overall level**")
