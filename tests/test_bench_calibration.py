@@ -1,0 +1,90 @@
+"""benchmarks/bench_calibration.py --coverage runs on a tiny configuration: coverages in [0, 1]
+for every stated estimand, the system-level targets behave as the DGPs imply, and the exact
+E[h | q_s] it uses agrees with simulated human scores."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_calibration.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("storyeval_bench_calibration", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_coverage_mode_runs_small(bench, tmp_path, monkeypatch):
+    # a small population sample for the overall-level target (the real run: 8 x 250,000 stories)
+    monkeypatch.setattr(bench, "POPULATION_STORIES", 4000)
+    monkeypatch.setattr(bench, "_POPULATION", {})
+    out, csv = tmp_path / "coverage.md", tmp_path / "coverage.csv"
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- coverage:start -->\nold\n<!-- coverage:end -->\nafter\n",
+                    encoding="utf-8")
+    assert bench.main(["--coverage", "--reps", "6", "--inner", "4",
+                       "--dgps", "alt-base,alt-system-bias", "--overall-sizes", "30",
+                       "--system-sizes", "5", "--markdown", str(out), "--csv", str(csv),
+                       "--page", str(page)]) == 0
+    rows = pd.read_csv(csv)
+    # alt-base: overall 30 and system 5; alt-system-bias: system 5 only; two methods each
+    assert len(rows) == 6
+    assert set(rows["method"]) == {"kendall_b", "pearson"}
+    overall, system = rows[rows["level"] == "overall"], rows[rows["level"] == "system"]
+    assert set(overall["dgp"]) == {"alt-base"} and len(system) == 4
+    cover = ["cover_population"]
+    assert overall[cover].notna().all().all()
+    cols = ["cover_infinite", "cover_at_prompts", "cover_mean_at_prompts"]
+    assert system[cols].notna().all().all()
+    values = np.concatenate([overall[cover].to_numpy().ravel(), system[cols].to_numpy().ravel()])
+    assert ((values >= 0) & (values <= 1)).all()
+    assert (rows["reps"] == 6).all() and (rows["width"] > 0).all()
+    assert (rows["undefined"] == 0).all()
+    assert (system["normal_width"] > 0).all() and overall["normal_width"].isna().all()
+    # a correlates more strongly with quality than b: a positive population difference
+    assert (overall["target_population"] > 0.05).all()
+    # with infinitely many prompts both measures of alt-base are increasing functions of the
+    # system quality: equal coefficients, a target of 0; alt-system-bias's b is not (tau-b: >= 0)
+    base = system[system["dgp"] == "alt-base"]
+    assert np.allclose(base["target_infinite"], 0.0, atol=1e-12)
+    bias = system[(system["dgp"] == "alt-system-bias") & (system["method"] == "kendall_b")]
+    assert (bias["target_infinite"] > 0).all()
+    text = out.read_text(encoding="utf-8")
+    for label in ("expected scores, infinitely many prompts",
+                  "E[delta \\| these systems], 50 prompts", "E[delta], 50 prompts, systems drawn",
+                  "mean width (3.92 sd of delta \\| these systems)",
+                  "coverage of the population difference"):
+        assert label in text
+    written = page.read_text(encoding="utf-8")
+    assert written.startswith("intro\n<!-- coverage:start -->\n**kendall_b, overall level**")
+    assert written.endswith("<!-- coverage:end -->\nafter\n") and "old" not in written
+
+
+def test_expected_human_matches_simulated_ratings(bench):
+    q = np.array([-2.0, -0.5, 0.0, 0.7, 2.5])
+    n = 200_000
+    rng = np.random.default_rng(5)
+    for kind in ("likert-3", "likert-1"):
+        dgp = dict(bench.COVERAGE_DGPS["alt-base"], human=kind)
+        h, _, _ = bench.simulate_full(dgp, 1, len(q), n, 2, rng, True,
+                                      {"quality": q.reshape(1, -1, 1)})
+        simulated = h[0].mean(-1)
+        se = h[0].std(-1) / math.sqrt(n)
+        assert np.all(np.abs(simulated - bench.expected_human(q)) < 5 * se), kind
+    # symmetric around 3 (the scale's midpoint) and increasing
+    e = bench.expected_human(np.array([-1.0, 0.0, 1.0]))
+    assert e[1] == pytest.approx(3.0, abs=1e-12) and e[0] + e[2] == pytest.approx(6.0, abs=1e-12)
