@@ -192,12 +192,14 @@ def comparisons(wide: pd.DataFrame, crit: list[str], meas: list[list[str]], leve
             "n": np.full(len(rep), X.shape[1])}
 
 
-def default_path(wide, comp, level: str, method: str, seed: int) -> dict[str, np.ndarray]:
+def default_path(wide, comp, level: str, method: str, seed: int,
+                 test: str | None = None) -> dict[str, np.ndarray]:
     """p-values and intervals of the default test of ``level`` (what `storyeval meta` runs on
-    user data): `compare_rows`, or Williams' t with its interval for Pearson."""
+    user data): `compare_rows`, or Williams' t with its interval for Pearson; ``test`` another
+    test of `compare_rows` (`--system-test` of the coverage mode)."""
     from storyeval.compare.procedures import calibrated_test
 
-    test = calibrated_test(level, method)
+    test = test or calibrated_test(level, method)
     shared = {"level": level, "method": method, "sign_convention": "raw",
               "random_state": seed}
     if test == "williams":
@@ -370,7 +372,7 @@ def system_targets(dgp: dict, effects: dict[str, np.ndarray], prompts: int,
 
 def run_coverage_cell(dgp_name: str, level: str, size: int, reps: int,
                       methods: tuple[str, ...], seed: int, inner: int = INNER,
-                      chunk: int | None = None) -> list[dict]:
+                      chunk: int | None = None, system_test: str | None = None) -> list[dict]:
     """Coverage of the default interval (`default_path`) of each method on one DGP and size;
     the methods see the same data sets."""
     dgp = COVERAGE_DGPS[dgp_name]
@@ -388,7 +390,8 @@ def run_coverage_cell(dgp_name: str, level: str, size: int, reps: int,
                    if effects is not None else {})
         for method in methods:
             comp = comparisons(wide, crit, meas, level, method)
-            res = default_path(wide, comp, level, method, seed + start)
+            res = default_path(wide, comp, level, method, seed + start,
+                               system_test if system else None)
             frame = pd.DataFrame({"delta": comp["r_a"] - comp["r_b"], "ci_low": res["ci_low"],
                                   "ci_high": res["ci_high"], **targets.get(method, {})})
             parts[method].append(frame)
@@ -410,7 +413,8 @@ def run_coverage_cell(dgp_name: str, level: str, size: int, reps: int,
             estimands = {"population": np.full(len(frame), value)}
             normal_width = math.nan
         row = {"dgp": dgp_name, "level": level, "size": size, "method": method,
-               "test": _test(level, method), "reps": len(frame),
+               "test": (system_test if system and system_test else _test(level, method)),
+               "reps": len(frame),
                "width": float(np.mean(hi - lo)), "delta": float(frame["delta"].mean()),
                "target_se": target_se, "normal_width": normal_width,
                "undefined": int(np.sum(~np.isfinite(lo + hi)))}
@@ -425,7 +429,8 @@ def run_coverage_cell(dgp_name: str, level: str, size: int, reps: int,
 def run_coverage(reps: int, seed: int, methods: tuple[str, ...], inner: int = INNER,
                  dgps: tuple[str, ...] | None = None,
                  overall_sizes: tuple[int, ...] = OVERALL_SIZES,
-                 system_sizes: tuple[int, ...] = SYSTEM_SIZES) -> list[dict]:
+                 system_sizes: tuple[int, ...] = SYSTEM_SIZES,
+                 system_test: str | None = None) -> list[dict]:
     rows = []
     for dgp in dgps or tuple(COVERAGE_DGPS):
         for level, sizes in (("overall", overall_sizes), ("system", system_sizes)):
@@ -435,7 +440,8 @@ def run_coverage(reps: int, seed: int, methods: tuple[str, ...], inner: int = IN
                 t0 = time.time()
                 chunk = max(50, int(4e6 // (size * (PROMPTS if level == "system" else 1)
                                             * 64)))
-                cell = run_coverage_cell(dgp, level, size, reps, methods, seed, inner, chunk)
+                cell = run_coverage_cell(dgp, level, size, reps, methods, seed, inner, chunk,
+                                         system_test)
                 seconds = time.time() - t0
                 for row in cell:
                     row["seconds"] = seconds / len(cell)
@@ -480,7 +486,8 @@ def markdown_coverage(rows: list[dict]) -> str:
         system = part[part["level"] == "system"]
         if len(system):
             cols = sorted({int(s) for s in system["size"]})
-            lines += [(f"**{method}, system level** (`{_test('system', method)}` interval), "
+            test = str(system["test"].iloc[0]) if "test" in system else _test("system", method)
+            lines += [(f"**{method}, system level** (`{test}` interval), "
                        "coverage +- Monte Carlo standard error [mean target]:"), "",
                       "| data | estimand | "
                       + " | ".join(f"{s} systems" for s in cols) + " |",
@@ -604,6 +611,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dgps", help="--coverage: these DGPs only (comma-separated)")
     parser.add_argument("--overall-sizes", help="--coverage: numbers of stories (comma-separated)")
     parser.add_argument("--system-sizes", help="--coverage: numbers of systems (comma-separated)")
+    parser.add_argument("--overall-only", action="store_true",
+                        help="--coverage: the overall level only")
+    parser.add_argument("--system-only", action="store_true",
+                        help="--coverage: the system level only")
+    parser.add_argument("--system-test", choices=["bootstrap"],
+                        help="--coverage: the interval of this test at the system level instead "
+                             "of the default one (bootstrap: percentile, 1,000 resamples of "
+                             "prompts)")
+    parser.add_argument("--coverage-markers", default="coverage",
+                        help="--coverage --page: the name in the page's markers "
+                             "(<!-- NAME:start -->; default: coverage)")
     parser.add_argument("--csv", help="also write the long table to this CSV file")
     parser.add_argument("--from-csv", help="skip the simulation: rows from this CSV")
     parser.add_argument("--markdown", help="write the table to this file")
@@ -617,8 +635,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.coverage:
         sizes = {k: tuple(int(v) for v in getattr(args, k).split(","))
                  for k in ("overall_sizes", "system_sizes") if getattr(args, k)}
+        if args.overall_only:
+            sizes["system_sizes"] = ()
+        if args.system_only:
+            sizes["overall_sizes"] = ()
         rows = run_coverage(args.reps, args.seed, methods, args.inner,
-                            tuple(args.dgps.split(",")) if args.dgps else None, **sizes)
+                            tuple(args.dgps.split(",")) if args.dgps else None,
+                            system_test=args.system_test, **sizes)
     else:
         rows = run(args.reps, args.seed, methods, not args.no_fwer)
     text = markdown_coverage(rows) if args.coverage else markdown(rows)
@@ -627,6 +650,12 @@ def main(argv: list[str] | None = None) -> int:
     took = (f"cells of {seconds:.0f} s in all" if args.from_csv else f"in {seconds:.0f} s")
     command = (f"--coverage --reps {args.reps} --inner {args.inner}" if args.coverage
                else f"--reps {args.reps}")
+    for flag in ("dgps", "system_sizes", "overall_sizes", "system_test"):
+        if args.coverage and getattr(args, flag):
+            command += f" --{flag.replace('_', '-')} {getattr(args, flag)}"
+    for flag in ("overall_only", "system_only"):
+        if args.coverage and getattr(args, flag):
+            command += f" --{flag.replace('_', '-')}"
     footer = (f"Generated by `nice -n 10 python benchmarks/bench_calibration.py {command} "
               f"--seed {args.seed} --methods {args.methods}` ({took}, on a "
               "shared, busy 2-core machine; the time grows in proportion to --reps).")
@@ -636,13 +665,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         atomic_write_text(args.markdown, text + "\n" + footer + "\n")
     if args.page:
-        markers = COVERAGE_MARKERS if args.coverage else (START, END)
+        name = args.coverage_markers
+        markers = (f"<!-- {name}:start -->", f"<!-- {name}:end -->") if args.coverage else (
+            START, END)
         write_page(args.page, text + "\n" + footer + "\n", markers)
     return 0
 
 
 START, END = "<!-- calibration:start -->", "<!-- calibration:end -->"
-COVERAGE_MARKERS = ("<!-- coverage:start -->", "<!-- coverage:end -->")
 
 
 def write_page(path: str, table: str, markers: tuple[str, str] = (START, END)) -> None:
