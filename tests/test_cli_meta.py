@@ -161,3 +161,25 @@ def test_bootstrap_intervals_for_the_human_baseline():
     # overall level with 960 stories: the interval brackets the point estimate
     assert ((base["ci_low"] <= base["value"]) & (base["value"] <= base["ci_high"])).all()
     assert set(base["ci_method"]) == {"percentile"}
+
+
+def test_meta_says_its_steps_and_their_times_on_a_terminal(tmp_path, capsys, monkeypatch):
+    """On a terminal each step is a line on standard error with its time; off a terminal
+    (pipes, CI, STORYEVAL_NO_PROGRESS=1) nothing is added."""
+    import re
+
+    import storyeval._progress as progress
+
+    args = ["meta", "--metrics", "BLEU,Beluga-13B 1", "--criteria", "RE", "--reference", "none",
+            "--format", "csv",
+            "--out", str(tmp_path / "out"), "--no-figures", "--chance", "20"]
+    assert main(args) == 0
+    assert "reading the data" not in capsys.readouterr().err
+    monkeypatch.setattr(progress, "progress_enabled", lambda show=None: True)
+    assert main([*args, "--overwrite"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^reading the data \.\.\. \d+\.\d s \(1,056 stories read\)$", err, re.M), err
+    assert re.search(r"^correlations and comparison tests \.\.\. \d+\.\d s \(\d+ comparisons\)$",
+                     err, re.M), err
+    assert re.search(r"^chance baselines: done in \d+\.\d s$", err, re.M), err
+    assert re.search(r"^writing .*out \.\.\. \d+\.\d s$", err, re.M), err

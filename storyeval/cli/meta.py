@@ -233,12 +233,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, family: str | list[str],
          workers: FigureWorkers | None) -> int:
+    from storyeval._progress import Stages
     from storyeval.cli import meta_wmt
     from storyeval.meta.pipeline import meta_evaluate
     from storyeval.report.meta_files import write_report
     from storyeval.report.meta_report import render
 
+    stages = Stages()  # a large data set takes a while: say what runs (on a terminal)
+    stages.start("reading the data")
     dataset = meta_wmt.load_dataset(args, load_dataset_args)
+    stages.done(f"{len(dataset.table):,} stories read")
+    stages.start("correlations and comparison tests")
     result = meta_evaluate(
         dataset,
         measures=args.metrics,
@@ -265,15 +270,25 @@ def _run(args: argparse.Namespace, family: str | list[str],
         permutation_unit=args.permutation_unit or "prompt",
         random_state=args.seed,
     )
+    stages.done(f"{len(result.williams):,} comparisons")
+    asked = [what for what, on in (("bootstrap intervals", args.ci == "bootstrap"),
+                                   ("permutation p-values", args.permutations),
+                                   ("chance baselines", args.chance)) if on]
+    if asked:
+        stages.start(", ".join(asked), bars=True)
     result = _add_resampling(result, args)
+    if asked:
+        stages.done()
     shown, extra_files = meta_wmt.extras(args, dataset)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     sys.stdout.write(meta_wmt.render_extras(shown, args.format, args.digits))
     if args.out is not None:
+        stages.start(f"writing {args.out}")
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
                              overwrite=args.overwrite, figure_formats=args.figure_format,
                              figure_workers=workers, extra=extra_files,
                              warnings=_run_warnings())
+        stages.done()
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
 

@@ -214,6 +214,12 @@ def _jsonl_record(line: str, where: str) -> dict:
     return record
 
 
+def first_seen(values) -> list:
+    """The distinct values of a column in order of first appearance, as Python objects (what
+    ``list(dict.fromkeys(values))`` gives, without iterating millions of values one by one)."""
+    return pd.unique(pd.Series(values)).tolist()
+
+
 def release_arrow_memory() -> None:
     """Give the pages pyarrow's allocator keeps for reuse back to the system: after reading a
     table of millions of rows it holds over a gigabyte that the statistics never use (pandas'
@@ -409,7 +415,14 @@ def prompt_column(col: pd.Series, source: str, fmt: str | None, name: str = "pro
                   ) -> pd.Series:
     """Prompt ids: integers when every id is a whole number (``7``, ``"7"``, ``7.0``), else
     strings (``"item-7"``); an empty id is an error naming the row."""
-    numeric = pd.to_numeric(col, errors="coerce")
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        numeric = pd.to_numeric(col, errors="coerce")
+    else:  # text: converted on the distinct ids (a long table repeats each many times)
+        codes, uniques = pd.factorize(col)
+        distinct = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce").to_numpy(
+            dtype=np.float64)
+        numeric = pd.Series(np.where(codes >= 0, distinct[np.maximum(codes, 0)] if len(distinct)
+                                     else np.nan, np.nan), index=col.index, name=col.name)
     if (numeric.notna() & (numeric == np.round(numeric))).all():
         return numeric.astype(np.int64)
     return _string_column(col, name, source, fmt).str.strip()

@@ -27,6 +27,7 @@ import pandas as pd
 from storyeval.data.catalogue import annotator_row, catalogue_frame, criterion_row
 from storyeval.data.dataset import Dataset
 from storyeval.data.io import (
+    first_seen,
     numeric_column,
     prompt_column,
     row_label,
@@ -149,15 +150,15 @@ def ratings_to_dataset(ratings: pd.DataFrame, *, name: str = "custom",
     slots = _use_slots(ratings, annotators)
     if slots:
         ratings = to_slots(ratings)
-    crits = list(dict.fromkeys(ratings["criterion"]))
-    ann_order = list(dict.fromkeys(ratings["annotator"]))
+    crits = first_seen(ratings["criterion"])
+    ann_order = first_seen(ratings["annotator"])
     if slots:
         ann_order = sorted(ann_order, key=int)
     cells = ratings.pivot(index=["system", "prompt_id"], columns=["criterion", "annotator"],
                           values="value")
     table, rows = _human_columns(cells, crits, ann_order)
-    table = sort_stories(table, list(dict.fromkeys(ratings["system"])),
-                         list(dict.fromkeys(ratings["prompt_id"])))
+    table = sort_stories(table, first_seen(ratings["system"]),
+                         first_seen(ratings["prompt_id"]))
     if require_same_prompts:
         from storyeval.data.io import _check_same_prompts
 

@@ -27,6 +27,7 @@ import pandas as pd
 from storyeval.data.catalogue import infer_catalogue
 from storyeval.data.dataset import Dataset
 from storyeval.data.io import (
+    first_seen,
     numeric_column,
     prompt_column,
     row_label,
@@ -209,8 +210,8 @@ def wide_to_dataset(
     if ignored:
         notes.append(f"ignored non-numeric column(s): {', '.join(ignored)}")
     table = pd.concat([p.reindex(index) for p in parts], axis=1)
-    table = sort_stories(table, list(dict.fromkeys(index.get_level_values("system"))),
-                         list(dict.fromkeys(index.get_level_values("prompt_id"))))
+    table = sort_stories(table, first_seen(index.get_level_values("system")),
+                         first_seen(index.get_level_values("prompt_id")))
     if require_same_prompts:
         from storyeval.data.io import _check_same_prompts
 
