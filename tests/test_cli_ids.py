@@ -16,6 +16,7 @@ from _openai_stub_server import Script, StubServer
 
 from storyeval.cli import main
 from storyeval.data.io import read_score_table, validate_scores
+from storyeval.exceptions import InputError
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 PROMPTS = tuple(f"item-{c}" for c in "abcdefgh")
@@ -161,3 +162,25 @@ def test_split_list_quotes():
     from storyeval.data.selection import split_list
 
     assert split_list('"a, b", c,,"d ""e"""') == ["a, b", "c", 'd "e"']
+
+
+@pytest.mark.parametrize(("ids", "want"), [
+    (["7", "8", "7.0", " 9 ", "1e3"], [7, 8, 7, 9, 1000]),  # whole numbers, however written
+    (["pk1", "pk2", "pk1"], ["pk1", "pk2", "pk1"]),
+    (["2.5", "3"], ["2.5", "3"]),  # not all whole: text
+    (["nan", "1"], ["nan", "1"]),
+    ([1.0, 2.0], [1, 2]),
+])
+def test_prompt_ids_become_integers_only_when_all_are_whole_numbers(ids, want):
+    from storyeval.data.io import prompt_column
+
+    got = prompt_column(pd.Series(ids * 1000, name="prompt_id"), "f.csv", "csv")
+    assert got.tolist() == want * 1000
+    assert (got.dtype.kind == "i") == all(isinstance(w, int) for w in want)
+
+
+def test_an_empty_prompt_id_names_its_line():
+    from storyeval.data.io import prompt_column
+
+    with pytest.raises(InputError, match=r"f\.csv, line 3: column 'prompt_id' is empty"):
+        prompt_column(pd.Series(["1", None, "2"], name="prompt_id"), "f.csv", "csv")

@@ -418,11 +418,10 @@ def prompt_column(col: pd.Series, source: str, fmt: str | None, name: str = "pro
     if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         numeric = pd.to_numeric(col, errors="coerce")
     else:  # text: converted on the distinct ids (a long table repeats each many times)
-        codes, uniques = pd.factorize(col)
-        distinct = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64)
-        numeric = pd.Series(np.where(codes >= 0, distinct[np.maximum(codes, 0)] if len(distinct)
-                                     else np.nan, np.nan), index=col.index, name=col.name)
+        codes, uniques = pd.factorize(col)  # a missing id has code -1: the NaN appended
+        distinct = np.append(pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
+                             .to_numpy(dtype=np.float64), np.nan)
+        numeric = pd.Series(distinct[codes], index=col.index, name=col.name)
     if (numeric.notna() & (numeric == np.round(numeric))).all():
         return numeric.astype(np.int64)
     return _string_column(col, name, source, fmt).str.strip()
