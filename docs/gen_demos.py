@@ -15,6 +15,16 @@ run) trains the tiny GPT-2 and writes the CSV files in a temporary folder; then 
 files give the tables. This is done for every entry of :data:`TRAINING_STEPS`; the first one's
 ``roc.png`` is the page's figure.
 
+The trained models are shipped in ``docs/demo_models/`` and, unless ``--retrain`` is given, the
+block's ``train_tiny_causal_lm`` call is answered from there (after checking that its arguments
+are the ones the shipped model was trained with, ``training.json``). Why: training amplifies
+the last bits in which CPUs differ (torch's vectorised kernels: AVX2, AVX-512 or none; BLAS
+builds; a transformers release), even in float64 and on one thread, so a model retrained on
+another machine scores some texts differently in the third decimal, and a text near the
+threshold is flagged or not. Inference of a fixed model in float64 (the commands'
+``--dtype float64``) differs between machines only near 1e-13, so every number on the page is
+the same on every machine.
+
 *Explanations.* ``storyeval explain --user-study`` and the same with ``--mask-cues`` run
 in-process; ``summary.json``, ``separation.csv``, ``keywords.csv``, ``explanations.csv`` and
 ``embeddings.npy`` give the tables, and ``projection.png`` the figures. Without figures the
@@ -24,9 +34,10 @@ UMAP's numba compilation (about 10 s) is skipped.
 Determinism: torch runs on the CPU with one intra-op thread, deterministic algorithms and fixed
 seeds (training, bootstrap, permutations, UMAP): two runs on one machine write identical bytes.
 The Markdown has no dates, paths or timings, so ``tests/test_docs_demos.py`` regenerates it into
-a temporary folder and compares it with the committed snippets token by token: everything
-exactly except the 3-decimal statistics, which may differ by 2 units of the last digit (torch's
-CPU arithmetic differs between machines; see that test's docstring). The snippets live in
+a temporary folder and compares it with the committed snippets token by token: the
+contamination snippets exactly (shipped weights, float64 inference), the explanation snippets
+exactly except their 3-decimal statistics, which may differ by 2 units of the last digit (the
+sentence encoder runs in float32; see that test's docstring). The snippets live in
 their own folder because ``docs/gen_pages.py`` owns (and prunes) the ``*.md`` files directly
 under ``docs/generated/``.
 """
@@ -51,6 +62,9 @@ import pandas as pd
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "demos"
 DEFAULT_IMG = DOCS / "img"
+#: The trained tiny GPT-2 of each entry of TRAINING_STEPS (``tiny-gpt2-STEPS/``), with the
+#: arguments it was trained with (``training.json``): see the module docstring.
+MODELS = DOCS / "demo_models"
 
 # ------------------------------------------------------------------ contamination settings
 #: Training lengths of the tiny GPT-2 shown on the page. 400 steps took about 25 s of training
@@ -65,10 +79,12 @@ N_CALIBRATION = 24      # non-members used to calibrate the threshold
 N_UNLABELLED_MEMBERS = 24  # members among the unlabelled texts (with as many unseen texts)
 #: (file name in docs/img, the CLI output copied there)
 CONTAMINATION_FIGURE = ("contamination_tiny_gpt2_roc.png", "out/labelled/roc.png")
-LABELLED_ARGS = ["contamination", "--model", "tiny-gpt2", "--texts", "labelled.csv",
-                 "--labels", "member", "--id-column", "story_id", "--out", "out/labelled"]
-RATE_ARGS = ["contamination", "--model", "tiny-gpt2", "--texts", "unlabelled.csv",
-             "--nonmembers", "nonmembers.csv", "--id-column", "story_id", "--out", "out/rate"]
+LABELLED_ARGS = ["contamination", "--model", "tiny-gpt2", "--dtype", "float64", "--texts",
+                 "labelled.csv", "--labels", "member", "--id-column", "story_id",
+                 "--out", "out/labelled"]
+RATE_ARGS = ["contamination", "--model", "tiny-gpt2", "--dtype", "float64", "--texts",
+             "unlabelled.csv", "--nonmembers", "nonmembers.csv", "--id-column", "story_id",
+             "--out", "out/rate"]
 
 # -------------------------------------------------------------------- explanation settings
 EXPLAIN_ARGS = ["explain", "--user-study", "--out", "out/user-study"]
@@ -170,12 +186,72 @@ pd.DataFrame({{"story_id": ids[:{u}] + ids[{m + c}:{m + c + u}],
 """
 
 
-def run_contamination(steps: int, folder: Path) -> dict:
-    """Run the page's code and commands for ``steps`` training steps in ``folder``."""
+def shipped_model(steps: int) -> Path:
+    return MODELS / f"tiny-gpt2-{steps}"
+
+
+def _call_record(texts, kwargs) -> dict:
+    """What identifies a training call: its arguments, the texts by their number."""
+    record = {key: value for key, value in kwargs.items() if key != "out_dir"}
+    record["n_texts"] = len(texts)
+    record["n_tokenizer_texts"] = len(record.pop("tokenizer_texts", texts))
+    return dict(sorted(record.items()))
+
+
+@contextlib.contextmanager
+def tiny_lm_training(steps: int, *, retrain: bool) -> Iterator[None]:
+    """The page's ``train_tiny_causal_lm`` call, answered from ``docs/demo_models`` (refused
+    if its arguments differ from those the shipped model was trained with), or, with
+    ``retrain``, run and its model shipped there with its arguments."""
+    import storyeval.contamination as contamination
+
+    original = contamination.train_tiny_causal_lm
+    folder = shipped_model(steps)
+
+    def from_shipped(texts, **kwargs):
+        called = _call_record(texts, kwargs)
+        recorded = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+        if called != recorded["arguments"]:
+            raise RuntimeError(f"the page's code trains with {called}, the model in {folder} "
+                               f"was trained with {recorded['arguments']}: run "
+                               f"docs/gen_demos.py --retrain")
+        shutil.copytree(folder, kwargs["out_dir"], ignore=shutil.ignore_patterns("training.json"))
+
+    def train_and_ship(texts, **kwargs):
+        result = original(texts, **kwargs)
+        _ship(folder, Path(kwargs["out_dir"]), _call_record(texts, kwargs))
+        return result
+
+    contamination.train_tiny_causal_lm = train_and_ship if retrain else from_shipped
+    try:
+        yield
+    finally:
+        contamination.train_tiny_causal_lm = original
+
+
+def _ship(target: Path, trained: Path, arguments: dict) -> None:
+    import storyeval
+    import torch
+    import transformers
+
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(trained, target)
+    record = {"arguments": arguments,
+              "trained with": {"storyeval": storyeval.__version__, "torch": torch.__version__,
+                               "transformers": transformers.__version__,
+                               "cpu capability": torch.backends.cpu.get_cpu_capability()}}
+    (target / "training.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def run_contamination(steps: int, folder: Path, *, retrain: bool = False) -> dict:
+    """Run the page's code and commands for ``steps`` training steps in ``folder``; the model
+    comes from ``docs/demo_models/`` unless ``retrain`` (then it is trained and shipped)."""
     folder.mkdir(parents=True, exist_ok=True)
     with working_directory(folder):
         code = compile(contamination_code(steps), f"contamination demo, {steps} steps", "exec")
-        exec(code, {"__name__": "__demo__"})  # noqa: S102 - our own code, shown on the page
+        with tiny_lm_training(steps, retrain=retrain):
+            exec(code, {"__name__": "__demo__"})  # noqa: S102 - our own code, on the page
         run_cli(LABELLED_ARGS)
         run_cli(RATE_ARGS)
     labelled = json.loads((folder / "out/labelled/summary.json").read_text(encoding="utf-8"))
@@ -208,7 +284,11 @@ def contamination_pages(write: Callable[[str, str], None], runs: list[dict]) -> 
         f"{cfg['vocab_size']} tokens trained on the fly) trained for {first['steps']} steps on "
         f"the first {N_WORDS} words of {n_mem} HANNA human stories (the members); the "
         f"{n_non} others are non-members. "
-        f"`storyeval.contamination.train_tiny_causal_lm` does this in seconds on a CPU.\n"))
+        f"`storyeval.contamination.train_tiny_causal_lm` does this in seconds on a CPU. "
+        f"Training amplifies the last bits in which CPUs differ, so a model retrained on "
+        f"another machine scores some texts slightly differently; the models these numbers "
+        f"come from are shipped in `docs/demo_models/`, and the commands run them in float64 "
+        f"(`--dtype float64`), which gives the same numbers on every machine.\n"))
     commands = (f"{shell(LABELLED_ARGS[:7])} \\\n    {' '.join(LABELLED_ARGS[7:])}\n"
                 f"{shell(RATE_ARGS[:7])} \\\n    {' '.join(RATE_ARGS[7:])}\n")
     write("demo_contamination_code", f"```python\n{contamination_code(first['steps'])}```\n\n"
@@ -258,8 +338,9 @@ def contamination_pages(write: Callable[[str, str], None], runs: list[dict]) -> 
 
 
 def contamination(write, folder: Path, *, figures: bool, img_dir: Path,
-                  written: list[Path]) -> list[dict]:
-    runs = [run_contamination(steps, folder / f"steps_{steps}") for steps in TRAINING_STEPS]
+                  written: list[Path], retrain: bool = False) -> list[dict]:
+    runs = [run_contamination(steps, folder / f"steps_{steps}", retrain=retrain)
+            for steps in TRAINING_STEPS]
     contamination_pages(write, runs)
     if figures:
         name, source = CONTAMINATION_FIGURE
@@ -396,8 +477,10 @@ def explanations(write, folder: Path, *, figures: bool, img_dir: Path,
 
 # ---------------------------------------------------------------------------------- driver
 def generate(out_dir: str | Path = DEFAULT_OUT, *, figures: bool = True,
-             img_dir: str | Path = DEFAULT_IMG) -> list[Path]:
+             img_dir: str | Path = DEFAULT_IMG, retrain: bool = False) -> list[Path]:
     """Write the demo snippets to ``out_dir`` (and, with ``figures``, the PNGs to ``img_dir``).
+
+    ``retrain`` trains the tiny GPT-2s anew and replaces the shipped ones in ``docs/demo_models``.
 
     Returns the written paths. Markdown files are rewritten only when their text changes;
     Markdown files of ``out_dir`` that are no longer generated are removed (the folder is
@@ -419,7 +502,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, *, figures: bool = True,
 
     with tempfile.TemporaryDirectory() as tmp, deterministic_torch():
         contamination(write, Path(tmp) / "contamination", figures=figures, img_dir=img,
-                      written=written)
+                      written=written, retrain=retrain)
         (Path(tmp) / "explain").mkdir()
         explanations(write, Path(tmp) / "explain", figures=figures, img_dir=img,
                      written=written)
@@ -436,11 +519,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"output folder of the figures (default: {DEFAULT_IMG})")
     parser.add_argument("--no-figures", action="store_true",
                         help="skip the PNG figures (and UMAP)")
+    parser.add_argument("--retrain", action="store_true",
+                        help=f"train the tiny GPT-2s anew and replace the shipped ones ({MODELS})")
     args = parser.parse_args(argv)
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(name, "1")  # everything is local: never ask a model hub
     start = time.perf_counter()
-    paths = generate(args.out, figures=not args.no_figures, img_dir=args.img)
+    paths = generate(args.out, figures=not args.no_figures, img_dir=args.img,
+                     retrain=args.retrain)
     print(f"wrote {len(paths)} files in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 

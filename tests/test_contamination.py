@@ -415,3 +415,26 @@ def test_initial_weights_are_drawn_by_storyeval_alone(corpus):
     assert np.std(first["transformer.h.0.mlp.c_proj.weight"]) == pytest.approx(0.01, rel=0.05)
     np.testing.assert_array_equal(first["transformer.ln_f.weight"], 1.0)
     np.testing.assert_array_equal(first["transformer.h.1.attn.c_attn.bias"], 0.0)
+
+
+def test_float64_training_keeps_float64_through_scoring(corpus):
+    """``dtype="float64"`` trains and scores in float64 (no silent cast to float32 in the
+    statistics), and the float32 default's initial weights are the float64 ones rounded."""
+    members, _ = corpus
+    wide, tok = train_tiny_causal_lm(members[:4], steps=2, context=CONTEXT, vocab_size=300,
+                                     dtype="float64", show_progress=False)
+    narrow, _ = train_tiny_causal_lm(members[:4], steps=0, context=CONTEXT, vocab_size=300,
+                                     show_progress=False)
+    assert {p.dtype for p in wide.parameters()} == {torch.float64}
+    assert {p.dtype for p in narrow.parameters()} == {torch.float32}
+    short = " ".join(members[0].split()[:10])  # inside one context window
+    stats = token_statistics([short], wide, tok, bos="never", show_progress=False)[0]
+    ids = torch.tensor([tok(short, add_special_tokens=False)["input_ids"]])
+    np.testing.assert_array_equal(stats.token_ids, ids[0, 1:].numpy())
+    with torch.no_grad():  # the reference: log-softmax of the float64 logits, in float64
+        logp = torch.log_softmax(wide(input_ids=ids).logits[0, :-1], dim=-1)
+    expected = logp.gather(-1, ids[0, 1:, None])[:, 0].numpy()
+    # a cast to float32 inside the statistics would leave errors near 1e-7
+    np.testing.assert_allclose(stats.logprob, expected, rtol=0, atol=1e-12)
+    with pytest.raises(InputError, match="dtype"):
+        train_tiny_causal_lm(members[:4], steps=1, dtype="float16")

@@ -66,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "the window)")
     parser.add_argument("--batch-size", type=int, default=8, help="windows per forward pass")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, mps")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+    parser.add_argument("--dtype", choices=("float64", "float32", "bfloat16", "float16"),
                         help="load the weights in this dtype (default: the checkpoint's)")
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--confidence-level", type=float, default=0.95)

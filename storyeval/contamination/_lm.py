@@ -87,8 +87,8 @@ def load_causal_lm(name_or_path: str | os.PathLike, *, device: str = "auto",
     device : str, default "auto"
         See `resolve_device`.
     dtype : str, optional
-        A torch dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``); default: the
-        checkpoint's own dtype as chosen by transformers.
+        A torch dtype name (``"float64"``, ``"float32"``, ``"bfloat16"``, ``"float16"``);
+        default: the checkpoint's own dtype as chosen by transformers.
 
     Returns
     -------
@@ -194,7 +194,8 @@ def _windows(n_ids: int, max_length: int, stride: int) -> list[tuple[int, int, i
 
 def _next_token_moments(torch: Any, logits: Any, target: Any, elements: int = 1 << 22):
     """Per scored position: ``log p(target)``, ``mu = sum_v p_v log p_v`` and
-    ``sigma = sqrt(sum_v p_v (log p_v - mu)^2)``; shape ``(n, 3)``, float32, on the device.
+    ``sigma = sqrt(sum_v p_v (log p_v - mu)^2)``; shape ``(n, 3)``, float32 (float64 for a
+    float64 model), on the device.
 
     With y = x - max(x) (x the logits), e = exp(y) and s = sum(e): ``log p_v = y_v - log s``,
     so ``mu`` is the e-weighted mean of y minus ``log s`` and ``sigma`` is the e-weighted
@@ -205,7 +206,10 @@ def _next_token_moments(torch: Any, logits: Any, target: Any, elements: int = 1 
     rows = max(1, elements // max(1, logits.shape[-1]))
     out = []
     for k in range(0, logits.shape[0], rows):
-        x = logits[k:k + rows].float()
+        x = logits[k:k + rows]
+        # half precisions are upcast; a float64 model keeps its precision (machine-independent
+        # digits, see train_tiny_causal_lm)
+        x = x if x.dtype == torch.float64 else x.float()
         y = x - x.max(dim=-1, keepdim=True).values
         chosen = y.gather(-1, target[k:k + rows, None])[:, 0]
         e = torch.exp(y)
@@ -274,8 +278,8 @@ def token_statistics(
     -----
     With ``p = softmax(logits_t)`` over the vocabulary V:
     ``logprob_t = log p(x_t)``, ``mu_t = sum_v p_v log p_v`` and
-    ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 on the model's
-    device from the logits (``log p_v = x_v - logsumexp(x)``; the spread is taken around its
+    ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 (float64 for a
+    float64 model) on the model's device from the logits (``log p_v = x_v - logsumexp(x)``; the spread is taken around its
     mean), a whole batch at a time; the results come to the host in one transfer.
 
     Examples

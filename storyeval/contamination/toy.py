@@ -34,6 +34,7 @@ def train_tiny_causal_lm(
     random_state: int = 0,
     out_dir: str | os.PathLike | None = None,
     num_threads: int | None = 1,
+    dtype: str = "float32",
     show_progress: bool | None = None,
 ) -> tuple[Any, Any]:
     """Train a byte-level BPE tokenizer and a small GPT-2 on ``texts``.
@@ -60,6 +61,12 @@ def train_tiny_causal_lm(
         torch intra-op threads while training (restored afterwards). The model is so small
         that one thread is as fast as several on an idle machine and several times faster on
         a busy one; None keeps torch's setting.
+    dtype : {"float32", "float64"}, default "float32"
+        The dtype the model is trained (and saved) in. Training amplifies the last bits in
+        which CPUs differ (torch's vectorised kernels, BLAS builds): in float32 two machines
+        can end with models whose scores of two texts swap order. In float64 those
+        differences stay near 1e-12, far below any printed digit, so a number computed from
+        the model is the same on every machine (the documentation demo trains in float64).
     show_progress : bool, optional
 
     Returns
@@ -77,6 +84,8 @@ def train_tiny_causal_lm(
                                    purpose="training a tiny LM")
     tokenizers = import_optional("tokenizers", extra="contamination",
                                  purpose="training a tiny tokenizer")
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     texts = [t for t in texts]
     if not texts or not all(isinstance(t, str) and t for t in texts):
         raise InputError("texts must be a non-empty sequence of non-empty strings")
@@ -102,7 +111,7 @@ def train_tiny_causal_lm(
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     # "eager" attention: the default implementation is chosen by the transformers release.
     config._attn_implementation = "eager"
-    model = transformers.GPT2LMHeadModel(config)
+    model = transformers.GPT2LMHeadModel(config).to(getattr(torch, dtype))
     draw_initial_weights(model, n_layer=n_layer, random_state=random_state)
     previous_threads = torch.get_num_threads()
     if num_threads is not None:
