@@ -279,8 +279,8 @@ def token_statistics(
     With ``p = softmax(logits_t)`` over the vocabulary V:
     ``logprob_t = log p(x_t)``, ``mu_t = sum_v p_v log p_v`` and
     ``sigma_t = sqrt(sum_v p_v (log p_v)^2 - mu_t^2)``, computed in float32 (float64 for a
-    float64 model) on the model's device from the logits (``log p_v = x_v - logsumexp(x)``; the spread is taken around its
-    mean), a whole batch at a time; the results come to the host in one transfer.
+    float64 model) on the model's device from the logits (``log p_v = x_v - logsumexp(x)``;
+    the spread is taken around its mean), a whole batch at a time; the results come to the host in one transfer.
 
     Examples
     --------
