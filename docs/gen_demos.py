@@ -230,9 +230,10 @@ def tiny_lm_training(steps: int, *, retrain: bool) -> Iterator[None]:
 
 
 def _ship(target: Path, trained: Path, arguments: dict) -> None:
-    import storyeval
     import torch
     import transformers
+
+    import storyeval
 
     if target.exists():
         shutil.rmtree(target)
