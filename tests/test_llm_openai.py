@@ -20,6 +20,8 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from datetime import UTC
+
 from _openai_stub_server import Script, StubServer, default_answer
 
 from storyeval.llm import (
@@ -249,13 +251,13 @@ def test_sigkill_mid_run_loses_nothing_and_repeats_nothing(tmp_path):
 
 
 def test_retry_after_parsing_and_backoff():
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
 
     from storyeval.llm.backends import _retry_after_seconds
 
     assert _retry_after_seconds("2.5") == 2.5 and _retry_after_seconds("-3") == 0.0
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 < _retry_after_seconds(when) <= 30
     assert _retry_after_seconds("soon") is None and _retry_after_seconds(None) is None
     b = OpenAIBackend("m", backoff_base=0.5, backoff_max=4.0, random_state=1)

@@ -503,7 +503,7 @@ class _ConnectionPool:
             else:
                 self._discard(conn)
             conn = None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             what = ("ConnectTimeout" if stage == "connect" else "ReadTimeout")
             raise _TransportFailure("timeout", what) from None
         except ssl.SSLCertVerificationError as exc:
