@@ -139,7 +139,7 @@ def test_python_examples_on_the_pages_run(gen, page, tmp_path, monkeypatch):
     if page == "tutorial-own-metric.md":
         grid = namespace["correlation_grid"](namespace["result"], "overall")
         assert (grid.loc["type-token ratio"] < 0).all()  # "negative with every criterion"
-        assert (namespace["result"].williams["p_adjusted"] > 0.05).all()
+        assert (namespace["result"].comparisons["p_adjusted"] > 0.05).all()
 
 
 def test_cli_reference_lists_every_subcommand():
@@ -458,7 +458,7 @@ def test_williams_and_overview_pages_in_headless_chromium(browser):
     browser = _need(browser)
     page, errors, _ = browser.visit("reproduction/williams.html")
     assert not errors, f"console errors: {errors}"
-    _check_images(page, ("williams_overall", "williams_system"))
+    _check_images(page, ("comparisons_overall", "comparisons_system"))
     assert sum(h[1:4] == ["paper", "storyeval", "difference"] for h in page["tables"]) == 1
     assert sum(h[:1] == ["compared with"] for h in page["tables"]) == 2, page["tables"]
 

@@ -250,7 +250,8 @@ def _run(args: argparse.Namespace, family: str | list[str],
         criteria=args.criteria,
         levels=_split(args.levels),
         method=args.coef,
-        reference=args.reference,
+        # --clusters ranks every pair from this run's table: all pairs are compared
+        reference="all" if args.clusters and args.reference == "auto" else args.reference,
         include_human_stories=args.include_human_stories,
         systems=_split(args.systems),
         llm_criteria=args.llm_criteria,
@@ -270,7 +271,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
         permutation_unit=args.permutation_unit or "prompt",
         random_state=args.seed,
     )
-    stages.done(f"{len(result.williams):,} comparisons")
+    stages.done(f"{len(result.comparisons):,} comparisons")
     asked = [what for what, on in (("bootstrap intervals", args.ci == "bootstrap"),
                                    ("permutation p-values", args.permutations),
                                    ("chance baselines", args.chance)) if on]
@@ -279,7 +280,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
     result = _add_resampling(result, args)
     if asked:
         stages.done()
-    shown, extra_files = meta_wmt.extras(args, dataset)
+    shown, extra_files = meta_wmt.extras(args, dataset, result)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     sys.stdout.write(meta_wmt.render_extras(shown, args.format, args.digits))
     if args.out is not None:

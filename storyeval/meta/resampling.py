@@ -184,11 +184,11 @@ def add_permutation_pvalues(
 ) -> MetaResult:
     """``result`` with ``perm_p`` (paired permutation test of the same comparison as each
     Williams row) and ``perm_p_adjusted`` (same adjustment and family as the Williams p)."""
-    if result.williams.empty:
+    if result.comparisons.empty:
         return result
-    will = result.williams
+    will = result.comparisons
     wide = _wide(result)
-    lower = result.settings["williams"].get("lower_is_better") or []
+    lower = result.settings["comparisons"].get("lower_is_better") or []
     if lower:  # measures declared lower-is-better are compared negated, as in the tests
         from storyeval.compare.procedures import oriented_wide
 
@@ -197,11 +197,11 @@ def add_permutation_pvalues(
         wide, will[["criterion", "measure_a", "measure_b", "level"]],
         method=result.settings["coefficient"], unit=unit, n_permutations=n_permutations,
         alternative=alternative, random_state=random_state, tie_rtol=_tie_rtol(result),
-        orient=result.settings["williams"].get("sign_convention", "paper") == "paper")
+        orient=result.settings["comparisons"].get("sign_convention", "paper") == "paper")
     williams = will.copy()
     for column in ("perm_delta", "perm_p", "perm_unit", "perm_n"):
         williams[column] = perm[column].to_numpy()
-    settings = result.settings["williams"]
+    settings = result.settings["comparisons"]
     adjusted = adjust_frame(williams, by=settings["family"], p_col="perm_p",
                             method=settings["adjustment"], out_col="perm_p_adjusted",
                             family_col="perm_family")
@@ -212,7 +212,7 @@ def add_permutation_pvalues(
         "n_permutations": n_permutations, "unit": units.to_dict(),
         "alternative": alternative, "random_state": random_state,
         "statistic": "difference of |correlation| after standardising both measures"}}
-    return replace(result, williams=williams, settings=new_settings)
+    return replace(result, comparisons=williams, settings=new_settings)
 
 
 def add_chance(

@@ -40,8 +40,8 @@ def result_repr(result: MetaResult) -> str:
     return (f"<MetaResult {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
             f"{s.get('n_stories', '?')} stories; {n_measures} measures x "
             f"{len(s.get('criteria', []))} criteria; {s.get('coefficient', '?')} at {levels}; "
-            f"{len(result.williams)} comparison tests. "
-            ".summary(), .to_frame(), .correlations, .baseline, .williams>")
+            f"{len(result.comparisons)} comparison tests. "
+            ".summary(), .to_frame(), .correlations, .baseline, .comparisons>")
 
 
 def tidy_frame(result: MetaResult) -> pd.DataFrame:
@@ -51,7 +51,7 @@ def tidy_frame(result: MetaResult) -> pd.DataFrame:
     compared measure ``measure_a``, other: ``measure_b``; quantities ``r_a``, ``r_b``, ``t``,
     ``p``, ``p_adjusted``)."""
     parts = [_tidy_correlations(result.correlations), _tidy_baseline(result.baseline),
-             _tidy_williams(result.williams)]
+             _tidy_williams(result.comparisons)]
     parts = [p for p in parts if len(p)]
     if not parts:
         return pd.DataFrame(columns=list(TIDY_COLUMNS))
@@ -113,8 +113,8 @@ def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
              f"{result.correlations['measure'].nunique()} measures, "
              f"criteria {', '.join(s.get('criteria', []))}",
              f"coefficient: {s.get('coefficient_description', s.get('coefficient', '?'))}"]
-    will = s.get("williams", {})
-    if will and len(result.williams):
+    will = s.get("comparisons", {})
+    if will and len(result.comparisons):
         tests = will.get("test", {})
         named = ", ".join(f"{lvl} {test}" for lvl, test in tests.items()) \
             if isinstance(tests, dict) else str(tests)
@@ -132,7 +132,7 @@ def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
     base = result.baseline
     base = base[(base["level"] == level) & (base["variant"] == "upper_bound")] \
         if len(base) else base
-    will = result.williams
+    will = result.comparisons
     will = will[will["level"] == level] if len(will) else will
     lines = []
     for crit in result.settings.get("criteria", []):

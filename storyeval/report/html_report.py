@@ -135,7 +135,7 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
     from storyeval.report import meta_report as mr
 
     s = result.settings
-    will = s.get("williams", {})
+    will = s.get("comparisons", {})
     effect = will.get("effect_size", {})
     facts = [("data", f"{s.get('dataset')}: {s.get('n_systems')} systems, "
                       f"{s.get('n_stories')} stories"
@@ -183,23 +183,23 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) 
     from storyeval.report import meta_report as mr
 
     blocks: list[Block] = []
-    if result.williams_all_pairs():
+    if result.comparisons_all_pairs():
         for criterion, slug in mr._slugs(mr.tested_criteria(result, level)).items():
-            stem = f"williams_{level}_{slug}"
-            blocks.append(Block("table", mr.williams_caption(result, level, criterion),
-                                result.williams_matrix(level, criterion)))
+            stem = f"comparisons_{level}_{slug}"
+            blocks.append(Block("table", mr.comparison_caption(result, level, criterion),
+                                result.comparison_matrix(level, criterion)))
             blocks += _figure(figures, stem)
         return blocks
-    grid = result.williams_grid(level)
+    grid = result.comparison_grid(level)
     if grid.empty:
         return blocks
-    blocks.append(Block("table", mr.williams_caption(result, level), grid))
-    blocks += _figure(figures, f"williams_{level}")
+    blocks.append(Block("table", mr.comparison_caption(result, level), grid))
+    blocks += _figure(figures, f"comparisons_{level}")
     effect = mr.effect_grid(result, level)
     if effect is not None and len(effect):
         blocks.append(Block("table", mr.effect_caption(result, level), effect))
     blocks += [Block("list", items=tuple(lines))
-               for lines in [mr.williams_undefined_lines(result, level)] if lines]
+               for lines in [mr.comparison_undefined_lines(result, level)] if lines]
     return blocks
 
 

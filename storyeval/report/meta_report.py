@@ -77,14 +77,14 @@ def _per_level(value, level: str):
 def level_test(result: MetaResult, level: str) -> str:
     """The name of the comparison test run at ``level`` ("paper" for results made before tests
     were named)."""
-    return _per_level(result.settings["williams"].get("test", "paper"), level)
+    return _per_level(result.settings["comparisons"].get("test", "paper"), level)
 
 
-def williams_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
+def comparison_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
     """What a comparison table holds: the test and its p-value, its adjustment and family (with
     the family sizes), the comparison and the level; with ``criterion``, the all-pairs matrix
     layout."""
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     label = TEST_LABELS[level_test(result, level)]
     what = (f"{w['adjustment'].upper()}-adjusted {label} p" if w["adjustment"] != "none"
             else f"{label} p (not adjusted)")
@@ -100,7 +100,7 @@ def family_text(result: MetaResult, level: str | None = None) -> str:
     """The adjustment family and its size, e.g. ``"family 'paper': 24 families of m = 6
     tests"`` (at ``level``; every Williams level when None), with a warning in words when every
     family holds one test (adjusting then changes nothing)."""
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     text = f"family {w['family']!r}"
     sizes = result.family_sizes()
     if level is not None:
@@ -122,7 +122,7 @@ def family_text(result: MetaResult, level: str | None = None) -> str:
 
 def _untested(result: MetaResult, level: str | None) -> int:
     """Comparisons (at ``level``, or all) whose p-value is undefined: not adjusted, not in m."""
-    tests = result.williams
+    tests = result.comparisons
     if level is not None:
         tests = tests[tests["level"] == level]
     return int(tests["p"].isna().sum())
@@ -150,7 +150,7 @@ def _stories_text(settings: dict) -> str:
 
 def settings_lines(result: MetaResult) -> list[str]:
     """The conventions that produced the numbers, one per line."""
-    s, w = result.settings, result.settings["williams"]
+    s, w = result.settings, result.settings["comparisons"]
     own = "their own criterion" if s["llm_criteria"] == "matched" else "every criterion"
     lines = [
         (f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories"
@@ -201,7 +201,7 @@ def settings_lines(result: MetaResult) -> list[str]:
 def comparison_lines(result: MetaResult) -> list[str]:
     """Per tested level: the test, its sidedness and direction, its measured level (the paper's
     convention and the calibrated defaults) and how the difference's interval is computed."""
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     lines = []
     for level in w["levels"]:
         test = level_test(result, level)
@@ -220,8 +220,8 @@ def comparison_lines(result: MetaResult) -> list[str]:
             line += ("; the paper's convention, kept for the reproduction: for your own "
                      "comparisons use --test auto (calibrated, two-sided)")
         lines.append(line)
-    if "effect_size" in w and not result.williams.empty and "ci_method" in result.williams:
-        methods = result.williams.groupby("level", sort=False)["ci_method"].first()
+    if "effect_size" in w and not result.comparisons.empty and "ci_method" in result.comparisons:
+        methods = result.comparisons.groupby("level", sort=False)["ci_method"].first()
         cl = w["effect_size"]["confidence_level"]
         if w["sign_convention"] == "paper":
             delta = "|r(h,a)| - |r(h,b)| (signed r under sign convention 'raw')"
@@ -250,7 +250,7 @@ def _clusters_line(b: dict) -> str:
 
 
 def _adjustment_text(result: MetaResult) -> str:
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     if w["adjustment"] == "none":
         return "p-values not adjusted for multiple comparisons"
     return f"{w['adjustment'].upper()} over {family_text(result)}"
@@ -262,7 +262,7 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     Correlations are one grid per level (raters x criteria). Williams tests against a reference
     rater are one grid per level (compared raters x criteria); tests of all pairs are one
     measure x measure matrix of adjusted p per level and criterion (upper triangle, see
-    [`MetaResult.williams_matrix`][]), except that a matrix of more than
+    [`MetaResult.comparison_matrix`][]), except that a matrix of more than
     `MATRIX_SHOWN_MAX` measures is listed as its `SMALLEST_SHOWN` smallest adjusted
     p-values (`smallest_pairs`;
     [`write_report`][storyeval.report.meta_files.write_report] writes every matrix in full).
@@ -291,26 +291,26 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
         if not result.chance.empty:
             lines.append(chance_line(result, level, digits))
         parts += notes(lines)
-    for level in result.settings["williams"]["levels"]:
-        if result.williams_all_pairs():
+    for level in result.settings["comparisons"]["levels"]:
+        if result.comparisons_all_pairs():
             parts += _pair_tables(result, level, fmt, digits)
         else:
             parts += _reference_tables(result, level, fmt, digits)
-        parts += notes(williams_undefined_lines(result, level))
+        parts += notes(comparison_undefined_lines(result, level))
     return "\n".join(parts)
 
 
 def _reference_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[str]:
     """The grids of tests against a reference rater: adjusted Williams p, permutation p."""
     parts = []
-    grid = result.williams_grid(level).reset_index()
+    grid = result.comparison_grid(level).reset_index()
     if len(grid):
-        parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
+        parts.append(_titled(comparison_caption(result, level), grid, fmt, digits))
     effect = effect_grid(result, level, digits)
     if effect is not None and len(effect):
         parts.append(_titled(effect_caption(result, level), effect.reset_index(), fmt, digits))
-    if "perm_p_adjusted" in result.williams.columns:
-        perm = result.williams_grid(level, column="perm_p_adjusted").reset_index()
+    if "perm_p_adjusted" in result.comparisons.columns:
+        perm = result.comparison_grid(level, column="perm_p_adjusted").reset_index()
         parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
     return parts
 
@@ -320,8 +320,8 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
     smallest p-values of a matrix too large to show."""
     parts = []
     for criterion in tested_criteria(result, level):
-        matrix = result.williams_matrix(level, criterion)
-        caption = williams_caption(result, level, criterion)
+        matrix = result.comparison_matrix(level, criterion)
+        caption = comparison_caption(result, level, criterion)
         if len(matrix) > MATRIX_SHOWN_MAX:
             table = smallest_pairs(result, level, criterion)
             parts.append(_titled(_smallest_caption(result, level, criterion, len(matrix)),
@@ -332,8 +332,8 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
         if effect is not None:
             parts.append(_titled(f"{effect_caption(result, level)}, {criterion}",
                                  effect.reset_index(), fmt, digits))
-        if "perm_p_adjusted" in result.williams.columns:
-            perm = result.williams_matrix(level, criterion, column="perm_p_adjusted")
+        if "perm_p_adjusted" in result.comparisons.columns:
+            perm = result.comparison_matrix(level, criterion, column="perm_p_adjusted")
             parts.append(_titled(f"{permutation_caption(result, level)}, {criterion}",
                                  perm.reset_index(), fmt, digits))
     return parts
@@ -341,7 +341,7 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
 
 def tested_criteria(result: MetaResult, level: str) -> list[str]:
     """The criteria with Williams tests at ``level``, in the order of the settings."""
-    tested = result.williams.loc[result.williams["level"] == level, "criterion"].unique()
+    tested = result.comparisons.loc[result.comparisons["level"] == level, "criterion"].unique()
     known = [c for c in result.settings["criteria"] if c in set(tested)]
     return known + [c for c in tested if c not in set(known)]
 
@@ -351,7 +351,7 @@ def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
     """The ``n`` all-pairs Williams tests of ``criterion`` at ``level`` with the smallest
     adjusted p (undefined tests last): labels of both measures, their correlations with the
     criterion, ``n``, ``p``, ``p_adjusted`` (and ``perm_p_adjusted`` when present)."""
-    will = result.williams
+    will = result.comparisons
     rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
     rows = rows.sort_values(["p_adjusted", "p"], kind="stable", na_position="last").head(n)
     labels = result.catalogue_labels()
@@ -367,15 +367,15 @@ def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
 
 def effect_caption(result: MetaResult, level: str) -> str:
     """What an effect-size table holds."""
-    will = result.williams
+    will = result.comparisons
     rows = will[will["level"] == level]
     method = rows["ci_method"].iloc[0] if "ci_method" in rows and len(rows) else ""
-    cl = result.settings["williams"].get("effect_size", {}).get("confidence_level", 0.95)
+    cl = result.settings["comparisons"].get("effect_size", {}).get("confidence_level", 0.95)
     delta = ("|r(h,a)| - |r(h,b)|"
-             if result.settings["williams"].get("sign_convention", "paper") == "paper"
+             if result.settings["comparisons"].get("sign_convention", "paper") == "paper"
              else "r(h,a) - r(h,b)")
     return (f"difference of correlations with the human criterion, delta = {delta} "
-            f"[{cl:.0%} CI: {method}], {result.settings['williams']['comparison']}, "
+            f"[{cl:.0%} CI: {method}], {result.settings['comparisons']['comparison']}, "
             f"{level} level")
 
 
@@ -385,7 +385,7 @@ def _delta_cells(rows: pd.DataFrame, digits: int) -> list[str]:
 
 def effect_grid(result: MetaResult, level: str, digits: int = 3) -> pd.DataFrame | None:
     """Compared raters x criteria of "delta [low, high]" cells (tests against a reference)."""
-    will = result.williams
+    will = result.comparisons
     if "delta" not in will.columns or will.empty:
         return None
     rows = will[will["level"] == level]
@@ -401,11 +401,11 @@ def effect_grid(result: MetaResult, level: str, digits: int = 3) -> pd.DataFrame
 def effect_matrix(result: MetaResult, level: str, criterion: str,
                   digits: int = 3) -> pd.DataFrame | None:
     """All pairs: the measure x measure matrix of "delta [low, hi]" cells of one criterion,
-    laid out as [`MetaResult.williams_matrix`][]."""
-    will = result.williams
+    laid out as [`MetaResult.comparison_matrix`][]."""
+    will = result.comparisons
     if "delta" not in will.columns or will.empty:
         return None
-    matrix = result.williams_matrix(level, criterion)
+    matrix = result.comparison_matrix(level, criterion)
     rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
     key_a, key_b = result._pair_keys()
     where = {k: i for i, k in enumerate(matrix.attrs["ids"])}
@@ -417,11 +417,11 @@ def effect_matrix(result: MetaResult, level: str, criterion: str,
 
 
 def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int) -> str:
-    will = result.williams
+    will = result.comparisons
     rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
     below = int((rows["p_adjusted"] < SIGNIFICANCE).sum())
     shown = min(SMALLEST_SHOWN, len(rows))
-    return (f"{williams_caption(result, level)}, {criterion}: the {shown} smallest adjusted p "
+    return (f"{comparison_caption(result, level)}, {criterion}: the {shown} smallest adjusted p "
             f"of {len(rows)} pairs of {size} measures ({below} below {SIGNIFICANCE:g}); the "
             f"matrix has more than {MATRIX_SHOWN_MAX} measures: --out writes it in full")
 
@@ -506,10 +506,10 @@ def interval_lines(result: MetaResult, level: str) -> list[str]:
     return lines
 
 
-def williams_undefined_lines(result: MetaResult, level: str) -> list[str]:
+def comparison_undefined_lines(result: MetaResult, level: str) -> list[str]:
     """Why comparison p-values (or intervals of the difference) of a level are blank (NaN), from
     the tests' ``reason``."""
-    will = result.williams
+    will = result.comparisons
     rows = will[(will["level"] == level) & (will["reason"].fillna("") != "")]
     label = TEST_LABELS.get(level_test(result, level), "Williams")
     what = "Williams test(s)" if label == "Williams" else f"comparison(s) ({label})"
@@ -535,7 +535,7 @@ def chance_line(result: MetaResult, level: str, digits: int = 3) -> str:
 
 def permutation_caption(result: MetaResult, level: str) -> str:
     p = result.settings["permutation"]
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     return (f"{w['adjustment'].upper()}-adjusted paired permutation p ({p['alternative']}, "
             f"{p['n_permutations']} permutations, unit {p['unit'].get(level, '?')}), "
             f"{level} level")
@@ -550,19 +550,19 @@ def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
 
 def to_json(result: MetaResult) -> str:
     """Settings and the three tidy tables as one JSON document (full precision, NaN as null).
-    The settings gain ``williams.family_sizes`` ([`MetaResult.family_sizes`][])."""
+    The settings gain ``comparisons.family_sizes`` ([`MetaResult.family_sizes`][])."""
     doc = {"settings": report_settings(result)}
-    for name in ("correlations", "baseline", "williams"):
+    for name in ("correlations", "baseline", "comparisons"):
         doc[name] = json.loads(format_table(getattr(result, name), "json"))
     return json.dumps(doc, ensure_ascii=False, indent=1)
 
 
 def report_settings(result: MetaResult) -> dict:
-    """`MetaResult.settings` with the size of the Williams families, per level
-    (``settings["williams"]["family_sizes"]``), for settings.json and the JSON output."""
+    """`MetaResult.settings` with the size of the comparison tests' families, per level
+    (``settings["comparisons"]["family_sizes"]``), for settings.json and the JSON output."""
     settings = dict(result.settings)
-    if "williams" in settings:
-        settings["williams"] = {**settings["williams"],
+    if "comparisons" in settings:
+        settings["comparisons"] = {**settings["comparisons"],
                                 "family_sizes": result.family_sizes()}
     return settings
 
@@ -591,3 +591,19 @@ def __getattr__(name: str):
                       f"storyeval.report.meta_files.{name}", DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module("storyeval.report.meta_files"), name)
     raise AttributeError(f"module 'storyeval.report.meta_report' has no attribute {name!r}")
+
+
+def __getattr__(name: str):
+    """Old names of the caption helpers (DeprecationWarning, removed in 0.3)."""
+    old = {"williams_caption": "comparison_caption",
+           "williams_undefined_lines": "comparison_undefined_lines"}
+    if name in old:
+        import warnings
+
+        from storyeval._moved import REMOVED_IN
+
+        warnings.warn(f"storyeval.report.meta_report.{name} is now {old[name]}; the old name "
+                      f"will be removed in storyeval {REMOVED_IN}", DeprecationWarning,
+                      stacklevel=2)
+        return globals()[old[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
