@@ -19,11 +19,11 @@ from storyeval.exceptions import InputError
 from storyeval.meta.pipeline import meta_evaluate
 from storyeval.report.meta_files import write_report
 from storyeval.report.meta_report import (
+    comparison_caption,
     render,
     settings_lines,
     smallest_pairs,
     to_json,
-    comparison_caption,
 )
 
 CRITERIA = ["Relevance", "Coherence"]

@@ -231,9 +231,9 @@ def _cluster_one(group: pd.DataFrame, rows: pd.DataFrame, level: str, criterion:
             if blocks[j] != blocks[i] and better in (None, sorted_names[j]):
                 pmat[j, i] = p
     ranks = assign_clusters(pmat, alpha, blocks=blocks)
-    idx = np.arange(n)
     top = np.array([np.flatnonzero(ranks == r)[0] for r in ranks], dtype=int)
-    p_top = np.where(top == idx, np.nan, pmat[top, idx]) if n else np.zeros(0)
+    p_top = np.array([np.nan if t == k else lookup[(sorted_names[t], sorted_names[k])][0]
+                      for k, t in enumerate(top)])
     raw_next = [lookup[(sorted_names[k], sorted_names[k + 1])][0] for k in range(n - 1)]
     p_next = np.r_[raw_next, np.nan] if n else np.zeros(0)
     better_next = np.r_[[bool(pmat[k, k + 1] <= alpha) for k in range(n - 1)], False] \
@@ -341,9 +341,8 @@ def significance_clusters(
                 "test": name}))
     comparisons = pd.concat(comp_frames, ignore_index=True)
     return clusters_from_comparisons(pd.concat(corr_rows, ignore_index=True), comparisons,
-                                      alpha=alpha, sign_convention="raw",
-                                      lower_is_better=lower, tie_rtol=tie_rtol, levels=levels)
-    return table
+                                     alpha=alpha, sign_convention="raw",
+                                     lower_is_better=lower, tie_rtol=tie_rtol, levels=levels)
 
 
 def average_ranks(clusters: pd.DataFrame,

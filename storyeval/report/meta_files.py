@@ -28,6 +28,7 @@ from storyeval.report.figures import (
 from storyeval.report.meta_report import (
     SHORT_COEFFICIENT,
     _slugs,
+    comparison_caption,
     correlation_grid,
     effect_caption,
     effect_grid,
@@ -35,7 +36,6 @@ from storyeval.report.meta_report import (
     level_caption,
     report_settings,
     tested_criteria,
-    comparison_caption,
 )
 from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
 
