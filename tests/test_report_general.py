@@ -126,7 +126,7 @@ def test_large_matrices_are_listed_by_smallest_p(all_pairs, monkeypatch, tmp_pat
     rows = all_pairs.comparisons.query("level == 'system' and criterion == 'Relevance'")
     assert top["p_adjusted"].tolist() == sorted(rows["p_adjusted"])[:2]
     paths = write_report(all_pairs, tmp_path)
-    assert not any(p.suffix == ".png" and "williams" in p.name for p in paths)
+    assert not any(p.suffix == ".png" and "comparisons" in p.name for p in paths)
     note = (tmp_path / "comparisons_system_relevance.md").read_text()
     assert "no heatmap: 3 measures, more than 2" in note
 

@@ -20,9 +20,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "WMT meta-metrics and length (docs: WMT meta-metrics)")
     group.add_argument("--clusters", action="store_true",
                        help="rank the measures into significance clusters per criterion and "
-                            "level (WMT procedure, calibrated two-sided tests) and average the "
-                            "ranks over criteria; with --out: clusters.csv, "
-                            "clusters_average.{csv,md} and clusters_{level}.png")
+                            "level (WMT procedure) from the unadjusted p-values of this run's "
+                            "comparison table (all pairs are compared; oriented by "
+                            "--lower-is-better; tied correlations ranked as one block; an "
+                            "undefined correlation is not ranked) and average the ranks over "
+                            "criteria; with --out: clusters.csv, clusters_average.{csv,md} and "
+                            "clusters_{level}.png")
     group.add_argument("--cluster-alpha", type=float, default=0.05, metavar="X",
                        help="significance level of the clusters (default: 0.05)")
     group.add_argument("--criterion-weights", metavar="MAP",

@@ -200,23 +200,23 @@ class MetaResult:
 
     @property
     def williams(self) -> pd.DataFrame:
-        """Deprecated name of [`comparisons`][] (the tests are not all Williams tests)."""
+        """Deprecated name of ``comparisons`` (the tests are not all Williams tests)."""
         _renamed("MetaResult.williams", "MetaResult.comparisons")
         return self.comparisons
 
     def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
-        """Deprecated name of [`comparison_grid`][]."""
+        """Deprecated name of ``comparison_grid``."""
         _renamed("MetaResult.williams_grid", "MetaResult.comparison_grid")
         return self.comparison_grid(level, column=column)
 
     def williams_matrix(self, level: str, criterion: str, *,
                         column: str = "p_adjusted") -> pd.DataFrame:
-        """Deprecated name of [`comparison_matrix`][]."""
+        """Deprecated name of ``comparison_matrix``."""
         _renamed("MetaResult.williams_matrix", "MetaResult.comparison_matrix")
         return self.comparison_matrix(level, criterion, column=column)
 
     def williams_all_pairs(self) -> bool:
-        """Deprecated name of [`comparisons_all_pairs`][]."""
+        """Deprecated name of ``comparisons_all_pairs``."""
         _renamed("MetaResult.williams_all_pairs", "MetaResult.comparisons_all_pairs")
         return self.comparisons_all_pairs()
 

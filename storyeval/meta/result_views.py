@@ -51,7 +51,7 @@ def tidy_frame(result: MetaResult) -> pd.DataFrame:
     compared measure ``measure_a``, other: ``measure_b``; quantities ``r_a``, ``r_b``, ``t``,
     ``p``, ``p_adjusted``)."""
     parts = [_tidy_correlations(result.correlations), _tidy_baseline(result.baseline),
-             _tidy_williams(result.comparisons)]
+             _tidy_comparisons(result.comparisons)]
     parts = [p for p in parts if len(p)]
     if not parts:
         return pd.DataFrame(columns=list(TIDY_COLUMNS))
@@ -96,16 +96,16 @@ def _tidy_baseline(base: pd.DataFrame) -> pd.DataFrame:
                  {"value": "@coefficient", "ci_low": "ci_low", "ci_high": "ci_high"})
 
 
-def _tidy_williams(will: pd.DataFrame) -> pd.DataFrame:
+def _tidy_comparisons(will: pd.DataFrame) -> pd.DataFrame:
     if will.empty:
         return pd.DataFrame()
-    return _melt(will, "williams", will["measure_a"], will["measure_b"],
+    return _melt(will, "comparisons", will["measure_a"], will["measure_b"],
                  {"r_a": "r_a", "r_b": "r_b", "t": "t", "p": "p", "p_adjusted": "p_adjusted"})
 
 
 def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
     """A few lines: the data and settings, then per level and criterion the best measure,
-    the human baseline and how many comparison tests (the ``williams`` table: Williams' t on
+    the human baseline and how many comparison tests (the ``comparisons`` table: Williams' t on
     HANNA, the calibrated tests on other data) are significant after adjustment."""
     s = result.settings
     lines = [f"Meta-evaluation of {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
