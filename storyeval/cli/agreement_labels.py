@@ -27,7 +27,8 @@ def add_label_options(parser: argparse.ArgumentParser) -> None:
                    help="--verdicts: comma-separated judges to compare (default: all)")
     g.add_argument("--resamples", type=int, default=2000,
                    help="item-bootstrap resamples of the intervals (0: none; default 2000)")
-    g.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+    g.add_argument("--seed", type=int, default=0,
+                   help="random seed of the bootstrap (default: 0; printed with the results)")
 
 
 def wants_labels(args: argparse.Namespace) -> bool:
@@ -60,7 +61,10 @@ def run_labels(args: argparse.Namespace) -> int:
                                       n_resamples=args.resamples, random_state=args.seed,
                                       source=str(args.labels))
         what = f"{args.labels}: agreement of the raters (items: item x dimension)"
-    text = render_labels(result, what, args.format, args.confidence_level)
+    if args.resamples and args.format not in ("table", "md"):
+        result = result.assign(seed=args.seed)  # the text formats say it under the table
+    text = render_labels(result, what, args.format, args.confidence_level,
+                         seed=args.seed if args.resamples else None)
     if args.out is None:
         sys.stdout.write(text)
         return 0
@@ -75,8 +79,10 @@ def run_labels(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_labels(result, what: str, fmt: str, confidence_level: float) -> str:
-    """The agreement table in ``fmt``; table and md get a title and notes."""
+def render_labels(result, what: str, fmt: str, confidence_level: float,
+                  seed: int | None = None) -> str:
+    """The agreement table in ``fmt``; table and md get a title and notes (with the
+    bootstrap's ``seed`` when it resampled)."""
     from storyeval.report.tables import format_table
 
     if fmt not in ("table", "md"):
@@ -88,6 +94,8 @@ def render_labels(result, what: str, fmt: str, confidence_level: float) -> str:
     lines = [f"{prefix}{what}\n\n", format_table(result[shown], fmt),
              f"\nstandard errors: {_se_methods(result)}\nintervals: {level} item bootstrap "
              "percentile; labels are nominal categories\n"]
+    if seed is not None:
+        lines.append(f"random seed: {seed} (--seed; the same seed gives the same numbers)\n")
     for dim, coef, reason in result.loc[result["reason"] != "",
                                         ["dimension", "coefficient", "reason"]].values:
         lines.append(f"undefined {coef} ({dim}): {reason}\n")

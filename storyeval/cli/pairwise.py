@@ -65,6 +65,20 @@ def _split(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+SEED_HELP = "random seed of the resampling (default: 0; printed with the results)"
+
+
+def seed_note(seed: int | None) -> str:
+    """The line that says which seed the resampling used."""
+    return f"random seed: {seed} (--seed; the same seed gives the same numbers)\n"
+
+
+def with_seed(frame: pd.DataFrame, seed: int | None, fmt: str = "csv") -> pd.DataFrame:
+    """``frame`` with a ``seed`` column for the machine-readable formats (csv, json; the text
+    formats say it in a note under the table)."""
+    return frame.assign(seed=seed) if fmt in ("csv", "json") else frame
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "pairwise", help="pairwise judging: win matrices, Bradley-Terry, judge accuracy",
@@ -142,7 +156,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--resamples", type=int, default=1000,
                    help="prompt-bootstrap resamples (0: no interval; default 1000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
 
     _add_pointwise_parser(sub)
 
@@ -211,7 +225,7 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
     g.add_argument("--resamples", type=int, default=2000,
                    help="bootstrap resamples / permutations (default 2000)")
     g.add_argument("--confidence-level", type=float, default=0.95)
-    g.add_argument("--seed", type=int, default=None, help="random seed")
+    g.add_argument("--seed", type=int, default=0, help=SEED_HELP)
 
 
 COUNTS_DESCRIPTION = """\
@@ -277,7 +291,7 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
     inf.add_argument("--resamples", type=int, default=2000,
                      help="cluster-bootstrap resamples (default 2000)")
     inf.add_argument("--confidence-level", type=float, default=0.95)
-    inf.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+    inf.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     out = p.add_argument_group("output")
     add_format_option(out)
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
@@ -601,7 +615,7 @@ def _pointwise_note(args: argparse.Namespace) -> str:
             "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
     if args.interval != "none":
         note += ("intervals: two-sided; pvalue: two-sided test of accuracy = chance (a measure "
-                 "answering at random with its own tie rate)\n")
+                 "answering at random with its own tie rate)\n" + seed_note(args.seed))
     return note
 
 
@@ -612,7 +626,7 @@ def _run_pointwise(args: argparse.Namespace) -> int:
 
     use_prefs = args.preferences is not None
     if use_prefs and args.data is None:
-        result = _preference_only_result(args)
+        result = _seeded(_preference_only_result(args), args)
         sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                       digits=args.digits))
         if args.format in ("table", "md"):
@@ -627,11 +641,17 @@ def _run_pointwise(args: argparse.Namespace) -> int:
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
                                              tie_credit=args.tie_credit,
                                              **_interval_args(args))
+    result = _seeded(result, args)
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(_pointwise_note(args))
     return 0
+
+
+def _seeded(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    """The seed column when an interval was resampled."""
+    return with_seed(result, args.seed, args.format) if args.interval != "none" else result
 
 
 def run(args: argparse.Namespace) -> int:
@@ -753,14 +773,15 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
             random_state=args.seed)
         keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "chance", "alternative",
                 "method", "statistic_kind", "cluster", "n_clusters", "n_resamples"]
-        result = result.merge(inf[keep], on=["judge", "dimension"], how="left")
+        result = with_seed(result.merge(inf[keep], on=["judge", "dimension"], how="left"),
+                           args.seed, args.format)
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.interval != "none" and args.format in ("table", "md"):
         sys.stdout.write("\nintervals: two-sided at the confidence level; ci of k/n (exact, "
                          "wilson) or of the order-averaged accuracy (cluster-bootstrap, "
                          "clusters resampled); pvalue: test of accuracy = chance, "
-                         f"{args.alternative}\n")
+                         f"{args.alternative}\n" + seed_note(args.seed))
     return 0
 
 
@@ -791,6 +812,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                                    confidence_level=args.confidence_level, n_resamples=reps,
                                    random_state=rng)
     groups = significance_groups(acc, pairs, alpha=args.alpha)
+    pairs = with_seed(pairs, args.seed)
     shown = ["dimension", "judge_a", "judge_b", "accuracy_a", "accuracy_b", "difference",
              "ci_low", "ci_high", "pvalue", "pvalue_bh", "test", "n", "n_clusters",
              "n_discordant"]
@@ -808,7 +830,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
     sys.stdout.write(format_table(_readable(groups, args.format), args.format,
                                   digits=args.digits))
     sys.stdout.write("\ndifference = accuracy_a - accuracy_b (pooled over the verdicts both "
-                     "judged); p-values two-sided\n")
+                     "judged); p-values two-sided\n" + seed_note(args.seed))
     return 0
 
 
@@ -821,10 +843,13 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
     result = ranking_agreement(verdicts, reference, judge=args.judge, strength=args.strength,
                                n_resamples=args.resamples,
                                confidence_level=args.confidence_level, random_state=args.seed)
+    if args.resamples:
+        result = with_seed(result, args.seed, args.format)
     sys.stdout.write(format_table(result, args.format, digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write("\nsystems: judge's vs humans' system strengths (pooled over systems x "
                          "dimensions, then per dimension); items: -1/0/+1 verdicts on the pairs "
                          "both judged (means over annotators and orders); percentile intervals "
-                         "over prompt resamples shared by both sides\n")
+                         "over prompt resamples shared by both sides\n"
+                         + (seed_note(args.seed) if args.resamples else ""))
     return 0

@@ -42,7 +42,7 @@ def add_bootstrap_ci(
     resample_by: str = "prompts",
     ci_method: str = "percentile",
     confidence_level: float = 0.95,
-    random_state: int | None = None,
+    random_state: int | None = 0,
     show_progress: bool | None = None,
 ) -> MetaResult:
     """``result`` with ``ci_low, ci_high, se`` columns on its correlations (paired resamples:
@@ -180,7 +180,7 @@ def add_permutation_pvalues(
     n_permutations: int = 1000,
     unit: str | None = None,
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: int | None = 0,
 ) -> MetaResult:
     """``result`` with ``perm_p`` (paired permutation test of the same comparison as each
     Williams row) and ``perm_p_adjusted`` (same adjustment and family as the Williams p)."""
@@ -220,7 +220,7 @@ def add_chance(
     *,
     n_draws: int = 1000,
     confidence_level: float = 0.95,
-    random_state: int | None = None,
+    random_state: int | None = 0,
 ) -> MetaResult:
     """``result`` with `MetaResult.chance`: per criterion and level, the spread of the
     coefficient of a random measure (a measured value inside it is indistinguishable from noise)."""

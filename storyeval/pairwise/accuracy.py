@@ -200,7 +200,7 @@ def pointwise_pairwise_accuracy(
     interval: str = "none",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures: every pair of stories of the same prompt.
 
@@ -374,7 +374,7 @@ def preference_accuracy(
     interval: str = "none",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures against explicit human preferences.
 

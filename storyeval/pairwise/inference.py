@@ -406,7 +406,7 @@ def accuracy_inference(
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> AccuracyInference:
     """Accuracy of per-verdict scores with an interval and a test against ``chance``.
 
@@ -427,7 +427,9 @@ def accuracy_inference(
         As in [`binomial_accuracy`][].
     n_resamples : int, default 2000
         Cluster bootstrap resamples.
-    random_state : int or Generator, optional
+    random_state : int, Generator or None, default 0
+        Seed of the resampling (0, as the command line; None draws a fresh seed: not
+        reproducible).
 
     Notes
     -----
@@ -474,7 +476,7 @@ def accuracy_columns(
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Intervals and tests for k accuracies over the same units at once (measures x criteria
     of `pointwise_pairwise_accuracy` / `preference_accuracy`).
@@ -627,7 +629,7 @@ def judge_accuracy_inference(
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Judge accuracy against human verdicts with an interval and a test against chance.
 
@@ -724,7 +726,7 @@ def compare_accuracies(
     test: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
     labels: tuple[str, str] = ("a", "b"),
 ) -> JudgeComparison:
     """Paired two-sided test of equal accuracy of two judges scored on the same verdict units.
@@ -814,7 +816,7 @@ def compare_judges(
     test: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Every pair of judges compared on the verdict units both judged (same pair, same order,
     same dimension), with Benjamini-Hochberg adjusted p-values.
