@@ -145,7 +145,7 @@ def test_cluster_bootstrap_accuracy_is_order_averaged_and_covers():
                              random_state=0, n_resamples=500)
     expected = 0.5 * (scores[first].mean() + scores[~first].mean())
     assert res.statistic == pytest.approx(expected, abs=1e-14)
-    assert res.method == "cluster-bootstrap" and res.statistic_kind == "order-averaged"
+    assert res.method == "cluster-bootstrap" and res.statistic_kind == "order-balanced"
     assert res.ci_low < res.statistic < res.ci_high and res.n_clusters == 40
     # without clusters the auto method is Wilson with the exact binomial test
     ind = accuracy_inference(scores)

@@ -119,13 +119,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
     verdict_parser("consistency", "position consistency and first-position win rate")
 
-    p = verdict_parser("accuracy", "judge accuracy against human verdicts (both orders averaged)")
+    p = verdict_parser("accuracy", "judge accuracy against human verdicts (k/n, and the "
+                                   "order-balanced accuracy beside it)")
     p.add_argument("--reference", type=Path, required=True, metavar="FILE",
                    help="human verdict file on the same pairs")
     p.add_argument("--judge", help="keep one judge (default: one row per judge)")
     p.add_argument("--dimension", help="keep one dimension (default: one row per dimension)")
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
+    p.add_argument("--aggregate", choices=["none", "net"], default="none",
+                   help="none (default): every verdict counts; net: one verdict per pair, the "
+                        "net verdict over both presentation orders, a tie or an inconsistent "
+                        "pair wrong (the rule of JudgeBench-style benchmarks)")
     _add_inference_options(p, interval=True)
 
     _add_counts_parser(sub)
@@ -762,27 +767,79 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
     from storyeval.report.tables import format_table
 
     result = judge_accuracy(verdicts, reference, judge=args.judge, dimension=args.dimension,
-                            tie_credit=args.tie_credit)
+                            tie_credit=args.tie_credit, aggregate=args.aggregate)
     if args.interval != "none":
         _check_resampling(args)
-        inf = judge_accuracy_inference(
-            verdicts, reference, judge=args.judge, dimension=args.dimension,
-            tie_credit=args.tie_credit, cluster=args.cluster, method=args.interval,
-            chance=args.chance, alternative=args.alternative,
-            confidence_level=args.confidence_level, n_resamples=args.resamples,
-            random_state=args.seed)
-        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "chance", "alternative",
-                "method", "statistic_kind", "cluster", "n_clusters", "n_resamples"]
-        result = with_seed(result.merge(inf[keep], on=["judge", "dimension"], how="left"),
-                           args.seed, args.format)
+        options = dict(judge=args.judge, dimension=args.dimension, tie_credit=args.tie_credit,
+                       cluster=args.cluster, chance=args.chance, alternative=args.alternative,
+                       confidence_level=args.confidence_level, n_resamples=args.resamples,
+                       random_state=args.seed, aggregate=args.aggregate)
+        inf = judge_accuracy_inference(verdicts, reference, method=args.interval, **options)
+        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "test", "chance",
+                "alternative", "method", "cluster", "n_clusters", "n_resamples"]
+        result = result.merge(inf[keep], on=["judge", "dimension"], how="left")
+        result = _balanced_interval(result, verdicts, reference, options)
+        result = with_seed(result, args.seed, args.format)
+    result = _accuracy_columns_in_order(result)
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
-    if args.interval != "none" and args.format in ("table", "md"):
-        sys.stdout.write("\nintervals: two-sided at the confidence level; ci of k/n (exact, "
-                         "wilson) or of the order-averaged accuracy (cluster-bootstrap, "
-                         "clusters resampled); pvalue: test of accuracy = chance, "
-                         f"{args.alternative}\n" + seed_note(args.seed))
+    if args.format in ("table", "md"):
+        sys.stdout.write(_accuracy_note(args))
     return 0
+
+
+def _balanced_interval(result: pd.DataFrame, verdicts: pd.DataFrame, reference: pd.DataFrame,
+                       options: dict) -> pd.DataFrame:
+    """The order-balanced accuracy's own (cluster) bootstrap interval, where it is defined
+    and differs from k/n (one row, one estimand: its interval never sits beside k/n)."""
+    import numpy as np
+
+    from storyeval.pairwise.inference import judge_accuracy_inference
+
+    defined = result["balanced_accuracy"].notna()
+    if options["aggregate"] == "net" or not defined.any():
+        return result.assign(balanced_ci_low=np.nan, balanced_ci_high=np.nan)
+    import warnings
+
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    with warnings.catch_warnings():  # a judge seen in one order only: NaN, said by the table
+        warnings.simplefilter("ignore", UndefinedStatisticWarning)
+        bal = judge_accuracy_inference(verdicts, reference, method="cluster-bootstrap",
+                                       balanced=True, **options)
+    bal = bal.rename(columns={"ci_low": "balanced_ci_low", "ci_high": "balanced_ci_high"})
+    out = result.merge(bal[["judge", "dimension", "balanced_ci_low", "balanced_ci_high"]],
+                       on=["judge", "dimension"], how="left")
+    out.loc[~defined.to_numpy(), ["balanced_ci_low", "balanced_ci_high"]] = np.nan
+    return out
+
+
+def _accuracy_columns_in_order(result: pd.DataFrame) -> pd.DataFrame:
+    """accuracy with its interval and test first, the balanced accuracy with its own after."""
+    first = ["judge", "dimension", "accuracy", "ci_low", "ci_high", "pvalue", "test", "chance",
+             "estimand", "balanced_accuracy", "balanced_ci_low", "balanced_ci_high"]
+    cols = [c for c in first if c in result.columns]
+    return result[cols + [c for c in result.columns if c not in cols]]
+
+
+def _accuracy_note(args: argparse.Namespace) -> str:
+    """What the accuracy rows estimate (printed under text tables)."""
+    what = ("net verdict per pair over both presentation orders (JudgeBench's rule; a tie or "
+            "an inconsistent pair is wrong)" if args.aggregate == "net" else
+            "credited verdicts / verdicts")
+    note = (f"\naccuracy: k/n, {what}; pairwise compare tests the same estimand\n"
+            "balanced_accuracy: mean of the accuracies with the human-preferred story shown "
+            "first and second (a judge that always picks one position scores 0.5); equals "
+            "accuracy when every pair is judged in both orders\n")
+    if args.interval == "none":
+        return note
+    return note + (
+        "intervals: two-sided at the confidence level; ci_low/ci_high: of k/n (Wilson or "
+        "exact with the exact binomial test for independent verdicts, a cluster bootstrap "
+        "for clustered ones; 'test' names the test of the p-value, a score test where ties "
+        "earn fractional credit); balanced_ci_low/high: of the balanced accuracy (bootstrap "
+        f"over the same clusters or verdicts); pvalue: test of accuracy = chance, "
+        f"{args.alternative}\n" + seed_note(args.seed))
 
 
 def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,

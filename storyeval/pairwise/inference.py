@@ -96,7 +96,8 @@ class AccuracyInference:
     ----------
     statistic : float
         The accuracy (``statistic_kind``: ``"k/n"`` pooled over verdicts, or
-        ``"order-averaged"``: the mean of the accuracies in the two presentation orders).
+        ``"order-balanced"``: the mean of the accuracies with the human-preferred story shown
+        first and shown second).
     ci_low, ci_high : float
         Two-sided interval at ``confidence_level`` (always two-sided, whatever
         ``alternative``).
@@ -105,6 +106,10 @@ class AccuracyInference:
     method : str
         ``"exact"`` (Clopper-Pearson interval, exact binomial test), ``"wilson"`` (Wilson
         score interval, exact binomial test) or ``"cluster-bootstrap"``.
+    test : str
+        The test that gave ``pvalue``: ``"exact binomial"``, ``"score test"`` (a fractional
+        k, ties earning partial credit: the exact binomial test does not apply) or
+        ``"cluster bootstrap"``.
     k, n : float
         Credited verdicts (ties earn their credit) and verdicts scored.
     n_clusters : int
@@ -124,6 +129,7 @@ class AccuracyInference:
     confidence_level: float
     statistic_kind: str = "k/n"
     n_resamples: int = 0
+    test: str = "exact binomial"
 
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
@@ -199,6 +205,15 @@ def exact_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[
     return (low, high)
 
 
+SCORE_TEST = "score test"  # the test of a fractional k (partial tie credit)
+
+
+def binomial_test_name(k: float) -> str:
+    """The test `_binomial_pvalue` runs for ``k``: the exact binomial test of a whole count,
+    the score (normal) test of a fractional one."""
+    return "exact binomial" if float(k).is_integer() else SCORE_TEST
+
+
 def _binomial_pvalue(k: float, n: int, chance: float, alternative: str) -> float:
     """Exact binomial test; a non-integer k (tie credit) uses the score (normal) test."""
     if n <= 0:
@@ -266,7 +281,7 @@ def binomial_accuracy(
         statistic=k / n, ci_low=low, ci_high=high,
         pvalue=_binomial_pvalue(k, int(n), chance, alternative), method=interval,
         alternative=alternative, chance=float(chance), k=float(k), n=int(n),
-        n_clusters=int(n), confidence_level=level)
+        n_clusters=int(n), confidence_level=level, test=binomial_test_name(k))
 
 
 _COUNTS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d+)\s*$")
@@ -418,7 +433,9 @@ def accuracy_inference(
         Cluster label of each verdict (prompt, or pair for both orders of one pair).
     preferred_first : (n,) bool array, optional
         Whether the human-preferred story was shown first; with it, the statistic is the
-        order-averaged accuracy (``judge_accuracy``'s), else k/n.
+        order-balanced accuracy (``judge_accuracy``'s ``balanced_accuracy``: the mean of the
+        accuracies with the preferred story shown first and second), resampled by the
+        (cluster) bootstrap whatever ``method``; else k/n.
     method : {"auto", "exact", "wilson", "cluster-bootstrap"}, default "auto"
         ``"auto"``: the cluster bootstrap when a cluster holds more than one verdict, else the
         Wilson interval with the exact binomial test. ``"exact"``/``"wilson"`` treat the
@@ -435,7 +452,7 @@ def accuracy_inference(
     -----
     Cluster bootstrap: clusters are drawn with replacement (B x C multiplicities W); the
     resampled accuracy is (W S)/(W N) for the cluster sums S of the scores and N of the
-    counts (per order for the order-averaged statistic). Percentile interval; p-value
+    counts (per order for the order-balanced statistic). Percentile interval; p-value
     (1 + #{|a* - a| >= |a - chance|}) / (1 + B) (two-sided; one-sided analogues).
     """
     method = _check_choice(method, _ACC_METHODS, "method")
@@ -447,6 +464,8 @@ def accuracy_inference(
     codes, n_clusters = cluster_codes(clusters, len(s))
     if method == "auto":
         method = "cluster-bootstrap" if n_clusters < len(s) else "wilson"
+    if preferred_first is not None:
+        method = "cluster-bootstrap"  # no binomial interval of a mean of two accuracies
     if method in ("exact", "wilson"):
         return binomial_accuracy(float(s.sum()), len(s), chance=chance, interval=method,
                                  alternative=alternative, confidence_level=level)
@@ -463,7 +482,8 @@ def accuracy_inference(
         pvalue=_bootstrap_pvalue(draws, estimate, chance, alternative, b),
         method="cluster-bootstrap", alternative=alternative, chance=float(chance),
         k=float(s.sum()), n=len(s), n_clusters=n_clusters, confidence_level=level,
-        statistic_kind="order-averaged" if averaged else "k/n", n_resamples=b)
+        statistic_kind="order-balanced" if averaged else "k/n", n_resamples=b,
+        test="cluster bootstrap")
 
 
 def accuracy_columns(
@@ -574,6 +594,12 @@ def keyed_judge_verdicts(judge_verdicts: pd.DataFrame, reference: pd.DataFrame, 
     return _pair_keys(jv).join(human.rename("human"), on=PAIR_COLUMNS)
 
 
+AGGREGATES = ("none", "net")
+#: What ``accuracy`` estimates under each ``aggregate``.
+ESTIMANDS = {"none": "k/n over verdicts",
+             "net": "k/n over pairs, net verdict over both orders (JudgeBench; tie = wrong)"}
+
+
 def scored_verdicts(
     judge_verdicts: pd.DataFrame,
     reference: pd.DataFrame,
@@ -581,27 +607,54 @@ def scored_verdicts(
     tie_credit: float = 0.0,
     judge: str | None = None,
     dimension: str | None = None,
+    aggregate: str = "none",
 ) -> pd.DataFrame:
     """Each judge verdict on a human-decided pair with its score, as `judge_accuracy`
-    scores it (its order-averaged mean per judge and dimension is ``judge_accuracy``'s).
+    scores it (its mean per judge and dimension is ``judge_accuracy``'s ``accuracy``).
+
+    ``aggregate="net"`` (the rule of JudgeBench-style benchmarks): one row per pair, the net
+    verdict over its presentation orders, ``sign(sum of the judge's outcomes)`` (both orders
+    for the same story: that story; one order for a story and "same" in the other: that
+    story; opposite stories, i.e. inconsistent, or "same" twice: a tie), and a tie counts as
+    wrong (``tie_credit`` must be 0). ``n_orders`` says how many verdicts a pair's net verdict
+    summarises; ``first_is_lo`` and ``preferred_first`` are then those of its first verdict.
 
     Returns
     -------
     DataFrame
         ``judge, dimension, prompt_id, lo, hi, first_is_lo, preferred_first, outcome, human,
-        score`` (1 right, 0 wrong, ``tie_credit`` for a judge's "same"). Pairs the humans
-        tied or did not judge are left out (counted by `judge_accuracy`).
+        score`` (1 right, 0 wrong, ``tie_credit`` for a judge's "same"), plus ``n_orders``
+        with ``aggregate="net"``. Pairs the humans tied or did not judge are left out
+        (counted by `judge_accuracy`).
     """
     credit = _check_credit(tie_credit, "tie_credit")
+    aggregate = _check_choice(aggregate, AGGREGATES, "aggregate")
+    if aggregate == "net" and credit != 0:
+        raise InputError("aggregate 'net' (JudgeBench's rule) counts a tie as wrong; "
+                         "tie_credit must be 0")
     keyed = keyed_judge_verdicts(judge_verdicts, reference, judge=judge, dimension=dimension)
     keyed = keyed[keyed["human"].notna() & (keyed["human"] != 0)].copy()
+    if aggregate == "net":
+        keyed = _net_verdicts(keyed)
     keyed["human"] = keyed["human"].astype(np.int64)
     keyed["preferred_first"] = keyed["first_is_lo"] == (keyed["human"] == 1)
     keyed["score"] = np.where(keyed["outcome"] == keyed["human"], 1.0,
                               np.where(keyed["outcome"] == 0, credit, 0.0))
     cols = ["judge", "dimension", "prompt_id", "lo", "hi", "first_is_lo", "preferred_first",
             "outcome", "human", "score"]
+    if aggregate == "net":
+        cols.append("n_orders")
     return keyed.loc[:, cols].reset_index(drop=True)
+
+
+def _net_verdicts(keyed: pd.DataFrame) -> pd.DataFrame:
+    """One row per (judge, pair): the sign of the summed outcomes of its verdicts."""
+    keys = ["judge", *PAIR_COLUMNS]
+    grouped = keyed.groupby(keys, sort=False)
+    net = grouped.agg(outcome=("outcome", "sum"), human=("human", "first"),
+                      first_is_lo=("first_is_lo", "first"), n_orders=("outcome", "size"))
+    net["outcome"] = np.sign(net["outcome"]).astype(np.int64)
+    return net.reset_index()
 
 
 def _cluster_labels(scored: pd.DataFrame, cluster: str) -> np.ndarray | None:
@@ -630,11 +683,21 @@ def judge_accuracy_inference(
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
     random_state: int | np.random.Generator | None = 0,
+    balanced: bool = False,
+    aggregate: str = "none",
 ) -> pd.DataFrame:
     """Judge accuracy against human verdicts with an interval and a test against chance.
 
     Parameters
     ----------
+    balanced : bool, default False
+        False: the statistic is k/n (the share of credited verdicts; `judge_accuracy`'s
+        ``accuracy``, the estimand of `compare_judges`). True: the order-balanced accuracy
+        (`judge_accuracy`'s ``balanced_accuracy``), with a (cluster) bootstrap interval and
+        p-value; the two are equal when every pair is judged in both orders.
+    aggregate : {"none", "net"}, default "none"
+        ``"net"``: one verdict per pair, the net verdict over its presentation orders, a tie
+        wrong (`scored_verdicts`; JudgeBench's rule).
     cluster : {"auto", "prompt", "pair", "none"}, default "auto"
         Dependent verdicts: those of one prompt (``"prompt"``), the two orders of one pair
         (``"pair"``), or none. ``"auto"``: ``"prompt"`` when some prompt has more than one
@@ -648,13 +711,16 @@ def judge_accuracy_inference(
     Returns
     -------
     DataFrame
-        One row per (judge, dimension): ``accuracy`` (order-averaged with clusters, as in
-        `judge_accuracy`; k/n for independent verdicts), ``ci_low, ci_high, pvalue, chance,
-        alternative, method, statistic_kind, cluster, n_verdicts, n_clusters, confidence_level,
-        n_resamples``.
+        One row per (judge, dimension): ``accuracy`` (``statistic_kind`` says which: k/n, or
+        order-balanced with ``balanced``), ``ci_low, ci_high, pvalue, test, chance,
+        alternative, method, statistic_kind, cluster, n_verdicts, n_clusters,
+        confidence_level, n_resamples``.
     """
     scored = scored_verdicts(judge_verdicts, reference, tie_credit=tie_credit, judge=judge,
-                             dimension=dimension)
+                             dimension=dimension, aggregate=aggregate)
+    if balanced and aggregate == "net":
+        raise InputError("the order-balanced accuracy is an accuracy over verdicts; with "
+                         "aggregate 'net' a pair has one verdict")
     if scored.empty:
         raise InputError("no judge verdict on a pair the humans decided: nothing to score")
     labels = _cluster_labels(scored, cluster)
@@ -667,11 +733,12 @@ def judge_accuracy_inference(
             [(1 - share_same) / 2, (1 - share_same) / 2, share_same], tie_credit=tie_credit)
         res = accuracy_inference(
             g["score"].to_numpy(), clusters=None if labels is None else labels[idx],
-            preferred_first=None if labels is None else g["preferred_first"].to_numpy(),
+            preferred_first=g["preferred_first"].to_numpy() if balanced else None,
             method=method, chance=null, alternative=alternative,
             confidence_level=confidence_level, n_resamples=n_resamples, random_state=rng)
         rows.append({"judge": jname, "dimension": dim, "accuracy": res.statistic,
                      "ci_low": res.ci_low, "ci_high": res.ci_high, "pvalue": res.pvalue,
+                     "test": res.test,
                      "chance": res.chance, "alternative": res.alternative,
                      "method": res.method, "statistic_kind": res.statistic_kind,
                      "cluster": "none" if labels is None else cluster_name(scored, cluster),
