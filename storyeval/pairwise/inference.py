@@ -32,6 +32,7 @@ from scipy import stats
 
 from storyeval.exceptions import InputError
 from storyeval.resample.clusters import (
+    ONE_CLUSTER_REASON,
     bootstrap_weights,
     check_confidence,
     check_resamples,
@@ -40,6 +41,7 @@ from storyeval.resample.clusters import (
     percentile_interval,
     rng_from,
     sign_flips,
+    single_cluster,
     warn_few_clusters,
 )
 
@@ -130,6 +132,7 @@ class AccuracyInference:
     statistic_kind: str = "k/n"
     n_resamples: int = 0
     test: str = "exact binomial"
+    reason: str = ""
 
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
@@ -161,6 +164,7 @@ class JudgeComparison:
     n_discordant: int
     confidence_level: float
     n_resamples: int = 0
+    reason: str = ""
 
     def __iter__(self):
         return iter((self.difference, self.pvalue))
@@ -470,10 +474,17 @@ def accuracy_inference(
         return binomial_accuracy(float(s.sum()), len(s), chance=chance, interval=method,
                                  alternative=alternative, confidence_level=level)
     b = check_resamples(n_resamples)
-    warn_few_clusters(n_clusters, "cluster bootstrap of an accuracy")
     averaged = preferred_first is not None
     sums = cluster_sums(_unit_columns(s, preferred_first), codes, n_clusters)
     estimate = float(_ratio_columns(sums.sum(axis=0), averaged))
+    if single_cluster(n_clusters, "cluster bootstrap of an accuracy"):
+        return AccuracyInference(
+            statistic=estimate, ci_low=math.nan, ci_high=math.nan, pvalue=math.nan,
+            method="cluster-bootstrap", alternative=alternative, chance=float(chance),
+            k=float(s.sum()), n=len(s), n_clusters=n_clusters, confidence_level=level,
+            statistic_kind="order-balanced" if averaged else "k/n", n_resamples=0,
+            test="none", reason=ONE_CLUSTER_REASON)
+    warn_few_clusters(n_clusters, "cluster bootstrap of an accuracy")
     draws = _ratio_columns(bootstrap_weights(n_clusters, b, rng_from(random_state)) @ sums,
                            averaged)
     low, high = percentile_interval(draws, level)
@@ -518,8 +529,10 @@ def accuracy_columns(
     Returns
     -------
     DataFrame
-        k rows: ``ci_low, ci_high, pvalue, chance, alternative, method, n_clusters,
-        confidence_level, n_resamples``.
+        k rows: ``ci_low, ci_high, pvalue, test, chance, alternative, method, n_clusters,
+        confidence_level, n_resamples, reason``; ``test`` names the test of the p-value
+        (``"score test"`` where ties earn fractional credit and the exact binomial test does
+        not apply), ``reason`` why a p-value is missing (a single cluster).
     """
     method = _check_choice(method, _ACC_METHODS, "method")
     _check_alternative(alternative)
@@ -543,7 +556,13 @@ def accuracy_columns(
                                   confidence_level=level)
             rows.append((r.ci_low, r.ci_high, r.pvalue, n))
         low, high, p, n_cl = (np.array(c, dtype=float) for c in zip(*rows))
+        tests = [binomial_test_name(float(s[:, j].sum())) if ok[:, j].any() else "none"
+                 for j in range(k)]
         reps = 0
+    elif single_cluster(n_clusters, "cluster bootstrap of accuracies"):
+        low = high = p = np.full(k, math.nan)
+        n_cl = (cluster_sums(ok.astype(np.float64), codes, n_clusters) > 0).sum(axis=0)
+        reps, tests = 0, ["none"] * k
     else:
         reps = check_resamples(n_resamples)
         warn_few_clusters(n_clusters, "cluster bootstrap of accuracies")
@@ -557,10 +576,13 @@ def accuracy_columns(
         p = np.array([_bootstrap_pvalue(draws[:, j], estimate[j], null[j], alternative, reps)
                       if np.isfinite(estimate[j]) else math.nan for j in range(k)])
         n_cl = (sums[:, k:] > 0).sum(axis=0)
-    return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "chance": null,
-                         "alternative": alternative, "method": method,
+        tests = ["cluster bootstrap"] * k
+    one = method == "cluster-bootstrap" and n_clusters < 2
+    return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "test": tests,
+                         "chance": null, "alternative": alternative, "method": method,
                          "n_clusters": np.asarray(n_cl, dtype=np.int64),
-                         "confidence_level": level, "n_resamples": reps})
+                         "confidence_level": level, "n_resamples": reps,
+                         "reason": ONE_CLUSTER_REASON if one else ""})
 
 
 # ------------------------------------------------------------------ verdict tables
@@ -744,7 +766,7 @@ def judge_accuracy_inference(
                      "cluster": "none" if labels is None else cluster_name(scored, cluster),
                      "n_verdicts": res.n, "n_clusters": res.n_clusters,
                      "confidence_level": res.confidence_level,
-                     "n_resamples": res.n_resamples})
+                     "n_resamples": res.n_resamples, "reason": res.reason})
     return pd.DataFrame(rows)
 
 
@@ -849,6 +871,10 @@ def compare_accuracies(
                                interval="agresti-min", **common)
     reps = check_resamples(n_resamples)
     rng = rng_from(random_state)
+    if single_cluster(n_clusters, f"{test} comparison of two judges"):
+        return JudgeComparison(ci_low=math.nan, ci_high=math.nan, pvalue=math.nan,
+                               test="none", interval="none", reason=ONE_CLUSTER_REASON,
+                               **common)
     if n_clusters < n:  # sign flips with few clusters are exact but coarse: warn for both
         warn_few_clusters(n_clusters, f"{test} comparison of two judges")
     sums = cluster_sums(np.column_stack([a - b, np.ones(n)]), codes, n_clusters)
