@@ -39,7 +39,7 @@ import pandas as pd
 from storyeval.exceptions import InputError
 
 __all__ = ["assign_clusters", "average_ranks", "clusters_from_comparisons",
-           "significance_clusters", "tie_blocks"]
+           "significance_clusters", "tested_better", "tie_blocks"]
 
 CLUSTER_LEVELS = ("overall", "system")
 CLUSTER_TIE_RULE = ("equal oriented correlations (relative tolerance {rtol:g}) are one block, "
@@ -111,7 +111,7 @@ def _oriented(values: np.ndarray, measures: np.ndarray, sign_convention: str,
     return np.where(lower, -values, values)
 
 
-def _tested_better(rows: pd.DataFrame) -> np.ndarray:
+def tested_better(rows: pd.DataFrame) -> np.ndarray:
     """Per comparison row, which measure a one-sided test put forward as the better one
     (``measure_a`` / ``measure_b``); None for a two-sided test (either direction)."""
     alt = rows["alternative"].to_numpy(dtype=object) if "alternative" in rows else \
@@ -198,7 +198,7 @@ def clusters_from_comparisons(
 def _pair_lookup(rows: pd.DataFrame, p_column: str) -> dict[tuple[str, str], tuple[float, object]]:
     """(a, b) and (b, a) -> (p, the measure a one-sided test put forward or None)."""
     p = rows[p_column].to_numpy(dtype=float)
-    better = _tested_better(rows)
+    better = tested_better(rows)
     out: dict[tuple[str, str], tuple[float, object]] = {}
     for a, b, pv, bt in zip(rows["measure_a"], rows["measure_b"], p, better):
         out[(a, b)] = out[(b, a)] = (pv, bt)

@@ -42,7 +42,7 @@ from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
 if TYPE_CHECKING:
     from storyeval._atomic import OutputFolder
 
-__all__ = ["LEGACY_NOTE", "figure_title", "fitted_limits", "write_report"]
+__all__ = ["LEGACY_NOTE", "figure_title", "fitted_limits", "measure_rows", "write_report"]
 
 #: What index.html says about the old file names.
 LEGACY_NOTE = ("williams*.csv: the old names of comparisons*.csv (same content), written until "
@@ -155,10 +155,10 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
         grid = correlation_grid(result, level)
         _save_grid(save, f"correlations_{level}", grid, level_caption(result, level), digits)
         if figures:
-            low, high = fitted_limits(grid)
+            low, high = fitted_limits(measure_rows(grid))
             draw(grid, f"{coef}_{level}", title=level_caption(result, level), vmin=low,
                  vmax=high, colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]]
-                 + (" (scale fitted to the values)" if high < 1 else ""))
+                 + (" (scale fitted to the measures' values)" if high < 1 else ""))
     for level in result.settings["comparisons"]["levels"]:
         if result.comparisons_all_pairs():
             _write_matrices(result, level, save, draw if figures else None, digits)
@@ -187,6 +187,14 @@ def figure_title(text: str) -> str:
     """A caption as a figure title: TeX-like subscripts in plain text
     (``P(T_{n-3} > t)`` -> ``P(T(n-3) > t)``, a t distribution with n - 3 degrees of freedom)."""
     return re.sub(r"_\{([^}]*)\}", r"(\1)", text)
+
+
+def measure_rows(grid: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a correlation grid that are measures (not the human baseline, whose larger
+    values would wash the measures' colours out; its cells saturate instead)."""
+    ids = list(grid.attrs.get("ids", grid.index))
+    keep = [not str(k).startswith("human_baseline:") for k in ids]
+    return grid[keep] if any(keep) else grid
 
 
 def fitted_limits(grid: pd.DataFrame) -> tuple[float, float]:

@@ -286,7 +286,7 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
         lines = [*undefined_lines(result, level), *baseline_lines(result, level)]
         if "ci_low" in result.correlations.columns:
             lines += interval_lines(result, level)
-            grid = _with_intervals(result, level, grid, digits)
+            grid = with_intervals(result, level, grid, digits)
         parts.append(_titled(level_caption(result, level), grid.reset_index(), fmt, digits))
         if not result.chance.empty:
             lines.append(chance_line(result, level, digits))
@@ -426,8 +426,8 @@ def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int)
             f"matrix has more than {MATRIX_SHOWN_MAX} measures: --out writes it in full")
 
 
-def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
-                    digits: int) -> pd.DataFrame:
+def with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
+                   digits: int) -> pd.DataFrame:
     """Grid cells as "value [low, high]" strings (the Mean column keeps its value); an undefined
     value is blank and an undefined interval left out (`interval_lines` says why)."""
     rows = result.correlations[result.correlations["level"] == level]
