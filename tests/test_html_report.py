@@ -251,3 +251,73 @@ def test_report_is_readable_at_phone_and_desktop_widths(answer_reports, reports,
         tools.send("Emulation.setDeviceMetricsOverride",
                    {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
                    browser.session)
+
+
+@pytest.fixture(scope="module")
+def pairwise_reports(tmp_path_factory):
+    """--out reports of pairwise accuracy / compare / ranking / pointwise and
+    agreement --labels."""
+    from test_reproducible_outputs import _verdicts
+
+    root = tmp_path_factory.mktemp("pairwise-out")
+    human = _verdicts("human", 1.0, None, 1)
+    judges = pd.concat([_verdicts("good", 0.85, human, 2), _verdicts("fair", 0.6, human, 3)])
+    human.to_csv(root / "humans.csv", index=False)
+    judges.to_csv(root / "judges.csv", index=False)
+    judges[judges["judge"] == "good"].to_csv(root / "good.csv", index=False)
+    labels = pd.DataFrame({"item": np.repeat(np.arange(30), 3),
+                           "rater": np.tile(["u", "v", "w"], 30),
+                           "label": np.random.default_rng(4).choice(["Yes", "No"], 90)})
+    labels.to_csv(root / "labels.csv", index=False)
+    runs = {"accuracy": ["pairwise", "accuracy", str(root / "judges.csv"), "--reference",
+                         str(root / "humans.csv")],
+            "compare": ["pairwise", "compare", str(root / "judges.csv"), "--reference",
+                        str(root / "humans.csv")],
+            "ranking": ["pairwise", "ranking", str(root / "good.csv"), "--reference",
+                        str(root / "humans.csv"), "--resamples", "200"],
+            "pointwise": ["pairwise", "pointwise", "--metrics", "BLEU,Beluga-13B 1",
+                          "--criteria", "RE", "--interval", "auto", "--resamples", "200"],
+            "labels": ["agreement", "--labels", str(root / "labels.csv")]}
+    for name, argv in runs.items():
+        assert main([*argv, "--out", str(root / name)]) == 0, name
+    return {name: root / name for name in runs}
+
+
+def test_pairwise_and_agreement_reports_open_with_the_answer(pairwise_reports, capsys):
+    capsys.readouterr()
+    for name, folder in pairwise_reports.items():
+        page = (folder / "index.html").read_text(encoding="utf-8")
+        assert "<meta name='viewport'" in page
+        assert page.index("<section class='answer'") < page.index("<dl class='facts'>"), name
+        others = {p.name for p in folder.iterdir()
+                  if p.name != "index.html" and not p.name.startswith(".")}
+        assert others and all(f"href='{o}'" in page for o in others), name
+    answer = pd.read_html(io.StringIO(
+        (pairwise_reports["accuracy"] / "index.html").read_text(encoding="utf-8")))[0]
+    assert list(answer["judge"]) == ["good"]
+    groups = pd.read_html(io.StringIO(
+        (pairwise_reports["compare"] / "index.html").read_text(encoding="utf-8")))[0]
+    assert list(groups["judge"]) == ["good"] and set(groups["group"]) == {"top"}
+
+
+@pytest.mark.parametrize("width", [400, 1400])
+def test_pairwise_reports_are_readable(pairwise_reports, report_browser, width):
+    browser = _need(report_browser)
+    tools = browser.tools
+    tools.send("Emulation.setDeviceMetricsOverride",
+               {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600},
+               browser.session)
+    probe = """(() => JSON.stringify({page: document.documentElement.scrollWidth,
+                                      view: window.innerWidth}))()"""
+    try:
+        for folder in pairwise_reports.values():
+            _, errors = _open(browser, folder / "index.html")
+            assert not errors, errors
+            got = json.loads(tools.send("Runtime.evaluate",
+                                        {"expression": probe, "returnByValue": True},
+                                        browser.session)["result"]["value"])
+            assert got["view"] == width and got["page"] <= width + 1, (folder.name, got)
+    finally:
+        tools.send("Emulation.setDeviceMetricsOverride",
+                   {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+                   browser.session)

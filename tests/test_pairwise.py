@@ -421,3 +421,10 @@ def test_partial_tie_credit_names_the_score_test():
 
     assert binomial_accuracy(201, 301).test == "exact binomial"
     assert binomial_accuracy(200.5, 301).test == "score test"
+
+
+def test_terminal_pvalues_keep_three_significant_digits():
+    from storyeval.cli.pairwise import pvalue_text
+
+    assert [pvalue_text(p) for p in (0.0498, 0.5, 1.0, 0.00123, 6.04e-9, float("nan"))] == \
+        ["0.0498", "0.500", "1.00", "0.00123", "6.0e-9", ""]

@@ -69,11 +69,26 @@ def run_labels(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     from storyeval._atomic import OutputFolder
+    from storyeval.cli import RUN_WARNINGS
+    from storyeval.report.html_report import INDEX, render_page, tables_page
     from storyeval.report.tables import FILE_SUFFIX
 
     name = "verdicts" if args.verdicts is not None else "labels"
+    shown = [c for c in ("dimension", "coefficient", "statistic", "ci_low", "ci_high",
+                         "standard_error", "n_items", "n_raters") if c in result.columns]
+    notes = [line for line in render_labels(result, what, "table", args.confidence_level,
+                                            seed=args.seed if args.resamples else None
+                                            ).splitlines()
+             if line.startswith(("standard errors", "intervals", "random seed", "undefined"))]
     with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
         folder.write_text(f"{name}.{FILE_SUFFIX[args.format]}", text)
+        page = tables_page(f"storyeval agreement --{name}", [("data", what)],
+                           {name: result}, notes=notes, files=list(folder.names),
+                           answer=result[shown],
+                           answer_caption="agreement per dimension and coefficient, with "
+                                          f"its {args.confidence_level:g} interval")
+        page.warnings = list(dict.fromkeys(RUN_WARNINGS))
+        folder.write_text(INDEX, render_page(page))
     for path in folder.published:
         print(path)
     return 0

@@ -42,6 +42,7 @@ from storyeval.cli.common import (
     add_data_options,
     add_format_option,
     add_include_reference_option,
+    add_out_option,
 )
 from storyeval.cli.llm_options import (
     add_backend_model_options,
@@ -66,6 +67,33 @@ def _split(text: str | None) -> list[str] | None:
 
 
 SEED_HELP = "random seed of the resampling (default: 0; printed with the results)"
+OUT_HELP = ("the tables as CSV (full precision) and index.html, a page that opens with the "
+            "answer (the best judge or measure per dimension, its interval and test)")
+
+
+def _report(args: argparse.Namespace, title: str, tables: dict, notes: str,
+            answer: pd.DataFrame | None, caption: str) -> None:
+    """``--out``: the tables and index.html (`storyeval.cli.common.write_tables_report`)."""
+    if getattr(args, "out", None) is None:
+        return
+    from storyeval.cli.common import write_tables_report
+
+    facts = [(k, str(v)) for k, v in (
+        ("verdicts", getattr(args, "verdicts", None)),
+        ("reference", getattr(args, "reference", None)),
+        ("data", getattr(args, "data", None)),
+        ("seed", getattr(args, "seed", None))) if v is not None]
+    write_tables_report(args, command="pairwise", title=title, tables=tables,
+                        notes=[line for line in notes.splitlines() if line.strip()],
+                        facts=facts, answer=answer, answer_caption=caption)
+
+
+def best_rows(table: pd.DataFrame, by: str, value: str, keep: list[str]) -> pd.DataFrame:
+    """Per ``by`` group, the rows with the largest ``value`` (ties all kept)."""
+    if table.empty or value not in table:
+        return table.iloc[:0]
+    top = table.groupby(by, sort=False)[value].transform("max")
+    return table.loc[table[value] == top, [c for c in keep if c in table.columns]]
 
 
 def seed_note(seed: int | None) -> str:
@@ -132,6 +160,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "net verdict over both presentation orders, a tie or an inconsistent "
                         "pair wrong (the rule of JudgeBench-style benchmarks)")
     _add_inference_options(p, interval=True)
+    add_out_option(p, OUT_HELP)
 
     _add_counts_parser(sub)
     p = verdict_parser("compare", "compare judges on the same pairs: paired tests, BH over "
@@ -151,6 +180,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "pairs of a dimension; default 0.05). --format csv prints the "
                         "comparisons, json both tables")
     _add_inference_options(p, interval=False)
+    add_out_option(p, OUT_HELP)
     p = verdict_parser("ranking", "judge-vs-human agreement on system rankings and items "
                                   "(Spearman, Kendall; prompt bootstrap)")
     p.add_argument("--reference", type=Path, required=True, metavar="FILE",
@@ -162,6 +192,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="prompt-bootstrap resamples (0: no interval; default 1000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
+    add_out_option(p, OUT_HELP)
 
     _add_pointwise_parser(sub)
 
@@ -300,6 +331,7 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
     out = p.add_argument_group("output")
     add_format_option(out)
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    add_out_option(out, OUT_HELP)
     return p
 
 
@@ -636,6 +668,7 @@ def _run_pointwise(args: argparse.Namespace) -> int:
                                       digits=args.digits))
         if args.format in ("table", "md"):
             sys.stdout.write(_pointwise_note(args))
+        _pointwise_report(args, result)
         return 0
     dataset = load_dataset_args(args, criteria=None if use_prefs else args.criteria)
     dataset, hint = _pointwise_stories(dataset, args.include_human_stories)
@@ -651,7 +684,17 @@ def _run_pointwise(args: argparse.Namespace) -> int:
                                   digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(_pointwise_note(args))
+    _pointwise_report(args, result)
     return 0
+
+
+def _pointwise_report(args: argparse.Namespace, result: pd.DataFrame) -> None:
+    _report(args, "storyeval pairwise pointwise", {"pointwise": result},
+            _pointwise_note(args),
+            best_rows(result, "criterion", "accuracy",
+                      ["criterion", "measure", "accuracy", "ci_low", "ci_high", "pvalue",
+                       "test", "n_pairs"]),
+            "per criterion, the measure whose pairwise decisions agree best with the humans")
 
 
 def _seeded(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -671,6 +714,10 @@ def run(args: argparse.Namespace) -> int:
         from storyeval.report.tables import check_digits
 
         check_digits(args.digits)
+    if action in ("accuracy", "compare", "ranking", "pointwise"):  # --out DIR (a report)
+        from storyeval.cli.common import check_out_args
+
+        check_out_args(args)
     if action == "template":
         from storyeval.pairwise import render_side_by_side
 
@@ -715,13 +762,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def pvalue_text(p: float) -> str:
-    """A p-value for reading: 3 decimals from 0.001, else 2 significant digits (6.0e-9)."""
+    """A p-value for reading: 3 significant digits from 0.001 (0.0498, never rounded to
+    0.050; 0.500), else 2 significant digits (6.0e-9)."""
     import math
 
     if math.isnan(p):
         return ""
     if p >= 0.001:
-        return f"{p:.3f}"
+        return f"{p:#.3g}"
     mantissa, exponent = f"{p:.1e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 
@@ -785,6 +833,13 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
                                   digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(_accuracy_note(args))
+    _report(args, "storyeval pairwise accuracy", {"accuracy": result}, _accuracy_note(args),
+            best_rows(result, "dimension", "accuracy",
+                      ["dimension", "judge", "accuracy", "ci_low", "ci_high", "pvalue", "test",
+                       "balanced_accuracy", "n_verdicts"]),
+            "per dimension, the judge with the highest accuracy (k/n) with its interval and "
+            "its test against chance; pairwise compare says whether it is significantly "
+            "better than the others")
     return 0
 
 
@@ -842,6 +897,10 @@ def _accuracy_note(args: argparse.Namespace) -> str:
         f"{args.alternative}\n" + seed_note(args.seed))
 
 
+_COMPARE_NOTE = ("difference = accuracy_a - accuracy_b (pooled over the verdicts both judged); "
+                 "p-values two-sided\n")
+
+
 def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                  reference: pd.DataFrame) -> int:
     import json
@@ -870,6 +929,11 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                                    random_state=rng)
     groups = significance_groups(acc, pairs, alpha=args.alpha)
     pairs = with_seed(pairs, args.seed)
+    _report(args, "storyeval pairwise compare", {"comparisons": pairs, "groups": groups},
+            _COMPARE_NOTE + seed_note(args.seed),
+            groups[groups["group"] == "top"] if "group" in groups else None,
+            f"per dimension, the top group: the judges not significantly below the best "
+            f"(BH over all judge pairs at {args.alpha:g})")
     shown = ["dimension", "judge_a", "judge_b", "accuracy_a", "accuracy_b", "difference",
              "ci_low", "ci_high", "pvalue", "pvalue_bh", "test", "n", "n_clusters",
              "n_discordant"]
@@ -886,8 +950,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                      f"BH over all judge pairs at {args.alpha:g}):\n\n")
     sys.stdout.write(format_table(_readable(groups, args.format), args.format,
                                   digits=args.digits))
-    sys.stdout.write("\ndifference = accuracy_a - accuracy_b (pooled over the verdicts both "
-                     "judged); p-values two-sided\n" + seed_note(args.seed))
+    sys.stdout.write("\n" + _COMPARE_NOTE + seed_note(args.seed))
     return 0
 
 
@@ -909,4 +972,7 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
                          "both judged (means over annotators and orders); percentile intervals "
                          "over prompt resamples shared by both sides\n"
                          + (seed_note(args.seed) if args.resamples else ""))
+    _report(args, "storyeval pairwise ranking", {"ranking": result},
+            seed_note(args.seed) if args.resamples else "", result,
+            "the judge's agreement with the humans on system rankings and items")
     return 0

@@ -274,10 +274,15 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) 
 
 def tables_page(title: str, facts: list[tuple[str, str]], tables: dict[str, pd.DataFrame],
                 *, notes: Sequence[str] = (), files: Sequence[str] = (),
-                digits: int = 3) -> Page:
-    """A page of named tables (e.g. `storyeval agreement --out`), after the ``notes``."""
+                digits: int = 3, answer: pd.DataFrame | None = None,
+                answer_caption: str = "") -> Page:
+    """A page of named tables (e.g. `storyeval agreement --out`), after the ``notes``; with
+    ``answer``, the page opens with it (the rows that answer the command's question, under
+    ``answer_caption``)."""
     blocks = [Block("heading", "Notes"), Block("list", items=tuple(notes))] if notes else []
     for name, table in tables.items():
-        blocks += [Block("heading", name), Block("table", "", table)]
+        blocks += [Block("heading", name), Block("table", "", table, index=False)]
     facts = [*facts, ("versions", versions())]
-    return Page(title=title, facts=facts, blocks=blocks, files=list(files))
+    opening = ([Block("heading", "Answer"), Block("table", answer_caption, answer, index=False)]
+               if answer is not None and len(answer) else [])
+    return Page(title=title, facts=facts, blocks=blocks, files=list(files), answer=opening)
