@@ -321,3 +321,18 @@ def test_pairwise_reports_are_readable(pairwise_reports, report_browser, width):
         tools.send("Emulation.setDeviceMetricsOverride",
                    {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
                    browser.session)
+
+
+def test_heatmap_without_a_path_returns_the_figure_and_writes_nothing(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from storyeval.report.figures import heatmap
+
+    monkeypatch.chdir(tmp_path)
+    grid = pd.DataFrame({"RE": [0.1, -0.05], "CH": [0.08, np.nan]}, index=["m1", "m2"])
+    fig = heatmap(grid, title="a notebook figure", vmin=-0.1, vmax=0.1)
+    assert isinstance(fig, Figure)
+    assert fig._repr_png_().startswith(b"\x89PNG")  # what a notebook displays
+    assert list(tmp_path.iterdir()) == []
+    paths = heatmap(grid, tmp_path / "grid", title="to a file")
+    assert [p.name for p in paths] == ["grid.png"]
