@@ -104,3 +104,19 @@ def test_library_functions_default_to_the_command_lines_seed():
     found = dict(_public_resampling_functions())
     assert "storyeval.meta.resampling.add_bootstrap_ci" in found
     assert {name: d for name, d in found.items() if d != 0} == {}
+
+
+def test_a_dependencys_runtime_warning_is_one_line_without_its_path(capsys):
+    import io
+    import sys
+
+    from storyeval.cli import _short_warnings
+
+    show = _short_warnings("meta")
+    err = io.StringIO()
+    show(RuntimeWarning("invalid value encountered in divide"), RuntimeWarning,
+         "/usr/lib/python3/site-packages/numpy/_core/_methods.py", 120, file=err)
+    text = err.getvalue()
+    assert text == ("storyeval meta: warning: invalid value encountered in divide "
+                    "(RuntimeWarning in numpy)\n")
+    assert "site-packages" not in text and sys.stderr is not None
