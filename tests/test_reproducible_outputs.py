@@ -5,6 +5,7 @@ functions default to the seed of the command line (a notebook and the CLI agree)
 from __future__ import annotations
 
 import inspect
+import io
 import itertools
 
 import numpy as np
@@ -120,3 +121,33 @@ def test_a_dependencys_runtime_warning_is_one_line_without_its_path(capsys):
     assert text == ("storyeval meta: warning: invalid value encountered in divide "
                     "(RuntimeWarning in numpy)\n")
     assert "site-packages" not in text and sys.stderr is not None
+
+
+def test_agreement_reads_position_verdicts_when_told(files, tmp_path, capsys):
+    """Two judges with a position bias (they say 'A', the story shown first, 80% of the time)
+    on both orders of each pair: read as screen positions, 'A' in order BA is story_b."""
+    from storyeval.pairwise.verdict_agreement import verdict_agreement
+    from storyeval.pairwise.verdicts import read_verdicts
+
+    rng = np.random.default_rng(9)
+    base = pd.read_csv(files / "humans.csv").drop(columns=["judge", "verdict"])
+    both = pd.concat([base.assign(order="AB"), base.assign(order="BA")], ignore_index=True)
+    u = np.where(rng.random(len(both)) < 0.8, "A", "B")
+    v = np.where(rng.random(len(both)) < 0.7, u, np.where(u == "A", "B", "A"))
+    path = tmp_path / "position.csv"
+    pd.concat([both.assign(judge="u", verdict=u), both.assign(judge="v", verdict=v)]
+              ).to_csv(path, index=False)
+    argv = ["agreement", "--verdicts", str(path), "--resamples", "0", "--format", "csv",
+            "--item", "pair-order"]
+    assert main([*argv, "--position-verdicts"]) == 0
+    as_positions = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert main(argv) == 0
+    as_stories = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = verdict_agreement(read_verdicts(path, verdict_refers_to="position"),
+                                 item="pair-order", n_resamples=0)
+    assert as_positions["statistic"].to_numpy() == pytest.approx(
+        expected["statistic"].to_numpy(), nan_ok=True)
+    assert not np.allclose(as_positions["statistic"], as_stories["statistic"],
+                           equal_nan=True)
+    assert main(["agreement", "--labels", str(files / "labels.csv"),
+                 "--position-verdicts"]) == 2

@@ -23,6 +23,10 @@ def add_label_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--item", choices=("pair", "pair-order"), default="pair",
                    help="--verdicts: an item is a pair (default) or one presentation order "
                         "of it (judges that saw both orders)")
+    g.add_argument("--position-verdicts", action="store_true",
+                   help="--verdicts: the verdict column names screen positions (A = shown "
+                        "first) rather than story_a / story_b, as `storyeval pairwise "
+                        "--position-verdicts` reads it")
     g.add_argument("--judges", metavar="LIST",
                    help="--verdicts: comma-separated judges to compare (default: all)")
     g.add_argument("--resamples", type=int, default=2000,
@@ -48,13 +52,18 @@ def run_labels(args: argparse.Namespace) -> int:
                          "them with --data")
     if args.resamples < 0:
         raise InputError("--resamples must be >= 0")
+    if args.position_verdicts and args.verdicts is None:
+        raise InputError("--position-verdicts applies to --verdicts")
     if args.verdicts is not None:
         judges = ([j.strip() for j in args.judges.split(",") if j.strip()]
                   if args.judges else None)
-        result = verdict_agreement(read_verdicts(args.verdicts), item=args.item, judges=judges,
+        refers = "position" if args.position_verdicts else "story"
+        result = verdict_agreement(read_verdicts(args.verdicts, verdict_refers_to=refers),
+                                   item=args.item, judges=judges,
                                    confidence_level=args.confidence_level,
                                    n_resamples=args.resamples, random_state=args.seed)
-        what = f"{args.verdicts}: agreement of the judges on A / B / same (items: {args.item})"
+        what = (f"{args.verdicts}: agreement of the judges on A / B / same (items: {args.item}; "
+                f"verdicts name {'screen positions' if args.position_verdicts else 'stories'})")
     else:
         frame, _ = read_table(args.labels)
         result = label_file_agreement(frame, confidence_level=args.confidence_level,
