@@ -556,23 +556,24 @@ def _two_system_dataset():
     return scores_to_dataset(long, criteria=["quality"], name="two")
 
 
-def test_fewer_than_three_systems_is_nan_with_a_reason():
-    # the correlations of 2 system means are undefined (always -1 or 1): NaN, and a warning
-    with pytest.warns(UndefinedStatisticWarning, match="fewer than 3 observations"):
+def test_fewer_than_three_systems_skips_the_level_with_one_line(capsys):
+    # the correlations of 2 system means are undefined (always -1 or 1): the system level is
+    # skipped with one warning line, not printed as empty tables
+    with pytest.warns(UndefinedStatisticWarning, match="system level skipped: the data hold "
+                                                       "2 systems") as caught:
         res = meta_evaluate(_two_system_dataset(), reference="all", n_permutations=100)
-    corr = res.correlations[res.correlations["level"] == "system"]
-    assert corr["value"].isna().all()
-    assert corr["reason"].str.contains("fewer than 3 systems").all()
-    will = res.comparisons[res.comparisons["level"] == "system"]
-    assert will[["p", "t", "delta", "ci_low", "ci_high", "p_adjusted"]].isna().all().all()
-    assert will["reason"].str.contains("fewer than 3 systems").all()
-    overall = res.comparisons[res.comparisons["level"] == "overall"]
-    assert overall["p"].notna().all()
-    from storyeval.report.meta_report import family_text
+    assert len(caught) == 1
+    assert set(res.correlations["level"]) == {"overall"}
+    assert set(res.comparisons["level"]) == {"overall"}
+    assert res.comparisons["p"].notna().all()
+    assert "needs at least 3" in res.settings["skipped_levels"]["system"]
+    from storyeval.report.meta_report import render
 
-    assert family_text(res, "system").endswith(
-        "3 comparisons without a p-value left out of the adjustment")
-    assert "left out" not in family_text(res, "overall")
+    text = render(res)
+    assert "system level skipped: the data hold 2 systems" in text
+    assert "system level (means" not in text
+    with pytest.raises(InputError, match="use the overall level"):
+        meta_evaluate(_two_system_dataset(), levels="system")
 
 
 def test_permutation_interval_agrees_with_its_test_without_ties():

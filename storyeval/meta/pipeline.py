@@ -446,6 +446,7 @@ def meta_evaluate(
     method = resolve_method(method)
     levels = _check_levels(levels)
     dataset = _select_stories(dataset, include_human_stories, systems)
+    levels, skipped = _levels_with_systems(levels, len(dataset.systems))
     catalogue = dataset.catalogue
     crits = select_criteria(dataset, criteria)
     chosen = select_measures(catalogue, measures, presets=dataset.presets)
@@ -489,9 +490,33 @@ def meta_evaluate(
                          include_human_stories, llm_criteria, nan_policy, adjust, family,
                          options)
     settings["tie_rtol"] = tie_rtol
+    settings["skipped_levels"] = skipped
     settings["comparisons"]["lower_is_better"] = sorted(lower)
     settings["comparisons"]["family_requested"] = requested_family
     return MetaResult(correlations, baseline, comparisons, settings, dataset=dataset)
+
+
+def _levels_with_systems(levels: list[str], n_systems: int) -> tuple[list[str], dict]:
+    """The levels that correlate across systems (system, prompt) need `MIN_SYSTEMS` systems:
+    with fewer they are skipped with one warning line (not printed as empty tables);
+    ``{level: reason}`` of the skipped ones. Only skipped levels left: an InputError."""
+    import warnings
+
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    if n_systems >= MIN_SYSTEMS:
+        return levels, {}
+    reason = (f"the data hold {n_systems} system{'s' if n_systems != 1 else ''}; a correlation "
+              f"across systems needs at least {MIN_SYSTEMS}")
+    skipped = {lev: reason for lev in levels if lev in ("system", "prompt")}
+    kept = [lev for lev in levels if lev not in skipped]
+    if not kept:
+        raise InputError(f"levels {', '.join(skipped)}: {reason}; use the overall level "
+                         "(--levels overall)")
+    if skipped:
+        warnings.warn(f"{' and '.join(skipped)} level skipped: {reason}",
+                      UndefinedStatisticWarning, stacklevel=3)
+    return kept, skipped
 
 
 def _resolve_family(family: str | Sequence[str], default_test: str | None,

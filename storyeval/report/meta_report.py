@@ -162,6 +162,8 @@ def settings_lines(result: MetaResult) -> list[str]:
          f"{s.get('tie_rtol', 0):g}"),
         f"measures: {s['measures']}"
         + (f"; LLM ratings correlated with {own}" if s.get("llm_ratings", 1) else ""),
+        *(f"{level} level skipped: {reason}"
+          for level, reason in (s.get("skipped_levels") or {}).items()),
     ]
     if s.get("baseline_nan_policy") == "omit" and s["nan_policy"] == "raise":
         lines.append("human baseline: not every annotator rated every story, so each "
