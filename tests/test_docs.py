@@ -458,7 +458,7 @@ def test_williams_and_overview_pages_in_headless_chromium(browser):
     browser = _need(browser)
     page, errors, _ = browser.visit("reproduction/williams.html")
     assert not errors, f"console errors: {errors}"
-    _check_images(page, ("comparisons_overall", "comparisons_system"))
+    _check_images(page, ("williams_overall", "williams_system"))
     assert sum(h[1:4] == ["paper", "storyeval", "difference"] for h in page["tables"]) == 1
     assert sum(h[:1] == ["compared with"] for h in page["tables"]) == 2, page["tables"]
 
