@@ -122,7 +122,7 @@ def tested_better(rows: pd.DataFrame) -> np.ndarray:
     first = np.where(alt == "less", b, a)
     second = np.where(alt == "less", a, b)
     better = np.where(swapped, second, first)
-    return np.where(alt == "two-sided", None, better)
+    return np.where(alt == "two-sided", np.full(len(rows), None, dtype=object), better)
 
 
 def clusters_from_comparisons(
@@ -131,7 +131,7 @@ def clusters_from_comparisons(
     *,
     alpha: float = 0.05,
     sign_convention: str = "raw",
-    lower_is_better: Sequence[str] = (),
+    lower_is_better: Sequence[str] | frozenset[str] = (),
     p_column: str = "p",
     tie_rtol: float = 1e-12,
     levels: Sequence[str] = CLUSTER_LEVELS,

@@ -64,7 +64,7 @@ def _baseline_row(crit: str, level: str, method: str, variant: str, vals: np.nda
             parts.append(f"{f'{n_few} ' if both else ''}with fewer than 2 "
                          f"{_UNITS.get(level, 'observations')} (no coefficient)")
         if n_undef:
-            which = [str(names[i]) for i in np.flatnonzero(undefined & ~used)] if len(
+            which = [str(names[int(i)]) for i in np.flatnonzero(undefined & ~used)] if len(
                 names) == len(vals) else []
             parts.append(f"{f'{n_undef} ' if both else ''}whose coefficient is undefined (the "
                          "same rating for every story at this level"

@@ -19,7 +19,7 @@ class MetaResult(Protocol):
 
     correlations: pd.DataFrame
     baseline: pd.DataFrame
-    williams: pd.DataFrame
+    comparisons: pd.DataFrame
     settings: dict
 
     def correlation_grid(self, level: str) -> pd.DataFrame: ...

@@ -101,7 +101,7 @@ def heatmap(
     return paths
 
 
-def _png_bytes(fig, dpi: int) -> bytes:
+def _png_bytes(fig, dpi: float) -> bytes:
     """The figure as PNG bytes (how a notebook shows a figure made without pyplot)."""
     import io
 
