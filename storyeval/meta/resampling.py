@@ -50,7 +50,10 @@ def add_bootstrap_ci(
 
     ``settings["bootstrap"]["n_clusters"]`` records how many prompts / systems were resampled;
     with fewer than 20 of them, one [`FewClustersWarning`][storyeval.exceptions.FewClustersWarning]
-    per call (percentile intervals are then too short)."""
+    per call (percentile intervals are then too short). With a single one, a bootstrap has
+    nothing to resample (every resample is the data): the intervals are NaN, an
+    `UndefinedStatisticWarning` and ``settings["bootstrap"]["reason"]`` say why (never a
+    zero-width interval)."""
     wide = _wide(result)
     frames = []
     # one FewClustersWarning for the call, not one per level and baseline
@@ -70,7 +73,7 @@ def add_bootstrap_ci(
                                        tie_rtol=_tie_rtol(result))
     clusters = _clusters(wide, resample_by)
     few = few_clusters_message(clusters, ci_method)
-    if few:
+    if few and min(clusters.values()) >= 2:  # one cluster: undefined, said below
         warnings.warn(few, FewClustersWarning, stacklevel=2)
     boot = pd.concat(frames, ignore_index=True)
     keep = [*_KEY, "ci_low", "ci_high", "se", "ci_method", "confidence_level", "n_resamples",
@@ -80,6 +83,18 @@ def add_bootstrap_ci(
         "n_resamples": n_resamples, "resample_by": resample_by, "ci_method": ci_method,
         "confidence_level": confidence_level, "random_state": random_state,
         "n_clusters": clusters, "few_clusters": few is not None}}
+    single = [unit for unit, n in clusters.items() if n < 2]
+    if single:
+        from storyeval.exceptions import UndefinedStatisticWarning
+        from storyeval.resample.clusters import ONE_CLUSTER_REASON
+
+        reason = f"{' and '.join(single)}: {ONE_CLUSTER_REASON}"
+        warnings.warn(f"bootstrap intervals undefined: {reason}", UndefinedStatisticWarning,
+                      stacklevel=2)
+        correlations[["ci_low", "ci_high", "se"]] = np.nan
+        if "ci_low" in baseline.columns:
+            baseline = baseline.assign(ci_low=np.nan, ci_high=np.nan)
+        settings["bootstrap"]["reason"] = reason
     return replace(result, correlations=correlations, baseline=baseline, settings=settings)
 
 

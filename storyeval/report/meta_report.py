@@ -492,6 +492,8 @@ def interval_lines(result: MetaResult, level: str) -> list[str]:
         "the resampled stories)"
     if result.settings.get("bootstrap", {}).get("ci_method") == "bca":
         undefined += " or the BCa interval is degenerate"
+    if result.settings.get("bootstrap", {}).get("reason"):  # a single cluster
+        undefined = result.settings["bootstrap"]["reason"]
     corr = result.correlations[result.correlations["level"] == level]
     missing = int((corr["value"].notna() & corr[["ci_low", "ci_high"]].isna().any(axis=1))
                   .sum())
