@@ -305,14 +305,14 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
 def _reference_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[str]:
     """The grids of tests against a reference rater: adjusted Williams p, permutation p."""
     parts = []
-    grid = result.comparison_grid(level).reset_index()
+    grid = _journal(result.comparison_grid(level)).reset_index()
     if len(grid):
         parts.append(_titled(comparison_caption(result, level), grid, fmt, digits))
     effect = effect_grid(result, level, digits)
     if effect is not None and len(effect):
         parts.append(_titled(effect_caption(result, level), effect.reset_index(), fmt, digits))
     if "perm_p_adjusted" in result.comparisons.columns:
-        perm = result.comparison_grid(level, column="perm_p_adjusted").reset_index()
+        perm = _journal(result.comparison_grid(level, column="perm_p_adjusted")).reset_index()
         parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
     return parts
 
@@ -329,7 +329,7 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
             parts.append(_titled(_smallest_caption(result, level, criterion, len(matrix)),
                                  table, fmt, digits))
             continue
-        parts.append(_titled(caption, matrix.reset_index(), fmt, digits))
+        parts.append(_titled(caption, _journal(matrix).reset_index(), fmt, digits))
         effect = effect_matrix(result, level, criterion, digits)
         if effect is not None:
             parts.append(_titled(f"{effect_caption(result, level)}, {criterion}",
@@ -337,8 +337,18 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
         if "perm_p_adjusted" in result.comparisons.columns:
             perm = result.comparison_matrix(level, criterion, column="perm_p_adjusted")
             parts.append(_titled(f"{permutation_caption(result, level)}, {criterion}",
-                                 perm.reset_index(), fmt, digits))
+                                 _journal(perm).reset_index(), fmt, digits))
     return parts
+
+
+def _journal(grid: pd.DataFrame) -> pd.DataFrame:
+    """A grid of p-values as a journal prints them (`journal_p`: "< 0.001", three significant
+    digits), for reading; the CSV files keep full precision."""
+    from storyeval.report.tables import journal_p
+
+    out = grid.map(journal_p).astype(object)
+    out.attrs = dict(grid.attrs)
+    return out
 
 
 def tested_criteria(result: MetaResult, level: str) -> list[str]:
