@@ -181,7 +181,7 @@ def test_the_page_opens_with_the_answer(answer_reports):
     overall = table[table["level"] == "overall"].iloc[0]
     # ppl is lower-is-better: oriented, it is the best or tied with good, never last
     assert overall["best measure"] in ("ppl (lower is better)", "good")
-    assert overall["test"] == "ustat"
+    assert overall["test"] == "ustat (U-statistic z-test)"
     assert re.match(r"-?0\.\d{3} \[-?0\.\d{3}, -?0\.\d{3}\]$", overall["correlation"])
     assert "measured type-I error" in page[:page.index("</section>")]
 

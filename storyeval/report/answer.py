@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from storyeval.report.meta_report import TEST_LABELS
 from storyeval.report.tables import journal_p
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ def answer_table(result: MetaResult, *, alpha: float = 0.05, digits: int = 3) ->
     for level in s.get("levels", []):
         test_name = chosen.get("test", {})
         test_name = test_name.get(level, "") if isinstance(test_name, dict) else test_name
+        label = TEST_LABELS.get(test_name, test_name)
+        test_name = f"{test_name} ({label})" if label and label != test_name else test_name
         tested = level in chosen.get("levels", []) and not tests.empty
         for criterion in s.get("criteria", []):
             rows = result.correlations[(result.correlations["level"] == level)
