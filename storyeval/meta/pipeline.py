@@ -145,7 +145,7 @@ class MetaResult:
 
     def summary(self, *, alpha: float = 0.05) -> str:
         """A few lines: data, settings and, per level and criterion, the best measure, the
-        human baseline and how many Williams tests are significant at ``alpha`` after
+        human baseline and how many comparison tests are significant at ``alpha`` after
         adjustment."""
         from storyeval.meta.result_views import result_summary
 
@@ -276,7 +276,7 @@ class MetaResult:
         return grid
 
     def family_sizes(self) -> dict[str, dict[str, int]]:
-        """Per Williams level, the number of adjustment families and their smallest and largest
+        """Per tested level, the number of adjustment families and their smallest and largest
         size ``m`` (`storyeval.compare.multitest.family_sizes`)."""
         if self._family_sizes is None or self._family_sizes[0] is not self.comparisons:
             self._family_sizes = (self.comparisons, family_sizes(self.comparisons))
@@ -285,7 +285,7 @@ class MetaResult:
     def warn_single_test_families(self) -> bool:
         """Warn once per result
         ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning]) when
-        every family of the Williams adjustment holds a single test, so that adjusting changed
+        every family of the comparisons' adjustment holds a single test, so that adjusting changed
         nothing; return whether it warned."""
         if self._families_checked:
             return False
@@ -297,7 +297,7 @@ class MetaResult:
         return warn_single_test_families(self.comparisons, method, sizes=self.family_sizes())
 
     def _pair_keys(self) -> tuple[str, str]:
-        """The Williams columns naming a grid row: the rater groups when LLM ratings are
+        """The comparison table's columns naming a grid row: the rater groups when LLM ratings are
         criterion-matched (as `_row_keys`), else the measures."""
         if self.settings.get("llm_criteria", "matched") == "matched":
             return "rater_a", "rater_b"
@@ -339,7 +339,8 @@ def meta_evaluate(
     permutation_unit: str = "prompt",
     random_state: int | None = 0,
 ) -> MetaResult:
-    """Correlate measures with human criteria, compare them with Williams tests, adjust p-values.
+    """Correlate measures with human criteria, compare them pairwise (the named test of each
+    level), adjust p-values.
 
     Parameters
     ----------
@@ -354,16 +355,16 @@ def meta_evaluate(
         Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
         Correlation levels, as a sequence or a comma-separated string (``"overall,system"``,
-        as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); Williams tests are run
+        as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); comparison tests are run
         at the overall and system levels only.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
     reference : str or None, default "auto"
-        The rater the Williams tests compare every other measure against (a measure, or an LLM
+        The rater the comparison tests compare every other measure against (a measure, or an LLM
         rater group such as ``"gpt-4o 1"``, resolved per criterion to its matched rating).
         ``"auto"``: the dataset's ``default_reference`` when it has one (HANNA: the paper's
         ``"Beluga-13B 1"``), else all pairs.
-        ``"all"`` or None: all pairs of selected raters. ``"none"``: no Williams tests.
+        ``"all"`` or None: all pairs of selected raters. ``"none"``: no comparison tests.
     include_human_stories : bool, default False
         Keep the stories of the dataset's ``reference_system`` (HANNA: the human-written
         stories, which the paper leaves out because they are the references of the
@@ -378,7 +379,7 @@ def meta_evaluate(
         System means agreeing within this relative tolerance are ties (means equal in exact
         arithmetic stay tied whatever the floating-point summation order); 0 keeps raw means.
     adjust : {"bh", "by", "bonferroni", "holm", "none"}, default "bh"
-        Multiple-comparison adjustment of the Williams p-values.
+        Multiple-comparison adjustment of the comparison p-values.
     family : {"auto", "paper", "criterion", "level", "all"} or sequence of column names, default "auto"
         Family of the adjustment. ``"paper"``: for each compared pair of raters, its criteria,
         per level (the HANNA figure). ``"criterion"``: all comparisons of a criterion at a
@@ -465,7 +466,7 @@ def meta_evaluate(
     xs = list(dict.fromkeys([*pairs["measure"], *refs.values()]))
     for level in levels:
         tested = level in WILLIAMS_LEVELS and reference != "none"
-        # One kernel call per level: measures x (criteria + what the Williams tests need).
+        # One kernel call per level: measures x (criteria + what the comparison tests need).
         partners = (list(refs.values()) if refs else xs) if tested else []
         ys = list(dict.fromkeys([*crits, *partners]))
         grid = correlation_grid(wide, xs, ys, level=level, method=method,

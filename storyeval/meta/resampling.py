@@ -1,7 +1,7 @@
 """Add resampling results to a [`MetaResult`][].
 
 ``storyeval meta --ci bootstrap`` adds bootstrap confidence intervals to every correlation,
-``--permutations N`` a paired permutation p-value next to every Williams test, and
+``--permutations N`` a paired permutation p-value next to every comparison test, and
 ``--chance N`` the chance baseline of each criterion. The same stories are used as for the
 point estimates (``result.dataset``).
 """
@@ -198,7 +198,7 @@ def add_permutation_pvalues(
     random_state: int | None = 0,
 ) -> MetaResult:
     """``result`` with ``perm_p`` (paired permutation test of the same comparison as each
-    Williams row) and ``perm_p_adjusted`` (same adjustment and family as the Williams p)."""
+    comparison row) and ``perm_p_adjusted`` (same adjustment and family as the comparison p)."""
     if result.comparisons.empty:
         return result
     will = result.comparisons

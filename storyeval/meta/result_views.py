@@ -47,7 +47,7 @@ def result_repr(result: MetaResult) -> str:
 def tidy_frame(result: MetaResult) -> pd.DataFrame:
     """Every number of the result as one row (`TIDY_COLUMNS`): correlations (quantity: the
     coefficient, and ``ci_low`` / ``ci_high`` when intervals were computed), the human baseline
-    (measure ``"human baseline"``, other: the variant) and the Williams tests (measure: the
+    (measure ``"human baseline"``, other: the variant) and the comparison tests (measure: the
     compared measure ``measure_a``, other: ``measure_b``; quantities ``r_a``, ``r_b``, ``t``,
     ``p``, ``p_adjusted``)."""
     parts = [_tidy_correlations(result.correlations), _tidy_baseline(result.baseline),

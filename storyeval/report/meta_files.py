@@ -62,7 +62,7 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     ``baseline.csv``, ``comparisons.csv`` (every test, always), ``settings.json``,
     ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png``
     (named after the coefficient; ``figure_formats`` such as ``"png,pdf"`` adds formats).
-    Williams tests against a reference rater:
+    comparison tests against a reference rater:
     ``comparisons_{level}.{md,tex,csv}`` and the heatmap ``comparisons_{level}.png``. Tests of
     all pairs: one matrix per level and criterion ([`MetaResult.comparison_matrix`][]),
     ``comparisons_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and

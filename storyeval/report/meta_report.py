@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 BASELINE_LABELS = {"upper_bound": "Human (upper bound)", "leave_one_out": "Human (leave-one-out)"}
 SHORT_COEFFICIENT = {"kendall_b": "Kendall tau-b", "kendall_c": "Kendall tau-c",
                      "pearson": "Pearson r", "spearman": "Spearman rho"}
-# All-pairs Williams matrices: render() lists a larger matrix's smallest p-values instead (a
+# All-pairs comparison matrices: render() lists a larger matrix's smallest p-values instead (a
 # wider grid does not fit a terminal or a page), write_report() draws no heatmap of a larger one
 # (its cells become unreadable).
 MATRIX_SHOWN_MAX = 30
@@ -98,7 +98,7 @@ def comparison_caption(result: MetaResult, level: str, criterion: str | None = N
 
 def family_text(result: MetaResult, level: str | None = None) -> str:
     """The adjustment family and its size, e.g. ``"family 'paper': 24 families of m = 6
-    tests"`` (at ``level``; every Williams level when None), with a warning in words when every
+    tests"`` (at ``level``; every tested level when None), with a warning in words when every
     family holds one test (adjusting then changes nothing)."""
     w = result.settings["comparisons"]
     text = f"family {w['family']!r}"
@@ -261,7 +261,7 @@ def _adjustment_text(result: MetaResult) -> str:
 def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     """The whole result as text in ``fmt`` (grids for table/md/latex; tidy tables for csv/json).
 
-    Correlations are one grid per level (raters x criteria). Williams tests against a reference
+    Correlations are one grid per level (raters x criteria). comparison tests against a reference
     rater are one grid per level (compared raters x criteria); tests of all pairs are one
     measure x measure matrix of adjusted p per level and criterion (upper triangle, see
     [`MetaResult.comparison_matrix`][]), except that a matrix of more than
@@ -270,7 +270,7 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     [`write_report`][storyeval.report.meta_files.write_report] writes every matrix in full).
     Undefined values are blank, with the reason listed below their table. Warns
     ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning], once per
-    result) when every Williams family holds a single test.
+    result) when every comparison family holds a single test.
     """
     result.warn_single_test_families()
     if fmt == "csv":
@@ -303,7 +303,7 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
 
 
 def _reference_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[str]:
-    """The grids of tests against a reference rater: adjusted Williams p, permutation p."""
+    """The grids of tests against a reference rater: adjusted comparison p, permutation p."""
     parts = []
     grid = _journal(result.comparison_grid(level)).reset_index()
     if len(grid):
@@ -352,7 +352,7 @@ def _journal(grid: pd.DataFrame) -> pd.DataFrame:
 
 
 def tested_criteria(result: MetaResult, level: str) -> list[str]:
-    """The criteria with Williams tests at ``level``, in the order of the settings."""
+    """The criteria with comparison tests at ``level``, in the order of the settings."""
     tested = result.comparisons.loc[result.comparisons["level"] == level, "criterion"].unique()
     known = [c for c in result.settings["criteria"] if c in set(tested)]
     return known + [c for c in tested if c not in set(known)]
@@ -360,7 +360,7 @@ def tested_criteria(result: MetaResult, level: str) -> list[str]:
 
 def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
                    n: int = SMALLEST_SHOWN) -> pd.DataFrame:
-    """The ``n`` all-pairs Williams tests of ``criterion`` at ``level`` with the smallest
+    """The ``n`` all-pairs comparison tests of ``criterion`` at ``level`` with the smallest
     adjusted p (undefined tests last): labels of both measures, their correlations with the
     criterion, ``n``, ``p``, ``p_adjusted`` (and ``perm_p_adjusted`` when present)."""
     will = result.comparisons
@@ -526,7 +526,7 @@ def comparison_undefined_lines(result: MetaResult, level: str) -> list[str]:
     will = result.comparisons
     rows = will[(will["level"] == level) & (will["reason"].fillna("") != "")]
     label = TEST_LABELS.get(level_test(result, level), "Williams")
-    what = "Williams test(s)" if label == "Williams" else f"comparison(s) ({label})"
+    what = "comparison test(s)" if label == "Williams" else f"comparison(s) ({label})"
     lines = []
     for reason, count in rows["reason"].value_counts(sort=False).items():
         if reason.startswith("interval: "):
