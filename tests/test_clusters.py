@@ -198,6 +198,14 @@ def test_meta_clusters_do_not_move_with_the_seed_beyond_monte_carlo_error():
             assert all(r == ranks[0] for r in ranks[1:]), (level, ranks)
     assert not any(((t["level"] == "overall") & ((t["p"] - 0.05).abs() < 4 * se)).any()
                    for _, t in runs.values())  # the overall level is checked for real
+    # the clusters table says where the seed may matter: Monte Carlo p-values (system level,
+    # permutation-random) within 3 s.e. of alpha; the overall level's ustat has none
+    for clusters, table in runs.values():
+        system = table[table["level"] == "system"]
+        want = int(((system["p"] - 0.05).abs() < 3 * se).sum())
+        got = clusters.loc[clusters["level"] == "system", "pairs_near_alpha"]
+        assert (got == want).all()
+        assert (clusters.loc[clusters["level"] == "overall", "pairs_near_alpha"] == 0).all()
 
 
 def test_ties_are_ranked_as_one_block_whatever_the_names():

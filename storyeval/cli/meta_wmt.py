@@ -263,6 +263,11 @@ def cluster_title(clusters: pd.DataFrame, alpha: float) -> str:
             f"{CLUSTER_TIE_RULE.format(rtol=1e-12)}")
     if undefined:
         text += f"; {undefined} measure-criterion entries with an undefined correlation unranked"
+    near = clusters.drop_duplicates(["level", "criterion"])["pairs_near_alpha"].sum() \
+        if "pairs_near_alpha" in clusters else 0
+    if near:
+        text += (f"; {int(near)} comparisons within Monte Carlo error of alpha: only their "
+                 "decisions may change with --seed")
     return text + ")"
 
 

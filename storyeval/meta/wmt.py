@@ -161,12 +161,40 @@ def cluster_tables(result, *, alpha: float = 0.05, p_column: str = "p",
         sign_convention=chosen["sign_convention"],
         lower_is_better=chosen.get("lower_is_better", ()), p_column=p_column,
         tie_rtol=result.settings.get("tie_rtol", 1e-12), levels=levels)
+    clusters["pairs_near_alpha"] = _near_alpha(clusters, result, alpha, p_column)
     info = result.correlations.drop_duplicates("measure").set_index("measure")
     clusters.insert(1, "display_name", clusters["measure"].map(info["display_name"]))
     # a criterion-specific LLM rating (Beluga-13B RE 1) is averaged as its rater group
     by_rater = clusters.drop(columns="display_name").assign(
         measure=clusters["measure"].map(info["rater"]))
     return clusters, average_ranks(by_rater, weights).rename(columns={"measure": "rater"})
+
+
+#: Tests whose p-value is a Monte Carlo estimate (it moves with the seed).
+_RESAMPLED = ("permutation", "permutation-random", "bootstrap")
+
+
+def _near_alpha(clusters: pd.DataFrame, result, alpha: float, p_column: str) -> np.ndarray:
+    """Per cluster row, how many comparisons of its criterion and level have a Monte Carlo
+    p-value within 3 standard errors of ``alpha`` (sqrt(alpha (1 - alpha) / B), B the
+    permutations or resamples): only their decisions, and so the clusters, may change with
+    the seed."""
+    chosen = result.settings["comparisons"]
+    tests = chosen.get("test", {})
+    tests = tests if isinstance(tests, dict) else dict.fromkeys(chosen["levels"], tests)
+    count: dict[tuple[str, str], int] = {}
+    for (level, criterion), rows in result.comparisons.groupby(["level", "criterion"],
+                                                              sort=False):
+        test = tests.get(level, "")
+        if test not in _RESAMPLED:
+            continue
+        b = chosen.get("n_permutations", 1000) if test.startswith("permutation") else \
+            chosen.get("effect_size", {}).get("n_resamples", 1000)
+        se = np.sqrt(alpha * (1 - alpha) / max(int(b), 1))
+        near = (rows[p_column] - alpha).abs() < 3 * se
+        count[(level, criterion)] = int(near.sum())
+    keys = zip(clusters["level"], clusters["criterion"])
+    return np.array([count.get(k, 0) for k in keys], dtype=np.int64)
 
 
 def length_tables(sel: WmtSelection, length: str, *, levels: Sequence[str] = ("overall",),
