@@ -100,10 +100,10 @@ print(summary["criteria"])
 result = meta_evaluate(dataset, levels="overall")   # Kendall tau-b, all pairs, BH
 print(result.correlation_grid("overall").round(3))
 print(result.baseline[["criterion", "variant", "value", "n_annotators"]].round(3))
-tests = result.williams[["criterion", "measure_a", "measure_b", "test", "delta", "ci_low",
-                         "ci_high", "p_adjusted", "hypothesis"]]
+tests = result.comparisons[["criterion", "measure_a", "measure_b", "test", "delta",
+                            "ci_low", "ci_high", "p_adjusted", "hypothesis"]]
 print(tests.round(3).to_string(index=False))
-print(result.williams_matrix("overall", "Plot twist").round(3))
+print(result.comparison_matrix("overall", "Plot twist").round(3))
 """
 
 WRAP = 92  # shell lines longer than this are continued with a backslash
@@ -257,7 +257,7 @@ def check_wide_equals_long(folder: Path) -> None:
                                       scores=[folder / "metrics.csv", folder / "mine.csv"]))
     wide = meta_evaluate(read_dataset(folder / "wide.csv", id="system=generator,prompt_id=item",
                                       annotators=["Fluency=flu_*", "Plot twist=twist_*"]))
-    for what in ("correlations", "baseline", "williams"):
+    for what in ("correlations", "baseline", "comparisons"):
         a = getattr(long, what).drop(columns=["family"], errors="ignore")
         b = getattr(wide, what).drop(columns=["family"], errors="ignore")
         num = a.select_dtypes("number").columns

@@ -233,19 +233,19 @@ def system_ties(write, result) -> None:
 
 
 def williams(write, result, figure) -> None:
-    from storyeval.report.meta_report import williams_caption
+    from storyeval.report.meta_report import comparison_caption
 
     for level in ("overall", "system"):
-        grid = result.williams_grid(level)
-        write(f"williams_{level}", f"*{williams_caption(result, level)}.*\n\n"
+        grid = result.comparison_grid(level)
+        write(f"williams_{level}", f"*{comparison_caption(result, level)}.*\n\n"
               + md(grid.reset_index()))
-        w = result.settings["williams"]
+        w = result.settings["comparisons"]
         title = (f"{w['adjustment'].upper()}-adjusted Williams p, {w['reference']} vs each "
                  f"measure, {level} level")  # the full caption is under the figure
         figure(f"williams_{level}", grid, title=title,
                cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p")
-    chatgpt = result.williams_grid("overall").loc["ChatGPT 1"]
-    system = result.williams_grid("system")
+    chatgpt = result.comparison_grid("overall").loc["ChatGPT 1"]
+    system = result.comparison_grid("system")
     write("compare_williams", comparison([
         ("Beluga-13B vs ChatGPT, overall: smallest adjusted p",
          PAPER_WILLIAMS_CHATGPT_OVERALL[0], chatgpt.min()),

@@ -199,7 +199,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     write("reference", reference_agreement())
     write("spa", console([*base, "--coef", "spa", "--format", "md"]))
     write("clusters_example", clusters_example())
-    write("clusters", console([*base, "--levels", "system", "--reference", "none",
+    write("clusters", console([*base, "--levels", "system", "--test", "permutation-random",
                                "--clusters"]))
     write("length_synthetic", synthetic_length())
     write("length_hanna", console(["meta", "--metrics", "BLEU,Beluga-13B 1", "--criteria",

@@ -9,7 +9,7 @@ from scipy import stats
 
 from storyeval.data.criteria import CRITERIA
 from storyeval.data.hanna import hanna_annotator_columns
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 from storyeval.meta.baseline import human_baseline
 
 
@@ -148,3 +148,24 @@ def test_annotators_with_one_rating_are_left_out_with_a_stated_count():
     assert row["reason"].startswith("left out 1 of 4 annotators with fewer than 2 rated stories")
     assert any(issubclass(w.category, UndefinedStatisticWarning)
                and "human baseline: Q, overall" in str(w.message) for w in caught)
+
+
+def test_a_constant_annotator_is_left_out_not_blanking_the_baseline():
+    """Three annotators, one of whom rates every story 3: the baseline averages the other two
+    (their own coefficients, by scipy), and the reason names the constant one."""
+    from scipy import stats
+
+    rng = np.random.default_rng(12)
+    idx = pd.MultiIndex.from_product([[f"s{k}" for k in range(6)], range(8)],
+                                     names=["system", "prompt_id"])
+    q = np.repeat(rng.normal(size=6), 8) + rng.normal(size=48)
+    wide = pd.DataFrame({"a1": np.round(q + rng.normal(size=48)),
+                         "a2": np.round(q + rng.normal(size=48)), "flat": 3.0}, index=idx)
+    with pytest.warns(UndefinedStatisticWarning, match="flat"):
+        res = human_baseline(wide, {"Q": ["a1", "a2", "flat"]}, levels="overall")
+    row = res[res["variant"] == "upper_bound"].iloc[0]
+    mean = wide[["a1", "a2", "flat"]].mean(axis=1)
+    expected = np.mean([stats.kendalltau(wide[c], mean).statistic for c in ("a1", "a2")])
+    assert row["value"] == pytest.approx(expected, abs=1e-12)
+    assert row["n_annotators"] == 2
+    assert "whose coefficient is undefined" in row["reason"] and "flat" in row["reason"]

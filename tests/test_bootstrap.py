@@ -275,3 +275,23 @@ def test_direct_kendall_equals_the_pairwise_formulation(method):
             got = direct(V, w, ia, ic, method)
         assert got.shape == want.shape
         assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_a_bootstrap_of_one_prompt_gives_no_interval_and_says_why():
+    from storyeval.data.load import read_dataset
+    from storyeval.exceptions import UndefinedStatisticWarning
+    from storyeval.meta import meta_evaluate
+    from storyeval.meta.resampling import add_bootstrap_ci
+    from storyeval.report.meta_report import render
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"system": [f"s{k}" for k in range(8)], "prompt_id": 0,
+                          "h": rng.normal(size=8), "m": rng.normal(size=8)})
+    res = meta_evaluate(read_dataset(frame, id="system=system,prompt_id=prompt_id",
+                                     criteria=["h"]), levels="overall", reference="none")
+    with pytest.warns(UndefinedStatisticWarning, match="single cluster"):
+        boot = add_bootstrap_ci(res, n_resamples=50)
+    assert boot.correlations[["ci_low", "ci_high"]].isna().all().all()
+    assert boot.correlations["value"].notna().all()
+    assert "single cluster" in boot.settings["bootstrap"]["reason"]
+    assert "interval(s) undefined: prompts: a single cluster" in render(boot)

@@ -38,14 +38,14 @@ def test_meta_json_is_pinned(capsys):
                  "--format", "json"])
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
-    assert list(doc) == ["settings", "correlations", "baseline", "williams"]
+    assert list(doc) == ["settings", "correlations", "baseline", "comparisons"]
     assert list(doc["correlations"][0]) == ["measure", "criterion", "level", "coefficient",
                                             "value", "n", "n_groups", "display_name", "kind",
                                             "rater", "reason"]
-    assert list(doc["williams"][0])[:12] == ["level", "criterion", "measure_a", "measure_b",
+    assert list(doc["comparisons"][0])[:12] == ["level", "criterion", "measure_a", "measure_b",
                                              "r_a", "r_b", "r_ab", "n", "t", "p",
                                              "p_adjusted", "family"]
-    assert doc["settings"]["williams"]["reference"] == "Beluga-13B 1"
+    assert doc["settings"]["comparisons"]["reference"] == "Beluga-13B 1"
     assert len(doc["correlations"]) == 2 * (2 + 2)  # BLEU x 2 criteria + 2 matched, 2 levels
     bleu = [r for r in doc["correlations"] if r["measure"] == "BLEU Ξ§" and r["level"] == "system"]
     assert {r["n"] for r in bleu} == {10}
@@ -57,10 +57,10 @@ def test_meta_out_dir_writes_tables_and_figures(tmp_path, capsys):
                  "--figure-format", "png,pdf"]) == 0
     corr = pd.read_csv(out / "correlations.csv")
     assert list(corr.columns[:6]) == ["measure", "criterion", "level", "coefficient", "value", "n"]
-    will = pd.read_csv(out / "williams.csv")
+    will = pd.read_csv(out / "comparisons.csv")
     assert list(will.columns[:12]) == ["level", "criterion", "measure_a", "measure_b", "r_a",
                                        "r_b", "r_ab", "n", "t", "p", "p_adjusted", "family"]
-    for name in ("kendall_overall", "kendall_system", "williams_overall", "williams_system"):
+    for name in ("kendall_overall", "kendall_system", "comparisons_overall", "comparisons_system"):
         for suffix in (".png", ".pdf"):
             assert (out / f"{name}{suffix}").stat().st_size > 1000
     assert (out / "correlations_system.tex").read_text().startswith(r"\begin{table}")
@@ -72,7 +72,7 @@ def test_figure_formats(tmp_path, capsys):
     assert main(["meta", "--metrics", "BLEU,chrF", "--levels", "system", "--out", str(out),
                  "--format", "csv"]) == 0
     figures = sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".pdf", ".svg"))
-    assert figures == ["kendall_system.png", "williams_system.png"]  # PNG only by default
+    assert figures == ["comparisons_system.png", "kendall_system.png"]  # PNG only by default
     out = tmp_path / "svg"
     assert main(["meta", "--metrics", "BLEU,chrF", "--levels", "system", "--out", str(out),
                  "--format", "csv", "--figure-format", "SVG"]) == 0
@@ -135,7 +135,7 @@ def test_meta_with_resampling_columns(tmp_path, capsys):
     corr = pd.read_csv(out / "correlations.csv")
     assert {"ci_low", "ci_high", "se"} <= set(corr.columns)
     assert ((corr["ci_low"] <= corr["value"]) & (corr["value"] <= corr["ci_high"])).all()
-    will = pd.read_csv(out / "williams.csv")
+    will = pd.read_csv(out / "comparisons.csv")
     assert {"perm_p", "perm_p_adjusted"} <= set(will.columns)
     assert (will["perm_p"] >= 1 / 51).all()  # (1 + extreme) / (1 + B)
     chance = pd.read_csv(out / "chance.csv")

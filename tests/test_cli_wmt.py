@@ -82,7 +82,7 @@ def test_clusters_and_length_beside_the_correlations(tmp_path, capsys):
 
 def test_criterion_weights_of_the_average_rank(tmp_path, capsys):
     argv = ["meta", "--metrics", "BLEU,BERTScore F1,Beluga-13B 1", "--criteria", "RE,CH",
-            "--levels", "system", "--reference", "none", "--clusters", "--no-figures"]
+            "--levels", "system", "--clusters", "--no-figures"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     assert main([*argv, "--criterion-weights", "RE=3,CH=1", "--out", str(tmp_path / "b")]) == 0
     capsys.readouterr()

@@ -285,10 +285,10 @@ def test_auto_is_the_paper_convention_only_where_the_dataset_says_so():
     assert hanna.default_test == "paper"
     renamed = replace(hanna, name="my-copy")  # the name does not matter, the declaration does
     res = meta_evaluate(renamed, measures="BLEU,chrF", levels="system", reference="all")
-    assert set(res.williams["test"]) == {"paper"}
+    assert set(res.comparisons["test"]) == {"paper"}
     res = meta_evaluate(replace(hanna, default_test=None), measures="BLEU,chrF",
                         levels="system", reference="all")
-    assert set(res.williams["test"]) == {"permutation-random"}
+    assert set(res.comparisons["test"]) == {"permutation-random"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -299,11 +299,11 @@ def test_paper_setting_reproduces_default_hanna_numbers():
     default = meta_evaluate(measures="BLEU,Beluga-13B 1,ChatGPT 1")
     paper = meta_evaluate(measures="BLEU,Beluga-13B 1,ChatGPT 1", test="paper")
     cols = ["t", "p", "p_adjusted", "swapped"]
-    pd.testing.assert_frame_equal(default.williams[cols], paper.williams[cols])
-    assert set(paper.williams["test"]) == {"paper"}
-    assert set(paper.williams["sided"]) == {"one-sided"}
-    assert paper.williams[["delta", "ci_low", "ci_high"]].notna().all().all()
-    assert (paper.williams["ci_low"] <= paper.williams["delta"]).all()
+    pd.testing.assert_frame_equal(default.comparisons[cols], paper.comparisons[cols])
+    assert set(paper.comparisons["test"]) == {"paper"}
+    assert set(paper.comparisons["sided"]) == {"one-sided"}
+    assert paper.comparisons[["delta", "ci_low", "ci_high"]].notna().all().all()
+    assert (paper.comparisons["ci_low"] <= paper.comparisons["delta"]).all()
 
 
 def _user_dataset(seed: int = 0, systems: int = 6, prompts: int = 30):
@@ -322,7 +322,7 @@ def _user_dataset(seed: int = 0, systems: int = 6, prompts: int = 30):
 
 def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
     res = meta_evaluate(_user_dataset(), reference="all")
-    will = res.williams
+    will = res.comparisons
     assert dict(zip(will["level"], will["test"])) == {"overall": "ustat",
                                                       "system": "permutation-random"}
     assert set(will["sided"]) == {"two-sided"} and not will["swapped"].any()
@@ -331,10 +331,10 @@ def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
     row = will[(will["level"] == "overall") & (will["measure_a"] == "good")
                & (will["measure_b"] == "inverse")].iloc[0]
     assert row["delta"] == pytest.approx(row["r_a"] - row["r_b"])
-    assert res.settings["williams"]["test"] == {"overall": "ustat",
+    assert res.settings["comparisons"]["test"] == {"overall": "ustat",
                                                 "system": "permutation-random"}
-    assert res.settings["williams"]["sign_convention"] == "raw"
-    assert res.settings["williams"]["family"] == "criterion"
+    assert res.settings["comparisons"]["sign_convention"] == "raw"
+    assert res.settings["comparisons"]["family"] == "criterion"
     assert set(will["family"].str.split(" [|]").str[0]) == {"bh over measure pairs"}
 
 
@@ -342,7 +342,7 @@ def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
 def test_every_named_test_runs_on_user_data(test):
     res = meta_evaluate(_user_dataset(1), reference="all", test=test, n_resamples=200,
                         n_permutations=200)
-    will = res.williams
+    will = res.comparisons
     assert set(will["test"]) == {test}
     assert will["p"].between(0, 1).all()
     assert will[["ci_low", "ci_high"]].notna().all().all()
@@ -482,10 +482,10 @@ def test_declared_lower_is_better_orients_every_test(test):
     levels = "overall" if test in ("ustat", "jackknife") else ("overall", "system")
     kw = {"reference": "all", "test": test, "n_resamples": 200, "n_permutations": 200,
           "levels": levels}
-    declared = meta_evaluate(data, lower_is_better="inverse", **kw).williams
+    declared = meta_evaluate(data, lower_is_better="inverse", **kw).comparisons
     flipped = data.table.copy()
     flipped["inverse"] = -flipped["inverse"]
-    negated = meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw).williams
+    negated = meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw).comparisons
     cols = ["t", "p", "delta", "ci_low", "ci_high"]
     np.testing.assert_allclose(declared[cols].to_numpy(float), negated[cols].to_numpy(float),
                                rtol=1e-9, atol=1e-12)
@@ -500,8 +500,8 @@ def test_lower_is_better_needs_the_raw_convention():
 
 def test_paper_convention_and_family_stay_on_hanna():
     res = meta_evaluate(measures="BLEU,Beluga-13B 1", levels="overall")
-    assert res.settings["williams"]["sign_convention"] == "paper"
-    assert res.settings["williams"]["family"] == "paper"
+    assert res.settings["comparisons"]["sign_convention"] == "paper"
+    assert res.settings["comparisons"]["family"] == "paper"
 
 
 def _extra_measures(data, k: int, seed: int = 5):
@@ -520,8 +520,8 @@ def test_p_value_bit_identical_when_ten_measures_join(test):
     data = _user_dataset(3)
     kw = {"reference": "all", "test": test, "n_resamples": 200, "n_permutations": 200,
           "levels": "overall" if test == "jackknife" else ("overall", "system")}
-    small = meta_evaluate(data, **kw).williams
-    large = meta_evaluate(_extra_measures(data, 10), **kw).williams
+    small = meta_evaluate(data, **kw).comparisons
+    large = meta_evaluate(_extra_measures(data, 10), **kw).comparisons
     key = ["level", "criterion", "measure_a", "measure_b"]
     both = small.merge(large, on=key, suffixes=("", "_large"))
     assert len(both) == len(small) > 0
@@ -556,23 +556,24 @@ def _two_system_dataset():
     return scores_to_dataset(long, criteria=["quality"], name="two")
 
 
-def test_fewer_than_three_systems_is_nan_with_a_reason():
-    # the correlations of 2 system means are undefined (always -1 or 1): NaN, and a warning
-    with pytest.warns(UndefinedStatisticWarning, match="fewer than 3 observations"):
+def test_fewer_than_three_systems_skips_the_level_with_one_line(capsys):
+    # the correlations of 2 system means are undefined (always -1 or 1): the system level is
+    # skipped with one warning line, not printed as empty tables
+    with pytest.warns(UndefinedStatisticWarning, match="system level skipped: the data hold "
+                                                       "2 systems") as caught:
         res = meta_evaluate(_two_system_dataset(), reference="all", n_permutations=100)
-    corr = res.correlations[res.correlations["level"] == "system"]
-    assert corr["value"].isna().all()
-    assert corr["reason"].str.contains("fewer than 3 systems").all()
-    will = res.williams[res.williams["level"] == "system"]
-    assert will[["p", "t", "delta", "ci_low", "ci_high", "p_adjusted"]].isna().all().all()
-    assert will["reason"].str.contains("fewer than 3 systems").all()
-    overall = res.williams[res.williams["level"] == "overall"]
-    assert overall["p"].notna().all()
-    from storyeval.report.meta_report import family_text
+    assert len(caught) == 1
+    assert set(res.correlations["level"]) == {"overall"}
+    assert set(res.comparisons["level"]) == {"overall"}
+    assert res.comparisons["p"].notna().all()
+    assert "needs at least 3" in res.settings["skipped_levels"]["system"]
+    from storyeval.report.meta_report import render
 
-    assert family_text(res, "system").endswith(
-        "3 comparisons without a p-value left out of the adjustment")
-    assert "left out" not in family_text(res, "overall")
+    text = render(res)
+    assert "system level skipped: the data hold 2 systems" in text
+    assert "system level (means" not in text
+    with pytest.raises(InputError, match="use the overall level"):
+        meta_evaluate(_two_system_dataset(), levels="system")
 
 
 def test_permutation_interval_agrees_with_its_test_without_ties():
@@ -598,7 +599,7 @@ def test_permutation_interval_agrees_with_its_test_without_ties():
 
 def test_default_system_interval_is_the_permutation_interval():
     res = meta_evaluate(_user_dataset(), reference="all", levels="system", n_permutations=200)
-    will = res.williams
+    will = res.comparisons
     assert will["ci_method"].str.startswith("permutation interval").all()
     assert ((will["ci_low"] <= will["delta"]) & (will["delta"] <= will["ci_high"])).all()
 
@@ -648,12 +649,12 @@ def test_added_permutation_p_values_follow_the_declared_orientation():
     data = _user_dataset(2)
     kw = {"reference": "all", "levels": "overall", "n_permutations": 100}
     declared = add_permutation_pvalues(meta_evaluate(data, lower_is_better="inverse", **kw),
-                                       n_permutations=99, random_state=0).williams
+                                       n_permutations=99, random_state=0).comparisons
     flipped = data.table.copy()
     flipped["inverse"] = -flipped["inverse"]
     negated = add_permutation_pvalues(
         meta_evaluate(type(data)(flipped, data.catalogue, name="mine"), **kw),
-        n_permutations=99, random_state=0).williams
+        n_permutations=99, random_state=0).comparisons
     np.testing.assert_allclose(declared["perm_p"], negated["perm_p"], atol=1e-12)
     np.testing.assert_allclose(declared["perm_delta"], negated["perm_delta"], atol=1e-12)
 

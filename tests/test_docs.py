@@ -139,7 +139,7 @@ def test_python_examples_on_the_pages_run(gen, page, tmp_path, monkeypatch):
     if page == "tutorial-own-metric.md":
         grid = namespace["correlation_grid"](namespace["result"], "overall")
         assert (grid.loc["type-token ratio"] < 0).all()  # "negative with every criterion"
-        assert (namespace["result"].williams["p_adjusted"] > 0.05).all()
+        assert (namespace["result"].comparisons["p_adjusted"] > 0.05).all()
 
 
 def test_cli_reference_lists_every_subcommand():

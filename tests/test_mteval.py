@@ -30,17 +30,34 @@ def test_write_then_read_round_trip(tmp_path):
                      "metric-scores/en-en/my_metric-src.seg.score",
                      "metric-scores/en-en/my_metric-src.sys.score", "storyeval-names.tsv"]
     seg = (tmp_path / "human-scores/en-en.Overall_quality.seg.score").read_text().splitlines()
-    assert seg == ["sys_A 1.0", "sys_A 2.0", "sys_A None", "sysB 4.0", "sysB 5.0", "sysB 3.0"]
+    assert seg == ["sys_A 1", "sys_A 2", "sys_A None", "sysB 4", "sysB 5", "sysB 3"]
     sys_lines = (tmp_path / "metric-scores/en-en/my_metric-src.sys.score").read_text()
-    assert sys_lines.splitlines()[1] == f"sysB {0.5!r}"
+    assert sys_lines.splitlines()[1] == "sysB 0.5"
     mapping = (tmp_path / "storyeval-names.tsv").read_text()
     assert "sys_A\tsystem\tsys A" in mapping and "my_metric-src\tmetric\tmy metric" in mapping
+    # the round trip restores storyeval's names: criteria, measures (not "my_metric-src")
+    # and systems
     ds = read_mteval(tmp_path, "en-en")
-    assert ds.criteria == ["Overall_quality"]
+    assert ds.criteria == ["Overall quality"]
     wide = ds.wide()
-    assert wide["my_metric-src"].tolist() == pytest.approx(_wide()["my metric"].tolist(),
-                                                            abs=0)  # repr round-trips floats
-    assert np.isnan(wide.loc[("sys_A", 2), "Overall_quality"])
+    assert "my metric" in wide.columns and "my_metric-src" not in wide.columns
+    assert set(wide.index.get_level_values("system")) == {"sys A", "sysB"}
+    assert wide["my metric"].tolist() == pytest.approx(_wide()["my metric"].tolist(),
+                                                        rel=1e-14)
+    assert np.isnan(wide.loc[("sys A", 2), "Overall quality"])
+
+
+def test_written_scores_carry_no_float_artifacts(tmp_path):
+    """0.1 + 0.2-like noise (3.3000000000000003, a mean 0.23333333333333336) is not written;
+    15 significant digits keep every decimal input as given."""
+    idx = pd.MultiIndex.from_product([["a", "b"], [0, 1, 2]], names=["system", "prompt_id"])
+    wide = pd.DataFrame({"h": [1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
+                         "m": [1.1 + 2.2, 0.1, 0.4, 2.331, 2.331, 2.331]}, index=idx)
+    write_mteval(wide, tmp_path, "en-en", criteria=["h"], measures=["m"])
+    text = "".join(p.read_text() for p in (tmp_path / "metric-scores" / "en-en").iterdir())
+    assert "3.3000000000000003" not in text and "a 3.3\n" in text
+    assert not any(len(line.split()[1]) > 17 for line in text.splitlines())
+    assert "b 2.331\n" in text
 
 
 def test_read_score_file_blocks(tmp_path):

@@ -51,7 +51,7 @@ def test_meta_evaluate_and_views_on_dataframes():
     corr = result.correlations.set_index(["measure", "level"])["value"]
     got = tidy[tidy["table"] == "correlation"].set_index(["measure", "level"])["value"]
     pd.testing.assert_series_equal(got.sort_index(), corr.sort_index(), check_names=False)
-    assert set(tidy["table"]) == {"correlation", "baseline", "williams"}
+    assert set(tidy["table"]) == {"correlation", "baseline", "comparisons"}
     assert "<table" in result._repr_html_() and "human baseline" in result._repr_html_()
     assert "system level:" in result.summary()
     # a DataFrame straight into meta_evaluate is read as read_dataset reads a file

@@ -226,7 +226,7 @@ def test_meta_on_user_data_equals_scipy(files):
                                          "and level == 'system'")["value"].item()
         assert got_sys == pytest.approx(tau_sys, abs=1e-12)
     # no reference rater: all pairs, one test per criterion and level
-    assert len(res.williams) == 2 * 2
+    assert len(res.comparisons) == 2 * 2
     assert res.settings["reference_system"] is None
 
 

@@ -175,9 +175,21 @@ def test_judge_accuracy_averages_both_orders():
     # preferred second: [right (XY BA), wrong (XZ AB)] = 1/2
     assert res["accuracy_preferred_first"] == pytest.approx(2 / 3)
     assert res["accuracy_preferred_second"] == pytest.approx(1 / 2)
-    assert res["accuracy"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    # accuracy is k/n (3 right of 5 verdicts); the order-balanced one is its own column
+    assert res["accuracy"] == pytest.approx(3 / 5)
+    assert res["balanced_accuracy"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert res["estimand"] == "k/n over verdicts"
     assert (res["n_pairs"], res["n_verdicts"], res["n_human_ties"]) == (3, 5, 1)
     assert res["n_unmatched"] == 0
+    # JudgeBench's rule: one net verdict per pair, a tie (or inconsistent pair) wrong
+    #  X-Y: X in both orders -> X, right; X-Z: X then Z -> inconsistent, a tie, wrong;
+    #  X1-Z1: Z (one order) -> wrong; 1 of 3
+    net = judge_accuracy(HAND, human, aggregate="net").iloc[0]
+    assert net["accuracy"] == pytest.approx(1 / 3) and net["n_verdicts"] == 3
+    assert np.isnan(net["balanced_accuracy"])
+    assert net["estimand"].startswith("k/n over pairs, net verdict")
+    with pytest.raises(InputError, match="tie_credit must be 0"):
+        judge_accuracy(HAND, human, aggregate="net", tie_credit=0.5)
 
 
 def test_judge_accuracy_tie_credit():
@@ -361,3 +373,58 @@ def test_messages_and_verdict_records_build_a_verdict_table():
     assert plot["consistency"] == 1.0 and plot["reason"] == ""
     creativity = res[res["dimension"] == "Creativity"].iloc[0]
     assert np.isnan(creativity["consistency"]) and "both orders" in creativity["reason"]
+
+
+def test_one_row_one_estimand_for_a_first_position_judge(tmp_path, capsys):
+    """One verdict per pair, the human-preferred story shown first in 75% of 200 pairs, a
+    judge that always picks the story shown first: its accuracy is k/n = 0.75 with the
+    interval and the exact binomial test of k/n, and pairwise compare reports the same
+    0.75; the balanced accuracy (0.5) is a separate column with its own interval."""
+    from scipy import stats
+
+    from storyeval.cli import main
+
+    n = 200
+    first = np.arange(n) < 150          # preferred story shown first in 150 pairs
+    rows_h, rows_j = [], []
+    for i in range(n):
+        a, b = f"X/{i}", f"Y/{i}"       # humans prefer X
+        rows_h.append((i, a, b, "Plot", "A", "AB"))
+        order = "AB" if first[i] else "BA"
+        rows_j.append((i, a, b, "Plot", "A" if first[i] else "B", order))  # picks the first
+    human, judge = _v(rows_h, judge="human"), _v(rows_j, judge="first")
+    judge2 = judge.assign(judge="coin", verdict=np.where(np.arange(n) % 2, "A", "B"))
+    hp, jp = tmp_path / "h.csv", tmp_path / "j.csv"
+    human.to_csv(hp, index=False)
+    pd.concat([judge, judge2]).to_csv(jp, index=False)
+    assert main(["pairwise", "accuracy", str(jp), "--reference", str(hp), "--format",
+                 "json"]) == 0
+    rows = {r["judge"]: r for r in json.loads(capsys.readouterr().out)}
+    row = rows["first"]
+    assert row["accuracy"] == pytest.approx(150 / 200)
+    assert row["balanced_accuracy"] == pytest.approx(0.5)
+    assert row["ci_low"] < row["accuracy"] < row["ci_high"]
+    assert row["pvalue"] == pytest.approx(stats.binomtest(150, 200, 0.5).pvalue, rel=1e-12)
+    assert row["test"] == "exact binomial" and row["method"] == "wilson"
+    # always right when first, always wrong when second: every resample gives 0.5
+    assert row["balanced_ci_low"] == pytest.approx(0.5) == row["balanced_ci_high"]
+    assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--format",
+                 "json"]) == 0
+    comp = json.loads(capsys.readouterr().out)["comparisons"][0]
+    got = {comp["judge_a"]: comp["accuracy_a"], comp["judge_b"]: comp["accuracy_b"]}
+    assert got["first"] == pytest.approx(row["accuracy"])
+    assert got["coin"] == pytest.approx(rows["coin"]["accuracy"])
+
+
+def test_partial_tie_credit_names_the_score_test():
+    from storyeval.pairwise.inference import binomial_accuracy
+
+    assert binomial_accuracy(201, 301).test == "exact binomial"
+    assert binomial_accuracy(200.5, 301).test == "score test"
+
+
+def test_terminal_pvalues_keep_three_significant_digits():
+    from storyeval.cli.pairwise import pvalue_text
+
+    assert [pvalue_text(p) for p in (0.0498, 0.5, 1.0, 0.00123, 6.04e-9, float("nan"))] == \
+        ["0.0498", "0.500", "1.00", "0.00123", "6.0e-9", ""]

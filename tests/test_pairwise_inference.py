@@ -145,7 +145,7 @@ def test_cluster_bootstrap_accuracy_is_order_averaged_and_covers():
                              random_state=0, n_resamples=500)
     expected = 0.5 * (scores[first].mean() + scores[~first].mean())
     assert res.statistic == pytest.approx(expected, abs=1e-14)
-    assert res.method == "cluster-bootstrap" and res.statistic_kind == "order-averaged"
+    assert res.method == "cluster-bootstrap" and res.statistic_kind == "order-balanced"
     assert res.ci_low < res.statistic < res.ci_high and res.n_clusters == 40
     # without clusters the auto method is Wilson with the exact binomial test
     ind = accuracy_inference(scores)
@@ -342,3 +342,32 @@ def test_preference_accuracy_intervals_independent_or_by_prompt():
     clu = preference_accuracy(wide, prefs, ["rm"], interval="auto", random_state=0,
                               n_resamples=300)
     assert clu.loc[0, "method"] == "cluster-bootstrap" and clu.loc[0, "n_clusters"] == 25
+
+
+# ------------------------------------------------ one cluster: nothing to resample
+def test_cluster_bootstrap_of_one_cluster_gives_nan_with_a_reason():
+    from storyeval.exceptions import UndefinedStatisticWarning
+    from storyeval.pairwise import pointwise_pairwise_accuracy
+
+    scores = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])   # 2/6: below chance
+    with pytest.warns(UndefinedStatisticWarning, match="single cluster"):
+        res = accuracy_inference(scores, clusters=np.zeros(6), random_state=0)
+    assert res.statistic == pytest.approx(2 / 6)
+    assert np.isnan(res.ci_low) and np.isnan(res.ci_high) and np.isnan(res.pvalue)
+    assert "single cluster" in res.reason
+    # pairwise pointwise on single-prompt data: one prompt, 6 systems
+    rng = np.random.default_rng(0)
+    idx = pd.MultiIndex.from_product([[f"s{k}" for k in range(6)], [0]],
+                                     names=["system", "prompt_id"])
+    wide = pd.DataFrame({"h": rng.normal(size=6), "m": rng.normal(size=6)}, index=idx)
+    with pytest.warns(UndefinedStatisticWarning, match="single cluster"):
+        table = pointwise_pairwise_accuracy(wide, [("m", "h")], interval="cluster-bootstrap",
+                                            random_state=0)
+    row = table.iloc[0]
+    assert np.isnan(row["ci_low"]) and np.isnan(row["pvalue"])
+    assert "single cluster" in row["reason"]
+    # two judges on one prompt: no interval, no p-value
+    with pytest.warns(UndefinedStatisticWarning, match="single cluster"):
+        cmp = compare_accuracies(np.ones(8), np.zeros(8), clusters=np.zeros(8),
+                                 test="bootstrap", random_state=0)
+    assert np.isnan(cmp.pvalue) and np.isnan(cmp.ci_low) and "single cluster" in cmp.reason

@@ -56,7 +56,7 @@ def test_system_level_figures(paper):
 
 
 def test_williams_figures(paper):
-    w = paper.williams
+    w = paper.comparisons
     chatgpt = w[(w["level"] == "overall") & (w["rater_b"] == "ChatGPT 1")]
     # Paper: Beluga-13B vs ChatGPT, overall: BH-adjusted p "between 0.01 and 0.14"
     assert len(chatgpt) == 6
@@ -90,7 +90,7 @@ def test_llm_ratings_are_criterion_matched(everything):
 
 
 def test_williams_rows_match_formula(paper):
-    row = paper.williams.query("level == 'overall' and measure_b == 'BLEU Ξ§' "
+    row = paper.comparisons.query("level == 'overall' and measure_b == 'BLEU Ξ§' "
                                "and criterion == 'Surprise'").iloc[0]
     r12, r13, r23, n = abs(row.r_a), abs(row.r_b), row.r_ab, row.n
     r23 *= np.sign(row.r_a) * np.sign(row.r_b)
@@ -106,7 +106,7 @@ def test_human_stories_and_settings():
     res = meta_evaluate(measures="BLEU", levels="system", include_human_stories=True,
                         reference="none")
     assert res.settings["n_systems"] == 11 and res.settings["n_stories"] == 1056
-    assert res.williams.empty
+    assert res.comparisons.empty
     assert res.settings["coefficient"] == "kendall_b"
     assert "tau-b" in res.settings["coefficient_description"]
 
@@ -132,9 +132,9 @@ def test_all_pairs_on_user_data_without_reference():
     ds = scores_to_dataset(pd.DataFrame(rows, columns=["system", "prompt_id", "measure", "value"]),
                            criteria=["Relevance"])
     res = meta_evaluate(ds, criteria="relevance")
-    assert res.settings["williams"]["comparison"] == "all pairs of selected raters"
-    assert len(res.williams) == 2 * 3  # two levels x three pairs
-    good_vs_bad = res.williams.query("level == 'overall' and measure_a == 'good' "
+    assert res.settings["comparisons"]["comparison"] == "all pairs of selected raters"
+    assert len(res.comparisons) == 2 * 3  # two levels x three pairs
+    good_vs_bad = res.comparisons.query("level == 'overall' and measure_a == 'good' "
                                      "and measure_b == 'bad'").iloc[0]
     assert good_vs_bad["p"] < 0.01
     with pytest.raises(InputError, match="unknown criterion 'CH'; dataset 'custom' has: "

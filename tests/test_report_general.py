@@ -19,11 +19,11 @@ from storyeval.exceptions import InputError
 from storyeval.meta.pipeline import meta_evaluate
 from storyeval.report.meta_files import write_report
 from storyeval.report.meta_report import (
+    comparison_caption,
     render,
     settings_lines,
     smallest_pairs,
     to_json,
-    williams_caption,
 )
 
 CRITERIA = ["Relevance", "Coherence"]
@@ -66,11 +66,11 @@ def _no_nan(text: str) -> None:
 # ----- all pairs -----------------------------------------------------------------------------
 
 def test_all_pairs_matrix_holds_the_adjusted_p_of_each_tested_pair(all_pairs):
-    assert all_pairs.williams_all_pairs()
+    assert all_pairs.comparisons_all_pairs()
     labels = all_pairs.catalogue_labels()
     for criterion in CRITERIA:
-        matrix = all_pairs.williams_matrix("system", criterion)
-        rows = all_pairs.williams.query("level == 'system' and criterion == @criterion")
+        matrix = all_pairs.comparison_matrix("system", criterion)
+        rows = all_pairs.comparisons.query("level == 'system' and criterion == @criterion")
         assert matrix.shape == (3, 3) and list(matrix.index) == list(matrix.columns)
         at = pd.Index(matrix.attrs["ids"])
         i, j = at.get_indexer(rows["rater_a"]), at.get_indexer(rows["rater_b"])
@@ -81,12 +81,12 @@ def test_all_pairs_matrix_holds_the_adjusted_p_of_each_tested_pair(all_pairs):
 
 
 def test_williams_grid_refuses_all_pairs_with_a_pointer(all_pairs):
-    with pytest.raises(InputError, match=r"williams_matrix\(level, criterion\)"):
-        all_pairs.williams_grid("system")
-    with pytest.raises(InputError, match="no Williams tests of criterion 'Empathy'"):
-        all_pairs.williams_matrix("system", "Empathy")
+    with pytest.raises(InputError, match=r"comparison_matrix\(level, criterion\)"):
+        all_pairs.comparison_grid("system")
+    with pytest.raises(InputError, match="no comparison tests of criterion 'Empathy'"):
+        all_pairs.comparison_matrix("system", "Empathy")
     with pytest.raises(InputError, match="'family' is not a numeric column"):
-        all_pairs.williams_matrix("system", "Relevance", column="family")
+        all_pairs.comparison_matrix("system", "Relevance", column="family")
 
 
 @pytest.mark.parametrize("fmt", ["table", "md", "latex"])
@@ -101,17 +101,17 @@ def test_all_pairs_render(all_pairs, fmt):
 def test_all_pairs_write_report(all_pairs, tmp_path):
     paths = write_report(all_pairs, tmp_path, figure_formats="png,pdf")
     names = {p.name for p in paths}
-    assert "williams.csv" in names and "settings.json" in names
+    assert "comparisons.csv" in names and "settings.json" in names
     for slug in ("relevance", "coherence"):
         for suffix in ("md", "tex", "csv", "png", "pdf"):
-            assert (tmp_path / f"williams_system_{slug}.{suffix}").stat().st_size > 0
-    table = pd.read_csv(tmp_path / "williams_system_relevance.csv")
-    matrix = all_pairs.williams_matrix("system", "Relevance")
+            assert (tmp_path / f"comparisons_system_{slug}.{suffix}").stat().st_size > 0
+    table = pd.read_csv(tmp_path / "comparisons_system_relevance.csv")
+    matrix = all_pairs.comparison_matrix("system", "Relevance")
     assert list(table["id"]) == matrix.attrs["ids"]
     np.testing.assert_allclose(table[list(matrix.columns)].to_numpy(), matrix.to_numpy())
-    tidy = pd.read_csv(tmp_path / "williams.csv")
-    assert len(tidy) == len(all_pairs.williams) == 2 * 3  # criteria x pairs
-    assert not (tmp_path / "williams_system.csv").exists()
+    tidy = pd.read_csv(tmp_path / "comparisons.csv")
+    assert len(tidy) == len(all_pairs.comparisons) == 2 * 3  # criteria x pairs
+    assert not (tmp_path / "comparisons_system.csv").exists()
 
 
 def test_large_matrices_are_listed_by_smallest_p(all_pairs, monkeypatch, tmp_path):
@@ -123,11 +123,11 @@ def test_large_matrices_are_listed_by_smallest_p(all_pairs, monkeypatch, tmp_pat
     text = render(all_pairs)
     assert "Relevance: the 2 smallest adjusted p of 3 pairs of 3 measures" in text
     top = smallest_pairs(all_pairs, "system", "Relevance", n=2)
-    rows = all_pairs.williams.query("level == 'system' and criterion == 'Relevance'")
+    rows = all_pairs.comparisons.query("level == 'system' and criterion == 'Relevance'")
     assert top["p_adjusted"].tolist() == sorted(rows["p_adjusted"])[:2]
     paths = write_report(all_pairs, tmp_path)
-    assert not any(p.suffix == ".png" and "williams" in p.name for p in paths)
-    note = (tmp_path / "williams_system_relevance.md").read_text()
+    assert not any(p.suffix == ".png" and "comparisons" in p.name for p in paths)
+    note = (tmp_path / "comparisons_system_relevance.md").read_text()
     assert "no heatmap: 3 measures, more than 2" in note
 
 
@@ -160,11 +160,11 @@ def test_family_sizes_in_headers_and_json():
     williams_line = next(line for line in settings_lines(res) if line.startswith("Williams"))
     assert williams_line.endswith("BH over family 'paper': 2 families of m = 2 tests "
                                   "(system level)")
-    assert "family 'paper': 2 families of m = 2 tests)" in williams_caption(res, "system")
+    assert "family 'paper': 2 families of m = 2 tests)" in comparison_caption(res, "system")
     doc = json.loads(to_json(res))
-    assert doc["settings"]["williams"]["family_sizes"] == {
+    assert doc["settings"]["comparisons"]["family_sizes"] == {
         "system": {"n_families": 2, "m_min": 2, "m_max": 2}}
-    assert "family_sizes" not in res.settings["williams"]  # the result is not changed
+    assert "family_sizes" not in res.settings["comparisons"]  # the result is not changed
 
 
 def test_single_test_families_warn_once_and_say_so(tmp_path):
@@ -232,13 +232,13 @@ def test_undefined_values_and_intervals_say_why(toy):
         "n_groups": 1, "n_annotators": 2,
         "reason": ["", "leave-one-out needs at least three annotators"],
         "ci_low": [np.nan, np.nan], "ci_high": [np.nan, np.nan]})
-    williams = res.williams.copy()
+    williams = res.comparisons.copy()
     williams.loc[0, ["p", "p_adjusted"]] = np.nan
     williams.loc[0, "reason"] = "n <= 3"
     settings = {**res.settings, "bootstrap": {"n_resamples": 10, "resample_by": "prompts",
                                               "ci_method": "percentile",
                                               "confidence_level": 0.95, "random_state": 0}}
-    broken = replace(res, correlations=corr, baseline=baseline, williams=williams,
+    broken = replace(res, correlations=corr, baseline=baseline, comparisons=williams,
                      settings=settings)
     text = render(broken)
     _no_nan(text)
@@ -252,3 +252,33 @@ def test_undefined_values_and_intervals_say_why(toy):
     assert corr.loc[0, "measure"] == "good" and corr.loc[0, "criterion"] == "Relevance"
     row = next(line for line in text.splitlines() if line.startswith("good "))
     assert re.split(r"\s{2,}", row.strip()) == ["good", f"{corr.loc[0, 'value']:.3f}"]
+
+
+def test_old_williams_names_warn_and_still_work(all_pairs, tmp_path):
+    # result.williams & co. are the old names of the comparison table (one release)
+    with pytest.warns(DeprecationWarning, match="MetaResult.comparisons"):
+        old = all_pairs.williams
+    assert old is all_pairs.comparisons
+    with pytest.warns(DeprecationWarning, match="comparisons_all_pairs"):
+        assert all_pairs.williams_all_pairs()
+    with pytest.warns(DeprecationWarning, match="comparison_matrix"):
+        m = all_pairs.williams_matrix("system", "Relevance")
+    assert m.equals(all_pairs.comparison_matrix("system", "Relevance"))
+    with pytest.warns(DeprecationWarning, match=r'settings\["comparisons"\]'):
+        assert all_pairs.settings["williams"] is all_pairs.settings["comparisons"]
+    with pytest.warns(DeprecationWarning, match="comparison_caption"):
+        from storyeval.report.meta_report import williams_caption  # noqa: F401
+    # the files: comparisons*.csv, and the same content under the old williams*.csv names
+    from storyeval.report.meta_files import write_report
+
+    write_report(all_pairs, tmp_path / "out", figures=False)
+    names = {p.name for p in (tmp_path / "out").iterdir()}
+    new = sorted(n for n in names if n.startswith("comparisons") and n.endswith(".csv"))
+    assert "comparisons.csv" in new and len(new) > 1
+    for name in new:
+        old_name = "williams" + name[len("comparisons"):]
+        assert (tmp_path / "out" / old_name).read_bytes() == \
+            (tmp_path / "out" / name).read_bytes()
+    assert not any(n.startswith("williams") and not n.endswith(".csv") for n in names)
+    # every row names the test that ran (calibrated default on user-like data)
+    assert set(all_pairs.comparisons["test"]) <= {"paper", "permutation-random", "ustat"}

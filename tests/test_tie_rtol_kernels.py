@@ -103,7 +103,7 @@ def test_meta_comparisons_use_the_run_tie_rtol(test):
     for rtol in RTOLS:
         res = meta_evaluate(data, reference="all", levels="system", test=test, tie_rtol=rtol,
                             n_resamples=50, n_permutations=50)
-        will = res.williams
+        will = res.comparisons
         np.testing.assert_allclose(will["delta"], will["r_a"] - will["r_b"], atol=1e-12)
         if test != "bootstrap":
             np.testing.assert_allclose(will["t"], will["delta"], atol=1e-12)

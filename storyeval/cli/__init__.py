@@ -84,9 +84,24 @@ def _short_warnings(command: str) -> Callable[..., None]:
         if issubclass(category, StoryevalWarning):
             RUN_WARNINGS.append(" ".join(str(message).split()))
             print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
+        elif issubclass(category, RuntimeWarning):
+            # a numerical warning of a dependency (numpy: "invalid value encountered"): one
+            # line naming the library, no site-packages path and source line
+            text = f"{message} (RuntimeWarning in {_library(filename)})"
+            RUN_WARNINGS.append(" ".join(text.split()))
+            print(f"storyeval {command}: warning: {text}", file=file or sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)
     return show
+
+
+def _library(filename: str) -> str:
+    """The package a file belongs to: ``.../site-packages/numpy/_core/x.py`` -> numpy."""
+    parts = str(filename).replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    return "storyeval" if "storyeval" in parts else parts[-1]
 
 
 def error_line(exc: BaseException) -> str:

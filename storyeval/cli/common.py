@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from storyeval.report.tables import FORMATS
@@ -130,3 +131,28 @@ def _read_dataset_args(args: argparse.Namespace, criteria: str | None, measures)
         require_same_prompts=not args.allow_unbalanced,
         scale=getattr(args, "scale", None),
     )
+
+
+def write_tables_report(args: argparse.Namespace, *, command: str, title: str,
+                        tables: dict, notes: Sequence[str] = (),
+                        facts: Sequence[tuple[str, str]] = (), answer=None,
+                        answer_caption: str = "") -> None:
+    """``--out DIR``: each table as ``NAME.csv`` (full precision) and ``index.html`` opening
+    with ``answer`` (`storyeval.report.html_report.tables_page`), published together
+    (`storyeval._atomic.OutputFolder`)."""
+    import sys
+
+    from storyeval._atomic import OutputFolder
+    from storyeval.cli import RUN_WARNINGS
+    from storyeval.report.html_report import INDEX, render_page, tables_page
+    from storyeval.report.tables import format_table
+
+    digits = getattr(args, "digits", 3)
+    with OutputFolder(args.out, overwrite=args.overwrite, command=command) as folder:
+        for name, table in tables.items():
+            folder.write_text(f"{name}.csv", format_table(table, "csv"))
+        page = tables_page(title, list(facts), tables, notes=notes, files=list(folder.names),
+                           digits=digits, answer=answer, answer_caption=answer_caption)
+        page.warnings = list(dict.fromkeys(RUN_WARNINGS))
+        folder.write_text(INDEX, render_page(page, digits=digits))
+    print(f"wrote {len(folder.published)} files to {args.out}", file=sys.stderr)

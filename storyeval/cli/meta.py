@@ -1,4 +1,4 @@
-"""``storyeval meta``: correlations with human criteria, human baseline, Williams tests."""
+"""``storyeval meta``: correlations with human criteria, human baseline, comparison tests."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # matplotlib's module: imported only when figures are drawn
 DESCRIPTION = """\
 Meta-evaluate measures against human judgments: for every selected measure, its correlation
 with each human criterion at the overall (story) and system levels, the human baseline, and
-Williams tests (against the dataset's default reference rater, else all pairs) with
+comparison tests of the measures (against the dataset's default reference rater, else all
+pairs; each row names the test that ran: on your data a U-statistic, jackknife or permutation
+test, Williams' t only for the HANNA reproduction or --test williams) with
 Benjamini-Hochberg adjusted p-values. Works on any dataset (--data, --scores; see
 `storyeval describe`); without --data it uses the HANNA data shipped with storyeval (10
 generation systems x 96 prompts; the human-written stories are left out unless
@@ -47,7 +49,7 @@ examples:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "meta", help="correlations, human baseline and Williams tests",
+        "meta", help="correlations, human baseline and comparison tests",
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     data = parser.add_argument_group("data")
@@ -137,7 +139,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="confidence level of intervals and chance bands (default: 0.95)")
     unc.add_argument("--permutations", type=int, default=0, metavar="N",
                      help="add a paired permutation test (two-sided, N permutations) next to "
-                          "every Williams test (default: 0, off)")
+                          "every comparison test (default: 0, off)")
     unc.add_argument("--permutation-unit", choices=["story", "prompt", "system"],
                      help="what the permutation swaps the two measures' scores by "
                           "(default: prompt, at every level; recorded in the output)")
@@ -148,7 +150,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="random seed of resampling (default: 0)")
     out = parser.add_argument_group("output")
     add_format_option(out)
-    add_out_option(out, "correlations.csv, baseline.csv, williams.csv, grids (md, tex, csv), "
+    add_out_option(out, "correlations.csv, baseline.csv, comparisons.csv (the old name "
+                        "williams*.csv is written too until 0.3), grids (md, tex, csv), "
                         "settings.json and the heatmaps (PNG; see --figure-format)")
     out.add_argument("--no-figures", action="store_true", help="with --out, skip the figures")
     out.add_argument("--figure-format", default="png", metavar="FMT[,FMT]",
@@ -250,7 +253,8 @@ def _run(args: argparse.Namespace, family: str | list[str],
         criteria=args.criteria,
         levels=_split(args.levels),
         method=args.coef,
-        reference=args.reference,
+        # --clusters ranks every pair from this run's table: all pairs are compared
+        reference="all" if args.clusters and args.reference == "auto" else args.reference,
         include_human_stories=args.include_human_stories,
         systems=_split(args.systems),
         llm_criteria=args.llm_criteria,
@@ -270,7 +274,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
         permutation_unit=args.permutation_unit or "prompt",
         random_state=args.seed,
     )
-    stages.done(f"{len(result.williams):,} comparisons")
+    stages.done(f"{len(result.comparisons):,} comparisons")
     asked = [what for what, on in (("bootstrap intervals", args.ci == "bootstrap"),
                                    ("permutation p-values", args.permutations),
                                    ("chance baselines", args.chance)) if on]
@@ -279,7 +283,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
     result = _add_resampling(result, args)
     if asked:
         stages.done()
-    shown, extra_files = meta_wmt.extras(args, dataset)
+    shown, extra_files = meta_wmt.extras(args, dataset, result)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     sys.stdout.write(meta_wmt.render_extras(shown, args.format, args.digits))
     if args.out is not None:

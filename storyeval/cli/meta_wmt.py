@@ -20,9 +20,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "WMT meta-metrics and length (docs: WMT meta-metrics)")
     group.add_argument("--clusters", action="store_true",
                        help="rank the measures into significance clusters per criterion and "
-                            "level (WMT procedure, calibrated two-sided tests) and average the "
-                            "ranks over criteria; with --out: clusters.csv, "
-                            "clusters_average.{csv,md} and clusters_{level}.png")
+                            "level (WMT procedure) from the unadjusted p-values of this run's "
+                            "comparison table (all pairs are compared; oriented by "
+                            "--lower-is-better; tied correlations ranked as one block; an "
+                            "undefined correlation is not ranked) and average the ranks over "
+                            "criteria; with --out: clusters.csv, clusters_average.{csv,md} and "
+                            "clusters_{level}.png")
     group.add_argument("--cluster-alpha", type=float, default=0.05, metavar="X",
                        help="significance level of the clusters (default: 0.05)")
     group.add_argument("--criterion-weights", metavar="MAP",
@@ -66,6 +69,9 @@ def check(args: argparse.Namespace) -> None:
     if args.mteval is not None and (args.data is not None or args.scores):
         raise InputError("--mteval replaces --data and --scores; give one or the other")
     # --cluster-alpha's range is checked with every numeric option (storyeval.cli.ranges)
+    if args.clusters and args.reference not in ("auto", "all"):
+        raise InputError(f"--clusters ranks every pair of measures: it needs --reference all "
+                         f"(or auto), not {args.reference!r}")
     if args.criterion_weights is not None:
         if not args.clusters:
             raise InputError("--criterion-weights needs --clusters")
@@ -197,10 +203,11 @@ def _write_mteval(args: argparse.Namespace, sel) -> None:
     print(f"wrote {len(paths)} mt-metrics-eval files to {args.mteval_out}", file=sys.stderr)
 
 
-def extras(args: argparse.Namespace, dataset) -> tuple[list[tuple[str, pd.DataFrame]],
-                                                       Callable | None]:
+def extras(args: argparse.Namespace, dataset, result=None,
+           ) -> tuple[list[tuple[str, pd.DataFrame]], Callable | None]:
     """The ``--clusters`` / ``--length`` / ``--mteval-out`` work beside the correlation tables:
-    (titled tables for standard output, a writer of their files for ``--out``)."""
+    (titled tables for standard output, a writer of their files for ``--out``). The clusters
+    read the p-values of ``result``'s comparison table (the same run)."""
     if not (args.clusters or args.length or args.mteval_out is not None):
         return [], None
     from storyeval.meta.wmt import cluster_tables, length_tables
@@ -211,15 +218,11 @@ def extras(args: argparse.Namespace, dataset) -> tuple[list[tuple[str, pd.DataFr
     tables: dict[str, pd.DataFrame] = {}
     clusters = None
     if args.clusters:
-        clusters, average = cluster_tables(
-            sel, levels=_levels(args), method=args.coef, alpha=args.cluster_alpha,
-            n_permutations=args.test_permutations, n_resamples=args.resamples,
-            random_state=args.seed, tie_rtol=args.tie_rtol,
-            weights=_resolved_weights(args, sel))
+        clusters, average = cluster_tables(result, alpha=args.cluster_alpha,
+                                           weights=_resolved_weights(args, sel))
         tables["clusters"] = clusters
         tables["clusters_average"] = average
-        shown.append(((f"Significance clusters: average rank over criteria (1 = top group; "
-                      f"two-sided calibrated tests at alpha {args.cluster_alpha:g})"), average))
+        shown.append((cluster_title(clusters, args.cluster_alpha), average))
     if args.length:
         pairs, partial = length_tables(sel, args.length, levels=_levels(args),
                                        method=args.coef, tie_rtol=args.tie_rtol)
@@ -246,6 +249,26 @@ def extras(args: argparse.Namespace, dataset) -> tuple[list[tuple[str, pd.DataFr
                     folder.file(path.name)
 
     return shown, files if tables else None
+
+
+def cluster_title(clusters: pd.DataFrame, alpha: float) -> str:
+    """The heading of the average-rank table: which tests' p-values made the clusters."""
+    from storyeval.compare.clusters import CLUSTER_TIE_RULE
+
+    tests = ", ".join(f"{lev}: {t}" for lev, t in
+                      clusters.drop_duplicates("level").set_index("level")["test"].items())
+    undefined = int(clusters["rank"].isna().sum())
+    text = (f"Significance clusters: average rank over criteria (1 = top group; unadjusted "
+            f"p-values of this run's comparison table ({tests}) at alpha {alpha:g}; "
+            f"{CLUSTER_TIE_RULE.format(rtol=1e-12)}")
+    if undefined:
+        text += f"; {undefined} measure-criterion entries with an undefined correlation unranked"
+    near = clusters.drop_duplicates(["level", "criterion"])["pairs_near_alpha"].sum() \
+        if "pairs_near_alpha" in clusters else 0
+    if near:
+        text += (f"; {int(near)} comparisons within Monte Carlo error of alpha: only their "
+                 "decisions may change with --seed")
+    return text + ")"
 
 
 def _resolved_weights(args: argparse.Namespace, sel) -> dict[str, float] | None:

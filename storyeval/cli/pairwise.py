@@ -42,6 +42,7 @@ from storyeval.cli.common import (
     add_data_options,
     add_format_option,
     add_include_reference_option,
+    add_out_option,
 )
 from storyeval.cli.llm_options import (
     add_backend_model_options,
@@ -63,6 +64,47 @@ def _split(text: str | None) -> list[str] | None:
     if text is None or text.strip().lower() == "all":
         return None
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+SEED_HELP = "random seed of the resampling (default: 0; printed with the results)"
+OUT_HELP = ("the tables as CSV (full precision) and index.html, a page that opens with the "
+            "answer (the best judge or measure per dimension, its interval and test)")
+
+
+def _report(args: argparse.Namespace, title: str, tables: dict, notes: str,
+            answer: pd.DataFrame | None, caption: str) -> None:
+    """``--out``: the tables and index.html (`storyeval.cli.common.write_tables_report`)."""
+    if getattr(args, "out", None) is None:
+        return
+    from storyeval.cli.common import write_tables_report
+
+    facts = [(k, str(v)) for k, v in (
+        ("verdicts", getattr(args, "verdicts", None)),
+        ("reference", getattr(args, "reference", None)),
+        ("data", getattr(args, "data", None)),
+        ("seed", getattr(args, "seed", None))) if v is not None]
+    write_tables_report(args, command="pairwise", title=title, tables=tables,
+                        notes=[line for line in notes.splitlines() if line.strip()],
+                        facts=facts, answer=answer, answer_caption=caption)
+
+
+def best_rows(table: pd.DataFrame, by: str, value: str, keep: list[str]) -> pd.DataFrame:
+    """Per ``by`` group, the rows with the largest ``value`` (ties all kept)."""
+    if table.empty or value not in table:
+        return table.iloc[:0]
+    top = table.groupby(by, sort=False)[value].transform("max")
+    return table.loc[table[value] == top, [c for c in keep if c in table.columns]]
+
+
+def seed_note(seed: int | None) -> str:
+    """The line that says which seed the resampling used."""
+    return f"random seed: {seed} (--seed; the same seed gives the same numbers)\n"
+
+
+def with_seed(frame: pd.DataFrame, seed: int | None, fmt: str = "csv") -> pd.DataFrame:
+    """``frame`` with a ``seed`` column for the machine-readable formats (csv, json; the text
+    formats say it in a note under the table)."""
+    return frame.assign(seed=seed) if fmt in ("csv", "json") else frame
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -105,14 +147,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
     verdict_parser("consistency", "position consistency and first-position win rate")
 
-    p = verdict_parser("accuracy", "judge accuracy against human verdicts (both orders averaged)")
+    p = verdict_parser("accuracy", "judge accuracy against human verdicts (k/n, and the "
+                                   "order-balanced accuracy beside it)")
     p.add_argument("--reference", type=Path, required=True, metavar="FILE",
                    help="human verdict file on the same pairs")
     p.add_argument("--judge", help="keep one judge (default: one row per judge)")
     p.add_argument("--dimension", help="keep one dimension (default: one row per dimension)")
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
+    p.add_argument("--aggregate", choices=["none", "net"], default="none",
+                   help="none (default): every verdict counts; net: one verdict per pair, the "
+                        "net verdict over both presentation orders, a tie or an inconsistent "
+                        "pair wrong (the rule of JudgeBench-style benchmarks)")
     _add_inference_options(p, interval=True)
+    add_out_option(p, OUT_HELP)
 
     _add_counts_parser(sub)
     p = verdict_parser("compare", "compare judges on the same pairs: paired tests, BH over "
@@ -132,6 +180,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "pairs of a dimension; default 0.05). --format csv prints the "
                         "comparisons, json both tables")
     _add_inference_options(p, interval=False)
+    add_out_option(p, OUT_HELP)
     p = verdict_parser("ranking", "judge-vs-human agreement on system rankings and items "
                                   "(Spearman, Kendall; prompt bootstrap)")
     p.add_argument("--reference", type=Path, required=True, metavar="FILE",
@@ -142,7 +191,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--resamples", type=int, default=1000,
                    help="prompt-bootstrap resamples (0: no interval; default 1000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
+    add_out_option(p, OUT_HELP)
 
     _add_pointwise_parser(sub)
 
@@ -211,7 +261,7 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
     g.add_argument("--resamples", type=int, default=2000,
                    help="bootstrap resamples / permutations (default 2000)")
     g.add_argument("--confidence-level", type=float, default=0.95)
-    g.add_argument("--seed", type=int, default=None, help="random seed")
+    g.add_argument("--seed", type=int, default=0, help=SEED_HELP)
 
 
 COUNTS_DESCRIPTION = """\
@@ -277,10 +327,11 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
     inf.add_argument("--resamples", type=int, default=2000,
                      help="cluster-bootstrap resamples (default 2000)")
     inf.add_argument("--confidence-level", type=float, default=0.95)
-    inf.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+    inf.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     out = p.add_argument_group("output")
     add_format_option(out)
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    add_out_option(out, OUT_HELP)
     return p
 
 
@@ -601,7 +652,7 @@ def _pointwise_note(args: argparse.Namespace) -> str:
             "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
     if args.interval != "none":
         note += ("intervals: two-sided; pvalue: two-sided test of accuracy = chance (a measure "
-                 "answering at random with its own tie rate)\n")
+                 "answering at random with its own tie rate)\n" + seed_note(args.seed))
     return note
 
 
@@ -612,11 +663,12 @@ def _run_pointwise(args: argparse.Namespace) -> int:
 
     use_prefs = args.preferences is not None
     if use_prefs and args.data is None:
-        result = _preference_only_result(args)
+        result = _seeded(_preference_only_result(args), args)
         sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                       digits=args.digits))
         if args.format in ("table", "md"):
             sys.stdout.write(_pointwise_note(args))
+        _pointwise_report(args, result)
         return 0
     dataset = load_dataset_args(args, criteria=None if use_prefs else args.criteria)
     dataset, hint = _pointwise_stories(dataset, args.include_human_stories)
@@ -627,11 +679,27 @@ def _run_pointwise(args: argparse.Namespace) -> int:
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
                                              tie_credit=args.tie_credit,
                                              **_interval_args(args))
+    result = _seeded(result, args)
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(_pointwise_note(args))
+    _pointwise_report(args, result)
     return 0
+
+
+def _pointwise_report(args: argparse.Namespace, result: pd.DataFrame) -> None:
+    _report(args, "storyeval pairwise pointwise", {"pointwise": result},
+            _pointwise_note(args),
+            best_rows(result, "criterion", "accuracy",
+                      ["criterion", "measure", "accuracy", "ci_low", "ci_high", "pvalue",
+                       "test", "n_pairs"]),
+            "per criterion, the measure whose pairwise decisions agree best with the humans")
+
+
+def _seeded(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    """The seed column when an interval was resampled."""
+    return with_seed(result, args.seed, args.format) if args.interval != "none" else result
 
 
 def run(args: argparse.Namespace) -> int:
@@ -646,6 +714,10 @@ def run(args: argparse.Namespace) -> int:
         from storyeval.report.tables import check_digits
 
         check_digits(args.digits)
+    if action in ("accuracy", "compare", "ranking", "pointwise"):  # --out DIR (a report)
+        from storyeval.cli.common import check_out_args
+
+        check_out_args(args)
     if action == "template":
         from storyeval.pairwise import render_side_by_side
 
@@ -690,13 +762,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def pvalue_text(p: float) -> str:
-    """A p-value for reading: 3 decimals from 0.001, else 2 significant digits (6.0e-9)."""
+    """A p-value for reading: 3 significant digits from 0.001 (0.0498, never rounded to
+    0.050; 0.500), else 2 significant digits (6.0e-9)."""
     import math
 
     if math.isnan(p):
         return ""
     if p >= 0.001:
-        return f"{p:.3f}"
+        return f"{p:#.3g}"
     mantissa, exponent = f"{p:.1e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 
@@ -742,26 +815,90 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
     from storyeval.report.tables import format_table
 
     result = judge_accuracy(verdicts, reference, judge=args.judge, dimension=args.dimension,
-                            tie_credit=args.tie_credit)
+                            tie_credit=args.tie_credit, aggregate=args.aggregate)
     if args.interval != "none":
         _check_resampling(args)
-        inf = judge_accuracy_inference(
-            verdicts, reference, judge=args.judge, dimension=args.dimension,
-            tie_credit=args.tie_credit, cluster=args.cluster, method=args.interval,
-            chance=args.chance, alternative=args.alternative,
-            confidence_level=args.confidence_level, n_resamples=args.resamples,
-            random_state=args.seed)
-        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "chance", "alternative",
-                "method", "statistic_kind", "cluster", "n_clusters", "n_resamples"]
+        options = dict(judge=args.judge, dimension=args.dimension, tie_credit=args.tie_credit,
+                       cluster=args.cluster, chance=args.chance, alternative=args.alternative,
+                       confidence_level=args.confidence_level, n_resamples=args.resamples,
+                       random_state=args.seed, aggregate=args.aggregate)
+        inf = judge_accuracy_inference(verdicts, reference, method=args.interval, **options)
+        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "test", "chance",
+                "alternative", "method", "cluster", "n_clusters", "n_resamples"]
         result = result.merge(inf[keep], on=["judge", "dimension"], how="left")
+        result = _balanced_interval(result, verdicts, reference, options)
+        result = with_seed(result, args.seed, args.format)
+    result = _accuracy_columns_in_order(result)
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
-    if args.interval != "none" and args.format in ("table", "md"):
-        sys.stdout.write("\nintervals: two-sided at the confidence level; ci of k/n (exact, "
-                         "wilson) or of the order-averaged accuracy (cluster-bootstrap, "
-                         "clusters resampled); pvalue: test of accuracy = chance, "
-                         f"{args.alternative}\n")
+    if args.format in ("table", "md"):
+        sys.stdout.write(_accuracy_note(args))
+    _report(args, "storyeval pairwise accuracy", {"accuracy": result}, _accuracy_note(args),
+            best_rows(result, "dimension", "accuracy",
+                      ["dimension", "judge", "accuracy", "ci_low", "ci_high", "pvalue", "test",
+                       "balanced_accuracy", "n_verdicts"]),
+            "per dimension, the judge with the highest accuracy (k/n) with its interval and "
+            "its test against chance; pairwise compare says whether it is significantly "
+            "better than the others")
     return 0
+
+
+def _balanced_interval(result: pd.DataFrame, verdicts: pd.DataFrame, reference: pd.DataFrame,
+                       options: dict) -> pd.DataFrame:
+    """The order-balanced accuracy's own (cluster) bootstrap interval, where it is defined
+    and differs from k/n (one row, one estimand: its interval never sits beside k/n)."""
+    import numpy as np
+
+    from storyeval.pairwise.inference import judge_accuracy_inference
+
+    defined = result["balanced_accuracy"].notna()
+    if options["aggregate"] == "net" or not defined.any():
+        return result.assign(balanced_ci_low=np.nan, balanced_ci_high=np.nan)
+    import warnings
+
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    with warnings.catch_warnings():  # a judge seen in one order only: NaN, said by the table
+        warnings.simplefilter("ignore", UndefinedStatisticWarning)
+        bal = judge_accuracy_inference(verdicts, reference, method="cluster-bootstrap",
+                                       balanced=True, **options)
+    bal = bal.rename(columns={"ci_low": "balanced_ci_low", "ci_high": "balanced_ci_high"})
+    out = result.merge(bal[["judge", "dimension", "balanced_ci_low", "balanced_ci_high"]],
+                       on=["judge", "dimension"], how="left")
+    out.loc[~defined.to_numpy(), ["balanced_ci_low", "balanced_ci_high"]] = np.nan
+    return out
+
+
+def _accuracy_columns_in_order(result: pd.DataFrame) -> pd.DataFrame:
+    """accuracy with its interval and test first, the balanced accuracy with its own after."""
+    first = ["judge", "dimension", "accuracy", "ci_low", "ci_high", "pvalue", "test", "chance",
+             "estimand", "balanced_accuracy", "balanced_ci_low", "balanced_ci_high"]
+    cols = [c for c in first if c in result.columns]
+    return result[cols + [c for c in result.columns if c not in cols]]
+
+
+def _accuracy_note(args: argparse.Namespace) -> str:
+    """What the accuracy rows estimate (printed under text tables)."""
+    what = ("net verdict per pair over both presentation orders (JudgeBench's rule; a tie or "
+            "an inconsistent pair is wrong)" if args.aggregate == "net" else
+            "credited verdicts / verdicts")
+    note = (f"\naccuracy: k/n, {what}; pairwise compare tests the same estimand\n"
+            "balanced_accuracy: mean of the accuracies with the human-preferred story shown "
+            "first and second (a judge that always picks one position scores 0.5); equals "
+            "accuracy when every pair is judged in both orders\n")
+    if args.interval == "none":
+        return note
+    return note + (
+        "intervals: two-sided at the confidence level; ci_low/ci_high: of k/n (Wilson or "
+        "exact with the exact binomial test for independent verdicts, a cluster bootstrap "
+        "for clustered ones; 'test' names the test of the p-value, a score test where ties "
+        "earn fractional credit); balanced_ci_low/high: of the balanced accuracy (bootstrap "
+        f"over the same clusters or verdicts); pvalue: test of accuracy = chance, "
+        f"{args.alternative}\n" + seed_note(args.seed))
+
+
+_COMPARE_NOTE = ("difference = accuracy_a - accuracy_b (pooled over the verdicts both judged); "
+                 "p-values two-sided\n")
 
 
 def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
@@ -791,6 +928,12 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                                    confidence_level=args.confidence_level, n_resamples=reps,
                                    random_state=rng)
     groups = significance_groups(acc, pairs, alpha=args.alpha)
+    pairs = with_seed(pairs, args.seed)
+    _report(args, "storyeval pairwise compare", {"comparisons": pairs, "groups": groups},
+            _COMPARE_NOTE + seed_note(args.seed),
+            groups[groups["group"] == "top"] if "group" in groups else None,
+            f"per dimension, the top group: the judges not significantly below the best "
+            f"(BH over all judge pairs at {args.alpha:g})")
     shown = ["dimension", "judge_a", "judge_b", "accuracy_a", "accuracy_b", "difference",
              "ci_low", "ci_high", "pvalue", "pvalue_bh", "test", "n", "n_clusters",
              "n_discordant"]
@@ -807,8 +950,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                      f"BH over all judge pairs at {args.alpha:g}):\n\n")
     sys.stdout.write(format_table(_readable(groups, args.format), args.format,
                                   digits=args.digits))
-    sys.stdout.write("\ndifference = accuracy_a - accuracy_b (pooled over the verdicts both "
-                     "judged); p-values two-sided\n")
+    sys.stdout.write("\n" + _COMPARE_NOTE + seed_note(args.seed))
     return 0
 
 
@@ -821,10 +963,16 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
     result = ranking_agreement(verdicts, reference, judge=args.judge, strength=args.strength,
                                n_resamples=args.resamples,
                                confidence_level=args.confidence_level, random_state=args.seed)
+    if args.resamples:
+        result = with_seed(result, args.seed, args.format)
     sys.stdout.write(format_table(result, args.format, digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write("\nsystems: judge's vs humans' system strengths (pooled over systems x "
                          "dimensions, then per dimension); items: -1/0/+1 verdicts on the pairs "
                          "both judged (means over annotators and orders); percentile intervals "
-                         "over prompt resamples shared by both sides\n")
+                         "over prompt resamples shared by both sides\n"
+                         + (seed_note(args.seed) if args.resamples else ""))
+    _report(args, "storyeval pairwise ranking", {"ranking": result},
+            seed_note(args.seed) if args.resamples else "", result,
+            "the judge's agreement with the humans on system rankings and items")
     return 0

@@ -133,12 +133,20 @@ def read_mteval(root: str | Path, lp: str, *, level: str = "seg", name: str | No
                          f"{level}.score")
     columns: dict[str, pd.Series] = {}
     criteria = []
+    names = _storyeval_names(root)  # what write_mteval renamed, restored
+    suffix = f".{level}.score"
     for path in human:
-        crit = path.name[len(lp) + 1:-len(f".{level}.score")]
+        stem = path.name[:-len(suffix)]
+        crit = names.get(("human", stem), stem[len(lp) + 1:])
         criteria.append(crit)
         columns[crit] = _indexed(path)
     for path in metric:
-        columns[path.name[:-len(f".{level}.score")]] = _indexed(path)
+        stem = path.name[:-len(suffix)]
+        columns[names.get(("metric", stem), stem)] = _indexed(path)
+    systems = {k[1]: v for k, v in names.items() if k[0] == "system"}
+    if systems:
+        for key, series in columns.items():
+            columns[key] = series.rename(index=lambda s: systems.get(s, s), level=0)
     index = next(iter(columns.values())).index
     for col, series in columns.items():
         if not series.index.equals(index):
@@ -147,6 +155,21 @@ def read_mteval(root: str | Path, lp: str, *, level: str = "seg", name: str | No
     frame = pd.DataFrame(columns, index=index).reset_index()
     return wide_to_dataset(frame, criteria=criteria, name=name or f"{root.name} {lp}",
                            source=str(root))
+
+
+NAMES_FILE = "storyeval-names.tsv"
+
+
+def _storyeval_names(root: Path) -> dict[tuple[str, str], str]:
+    """``{(kind, file or system name): storyeval name}`` from the names file `write_mteval`
+    writes beside the scores (empty when there is none: a folder mt-metrics-eval made)."""
+    path = root / NAMES_FILE
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if list(table.columns) != ["file", "kind", "storyeval_name"]:
+        raise InputError(f"{path}: expected the columns file, kind, storyeval_name")
+    return {(k, f): n for f, k, n in table.itertuples(index=False)}
 
 
 def _indexed(path: Path) -> pd.Series:
@@ -172,7 +195,9 @@ def _format(value: float, what: str, row: str) -> str:
         if what == "metric":
             raise InputError(f"mt-metrics-eval metric files allow no missing score: {row}")
         return "None"
-    return repr(float(value))
+    # 15 significant digits: a decimal score with up to 15 digits is written as given, and a
+    # computed one loses its last-bit noise (a mean 2.3310000000000004 is written 2.331)
+    return f"{float(value):.15g}"
 
 
 def write_mteval(
@@ -192,7 +217,9 @@ def write_mteval(
     order, system blocks in sorted order; ``sys`` = the mean over the system's stories), plus
     ``storyeval-names.tsv`` mapping file and system names back to storyeval's names
     (whitespace and ``/`` become ``_``, in criteria ``.`` too: mt-metrics-eval splits lines
-    and names on them). Files are written atomically.
+    and names on them; `read_mteval` restores the names from it, so that a round trip keeps
+    ``BLEU`` as ``BLEU``, not ``BLEU-src``). Scores are written with 15 significant digits
+    (no float artifacts such as ``2.3310000000000004``). Files are written atomically.
     """
     from storyeval._atomic import atomic_write_text
 
@@ -234,6 +261,6 @@ def write_mteval(
             written.append(atomic_write_text(path, text))
         names.append(f"{Path(stem).name}\t{what}\t{column}\n")
     names += [f"{sys_files[s]}\tsystem\t{s}\n" for s in systems if sys_files[s] != s]
-    written.append(atomic_write_text(root / "storyeval-names.tsv",
+    written.append(atomic_write_text(root / NAMES_FILE,
                                      "file\tkind\tstoryeval_name\n" + "".join(names)))
     return written

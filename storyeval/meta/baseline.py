@@ -19,6 +19,7 @@ import pandas as pd
 
 from storyeval.correlation.kernel import _check_nan_policy, resolve_method
 from storyeval.correlation.levels import (
+    _PROPAGATED,
     LEVELS,
     TIE_RTOL,
     _check_level,
@@ -42,18 +43,34 @@ _UNITS = {"overall": "rated stories", "system": "rated systems",
 
 
 def _baseline_row(crit: str, level: str, method: str, variant: str, vals: np.ndarray,
-                  n: np.ndarray, n_groups: np.ndarray, reason: np.ndarray) -> dict:
+                  n: np.ndarray, n_groups: np.ndarray, reason: np.ndarray,
+                  names: Sequence[str] = ()) -> dict:
     """One baseline value: the mean of the annotators' coefficients. An annotator with fewer
-    than 2 observations at the level (a crowd worker who rated one story) has no coefficient;
-    such annotators are left out of the mean, and the row's ``reason`` says how many and why,
-    rather than one of them blanking the criterion. With no annotator left, the value is NaN."""
+    than 2 observations at the level (a crowd worker who rated one story) has no coefficient,
+    nor has one who gave every story the same rating (constant input); such annotators are
+    left out of the mean, and the row's ``reason`` says how many, which and why, rather than
+    one of them blanking the criterion. With no annotator left, the value is NaN; a value NaN
+    because missing scores propagate (``nan_policy="propagate"``) stays NaN."""
     few = n < 2
-    used = ~few if few.any() and not few.all() else np.ones(len(vals), dtype=bool)
+    undefined = np.isnan(vals) & ~few & (reason != _PROPAGATED)
+    drop = few | undefined
+    used = ~drop if drop.any() and not drop.all() else np.ones(len(vals), dtype=bool)
     why = list(dict.fromkeys(r for r in reason[used] if r))
     if not used.all():
-        why.insert(0, f"{_LEFT_OUT} {int(few.sum())} of {len(vals)} annotators with fewer "
-                      f"than 2 {_UNITS.get(level, 'observations')} (no coefficient); the value "
-                      f"averages the other {int(used.sum())}")
+        n_few, n_undef = int((few & ~used).sum()), int((undefined & ~used).sum())
+        both = n_few and n_undef
+        parts = []
+        if n_few:
+            parts.append(f"{f'{n_few} ' if both else ''}with fewer than 2 "
+                         f"{_UNITS.get(level, 'observations')} (no coefficient)")
+        if n_undef:
+            which = [str(names[int(i)]) for i in np.flatnonzero(undefined & ~used)] if len(
+                names) == len(vals) else []
+            parts.append(f"{f'{n_undef} ' if both else ''}whose coefficient is undefined (the "
+                         "same rating for every story at this level"
+                         + (f": {', '.join(which)}" if which else "") + ")")
+        why.insert(0, f"{_LEFT_OUT} {int((~used).sum())} of {len(vals)} annotators "
+                      f"{' and '.join(parts)}; the value averages the other {int(used.sum())}")
     return {"criterion": crit, "level": level, "coefficient": method, "variant": variant,
             "value": float(np.mean(vals[used])), "n": int(n[used].min()),
             "n_groups": int(n_groups[used].min()), "n_annotators": int(used.sum()),
@@ -120,11 +137,13 @@ def human_baseline(
     * leave_one_out = (1/k) sum_i corr(a_i, (1/(k-1)) sum_{j != i} a_j).
 
     At the system level each column (annotator, mean) is first averaged over a system's
-    stories. The average over annotators is NaN if any annotator's coefficient is undefined,
-    except that annotators with fewer than 2 observations at the level (stories, systems;
-    under ``nan_policy="omit"``, e.g. crowd workers who rated a single story) are left out of
-    the average: ``n_annotators`` counts the annotators averaged, ``reason`` says how many
-    were left out and why, and an `UndefinedStatisticWarning` says so too.
+    stories. Annotators whose coefficient is undefined are left out of the average: those with
+    fewer than 2 observations at the level (stories, systems; under ``nan_policy="omit"``,
+    e.g. crowd workers who rated a single story) and those who gave every story the same
+    rating (a constant column); ``n_annotators`` counts the annotators averaged, ``reason``
+    says how many were left out, which and why, and an `UndefinedStatisticWarning` says so
+    too. The value is NaN only when no annotator is left, or when missing scores propagate
+    (``nan_policy="propagate"``).
 
     References
     ----------
@@ -216,7 +235,7 @@ def human_baseline(
             for var in variants:
                 pick = ([xs.index(a) for a in ann], [ys.index(t) for t in targets[var]])
                 rows.append(_baseline_row(crit, lev, method, var, value[pick], n[pick],
-                                          n_groups[pick], reason[pick]))
+                                          n_groups[pick], reason[pick], names=ann))
     left_out = [r for r in rows if r["reason"].startswith(_LEFT_OUT)]
     if left_out:
         warnings.warn("human baseline: " + "; ".join(

@@ -70,10 +70,38 @@ WILLIAMS_COLUMNS = [
     "reason", "note", "test", "sided", "convention", "statistic_kind", "delta", "ci_low",
     "ci_high", "ci_method",
 ]
+#: The columns of `MetaResult.comparisons` (``WILLIAMS_COLUMNS`` is the old name).
+COMPARISON_COLUMNS = WILLIAMS_COLUMNS
 # alternative and direction of each test unless given: the paper's one-sided test in the
 # direction of the larger |r|, every other test two-sided with the direction fixed (a vs b)
 TEST_DEFAULTS = {"paper": ("greater", "larger")}
 OTHER_DEFAULTS = ("two-sided", "fixed")
+
+
+def _renamed(old: str, new: str) -> None:
+    import warnings
+
+    from storyeval._moved import REMOVED_IN
+
+    warnings.warn(f"{old} is now {new} (the comparisons are the test named in each row's "
+                  f"'test' column, not always Williams' t); the old name will be removed in "
+                  f"storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=3)
+
+
+class _Settings(dict):
+    """The settings dict; its old key ``"williams"`` reads ``"comparisons"`` with a
+    DeprecationWarning (one release)."""
+
+    def __missing__(self, key):
+        if key == "williams" and "comparisons" in self:
+            _renamed('settings["williams"]', 'settings["comparisons"]')
+            return self["comparisons"]
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        if key == "williams" and key not in self and "comparisons" in self:
+            return self[key]
+        return super().get(key, default)
 
 
 @dataclass
@@ -87,8 +115,10 @@ class MetaResult:
         n_groups, reason``.
     baseline : DataFrame
         Human baseline per ``criterion, level, variant`` (empty without annotator columns).
-    williams : DataFrame
-        One row per test, the columns of `WILLIAMS_COLUMNS`.
+    comparisons : DataFrame
+        One row per comparison test, the columns of `COMPARISON_COLUMNS`; the ``test`` column
+        names the test that ran (``ustat``, ``jackknife``, ``permutation-random``, ``paper``
+        (Williams' t), ...). ``williams`` is its old name (deprecated, removed in 0.3).
     settings : dict
         Dataset, systems, stories, coefficient, levels, reference, test and family conventions.
     dataset : Dataset
@@ -100,7 +130,7 @@ class MetaResult:
 
     correlations: pd.DataFrame
     baseline: pd.DataFrame
-    williams: pd.DataFrame
+    comparisons: pd.DataFrame
     settings: dict = field(default_factory=dict)
     dataset: Dataset | None = field(default=None, repr=False)
     chance: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -115,7 +145,7 @@ class MetaResult:
 
     def summary(self, *, alpha: float = 0.05) -> str:
         """A few lines: data, settings and, per level and criterion, the best measure, the
-        human baseline and how many Williams tests are significant at ``alpha`` after
+        human baseline and how many comparison tests are significant at ``alpha`` after
         adjustment."""
         from storyeval.meta.result_views import result_summary
 
@@ -164,31 +194,57 @@ class MetaResult:
                             columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
         return self._labelled(grid, "measure")
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.settings, _Settings):
+            self.settings = _Settings(self.settings)
+
+    @property
+    def williams(self) -> pd.DataFrame:
+        """Deprecated name of ``comparisons`` (the tests are not all Williams tests)."""
+        _renamed("MetaResult.williams", "MetaResult.comparisons")
+        return self.comparisons
+
     def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
-        """Adjusted Williams p-values (or another ``column``) at ``level``: rows compared
-        raters, columns criteria. Only for tests against one reference rater; all-pairs tests
-        are laid out by [`williams_matrix`][]."""
-        if self.williams_all_pairs():
+        """Deprecated name of ``comparison_grid``."""
+        _renamed("MetaResult.williams_grid", "MetaResult.comparison_grid")
+        return self.comparison_grid(level, column=column)
+
+    def williams_matrix(self, level: str, criterion: str, *,
+                        column: str = "p_adjusted") -> pd.DataFrame:
+        """Deprecated name of ``comparison_matrix``."""
+        _renamed("MetaResult.williams_matrix", "MetaResult.comparison_matrix")
+        return self.comparison_matrix(level, criterion, column=column)
+
+    def williams_all_pairs(self) -> bool:
+        """Deprecated name of ``comparisons_all_pairs``."""
+        _renamed("MetaResult.williams_all_pairs", "MetaResult.comparisons_all_pairs")
+        return self.comparisons_all_pairs()
+
+    def comparison_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
+        """Adjusted p-values of the comparison tests (or another ``column``) at ``level``:
+        rows compared raters, columns criteria. Only for tests against one reference rater;
+        all-pairs tests are laid out by [`comparison_matrix`][]."""
+        if self.comparisons_all_pairs():
             raise InputError(
-                "williams_grid lays out tests against one reference rater, but these Williams "
+                "comparison_grid lays out tests against one reference rater, but these "
                 "tests compare all pairs of raters (no reference); use "
-                "williams_matrix(level, criterion) for one measure x measure matrix per "
+                "comparison_matrix(level, criterion) for one measure x measure matrix per "
                 "criterion")
-        rows = self.williams[self.williams["level"] == level]
+        rows = self.comparisons[self.comparisons["level"] == level]
         key = self._pair_keys()[1]
         grid = rows.pivot(index=key, columns="criterion", values=column)
         grid = grid.reindex(index=list(dict.fromkeys(rows[key])),
                             columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
         return self._labelled(grid, "compared with")
 
-    def williams_all_pairs(self) -> bool:
-        """Whether the Williams tests compare all pairs of raters (no reference rater)."""
-        return (not self.williams.empty
-                and self.settings.get("williams", {}).get("reference") is None)
+    def comparisons_all_pairs(self) -> bool:
+        """Whether the comparison tests compare all pairs of raters (no reference rater)."""
+        return (not self.comparisons.empty
+                and self.settings.get("comparisons", {}).get("reference") is None)
 
-    def williams_matrix(self, level: str, criterion: str, *,
-                        column: str = "p_adjusted") -> pd.DataFrame:
-        """The Williams tests of one ``criterion`` at ``level`` as a measure x measure matrix of
+    def comparison_matrix(self, level: str, criterion: str, *,
+                          column: str = "p_adjusted") -> pd.DataFrame:
+        """The comparison tests of one ``criterion`` at ``level`` as a measure x measure matrix of
         adjusted p-values (or another numeric ``column``).
 
         Cell (row, column) holds the test of the row measure (``measure_a``) against the column
@@ -197,15 +253,15 @@ class MetaResult:
         of first appearance in the tests, labelled with [`catalogue_labels`][]
         (``matrix.attrs["ids"]`` holds the keys).
         """
-        rows = self.williams[(self.williams["level"] == level)
-                             & (self.williams["criterion"] == criterion)]
+        rows = self.comparisons[(self.comparisons["level"] == level)
+                             & (self.comparisons["criterion"] == criterion)]
         if rows.empty:
-            tested = self.williams.loc[self.williams["level"] == level, "criterion"].unique()
-            raise InputError(f"no Williams tests of criterion {criterion!r} at the {level} "
+            tested = self.comparisons.loc[self.comparisons["level"] == level, "criterion"].unique()
+            raise InputError(f"no comparison tests of criterion {criterion!r} at the {level} "
                              f"level; tested criteria there: {list(tested)}")
         if column not in rows.columns or not pd.api.types.is_numeric_dtype(rows[column]):
-            raise InputError(f"williams_matrix: column {column!r} is not a numeric column of "
-                             "the Williams table (e.g. 'p_adjusted', 'p', 't', 'swapped')")
+            raise InputError(f"comparison_matrix: column {column!r} is not a numeric column "
+                             "of the comparison table (e.g. 'p_adjusted', 'p', 't', 'swapped')")
         key_a, key_b = self._pair_keys()
         a, b = rows[key_a].to_numpy(dtype=object), rows[key_b].to_numpy(dtype=object)
         # interleaving (a, b) in test order puts a before b for tests run as pairs i < j
@@ -220,28 +276,28 @@ class MetaResult:
         return grid
 
     def family_sizes(self) -> dict[str, dict[str, int]]:
-        """Per Williams level, the number of adjustment families and their smallest and largest
+        """Per tested level, the number of adjustment families and their smallest and largest
         size ``m`` (`storyeval.compare.multitest.family_sizes`)."""
-        if self._family_sizes is None or self._family_sizes[0] is not self.williams:
-            self._family_sizes = (self.williams, family_sizes(self.williams))
+        if self._family_sizes is None or self._family_sizes[0] is not self.comparisons:
+            self._family_sizes = (self.comparisons, family_sizes(self.comparisons))
         return self._family_sizes[1]
 
     def warn_single_test_families(self) -> bool:
         """Warn once per result
         ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning]) when
-        every family of the Williams adjustment holds a single test, so that adjusting changed
+        every family of the comparisons' adjustment holds a single test, so that adjusting changed
         nothing; return whether it warned."""
         if self._families_checked:
             return False
         self._families_checked = True
-        chosen = self.settings.get("williams", {})
+        chosen = self.settings.get("comparisons", {})
         if chosen.get("family_requested") == "auto" and chosen.get("family") == "criterion":
             return False  # the default family on user data: one comparison per criterion
-        method = self.settings.get("williams", {}).get("adjustment", "bh")
-        return warn_single_test_families(self.williams, method, sizes=self.family_sizes())
+        method = self.settings.get("comparisons", {}).get("adjustment", "bh")
+        return warn_single_test_families(self.comparisons, method, sizes=self.family_sizes())
 
     def _pair_keys(self) -> tuple[str, str]:
-        """The Williams columns naming a grid row: the rater groups when LLM ratings are
+        """The comparison table's columns naming a grid row: the rater groups when LLM ratings are
         criterion-matched (as `_row_keys`), else the measures."""
         if self.settings.get("llm_criteria", "matched") == "matched":
             return "rater_a", "rater_b"
@@ -283,7 +339,8 @@ def meta_evaluate(
     permutation_unit: str = "prompt",
     random_state: int | None = 0,
 ) -> MetaResult:
-    """Correlate measures with human criteria, compare them with Williams tests, adjust p-values.
+    """Correlate measures with human criteria, compare them pairwise (the named test of each
+    level), adjust p-values.
 
     Parameters
     ----------
@@ -298,16 +355,16 @@ def meta_evaluate(
         Human criteria of the dataset (names or codes).
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
         Correlation levels, as a sequence or a comma-separated string (``"overall,system"``,
-        as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); Williams tests are run
+        as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); comparison tests are run
         at the overall and system levels only.
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
     reference : str or None, default "auto"
-        The rater the Williams tests compare every other measure against (a measure, or an LLM
+        The rater the comparison tests compare every other measure against (a measure, or an LLM
         rater group such as ``"gpt-4o 1"``, resolved per criterion to its matched rating).
         ``"auto"``: the dataset's ``default_reference`` when it has one (HANNA: the paper's
         ``"Beluga-13B 1"``), else all pairs.
-        ``"all"`` or None: all pairs of selected raters. ``"none"``: no Williams tests.
+        ``"all"`` or None: all pairs of selected raters. ``"none"``: no comparison tests.
     include_human_stories : bool, default False
         Keep the stories of the dataset's ``reference_system`` (HANNA: the human-written
         stories, which the paper leaves out because they are the references of the
@@ -322,7 +379,7 @@ def meta_evaluate(
         System means agreeing within this relative tolerance are ties (means equal in exact
         arithmetic stay tied whatever the floating-point summation order); 0 keeps raw means.
     adjust : {"bh", "by", "bonferroni", "holm", "none"}, default "bh"
-        Multiple-comparison adjustment of the Williams p-values.
+        Multiple-comparison adjustment of the comparison p-values.
     family : {"auto", "paper", "criterion", "level", "all"} or sequence of column names, default "auto"
         Family of the adjustment. ``"paper"``: for each compared pair of raters, its criteria,
         per level (the HANNA figure). ``"criterion"``: all comparisons of a criterion at a
@@ -390,6 +447,7 @@ def meta_evaluate(
     method = resolve_method(method)
     levels = _check_levels(levels)
     dataset = _select_stories(dataset, include_human_stories, systems)
+    levels, skipped = _levels_with_systems(levels, len(dataset.systems))
     catalogue = dataset.catalogue
     crits = select_criteria(dataset, criteria)
     chosen = select_measures(catalogue, measures, presets=dataset.presets)
@@ -408,7 +466,7 @@ def meta_evaluate(
     xs = list(dict.fromkeys([*pairs["measure"], *refs.values()]))
     for level in levels:
         tested = level in WILLIAMS_LEVELS and reference != "none"
-        # One kernel call per level: measures x (criteria + what the Williams tests need).
+        # One kernel call per level: measures x (criteria + what the comparison tests need).
         partners = (list(refs.values()) if refs else xs) if tested else []
         ys = list(dict.fromkeys([*crits, *partners]))
         grid = correlation_grid(wide, xs, ys, level=level, method=method,
@@ -427,15 +485,39 @@ def meta_evaluate(
         n_permutations=n_permutations, resample_by=resample_by,
         permutation_unit=permutation_unit, random_state=random_state, nan_policy=nan_policy,
         tie_rtol=tie_rtol)
-    williams = _finish_williams(tests, info, wide, options, adjust, family)
+    comparisons = _finish_williams(tests, info, wide, options, adjust, family)
     baseline = _baseline(dataset, crits, levels, method, nan_policy, tie_rtol)
     settings = _settings(dataset, chosen, crits, levels, method, ref_rater, reference,
                          include_human_stories, llm_criteria, nan_policy, adjust, family,
                          options)
     settings["tie_rtol"] = tie_rtol
-    settings["williams"]["lower_is_better"] = sorted(lower)
-    settings["williams"]["family_requested"] = requested_family
-    return MetaResult(correlations, baseline, williams, settings, dataset=dataset)
+    settings["skipped_levels"] = skipped
+    settings["comparisons"]["lower_is_better"] = sorted(lower)
+    settings["comparisons"]["family_requested"] = requested_family
+    return MetaResult(correlations, baseline, comparisons, settings, dataset=dataset)
+
+
+def _levels_with_systems(levels: list[str], n_systems: int) -> tuple[list[str], dict]:
+    """The levels that correlate across systems (system, prompt) need `MIN_SYSTEMS` systems:
+    with fewer they are skipped with one warning line (not printed as empty tables);
+    ``{level: reason}`` of the skipped ones. Only skipped levels left: an InputError."""
+    import warnings
+
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    if n_systems >= MIN_SYSTEMS:
+        return levels, {}
+    reason = (f"the data hold {n_systems} system{'s' if n_systems != 1 else ''}; a correlation "
+              f"across systems needs at least {MIN_SYSTEMS}")
+    skipped = {lev: reason for lev in levels if lev in ("system", "prompt")}
+    kept = [lev for lev in levels if lev not in skipped]
+    if not kept:
+        raise InputError(f"levels {', '.join(skipped)}: {reason}; use the overall level "
+                         "(--levels overall)")
+    if skipped:
+        warnings.warn(f"{' and '.join(skipped)} level skipped: {reason}",
+                      UndefinedStatisticWarning, stacklevel=3)
+    return kept, skipped
 
 
 def _resolve_family(family: str | Sequence[str], default_test: str | None,
@@ -853,7 +935,7 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
         "llm_criteria": llm_criteria,
         "nan_policy": nan_policy,
         "tie_rule": TIE_RULE,
-        "williams": {
+        "comparisons": {
             "levels": williams_levels,
             "comparison": comparison,
             "reference": ref_rater,

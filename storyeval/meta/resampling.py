@@ -1,7 +1,7 @@
 """Add resampling results to a [`MetaResult`][].
 
 ``storyeval meta --ci bootstrap`` adds bootstrap confidence intervals to every correlation,
-``--permutations N`` a paired permutation p-value next to every Williams test, and
+``--permutations N`` a paired permutation p-value next to every comparison test, and
 ``--chance N`` the chance baseline of each criterion. The same stories are used as for the
 point estimates (``result.dataset``).
 """
@@ -42,7 +42,7 @@ def add_bootstrap_ci(
     resample_by: str = "prompts",
     ci_method: str = "percentile",
     confidence_level: float = 0.95,
-    random_state: int | None = None,
+    random_state: int | None = 0,
     show_progress: bool | None = None,
 ) -> MetaResult:
     """``result`` with ``ci_low, ci_high, se`` columns on its correlations (paired resamples:
@@ -50,7 +50,10 @@ def add_bootstrap_ci(
 
     ``settings["bootstrap"]["n_clusters"]`` records how many prompts / systems were resampled;
     with fewer than 20 of them, one [`FewClustersWarning`][storyeval.exceptions.FewClustersWarning]
-    per call (percentile intervals are then too short)."""
+    per call (percentile intervals are then too short). With a single one, a bootstrap has
+    nothing to resample (every resample is the data): the intervals are NaN, an
+    `UndefinedStatisticWarning` and ``settings["bootstrap"]["reason"]`` say why (never a
+    zero-width interval)."""
     wide = _wide(result)
     frames = []
     # one FewClustersWarning for the call, not one per level and baseline
@@ -70,7 +73,7 @@ def add_bootstrap_ci(
                                        tie_rtol=_tie_rtol(result))
     clusters = _clusters(wide, resample_by)
     few = few_clusters_message(clusters, ci_method)
-    if few:
+    if few and min(clusters.values()) >= 2:  # one cluster: undefined, said below
         warnings.warn(few, FewClustersWarning, stacklevel=2)
     boot = pd.concat(frames, ignore_index=True)
     keep = [*_KEY, "ci_low", "ci_high", "se", "ci_method", "confidence_level", "n_resamples",
@@ -80,6 +83,18 @@ def add_bootstrap_ci(
         "n_resamples": n_resamples, "resample_by": resample_by, "ci_method": ci_method,
         "confidence_level": confidence_level, "random_state": random_state,
         "n_clusters": clusters, "few_clusters": few is not None}}
+    single = [unit for unit, n in clusters.items() if n < 2]
+    if single:
+        from storyeval.exceptions import UndefinedStatisticWarning
+        from storyeval.resample.clusters import ONE_CLUSTER_REASON
+
+        reason = f"{' and '.join(single)}: {ONE_CLUSTER_REASON}"
+        warnings.warn(f"bootstrap intervals undefined: {reason}", UndefinedStatisticWarning,
+                      stacklevel=2)
+        correlations[["ci_low", "ci_high", "se"]] = np.nan
+        if "ci_low" in baseline.columns:
+            baseline = baseline.assign(ci_low=np.nan, ci_high=np.nan)
+        settings["bootstrap"]["reason"] = reason
     return replace(result, correlations=correlations, baseline=baseline, settings=settings)
 
 
@@ -180,15 +195,15 @@ def add_permutation_pvalues(
     n_permutations: int = 1000,
     unit: str | None = None,
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: int | None = 0,
 ) -> MetaResult:
     """``result`` with ``perm_p`` (paired permutation test of the same comparison as each
-    Williams row) and ``perm_p_adjusted`` (same adjustment and family as the Williams p)."""
-    if result.williams.empty:
+    comparison row) and ``perm_p_adjusted`` (same adjustment and family as the comparison p)."""
+    if result.comparisons.empty:
         return result
-    will = result.williams
+    will = result.comparisons
     wide = _wide(result)
-    lower = result.settings["williams"].get("lower_is_better") or []
+    lower = result.settings["comparisons"].get("lower_is_better") or []
     if lower:  # measures declared lower-is-better are compared negated, as in the tests
         from storyeval.compare.procedures import oriented_wide
 
@@ -197,11 +212,11 @@ def add_permutation_pvalues(
         wide, will[["criterion", "measure_a", "measure_b", "level"]],
         method=result.settings["coefficient"], unit=unit, n_permutations=n_permutations,
         alternative=alternative, random_state=random_state, tie_rtol=_tie_rtol(result),
-        orient=result.settings["williams"].get("sign_convention", "paper") == "paper")
+        orient=result.settings["comparisons"].get("sign_convention", "paper") == "paper")
     williams = will.copy()
     for column in ("perm_delta", "perm_p", "perm_unit", "perm_n"):
         williams[column] = perm[column].to_numpy()
-    settings = result.settings["williams"]
+    settings = result.settings["comparisons"]
     adjusted = adjust_frame(williams, by=settings["family"], p_col="perm_p",
                             method=settings["adjustment"], out_col="perm_p_adjusted",
                             family_col="perm_family")
@@ -212,7 +227,7 @@ def add_permutation_pvalues(
         "n_permutations": n_permutations, "unit": units.to_dict(),
         "alternative": alternative, "random_state": random_state,
         "statistic": "difference of |correlation| after standardising both measures"}}
-    return replace(result, williams=williams, settings=new_settings)
+    return replace(result, comparisons=williams, settings=new_settings)
 
 
 def add_chance(
@@ -220,7 +235,7 @@ def add_chance(
     *,
     n_draws: int = 1000,
     confidence_level: float = 0.95,
-    random_state: int | None = None,
+    random_state: int | None = 0,
 ) -> MetaResult:
     """``result`` with `MetaResult.chance`: per criterion and level, the spread of the
     coefficient of a random measure (a measured value inside it is indistinguishable from noise)."""

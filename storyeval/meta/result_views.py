@@ -19,7 +19,7 @@ class MetaResult(Protocol):
 
     correlations: pd.DataFrame
     baseline: pd.DataFrame
-    williams: pd.DataFrame
+    comparisons: pd.DataFrame
     settings: dict
 
     def correlation_grid(self, level: str) -> pd.DataFrame: ...
@@ -40,18 +40,18 @@ def result_repr(result: MetaResult) -> str:
     return (f"<MetaResult {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
             f"{s.get('n_stories', '?')} stories; {n_measures} measures x "
             f"{len(s.get('criteria', []))} criteria; {s.get('coefficient', '?')} at {levels}; "
-            f"{len(result.williams)} comparison tests. "
-            ".summary(), .to_frame(), .correlations, .baseline, .williams>")
+            f"{len(result.comparisons)} comparison tests. "
+            ".summary(), .to_frame(), .correlations, .baseline, .comparisons>")
 
 
 def tidy_frame(result: MetaResult) -> pd.DataFrame:
     """Every number of the result as one row (`TIDY_COLUMNS`): correlations (quantity: the
     coefficient, and ``ci_low`` / ``ci_high`` when intervals were computed), the human baseline
-    (measure ``"human baseline"``, other: the variant) and the Williams tests (measure: the
+    (measure ``"human baseline"``, other: the variant) and the comparison tests (measure: the
     compared measure ``measure_a``, other: ``measure_b``; quantities ``r_a``, ``r_b``, ``t``,
     ``p``, ``p_adjusted``)."""
     parts = [_tidy_correlations(result.correlations), _tidy_baseline(result.baseline),
-             _tidy_williams(result.williams)]
+             _tidy_comparisons(result.comparisons)]
     parts = [p for p in parts if len(p)]
     if not parts:
         return pd.DataFrame(columns=list(TIDY_COLUMNS))
@@ -96,16 +96,16 @@ def _tidy_baseline(base: pd.DataFrame) -> pd.DataFrame:
                  {"value": "@coefficient", "ci_low": "ci_low", "ci_high": "ci_high"})
 
 
-def _tidy_williams(will: pd.DataFrame) -> pd.DataFrame:
+def _tidy_comparisons(will: pd.DataFrame) -> pd.DataFrame:
     if will.empty:
         return pd.DataFrame()
-    return _melt(will, "williams", will["measure_a"], will["measure_b"],
+    return _melt(will, "comparisons", will["measure_a"], will["measure_b"],
                  {"r_a": "r_a", "r_b": "r_b", "t": "t", "p": "p", "p_adjusted": "p_adjusted"})
 
 
 def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
     """A few lines: the data and settings, then per level and criterion the best measure,
-    the human baseline and how many comparison tests (the ``williams`` table: Williams' t on
+    the human baseline and how many comparison tests (the ``comparisons`` table: Williams' t on
     HANNA, the calibrated tests on other data) are significant after adjustment."""
     s = result.settings
     lines = [f"Meta-evaluation of {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
@@ -113,8 +113,8 @@ def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
              f"{result.correlations['measure'].nunique()} measures, "
              f"criteria {', '.join(s.get('criteria', []))}",
              f"coefficient: {s.get('coefficient_description', s.get('coefficient', '?'))}"]
-    will = s.get("williams", {})
-    if will and len(result.williams):
+    will = s.get("comparisons", {})
+    if will and len(result.comparisons):
         tests = will.get("test", {})
         named = ", ".join(f"{lvl} {test}" for lvl, test in tests.items()) \
             if isinstance(tests, dict) else str(tests)
@@ -132,7 +132,7 @@ def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
     base = result.baseline
     base = base[(base["level"] == level) & (base["variant"] == "upper_bound")] \
         if len(base) else base
-    will = result.williams
+    will = result.comparisons
     will = will[will["level"] == level] if len(will) else will
     lines = []
     for crit in result.settings.get("criteria", []):

@@ -128,38 +128,73 @@ def wmt_table(sel: WmtSelection, coef: str, *, levels: Sequence[str] = ("overall
     return out.reset_index(drop=True)
 
 
-def cluster_tables(sel: WmtSelection, *, levels: Sequence[str] = ("overall", "system"),
-                   method: str = "kendall_b", alpha: float = 0.05,
-                   alternative: str = "two-sided", n_permutations: int = 1000,
-                   n_resamples: int = 1000, random_state: int | None = 0,
-                   tie_rtol: float = 1e-12, weights: dict[str, float] | None = None,
+def cluster_tables(result, *, alpha: float = 0.05, p_column: str = "p",
+                   weights: dict[str, float] | None = None,
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(clusters, average ranks) of the selected measures at the overall/system levels
-    (``weights``: criterion weights of the average, `average_ranks`).
+    """(clusters, average ranks) of a `MetaResult`'s measures at its tested levels, from the
+    p-values of its own comparison table (one run, one set of p-values;
+    `storyeval.compare.clusters.clusters_from_comparisons`), oriented as its tests were
+    (sign convention, ``lower_is_better``). ``weights``: criterion weights of the average
+    (`average_ranks`).
 
-    Every criterion ranks the measures paired with it; the average rank (per rater: a
-    criterion-specific LLM rating such as ``Beluga-13B RE 1`` counts as its rater group
-    ``Beluga-13B 1``) covers the raters ranked under every criterion."""
-    from storyeval.compare.clusters import CLUSTER_LEVELS, average_ranks, significance_clusters
-    from storyeval.data.level_names import canonical_level
+    The result must compare all pairs (``reference="all"``, the default on data without a
+    default reference). Every criterion ranks the measures paired with it; the average rank
+    (per rater: a criterion-specific LLM rating such as ``Beluga-13B RE 1`` counts as its
+    rater group ``Beluga-13B 1``) covers the raters ranked under every criterion."""
+    from storyeval.compare.clusters import (
+        CLUSTER_LEVELS,
+        average_ranks,
+        clusters_from_comparisons,
+    )
 
-    levels = [lev for lev in dict.fromkeys(canonical_level(x) for x in levels)
-              if lev in CLUSTER_LEVELS]
-    if not levels:
-        raise InputError("--clusters needs the overall or the system level in --levels")
-    frames = []
-    for criterion, group in sel.pairs.groupby("criterion", sort=False):
-        frames.append(significance_clusters(
-            sel.wide, list(group["measure"]), [criterion], levels=levels, method=method,
-            alpha=alpha, alternative=alternative, n_permutations=n_permutations,
-            n_resamples=n_resamples, random_state=random_state, tie_rtol=tie_rtol))
-    clusters = pd.concat(frames, ignore_index=True)
-    clusters.insert(1, "display_name", clusters["measure"].map(sel.display))
+    chosen = result.settings["comparisons"]
+    if chosen.get("reference") is not None:
+        raise InputError(f"clusters rank every pair of measures, but this run compared "
+                         f"{chosen['reference']!r} with the others only; compare all pairs "
+                         "(--reference all)")
+    levels = [lev for lev in chosen["levels"] if lev in CLUSTER_LEVELS]
+    if not levels or result.comparisons.empty:
+        raise InputError("--clusters needs the comparison tests of the overall or the system "
+                         "level (--levels overall and/or system, not --reference none)")
+    clusters = clusters_from_comparisons(
+        result.correlations, result.comparisons, alpha=alpha,
+        sign_convention=chosen["sign_convention"],
+        lower_is_better=chosen.get("lower_is_better", ()), p_column=p_column,
+        tie_rtol=result.settings.get("tie_rtol", 1e-12), levels=levels)
+    clusters["pairs_near_alpha"] = _near_alpha(clusters, result, alpha, p_column)
+    info = result.correlations.drop_duplicates("measure").set_index("measure")
+    clusters.insert(1, "display_name", clusters["measure"].map(info["display_name"]))
     # a criterion-specific LLM rating (Beluga-13B RE 1) is averaged as its rater group
-    rater = dict(zip(sel.pairs["measure"], sel.pairs["rater"]))
     by_rater = clusters.drop(columns="display_name").assign(
-        measure=clusters["measure"].map(rater))
+        measure=clusters["measure"].map(info["rater"]))
     return clusters, average_ranks(by_rater, weights).rename(columns={"measure": "rater"})
+
+
+#: Tests whose p-value is a Monte Carlo estimate (it moves with the seed).
+_RESAMPLED = ("permutation", "permutation-random", "bootstrap")
+
+
+def _near_alpha(clusters: pd.DataFrame, result, alpha: float, p_column: str) -> np.ndarray:
+    """Per cluster row, how many comparisons of its criterion and level have a Monte Carlo
+    p-value within 3 standard errors of ``alpha`` (sqrt(alpha (1 - alpha) / B), B the
+    permutations or resamples): only their decisions, and so the clusters, may change with
+    the seed."""
+    chosen = result.settings["comparisons"]
+    tests = chosen.get("test", {})
+    tests = tests if isinstance(tests, dict) else dict.fromkeys(chosen["levels"], tests)
+    count: dict[tuple[str, str], int] = {}
+    for (level, criterion), rows in result.comparisons.groupby(["level", "criterion"],
+                                                              sort=False):
+        test = tests.get(level, "")
+        if test not in _RESAMPLED:
+            continue
+        b = chosen.get("n_permutations", 1000) if test.startswith("permutation") else \
+            chosen.get("effect_size", {}).get("n_resamples", 1000)
+        se = np.sqrt(alpha * (1 - alpha) / max(int(b), 1))
+        near = (rows[p_column] - alpha).abs() < 3 * se
+        count[(level, criterion)] = int(near.sum())
+    keys = zip(clusters["level"], clusters["criterion"])
+    return np.array([count.get(k, 0) for k in keys], dtype=np.int64)
 
 
 def length_tables(sel: WmtSelection, length: str, *, levels: Sequence[str] = ("overall",),

@@ -10,7 +10,15 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.pairwise.inference import PAIR_COLUMNS, _check_credit, keyed_judge_verdicts
+from storyeval.pairwise.inference import (
+    AGGREGATES,
+    ESTIMANDS,
+    PAIR_COLUMNS,
+    _check_choice,
+    _check_credit,
+    _net_verdicts,
+    keyed_judge_verdicts,
+)
 
 __all__ = ["judge_accuracy", "pointwise_pairwise_accuracy", "preference_accuracy",
            "story_index"]
@@ -25,8 +33,10 @@ def judge_accuracy(
     judge: str | None = None,
     dimension: str | None = None,
     tie_credit: float = 0.0,
+    aggregate: str = "none",
 ) -> pd.DataFrame:
-    """Accuracy of a pairwise judge against human preferences, averaged over both orders.
+    """Accuracy of a pairwise judge against human preferences (k/n), and the order-balanced
+    accuracy beside it.
 
     Parameters
     ----------
@@ -42,22 +52,34 @@ def judge_accuracy(
         Keep one dimension (default: one row per dimension).
     tie_credit : float, default 0
         Credit for a judge's "same" on a pair humans decided (0: wrong, 0.5: half right).
+    aggregate : {"none", "net"}, default "none"
+        ``"net"``: JudgeBench's rule, one verdict per pair (the net verdict over its
+        presentation orders; a tie, including an inconsistent pair, is wrong;
+        `storyeval.pairwise.inference.scored_verdicts`); ``accuracy`` is then k/n over pairs.
 
     Returns
     -------
     DataFrame
-        One row per (judge, dimension): ``accuracy`` (mean of the two order accuracies),
-        ``accuracy_preferred_first`` (verdicts where the human-preferred story was shown
-        first), ``accuracy_preferred_second``, ``n_pairs`` (human-decided pairs with at least
-        one judge verdict), ``n_verdicts``, ``n_human_ties`` (pairs left out because humans
-        tied), ``n_unmatched`` (judge pairs absent from the reference).
+        One row per (judge, dimension): ``accuracy`` (k/n: credited verdicts over verdicts,
+        the estimand of `judge_accuracy_inference`'s interval and test and of
+        `compare_judges`), ``estimand`` (what ``accuracy`` is), ``balanced_accuracy`` (the
+        mean of the two order accuracies), ``accuracy_preferred_first`` (verdicts where the
+        human-preferred story was shown first), ``accuracy_preferred_second``, ``n_pairs``
+        (human-decided pairs with at least one judge verdict), ``n_verdicts``,
+        ``n_human_ties`` (pairs left out because humans tied), ``n_unmatched`` (judge pairs
+        absent from the reference).
 
     Notes
     -----
-    accuracy = (acc_1 + acc_2) / 2, acc_o = mean over the verdicts shown in order o of
-    [verdict names the human-preferred story] (+ ``tie_credit`` for "same"). Averaging the two
-    orders removes the effect of position bias on the score, as in LitBench (paper 002), which
-    averages the two presentations of each pair.
+    accuracy = k / n, k the credited verdicts (+ ``tie_credit`` for "same"), n the verdicts
+    on human-decided pairs. balanced_accuracy = (acc_1 + acc_2) / 2, acc_o = the accuracy of
+    the verdicts where the human-preferred story was shown first (o = 1) or second (o = 2):
+    a judge that always picks the first story scores 0.5 whatever share of pairs showed the
+    preferred story first, as in LitBench (paper 002), which averages the two presentations of
+    each pair. When every pair is judged in both orders the two are equal; with one verdict
+    per pair and unbalanced orders they differ, and each is a row of its own (one row, one
+    estimand). With ``aggregate="net"`` the balanced accuracy is undefined (NaN): a pair's
+    net verdict has no presentation order.
 
     References
     ----------
@@ -78,6 +100,10 @@ def judge_accuracy(
     [[0.5, 1.0]]
     """
     credit = _check_credit(tie_credit, "tie_credit")
+    aggregate = _check_choice(aggregate, AGGREGATES, "aggregate")
+    if aggregate == "net" and credit != 0:
+        raise InputError("aggregate 'net' (JudgeBench's rule) counts a tie as wrong; "
+                         "tie_credit must be 0")
     jk = keyed_judge_verdicts(judge_verdicts, reference, judge=judge, dimension=dimension)
     pair_cols = PAIR_COLUMNS
     rows = []
@@ -87,18 +113,24 @@ def judge_accuracy(
         n_unmatched_pairs = g.loc[unmatched, pair_cols].drop_duplicates().shape[0]
         n_tie_pairs = g.loc[human_tie, pair_cols].drop_duplicates().shape[0]
         d = g[~unmatched & ~human_tie]
+        if aggregate == "net":
+            d = _net_verdicts(d.assign(judge=jname))
         score = np.where(d["outcome"] == d["human"], 1.0, np.where(d["outcome"] == 0, credit,
                                                                     0.0))
         # the human-preferred story is 'lo' when human == 1
         preferred_first = (d["first_is_lo"] == (d["human"] == 1)).to_numpy()
         acc1 = float(score[preferred_first].mean()) if preferred_first.any() else np.nan
         acc2 = float(score[~preferred_first].mean()) if (~preferred_first).any() else np.nan
-        if np.isnan(acc1) or np.isnan(acc2):
+        if aggregate == "net":
+            acc1 = acc2 = np.nan
+        elif np.isnan(acc1) or np.isnan(acc2):
             warnings.warn(f"judge_accuracy ({jname!r}, {dim!r}): no verdict in one of the two "
-                          "orders; the order-averaged accuracy is undefined (NaN)",
+                          "orders; the order-balanced accuracy is undefined (NaN)",
                           UndefinedStatisticWarning, stacklevel=2)
         rows.append({"judge": jname, "dimension": dim,
-                     "accuracy": (acc1 + acc2) / 2,
+                     "accuracy": float(score.mean()) if len(score) else np.nan,
+                     "estimand": ESTIMANDS[aggregate],
+                     "balanced_accuracy": (acc1 + acc2) / 2,
                      "accuracy_preferred_first": acc1, "accuracy_preferred_second": acc2,
                      "n_pairs": d[pair_cols].drop_duplicates().shape[0],
                      "n_verdicts": len(d), "n_human_ties": n_tie_pairs,
@@ -200,7 +232,7 @@ def pointwise_pairwise_accuracy(
     interval: str = "none",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures: every pair of stories of the same prompt.
 
@@ -374,7 +406,7 @@ def preference_accuracy(
     interval: str = "none",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Pairwise accuracy of pointwise measures against explicit human preferences.
 

@@ -32,6 +32,7 @@ from scipy import stats
 
 from storyeval.exceptions import InputError
 from storyeval.resample.clusters import (
+    ONE_CLUSTER_REASON,
     bootstrap_weights,
     check_confidence,
     check_resamples,
@@ -40,6 +41,7 @@ from storyeval.resample.clusters import (
     percentile_interval,
     rng_from,
     sign_flips,
+    single_cluster,
     warn_few_clusters,
 )
 
@@ -96,7 +98,8 @@ class AccuracyInference:
     ----------
     statistic : float
         The accuracy (``statistic_kind``: ``"k/n"`` pooled over verdicts, or
-        ``"order-averaged"``: the mean of the accuracies in the two presentation orders).
+        ``"order-balanced"``: the mean of the accuracies with the human-preferred story shown
+        first and shown second).
     ci_low, ci_high : float
         Two-sided interval at ``confidence_level`` (always two-sided, whatever
         ``alternative``).
@@ -105,6 +108,10 @@ class AccuracyInference:
     method : str
         ``"exact"`` (Clopper-Pearson interval, exact binomial test), ``"wilson"`` (Wilson
         score interval, exact binomial test) or ``"cluster-bootstrap"``.
+    test : str
+        The test that gave ``pvalue``: ``"exact binomial"``, ``"score test"`` (a fractional
+        k, ties earning partial credit: the exact binomial test does not apply) or
+        ``"cluster bootstrap"``.
     k, n : float
         Credited verdicts (ties earn their credit) and verdicts scored.
     n_clusters : int
@@ -124,6 +131,8 @@ class AccuracyInference:
     confidence_level: float
     statistic_kind: str = "k/n"
     n_resamples: int = 0
+    test: str = "exact binomial"
+    reason: str = ""
 
     def __iter__(self):
         return iter((self.statistic, self.pvalue))
@@ -155,6 +164,7 @@ class JudgeComparison:
     n_discordant: int
     confidence_level: float
     n_resamples: int = 0
+    reason: str = ""
 
     def __iter__(self):
         return iter((self.difference, self.pvalue))
@@ -197,6 +207,15 @@ def exact_interval(k: float, n: float, confidence_level: float = 0.95) -> tuple[
     low = 0.0 if k <= 0 else float(stats.beta.ppf(tail, k, n - k + 1))
     high = 1.0 if k >= n else float(stats.beta.ppf(1 - tail, k + 1, n - k))
     return (low, high)
+
+
+SCORE_TEST = "score test"  # the test of a fractional k (partial tie credit)
+
+
+def binomial_test_name(k: float) -> str:
+    """The test `_binomial_pvalue` runs for ``k``: the exact binomial test of a whole count,
+    the score (normal) test of a fractional one."""
+    return "exact binomial" if float(k).is_integer() else SCORE_TEST
 
 
 def _binomial_pvalue(k: float, n: int, chance: float, alternative: str) -> float:
@@ -266,7 +285,7 @@ def binomial_accuracy(
         statistic=k / n, ci_low=low, ci_high=high,
         pvalue=_binomial_pvalue(k, int(n), chance, alternative), method=interval,
         alternative=alternative, chance=float(chance), k=float(k), n=int(n),
-        n_clusters=int(n), confidence_level=level)
+        n_clusters=int(n), confidence_level=level, test=binomial_test_name(k))
 
 
 _COUNTS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d+)\s*$")
@@ -406,7 +425,7 @@ def accuracy_inference(
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> AccuracyInference:
     """Accuracy of per-verdict scores with an interval and a test against ``chance``.
 
@@ -418,7 +437,9 @@ def accuracy_inference(
         Cluster label of each verdict (prompt, or pair for both orders of one pair).
     preferred_first : (n,) bool array, optional
         Whether the human-preferred story was shown first; with it, the statistic is the
-        order-averaged accuracy (``judge_accuracy``'s), else k/n.
+        order-balanced accuracy (``judge_accuracy``'s ``balanced_accuracy``: the mean of the
+        accuracies with the preferred story shown first and second), resampled by the
+        (cluster) bootstrap whatever ``method``; else k/n.
     method : {"auto", "exact", "wilson", "cluster-bootstrap"}, default "auto"
         ``"auto"``: the cluster bootstrap when a cluster holds more than one verdict, else the
         Wilson interval with the exact binomial test. ``"exact"``/``"wilson"`` treat the
@@ -427,13 +448,15 @@ def accuracy_inference(
         As in [`binomial_accuracy`][].
     n_resamples : int, default 2000
         Cluster bootstrap resamples.
-    random_state : int or Generator, optional
+    random_state : int, Generator or None, default 0
+        Seed of the resampling (0, as the command line; None draws a fresh seed: not
+        reproducible).
 
     Notes
     -----
     Cluster bootstrap: clusters are drawn with replacement (B x C multiplicities W); the
     resampled accuracy is (W S)/(W N) for the cluster sums S of the scores and N of the
-    counts (per order for the order-averaged statistic). Percentile interval; p-value
+    counts (per order for the order-balanced statistic). Percentile interval; p-value
     (1 + #{|a* - a| >= |a - chance|}) / (1 + B) (two-sided; one-sided analogues).
     """
     method = _check_choice(method, _ACC_METHODS, "method")
@@ -445,14 +468,23 @@ def accuracy_inference(
     codes, n_clusters = cluster_codes(clusters, len(s))
     if method == "auto":
         method = "cluster-bootstrap" if n_clusters < len(s) else "wilson"
+    if preferred_first is not None:
+        method = "cluster-bootstrap"  # no binomial interval of a mean of two accuracies
     if method in ("exact", "wilson"):
         return binomial_accuracy(float(s.sum()), len(s), chance=chance, interval=method,
                                  alternative=alternative, confidence_level=level)
     b = check_resamples(n_resamples)
-    warn_few_clusters(n_clusters, "cluster bootstrap of an accuracy")
     averaged = preferred_first is not None
     sums = cluster_sums(_unit_columns(s, preferred_first), codes, n_clusters)
     estimate = float(_ratio_columns(sums.sum(axis=0), averaged))
+    if single_cluster(n_clusters, "cluster bootstrap of an accuracy"):
+        return AccuracyInference(
+            statistic=estimate, ci_low=math.nan, ci_high=math.nan, pvalue=math.nan,
+            method="cluster-bootstrap", alternative=alternative, chance=float(chance),
+            k=float(s.sum()), n=len(s), n_clusters=n_clusters, confidence_level=level,
+            statistic_kind="order-balanced" if averaged else "k/n", n_resamples=0,
+            test="none", reason=ONE_CLUSTER_REASON)
+    warn_few_clusters(n_clusters, "cluster bootstrap of an accuracy")
     draws = _ratio_columns(bootstrap_weights(n_clusters, b, rng_from(random_state)) @ sums,
                            averaged)
     low, high = percentile_interval(draws, level)
@@ -461,7 +493,8 @@ def accuracy_inference(
         pvalue=_bootstrap_pvalue(draws, estimate, chance, alternative, b),
         method="cluster-bootstrap", alternative=alternative, chance=float(chance),
         k=float(s.sum()), n=len(s), n_clusters=n_clusters, confidence_level=level,
-        statistic_kind="order-averaged" if averaged else "k/n", n_resamples=b)
+        statistic_kind="order-balanced" if averaged else "k/n", n_resamples=b,
+        test="cluster bootstrap")
 
 
 def accuracy_columns(
@@ -474,7 +507,7 @@ def accuracy_columns(
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Intervals and tests for k accuracies over the same units at once (measures x criteria
     of `pointwise_pairwise_accuracy` / `preference_accuracy`).
@@ -496,8 +529,10 @@ def accuracy_columns(
     Returns
     -------
     DataFrame
-        k rows: ``ci_low, ci_high, pvalue, chance, alternative, method, n_clusters,
-        confidence_level, n_resamples``.
+        k rows: ``ci_low, ci_high, pvalue, test, chance, alternative, method, n_clusters,
+        confidence_level, n_resamples, reason``; ``test`` names the test of the p-value
+        (``"score test"`` where ties earn fractional credit and the exact binomial test does
+        not apply), ``reason`` why a p-value is missing (a single cluster).
     """
     method = _check_choice(method, _ACC_METHODS, "method")
     _check_alternative(alternative)
@@ -521,7 +556,13 @@ def accuracy_columns(
                                   confidence_level=level)
             rows.append((r.ci_low, r.ci_high, r.pvalue, n))
         low, high, p, n_cl = (np.array(c, dtype=float) for c in zip(*rows))
+        tests = [binomial_test_name(float(s[:, j].sum())) if ok[:, j].any() else "none"
+                 for j in range(k)]
         reps = 0
+    elif single_cluster(n_clusters, "cluster bootstrap of accuracies"):
+        low = high = p = np.full(k, math.nan)
+        n_cl = (cluster_sums(ok.astype(np.float64), codes, n_clusters) > 0).sum(axis=0)
+        reps, tests = 0, ["none"] * k
     else:
         reps = check_resamples(n_resamples)
         warn_few_clusters(n_clusters, "cluster bootstrap of accuracies")
@@ -535,10 +576,13 @@ def accuracy_columns(
         p = np.array([_bootstrap_pvalue(draws[:, j], estimate[j], null[j], alternative, reps)
                       if np.isfinite(estimate[j]) else math.nan for j in range(k)])
         n_cl = (sums[:, k:] > 0).sum(axis=0)
-    return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "chance": null,
-                         "alternative": alternative, "method": method,
+        tests = ["cluster bootstrap"] * k
+    one = method == "cluster-bootstrap" and n_clusters < 2
+    return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "test": tests,
+                         "chance": null, "alternative": alternative, "method": method,
                          "n_clusters": np.asarray(n_cl, dtype=np.int64),
-                         "confidence_level": level, "n_resamples": reps})
+                         "confidence_level": level, "n_resamples": reps,
+                         "reason": ONE_CLUSTER_REASON if one else ""})
 
 
 # ------------------------------------------------------------------ verdict tables
@@ -572,6 +616,12 @@ def keyed_judge_verdicts(judge_verdicts: pd.DataFrame, reference: pd.DataFrame, 
     return _pair_keys(jv).join(human.rename("human"), on=PAIR_COLUMNS)
 
 
+AGGREGATES = ("none", "net")
+#: What ``accuracy`` estimates under each ``aggregate``.
+ESTIMANDS = {"none": "k/n over verdicts",
+             "net": "k/n over pairs, net verdict over both orders (JudgeBench; tie = wrong)"}
+
+
 def scored_verdicts(
     judge_verdicts: pd.DataFrame,
     reference: pd.DataFrame,
@@ -579,27 +629,54 @@ def scored_verdicts(
     tie_credit: float = 0.0,
     judge: str | None = None,
     dimension: str | None = None,
+    aggregate: str = "none",
 ) -> pd.DataFrame:
     """Each judge verdict on a human-decided pair with its score, as `judge_accuracy`
-    scores it (its order-averaged mean per judge and dimension is ``judge_accuracy``'s).
+    scores it (its mean per judge and dimension is ``judge_accuracy``'s ``accuracy``).
+
+    ``aggregate="net"`` (the rule of JudgeBench-style benchmarks): one row per pair, the net
+    verdict over its presentation orders, ``sign(sum of the judge's outcomes)`` (both orders
+    for the same story: that story; one order for a story and "same" in the other: that
+    story; opposite stories, i.e. inconsistent, or "same" twice: a tie), and a tie counts as
+    wrong (``tie_credit`` must be 0). ``n_orders`` says how many verdicts a pair's net verdict
+    summarises; ``first_is_lo`` and ``preferred_first`` are then those of its first verdict.
 
     Returns
     -------
     DataFrame
         ``judge, dimension, prompt_id, lo, hi, first_is_lo, preferred_first, outcome, human,
-        score`` (1 right, 0 wrong, ``tie_credit`` for a judge's "same"). Pairs the humans
-        tied or did not judge are left out (counted by `judge_accuracy`).
+        score`` (1 right, 0 wrong, ``tie_credit`` for a judge's "same"), plus ``n_orders``
+        with ``aggregate="net"``. Pairs the humans tied or did not judge are left out
+        (counted by `judge_accuracy`).
     """
     credit = _check_credit(tie_credit, "tie_credit")
+    aggregate = _check_choice(aggregate, AGGREGATES, "aggregate")
+    if aggregate == "net" and credit != 0:
+        raise InputError("aggregate 'net' (JudgeBench's rule) counts a tie as wrong; "
+                         "tie_credit must be 0")
     keyed = keyed_judge_verdicts(judge_verdicts, reference, judge=judge, dimension=dimension)
     keyed = keyed[keyed["human"].notna() & (keyed["human"] != 0)].copy()
+    if aggregate == "net":
+        keyed = _net_verdicts(keyed)
     keyed["human"] = keyed["human"].astype(np.int64)
     keyed["preferred_first"] = keyed["first_is_lo"] == (keyed["human"] == 1)
     keyed["score"] = np.where(keyed["outcome"] == keyed["human"], 1.0,
                               np.where(keyed["outcome"] == 0, credit, 0.0))
     cols = ["judge", "dimension", "prompt_id", "lo", "hi", "first_is_lo", "preferred_first",
             "outcome", "human", "score"]
+    if aggregate == "net":
+        cols.append("n_orders")
     return keyed.loc[:, cols].reset_index(drop=True)
+
+
+def _net_verdicts(keyed: pd.DataFrame) -> pd.DataFrame:
+    """One row per (judge, pair): the sign of the summed outcomes of its verdicts."""
+    keys = ["judge", *PAIR_COLUMNS]
+    grouped = keyed.groupby(keys, sort=False)
+    net = grouped.agg(outcome=("outcome", "sum"), human=("human", "first"),
+                      first_is_lo=("first_is_lo", "first"), n_orders=("outcome", "size"))
+    net["outcome"] = np.sign(net["outcome"]).astype(np.int64)
+    return net.reset_index()
 
 
 def _cluster_labels(scored: pd.DataFrame, cluster: str) -> np.ndarray | None:
@@ -627,12 +704,22 @@ def judge_accuracy_inference(
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    balanced: bool = False,
+    aggregate: str = "none",
 ) -> pd.DataFrame:
     """Judge accuracy against human verdicts with an interval and a test against chance.
 
     Parameters
     ----------
+    balanced : bool, default False
+        False: the statistic is k/n (the share of credited verdicts; `judge_accuracy`'s
+        ``accuracy``, the estimand of `compare_judges`). True: the order-balanced accuracy
+        (`judge_accuracy`'s ``balanced_accuracy``), with a (cluster) bootstrap interval and
+        p-value; the two are equal when every pair is judged in both orders.
+    aggregate : {"none", "net"}, default "none"
+        ``"net"``: one verdict per pair, the net verdict over its presentation orders, a tie
+        wrong (`scored_verdicts`; JudgeBench's rule).
     cluster : {"auto", "prompt", "pair", "none"}, default "auto"
         Dependent verdicts: those of one prompt (``"prompt"``), the two orders of one pair
         (``"pair"``), or none. ``"auto"``: ``"prompt"`` when some prompt has more than one
@@ -646,13 +733,16 @@ def judge_accuracy_inference(
     Returns
     -------
     DataFrame
-        One row per (judge, dimension): ``accuracy`` (order-averaged with clusters, as in
-        `judge_accuracy`; k/n for independent verdicts), ``ci_low, ci_high, pvalue, chance,
-        alternative, method, statistic_kind, cluster, n_verdicts, n_clusters, confidence_level,
-        n_resamples``.
+        One row per (judge, dimension): ``accuracy`` (``statistic_kind`` says which: k/n, or
+        order-balanced with ``balanced``), ``ci_low, ci_high, pvalue, test, chance,
+        alternative, method, statistic_kind, cluster, n_verdicts, n_clusters,
+        confidence_level, n_resamples``.
     """
     scored = scored_verdicts(judge_verdicts, reference, tie_credit=tie_credit, judge=judge,
-                             dimension=dimension)
+                             dimension=dimension, aggregate=aggregate)
+    if balanced and aggregate == "net":
+        raise InputError("the order-balanced accuracy is an accuracy over verdicts; with "
+                         "aggregate 'net' a pair has one verdict")
     if scored.empty:
         raise InputError("no judge verdict on a pair the humans decided: nothing to score")
     labels = _cluster_labels(scored, cluster)
@@ -665,17 +755,18 @@ def judge_accuracy_inference(
             [(1 - share_same) / 2, (1 - share_same) / 2, share_same], tie_credit=tie_credit)
         res = accuracy_inference(
             g["score"].to_numpy(), clusters=None if labels is None else labels[idx],
-            preferred_first=None if labels is None else g["preferred_first"].to_numpy(),
+            preferred_first=g["preferred_first"].to_numpy() if balanced else None,
             method=method, chance=null, alternative=alternative,
             confidence_level=confidence_level, n_resamples=n_resamples, random_state=rng)
         rows.append({"judge": jname, "dimension": dim, "accuracy": res.statistic,
                      "ci_low": res.ci_low, "ci_high": res.ci_high, "pvalue": res.pvalue,
+                     "test": res.test,
                      "chance": res.chance, "alternative": res.alternative,
                      "method": res.method, "statistic_kind": res.statistic_kind,
                      "cluster": "none" if labels is None else cluster_name(scored, cluster),
                      "n_verdicts": res.n, "n_clusters": res.n_clusters,
                      "confidence_level": res.confidence_level,
-                     "n_resamples": res.n_resamples})
+                     "n_resamples": res.n_resamples, "reason": res.reason})
     return pd.DataFrame(rows)
 
 
@@ -724,7 +815,7 @@ def compare_accuracies(
     test: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
     labels: tuple[str, str] = ("a", "b"),
 ) -> JudgeComparison:
     """Paired two-sided test of equal accuracy of two judges scored on the same verdict units.
@@ -780,6 +871,10 @@ def compare_accuracies(
                                interval="agresti-min", **common)
     reps = check_resamples(n_resamples)
     rng = rng_from(random_state)
+    if single_cluster(n_clusters, f"{test} comparison of two judges"):
+        return JudgeComparison(ci_low=math.nan, ci_high=math.nan, pvalue=math.nan,
+                               test="none", interval="none", reason=ONE_CLUSTER_REASON,
+                               **common)
     if n_clusters < n:  # sign flips with few clusters are exact but coarse: warn for both
         warn_few_clusters(n_clusters, f"{test} comparison of two judges")
     sums = cluster_sums(np.column_stack([a - b, np.ones(n)]), codes, n_clusters)
@@ -814,7 +909,7 @@ def compare_judges(
     test: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Every pair of judges compared on the verdict units both judged (same pair, same order,
     same dimension), with Benjamini-Hochberg adjusted p-values.

@@ -203,7 +203,7 @@ def ranking_agreement(
     dimensions: list | None = None,
     n_resamples: int = 1000,
     confidence_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Agreement of a judge with the humans on system rankings and on items.
 

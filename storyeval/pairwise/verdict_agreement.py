@@ -167,7 +167,7 @@ def label_agreement(
     categories: Sequence | None = None,
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Agreement coefficients of an items x raters label table (NaN: not labelled).
 
@@ -315,7 +315,7 @@ def label_file_agreement(
     categories: Sequence | None = None,
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
     source: str = "labels",
 ) -> pd.DataFrame:
     """Agreement of a long label table ``item, rater, label`` (optional ``dimension``: items
@@ -334,7 +334,7 @@ def verdict_agreement(
     judges: Sequence[str] | None = None,
     confidence_level: float = 0.95,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Agreement of the judges (annotators, LLMs) of a verdict table, per dimension.
 

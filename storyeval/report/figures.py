@@ -15,6 +15,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,9 +47,9 @@ figure, and the paper's figures of that size are read by colour."""
 
 def heatmap(
     matrix: pd.DataFrame,
-    path_stem: str | Path,
+    path_stem: str | Path | None = None,
     *,
-    title: str,
+    title: str = "",
     cmap: str = "RdBu_r",
     vmin: float = -1.0,
     vmax: float = 1.0,
@@ -57,9 +58,11 @@ def heatmap(
     marks: pd.DataFrame | None = None,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
     annotate: bool | None = None,
-) -> list[Path]:
+) -> Any:
     """Draw ``matrix`` (rows x columns, floats, NaN left blank) and save ``path_stem`` in each
-    of ``formats`` (default PNG); return the paths.
+    of ``formats`` (default PNG); return the paths. Without ``path_stem`` nothing is written:
+    the matplotlib ``Figure`` is returned (a notebook shows it as the cell's value;
+    ``fig.savefig(path)`` writes it).
 
     The cells show their values (``digits`` decimals) when ``annotate`` is True, or by default
     when the grid has at most `ANNOTATE_MAX_CELLS` cells. ``marks`` (same shape, booleans)
@@ -88,11 +91,23 @@ def heatmap(
         ax.scatter(cols, rows, s=4, c="black", marker="o", linewidths=0)
     fig.suptitle(layout.title, fontsize=9, x=0.5, y=1 - 0.08 / layout.height, va="top")
     fig.colorbar(image, cax=cax, label=colorbar_label)
+    if path_stem is None:  # a notebook: the figure itself, shown as PNG, nothing written
+        fig._repr_png_ = lambda: _png_bytes(fig, layout.dpi)  # type: ignore[attr-defined]
+        return fig
     stem = Path(path_stem)
     paths = [stem.with_suffix(f".{fmt}") for fmt in formats]
     for path in paths:
         save_figure(fig, path, dpi=layout.dpi)
     return paths
+
+
+def _png_bytes(fig, dpi: float) -> bytes:
+    """The figure as PNG bytes (how a notebook shows a figure made without pyplot)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
 
 
 def _row_labels(ax, labels: list[str]) -> None:

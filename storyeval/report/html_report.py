@@ -2,8 +2,13 @@
 
 The page has no scripts and loads nothing from the network: its style is inline and its
 figures are the folder's own image files, referenced by relative paths (the page and the
-figures move together). It holds the header facts (data, test, family, seed, versions), every
-table with its caption, the figures and the warnings of the run, and links to every file.
+figures move together). It opens with the answer (`storyeval.report.answer`: per criterion and
+level the best measure, its interval, its significance group and the tests' measured levels),
+then the header facts (data, test, family, seed, versions), every table with its caption
+(p-values as a journal prints them: `storyeval.report.tables.journal_p`; correlations with
+their bootstrap intervals when the run computed them), the figures and the warnings of the
+run, and links to every file. A viewport tag and a fluid layout keep it readable from a
+400 px phone to a 1400 px screen (tests/test_html_report.py checks both in Chromium).
 """
 
 from __future__ import annotations
@@ -26,14 +31,18 @@ _IMAGE_FORMATS = ("png", "svg")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em;
-       color: #222; }
+       color: #222; line-height: 1.4; overflow-wrap: anywhere; }
+section.answer { background: #f3f8ff; border: 1px solid #c9dcf2; padding: 0.2em 1em 0.6em; }
+section.answer h2 { margin-top: 0.6em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .caption { font-size: 0.9em; color: #444; margin: 0.3em 0; }
-dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.2em 1em; }
+@media (max-width: 600px) { dl.facts { grid-template-columns: minmax(0, 1fr); }
+  dl.facts dd { margin-bottom: 0.4em; } body { margin: 1em auto; padding: 0 0.5em; } }
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 .warnings li { color: #8a4b00; }
@@ -49,6 +58,10 @@ class Block:
     text: str = ""
     table: pd.DataFrame | None = None
     items: tuple[str, ...] = ()
+    #: the table's numbers are p-values (shown as `journal_p` prints them)
+    pvalues: bool = False
+    #: whether the table's index is shown (its first column)
+    index: bool = True
 
 
 @dataclass
@@ -58,6 +71,8 @@ class Page:
     blocks: list[Block] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    #: what the page opens with, before the facts (the answer to the page's question)
+    answer: list[Block] = field(default_factory=list)
 
 
 def versions() -> str:
@@ -71,22 +86,43 @@ def versions() -> str:
             f"{numpy.__version__}, scipy {scipy.__version__}, pandas {pd.__version__}")
 
 
-def table_html(table: pd.DataFrame, digits: int) -> str:
-    """A table as HTML, numbers rounded to ``digits``, missing values blank."""
+def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
+               index: bool = True) -> str:
+    """A table as HTML, numbers rounded to ``digits`` (p-values, with ``pvalues`` or in a
+    column whose name starts with "p" and holds p-values, as `journal_p` prints them),
+    missing values blank."""
+    from storyeval.report.tables import journal_p
+
     shown = table.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = shown[column].map(
-                lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
-    return shown.to_html(na_rep="", border=0, escape=True)
+            if pvalues or _is_p_column(str(column)):
+                shown[column] = shown[column].map(journal_p)
+            else:
+                shown[column] = shown[column].map(
+                    lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
+    return shown.to_html(na_rep="", border=0, escape=True, index=index)
+
+
+def _is_p_column(name: str) -> bool:
+    """p, pvalue, p_adjusted, pvalue_bh, perm_p, p_vs_next, ...: a column of p-values."""
+    parts = name.lower().replace("-", "_").split("_")
+    return bool(parts) and (parts[0] in ("p", "pvalue") or "p" in parts[1:2]
+                            and parts[0] in ("perm",))
 
 
 def render_page(page: Page, *, digits: int = 3) -> str:
     """The page as one HTML document."""
     esc = html.escape
     out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+           "<meta name='viewport' content='width=device-width, initial-scale=1'>",
            f"<title>{esc(page.title)}</title>", f"<style>{_STYLE}</style></head><body>",
-           f"<h1>{esc(page.title)}</h1>", "<dl class='facts'>"]
+           f"<h1>{esc(page.title)}</h1>"]
+    if page.answer:
+        out.append("<section class='answer' id='answer'>")
+        out += [_block_html(block, digits) for block in page.answer]
+        out.append("</section>")
+    out.append("<dl class='facts'>")
     out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in page.facts]
     out.append("</dl>")
     if page.warnings:
@@ -108,8 +144,9 @@ def _block_html(block: Block, digits: int) -> str:
     if block.kind == "heading":
         return f"<h2>{esc(block.text)}</h2>"
     if block.kind == "table" and block.table is not None:
-        return (f"<p class='caption'>{esc(block.text)}</p>"
-                f"<div class='scroll'>{table_html(block.table, digits)}</div>")
+        return (f"<p class='caption'>{esc(block.text)}</p><div class='scroll'>"
+                f"{table_html(block.table, digits, pvalues=block.pvalues, index=block.index)}"
+                "</div>")
     if block.kind == "figure":
         name, caption = block.items[0], block.text
         return (f"<figure><img src='{esc(name)}' alt='{esc(caption)}'>"
@@ -135,7 +172,7 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
     from storyeval.report import meta_report as mr
 
     s = result.settings
-    will = s.get("williams", {})
+    will = s.get("comparisons", {})
     effect = will.get("effect_size", {})
     facts = [("data", f"{s.get('dataset')}: {s.get('n_systems')} systems, "
                       f"{s.get('n_stories')} stories"
@@ -144,18 +181,27 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
              ("coefficient", str(s.get("coefficient_description", s.get("coefficient"))))]
     if will:
         tests = will.get("test_description", {})
+        measured = will.get("measured_level") or {}
         facts += [("test", "; ".join(f"{lev}: {text}" for lev, text in tests.items())
                    if isinstance(tests, dict) else str(tests)),
+                  ("measured level", "; ".join(
+                      f"{lev}: {text or 'not simulated for this test'}"
+                      for lev, text in measured.items()) or "none"),
                   ("comparison", str(will.get("comparison", ""))),
                   ("family", f"{str(will.get('adjustment', '')).upper()} adjustment, "
                              f"{mr.family_text(result)}")]
     facts += [("seed", str(effect.get("random_state", "none"))), ("versions", versions())]
     blocks: list[Block] = []
+    with_ci = "ci_low" in result.correlations.columns
     for level in s.get("levels", []):
         blocks.append(Block("heading", f"{level.capitalize()} level"))
         stem = f"correlations_{level}"
-        blocks.append(Block("table", mr.level_caption(result, level),
-                            mr.correlation_grid(result, level)))
+        grid = mr.correlation_grid(result, level)
+        caption = mr.level_caption(result, level)
+        if with_ci:  # the intervals the run computed, in the cells: "r [low, high]"
+            grid = mr.with_intervals(result, level, grid, digits)
+            caption += f"; cells: value [{_ci_text(result)}]"
+        blocks.append(Block("table", caption, grid))
         blocks += _figure(figures, stem)
         notes = mr.undefined_lines(result, level) + mr.baseline_lines(result, level)
         if "ci_low" in result.correlations.columns:
@@ -167,7 +213,30 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
         if level in will.get("levels", []):
             blocks += _comparison_blocks(result, level, figures)
     return Page(title=f"storyeval meta: {s.get('dataset')}", facts=facts, blocks=blocks,
-                warnings=list(dict.fromkeys(warnings)), files=list(files))
+                warnings=list(dict.fromkeys(warnings)), files=list(files),
+                answer=_answer_blocks(result, digits))
+
+
+def _ci_text(result: MetaResult) -> str:
+    b = result.settings.get("bootstrap", {})
+    return (f"{b.get('confidence_level', 0.95):g} bootstrap interval, "
+            f"{b.get('ci_method', 'percentile')}, {b.get('n_resamples', '?')} resamples of "
+            f"{b.get('resample_by', 'prompts')}, seed {b.get('random_state', '?')}")
+
+
+def _answer_blocks(result: MetaResult, digits: int) -> list[Block]:
+    """The answer: which measure agrees best with the humans, per criterion and level."""
+    from storyeval.report.answer import answer_notes, answer_table
+
+    table = answer_table(result, digits=digits)
+    if table.empty:
+        return []
+    return [Block("heading", "Answer: which measure agrees best with the humans"),
+            Block("table", "per criterion and level, the measure with the largest "
+                           "correlation (oriented as the tests were), its interval, whether it "
+                           "is significantly better than the next one, and its top group",
+                  table, index=False),
+            Block("list", items=tuple(answer_notes(result)))]
 
 
 def _figure(figures: dict[str, str], stem: str) -> list[Block]:
@@ -183,32 +252,37 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) 
     from storyeval.report import meta_report as mr
 
     blocks: list[Block] = []
-    if result.williams_all_pairs():
+    if result.comparisons_all_pairs():
         for criterion, slug in mr._slugs(mr.tested_criteria(result, level)).items():
-            stem = f"williams_{level}_{slug}"
-            blocks.append(Block("table", mr.williams_caption(result, level, criterion),
-                                result.williams_matrix(level, criterion)))
+            stem = f"comparisons_{level}_{slug}"
+            blocks.append(Block("table", mr.comparison_caption(result, level, criterion),
+                                result.comparison_matrix(level, criterion), pvalues=True))
             blocks += _figure(figures, stem)
         return blocks
-    grid = result.williams_grid(level)
+    grid = result.comparison_grid(level)
     if grid.empty:
         return blocks
-    blocks.append(Block("table", mr.williams_caption(result, level), grid))
-    blocks += _figure(figures, f"williams_{level}")
+    blocks.append(Block("table", mr.comparison_caption(result, level), grid, pvalues=True))
+    blocks += _figure(figures, f"comparisons_{level}")
     effect = mr.effect_grid(result, level)
     if effect is not None and len(effect):
         blocks.append(Block("table", mr.effect_caption(result, level), effect))
     blocks += [Block("list", items=tuple(lines))
-               for lines in [mr.williams_undefined_lines(result, level)] if lines]
+               for lines in [mr.comparison_undefined_lines(result, level)] if lines]
     return blocks
 
 
 def tables_page(title: str, facts: list[tuple[str, str]], tables: dict[str, pd.DataFrame],
                 *, notes: Sequence[str] = (), files: Sequence[str] = (),
-                digits: int = 3) -> Page:
-    """A page of named tables (e.g. `storyeval agreement --out`), after the ``notes``."""
+                digits: int = 3, answer: pd.DataFrame | None = None,
+                answer_caption: str = "") -> Page:
+    """A page of named tables (e.g. `storyeval agreement --out`), after the ``notes``; with
+    ``answer``, the page opens with it (the rows that answer the command's question, under
+    ``answer_caption``)."""
     blocks = [Block("heading", "Notes"), Block("list", items=tuple(notes))] if notes else []
     for name, table in tables.items():
-        blocks += [Block("heading", name), Block("table", "", table)]
+        blocks += [Block("heading", name), Block("table", "", table, index=False)]
     facts = [*facts, ("versions", versions())]
-    return Page(title=title, facts=facts, blocks=blocks, files=list(files))
+    opening = ([Block("heading", "Answer"), Block("table", answer_caption, answer, index=False)]
+               if answer is not None and len(answer) else [])
+    return Page(title=title, facts=facts, blocks=blocks, files=list(files), answer=opening)

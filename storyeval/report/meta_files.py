@@ -28,6 +28,7 @@ from storyeval.report.figures import (
 from storyeval.report.meta_report import (
     SHORT_COEFFICIENT,
     _slugs,
+    comparison_caption,
     correlation_grid,
     effect_caption,
     effect_grid,
@@ -35,14 +36,17 @@ from storyeval.report.meta_report import (
     level_caption,
     report_settings,
     tested_criteria,
-    williams_caption,
 )
 from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
 
 if TYPE_CHECKING:
     from storyeval._atomic import OutputFolder
 
-__all__ = ["figure_title", "fitted_limits", "write_report"]
+__all__ = ["LEGACY_NOTE", "figure_title", "fitted_limits", "measure_rows", "write_report"]
+
+#: What index.html says about the old file names.
+LEGACY_NOTE = ("williams*.csv: the old names of comparisons*.csv (same content), written until "
+               "storyeval 0.3; the test that ran is named in each row's 'test' column")
 
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
@@ -55,19 +59,23 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     ``warnings``, the run's warning messages; `storyeval.report.html_report`).
 
     Files: ``correlations.csv`` (measure, criterion, level, coefficient, value, n, ...),
-    ``baseline.csv``, ``williams.csv`` (every test, always), ``settings.json``,
+    ``baseline.csv``, ``comparisons.csv`` (every test, always), ``settings.json``,
     ``correlations_{level}.{md,tex,csv}`` and, with ``figures``, ``kendall_{level}.png``
     (named after the coefficient; ``figure_formats`` such as ``"png,pdf"`` adds formats).
-    Williams tests against a reference rater:
-    ``williams_{level}.{md,tex,csv}`` and the heatmap ``williams_{level}.png``. Tests of all
-    pairs: one matrix per level and criterion ([`MetaResult.williams_matrix`][]),
-    ``williams_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and
+    comparison tests against a reference rater:
+    ``comparisons_{level}.{md,tex,csv}`` and the heatmap ``comparisons_{level}.png``. Tests of
+    all pairs: one matrix per level and criterion ([`MetaResult.comparison_matrix`][]),
+    ``comparisons_{level}_{criterion}.{md,tex,csv}`` (criterion slug such as ``relevance``), and
     its heatmap when it has at most `MATRIX_FIGURE_MAX` measures (the caption of a larger one
     says why it has none). Every comparison table has its effect sizes beside it:
-    ``williams_{level}_effect.*`` / ``williams_{level}_{criterion}_effect.*``, cells
+    ``comparisons_{level}_effect.*`` / ``comparisons_{level}_{criterion}_effect.*``, cells
     "delta [low, high]" (the difference of the two correlations and its interval). Warns like
     [`render`][storyeval.report.meta_report.render]. ``extra(folder, figure_formats)`` stages further files in the same folder
     (the ``--clusters`` / ``--length`` tables of ``storyeval meta``).
+
+    Every ``comparisons*.csv`` is also written under its old name ``williams*.csv`` for one
+    release (`LEGACY_NOTE`): the tests are named in each row's ``test`` column and are Williams'
+    t only under ``--test paper`` / ``williams``.
 
     ``figure_workers`` (`storyeval.report.figures.FigureWorkers`) draws the heatmaps in
     worker processes while the tables are written; by default they are drawn here.
@@ -123,6 +131,9 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
 
     def save(name: str, text: str) -> None:
         folder.write_text(name, text)
+        if name.startswith("comparisons") and name.endswith(".csv"):
+            # the old file names (williams*.csv), kept for one release (LEGACY_NOTE)
+            folder.write_text("williams" + name[len("comparisons"):], text)
 
     def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
         kwargs["title"] = figure_title(kwargs["title"])
@@ -135,7 +146,7 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
 
     save("correlations.csv", format_table(result.correlations, "csv"))
     save("baseline.csv", format_table(result.baseline, "csv"))
-    save("williams.csv", format_table(result.williams, "csv"))
+    save("comparisons.csv", format_table(result.comparisons, "csv"))
     if not result.chance.empty:
         save("chance.csv", format_table(result.chance, "csv"))
     save("settings.json", json.dumps(report_settings(result), ensure_ascii=False, indent=1))
@@ -144,29 +155,30 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
         grid = correlation_grid(result, level)
         _save_grid(save, f"correlations_{level}", grid, level_caption(result, level), digits)
         if figures:
-            low, high = fitted_limits(grid)
+            low, high = fitted_limits(measure_rows(grid))
             draw(grid, f"{coef}_{level}", title=level_caption(result, level), vmin=low,
                  vmax=high, colorbar_label=SHORT_COEFFICIENT[result.settings["coefficient"]]
-                 + (" (scale fitted to the values)" if high < 1 else ""))
-    for level in result.settings["williams"]["levels"]:
-        if result.williams_all_pairs():
+                 + (" (scale fitted to the measures' values)" if high < 1 else ""))
+    for level in result.settings["comparisons"]["levels"]:
+        if result.comparisons_all_pairs():
             _write_matrices(result, level, save, draw if figures else None, digits)
             continue
-        grid = result.williams_grid(level)
+        grid = result.comparison_grid(level)
         if grid.empty:
             continue
-        _save_grid(save, f"williams_{level}", grid, williams_caption(result, level), digits)
+        _save_grid(save, f"comparisons_{level}", grid, comparison_caption(result, level),
+                   digits)
         effect = effect_grid(result, level, digits)
         if effect is not None and len(effect):
-            _save_grid(save, f"williams_{level}_effect", effect, effect_caption(result, level),
-                       digits)
+            _save_grid(save, f"comparisons_{level}_effect", effect,
+                       effect_caption(result, level), digits)
         if figures:
             # the paper's direction rule tests whichever of the two correlates better: mark the
             # cells where that is the compared measure, not the reference
-            swapped = result.williams_grid(level, column="swapped").reindex(
+            swapped = result.comparison_grid(level, column="swapped").reindex(
                 index=grid.index, columns=grid.columns).fillna(False).astype(bool)
-            draw(grid, f"williams_{level}",
-                 title=williams_caption(result, level)
+            draw(grid, f"comparisons_{level}",
+                 title=comparison_caption(result, level)
                  + "; * the compared measure has the larger |r|",
                  cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p", marks=swapped)
 
@@ -175,6 +187,14 @@ def figure_title(text: str) -> str:
     """A caption as a figure title: TeX-like subscripts in plain text
     (``P(T_{n-3} > t)`` -> ``P(T(n-3) > t)``, a t distribution with n - 3 degrees of freedom)."""
     return re.sub(r"_\{([^}]*)\}", r"(\1)", text)
+
+
+def measure_rows(grid: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a correlation grid that are measures (not the human baseline, whose larger
+    values would wash the measures' colours out; its cells saturate instead)."""
+    ids = list(grid.attrs.get("ids", grid.index))
+    keep = [not str(k).startswith("human_baseline:") for k in ids]
+    return grid[keep] if any(keep) else grid
 
 
 def fitted_limits(grid: pd.DataFrame) -> tuple[float, float]:
@@ -193,9 +213,9 @@ def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], N
     ``draw`` (None: no figures)."""
     slugs = _slugs(tested_criteria(result, level))
     for criterion, slug in slugs.items():
-        matrix = result.williams_matrix(level, criterion)
-        caption = williams_caption(result, level, criterion)
-        stem = f"williams_{level}_{slug}"
+        matrix = result.comparison_matrix(level, criterion)
+        caption = comparison_caption(result, level, criterion)
+        stem = f"comparisons_{level}_{slug}"
         if draw is not None and len(matrix) > meta_report.MATRIX_FIGURE_MAX:
             caption += (f" (no heatmap: {len(matrix)} measures, more than "
                         f"{meta_report.MATRIX_FIGURE_MAX})")
@@ -206,7 +226,7 @@ def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], N
                        f"{effect_caption(result, level)}, {criterion}", digits)
         if draw is not None and len(matrix) <= meta_report.MATRIX_FIGURE_MAX:
             # as in the reference grid: * where the second measure had the larger |r|
-            swapped = result.williams_matrix(level, criterion, column="swapped")
+            swapped = result.comparison_matrix(level, criterion, column="swapped")
             draw(matrix, stem, title=caption + "; * the column measure has the larger |r|",
                  cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
                  marks=swapped.fillna(0.0).astype(bool))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 BASELINE_LABELS = {"upper_bound": "Human (upper bound)", "leave_one_out": "Human (leave-one-out)"}
 SHORT_COEFFICIENT = {"kendall_b": "Kendall tau-b", "kendall_c": "Kendall tau-c",
                      "pearson": "Pearson r", "spearman": "Spearman rho"}
-# All-pairs Williams matrices: render() lists a larger matrix's smallest p-values instead (a
+# All-pairs comparison matrices: render() lists a larger matrix's smallest p-values instead (a
 # wider grid does not fit a terminal or a page), write_report() draws no heatmap of a larger one
 # (its cells become unreadable).
 MATRIX_SHOWN_MAX = 30
@@ -77,14 +77,14 @@ def _per_level(value, level: str):
 def level_test(result: MetaResult, level: str) -> str:
     """The name of the comparison test run at ``level`` ("paper" for results made before tests
     were named)."""
-    return _per_level(result.settings["williams"].get("test", "paper"), level)
+    return _per_level(result.settings["comparisons"].get("test", "paper"), level)
 
 
-def williams_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
+def comparison_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
     """What a comparison table holds: the test and its p-value, its adjustment and family (with
     the family sizes), the comparison and the level; with ``criterion``, the all-pairs matrix
     layout."""
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     label = TEST_LABELS[level_test(result, level)]
     what = (f"{w['adjustment'].upper()}-adjusted {label} p" if w["adjustment"] != "none"
             else f"{label} p (not adjusted)")
@@ -98,9 +98,9 @@ def williams_caption(result: MetaResult, level: str, criterion: str | None = Non
 
 def family_text(result: MetaResult, level: str | None = None) -> str:
     """The adjustment family and its size, e.g. ``"family 'paper': 24 families of m = 6
-    tests"`` (at ``level``; every Williams level when None), with a warning in words when every
+    tests"`` (at ``level``; every tested level when None), with a warning in words when every
     family holds one test (adjusting then changes nothing)."""
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     text = f"family {w['family']!r}"
     sizes = result.family_sizes()
     if level is not None:
@@ -122,7 +122,7 @@ def family_text(result: MetaResult, level: str | None = None) -> str:
 
 def _untested(result: MetaResult, level: str | None) -> int:
     """Comparisons (at ``level``, or all) whose p-value is undefined: not adjusted, not in m."""
-    tests = result.williams
+    tests = result.comparisons
     if level is not None:
         tests = tests[tests["level"] == level]
     return int(tests["p"].isna().sum())
@@ -150,7 +150,7 @@ def _stories_text(settings: dict) -> str:
 
 def settings_lines(result: MetaResult) -> list[str]:
     """The conventions that produced the numbers, one per line."""
-    s, w = result.settings, result.settings["williams"]
+    s, w = result.settings, result.settings["comparisons"]
     own = "their own criterion" if s["llm_criteria"] == "matched" else "every criterion"
     lines = [
         (f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories"
@@ -162,6 +162,8 @@ def settings_lines(result: MetaResult) -> list[str]:
          f"{s.get('tie_rtol', 0):g}"),
         f"measures: {s['measures']}"
         + (f"; LLM ratings correlated with {own}" if s.get("llm_ratings", 1) else ""),
+        *(f"{level} level skipped: {reason}"
+          for level, reason in (s.get("skipped_levels") or {}).items()),
     ]
     if s.get("baseline_nan_policy") == "omit" and s["nan_policy"] == "raise":
         lines.append("human baseline: not every annotator rated every story, so each "
@@ -201,7 +203,7 @@ def settings_lines(result: MetaResult) -> list[str]:
 def comparison_lines(result: MetaResult) -> list[str]:
     """Per tested level: the test, its sidedness and direction, its measured level (the paper's
     convention and the calibrated defaults) and how the difference's interval is computed."""
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     lines = []
     for level in w["levels"]:
         test = level_test(result, level)
@@ -220,8 +222,8 @@ def comparison_lines(result: MetaResult) -> list[str]:
             line += ("; the paper's convention, kept for the reproduction: for your own "
                      "comparisons use --test auto (calibrated, two-sided)")
         lines.append(line)
-    if "effect_size" in w and not result.williams.empty and "ci_method" in result.williams:
-        methods = result.williams.groupby("level", sort=False)["ci_method"].first()
+    if "effect_size" in w and not result.comparisons.empty and "ci_method" in result.comparisons:
+        methods = result.comparisons.groupby("level", sort=False)["ci_method"].first()
         cl = w["effect_size"]["confidence_level"]
         if w["sign_convention"] == "paper":
             delta = "|r(h,a)| - |r(h,b)| (signed r under sign convention 'raw')"
@@ -250,7 +252,7 @@ def _clusters_line(b: dict) -> str:
 
 
 def _adjustment_text(result: MetaResult) -> str:
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     if w["adjustment"] == "none":
         return "p-values not adjusted for multiple comparisons"
     return f"{w['adjustment'].upper()} over {family_text(result)}"
@@ -259,16 +261,16 @@ def _adjustment_text(result: MetaResult) -> str:
 def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     """The whole result as text in ``fmt`` (grids for table/md/latex; tidy tables for csv/json).
 
-    Correlations are one grid per level (raters x criteria). Williams tests against a reference
+    Correlations are one grid per level (raters x criteria). comparison tests against a reference
     rater are one grid per level (compared raters x criteria); tests of all pairs are one
     measure x measure matrix of adjusted p per level and criterion (upper triangle, see
-    [`MetaResult.williams_matrix`][]), except that a matrix of more than
+    [`MetaResult.comparison_matrix`][]), except that a matrix of more than
     `MATRIX_SHOWN_MAX` measures is listed as its `SMALLEST_SHOWN` smallest adjusted
     p-values (`smallest_pairs`;
     [`write_report`][storyeval.report.meta_files.write_report] writes every matrix in full).
     Undefined values are blank, with the reason listed below their table. Warns
     ([`SingleTestFamilyWarning`][storyeval.compare.multitest.SingleTestFamilyWarning], once per
-    result) when every Williams family holds a single test.
+    result) when every comparison family holds a single test.
     """
     result.warn_single_test_families()
     if fmt == "csv":
@@ -286,31 +288,31 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
         lines = [*undefined_lines(result, level), *baseline_lines(result, level)]
         if "ci_low" in result.correlations.columns:
             lines += interval_lines(result, level)
-            grid = _with_intervals(result, level, grid, digits)
+            grid = with_intervals(result, level, grid, digits)
         parts.append(_titled(level_caption(result, level), grid.reset_index(), fmt, digits))
         if not result.chance.empty:
             lines.append(chance_line(result, level, digits))
         parts += notes(lines)
-    for level in result.settings["williams"]["levels"]:
-        if result.williams_all_pairs():
+    for level in result.settings["comparisons"]["levels"]:
+        if result.comparisons_all_pairs():
             parts += _pair_tables(result, level, fmt, digits)
         else:
             parts += _reference_tables(result, level, fmt, digits)
-        parts += notes(williams_undefined_lines(result, level))
+        parts += notes(comparison_undefined_lines(result, level))
     return "\n".join(parts)
 
 
 def _reference_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[str]:
-    """The grids of tests against a reference rater: adjusted Williams p, permutation p."""
+    """The grids of tests against a reference rater: adjusted comparison p, permutation p."""
     parts = []
-    grid = result.williams_grid(level).reset_index()
+    grid = _journal(result.comparison_grid(level)).reset_index()
     if len(grid):
-        parts.append(_titled(williams_caption(result, level), grid, fmt, digits))
+        parts.append(_titled(comparison_caption(result, level), grid, fmt, digits))
     effect = effect_grid(result, level, digits)
     if effect is not None and len(effect):
         parts.append(_titled(effect_caption(result, level), effect.reset_index(), fmt, digits))
-    if "perm_p_adjusted" in result.williams.columns:
-        perm = result.williams_grid(level, column="perm_p_adjusted").reset_index()
+    if "perm_p_adjusted" in result.comparisons.columns:
+        perm = _journal(result.comparison_grid(level, column="perm_p_adjusted")).reset_index()
         parts.append(_titled(permutation_caption(result, level), perm, fmt, digits))
     return parts
 
@@ -320,38 +322,48 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
     smallest p-values of a matrix too large to show."""
     parts = []
     for criterion in tested_criteria(result, level):
-        matrix = result.williams_matrix(level, criterion)
-        caption = williams_caption(result, level, criterion)
+        matrix = result.comparison_matrix(level, criterion)
+        caption = comparison_caption(result, level, criterion)
         if len(matrix) > MATRIX_SHOWN_MAX:
             table = smallest_pairs(result, level, criterion)
             parts.append(_titled(_smallest_caption(result, level, criterion, len(matrix)),
                                  table, fmt, digits))
             continue
-        parts.append(_titled(caption, matrix.reset_index(), fmt, digits))
+        parts.append(_titled(caption, _journal(matrix).reset_index(), fmt, digits))
         effect = effect_matrix(result, level, criterion, digits)
         if effect is not None:
             parts.append(_titled(f"{effect_caption(result, level)}, {criterion}",
                                  effect.reset_index(), fmt, digits))
-        if "perm_p_adjusted" in result.williams.columns:
-            perm = result.williams_matrix(level, criterion, column="perm_p_adjusted")
+        if "perm_p_adjusted" in result.comparisons.columns:
+            perm = result.comparison_matrix(level, criterion, column="perm_p_adjusted")
             parts.append(_titled(f"{permutation_caption(result, level)}, {criterion}",
-                                 perm.reset_index(), fmt, digits))
+                                 _journal(perm).reset_index(), fmt, digits))
     return parts
 
 
+def _journal(grid: pd.DataFrame) -> pd.DataFrame:
+    """A grid of p-values as a journal prints them (`journal_p`: "< 0.001", three significant
+    digits), for reading; the CSV files keep full precision."""
+    from storyeval.report.tables import journal_p
+
+    out = grid.map(journal_p).astype(object)
+    out.attrs = dict(grid.attrs)
+    return out
+
+
 def tested_criteria(result: MetaResult, level: str) -> list[str]:
-    """The criteria with Williams tests at ``level``, in the order of the settings."""
-    tested = result.williams.loc[result.williams["level"] == level, "criterion"].unique()
+    """The criteria with comparison tests at ``level``, in the order of the settings."""
+    tested = result.comparisons.loc[result.comparisons["level"] == level, "criterion"].unique()
     known = [c for c in result.settings["criteria"] if c in set(tested)]
     return known + [c for c in tested if c not in set(known)]
 
 
 def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
                    n: int = SMALLEST_SHOWN) -> pd.DataFrame:
-    """The ``n`` all-pairs Williams tests of ``criterion`` at ``level`` with the smallest
+    """The ``n`` all-pairs comparison tests of ``criterion`` at ``level`` with the smallest
     adjusted p (undefined tests last): labels of both measures, their correlations with the
     criterion, ``n``, ``p``, ``p_adjusted`` (and ``perm_p_adjusted`` when present)."""
-    will = result.williams
+    will = result.comparisons
     rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
     rows = rows.sort_values(["p_adjusted", "p"], kind="stable", na_position="last").head(n)
     labels = result.catalogue_labels()
@@ -367,15 +379,15 @@ def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
 
 def effect_caption(result: MetaResult, level: str) -> str:
     """What an effect-size table holds."""
-    will = result.williams
+    will = result.comparisons
     rows = will[will["level"] == level]
     method = rows["ci_method"].iloc[0] if "ci_method" in rows and len(rows) else ""
-    cl = result.settings["williams"].get("effect_size", {}).get("confidence_level", 0.95)
+    cl = result.settings["comparisons"].get("effect_size", {}).get("confidence_level", 0.95)
     delta = ("|r(h,a)| - |r(h,b)|"
-             if result.settings["williams"].get("sign_convention", "paper") == "paper"
+             if result.settings["comparisons"].get("sign_convention", "paper") == "paper"
              else "r(h,a) - r(h,b)")
     return (f"difference of correlations with the human criterion, delta = {delta} "
-            f"[{cl:.0%} CI: {method}], {result.settings['williams']['comparison']}, "
+            f"[{cl:.0%} CI: {method}], {result.settings['comparisons']['comparison']}, "
             f"{level} level")
 
 
@@ -385,7 +397,7 @@ def _delta_cells(rows: pd.DataFrame, digits: int) -> list[str]:
 
 def effect_grid(result: MetaResult, level: str, digits: int = 3) -> pd.DataFrame | None:
     """Compared raters x criteria of "delta [low, high]" cells (tests against a reference)."""
-    will = result.williams
+    will = result.comparisons
     if "delta" not in will.columns or will.empty:
         return None
     rows = will[will["level"] == level]
@@ -401,11 +413,11 @@ def effect_grid(result: MetaResult, level: str, digits: int = 3) -> pd.DataFrame
 def effect_matrix(result: MetaResult, level: str, criterion: str,
                   digits: int = 3) -> pd.DataFrame | None:
     """All pairs: the measure x measure matrix of "delta [low, hi]" cells of one criterion,
-    laid out as [`MetaResult.williams_matrix`][]."""
-    will = result.williams
+    laid out as [`MetaResult.comparison_matrix`][]."""
+    will = result.comparisons
     if "delta" not in will.columns or will.empty:
         return None
-    matrix = result.williams_matrix(level, criterion)
+    matrix = result.comparison_matrix(level, criterion)
     rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
     key_a, key_b = result._pair_keys()
     where = {k: i for i, k in enumerate(matrix.attrs["ids"])}
@@ -417,17 +429,17 @@ def effect_matrix(result: MetaResult, level: str, criterion: str,
 
 
 def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int) -> str:
-    will = result.williams
+    will = result.comparisons
     rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
     below = int((rows["p_adjusted"] < SIGNIFICANCE).sum())
     shown = min(SMALLEST_SHOWN, len(rows))
-    return (f"{williams_caption(result, level)}, {criterion}: the {shown} smallest adjusted p "
+    return (f"{comparison_caption(result, level)}, {criterion}: the {shown} smallest adjusted p "
             f"of {len(rows)} pairs of {size} measures ({below} below {SIGNIFICANCE:g}); the "
             f"matrix has more than {MATRIX_SHOWN_MAX} measures: --out writes it in full")
 
 
-def _with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
-                    digits: int) -> pd.DataFrame:
+def with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
+                   digits: int) -> pd.DataFrame:
     """Grid cells as "value [low, high]" strings (the Mean column keeps its value); an undefined
     value is blank and an undefined interval left out (`interval_lines` says why)."""
     rows = result.correlations[result.correlations["level"] == level]
@@ -490,6 +502,8 @@ def interval_lines(result: MetaResult, level: str) -> list[str]:
         "the resampled stories)"
     if result.settings.get("bootstrap", {}).get("ci_method") == "bca":
         undefined += " or the BCa interval is degenerate"
+    if result.settings.get("bootstrap", {}).get("reason"):  # a single cluster
+        undefined = result.settings["bootstrap"]["reason"]
     corr = result.correlations[result.correlations["level"] == level]
     missing = int((corr["value"].notna() & corr[["ci_low", "ci_high"]].isna().any(axis=1))
                   .sum())
@@ -506,13 +520,13 @@ def interval_lines(result: MetaResult, level: str) -> list[str]:
     return lines
 
 
-def williams_undefined_lines(result: MetaResult, level: str) -> list[str]:
+def comparison_undefined_lines(result: MetaResult, level: str) -> list[str]:
     """Why comparison p-values (or intervals of the difference) of a level are blank (NaN), from
     the tests' ``reason``."""
-    will = result.williams
+    will = result.comparisons
     rows = will[(will["level"] == level) & (will["reason"].fillna("") != "")]
     label = TEST_LABELS.get(level_test(result, level), "Williams")
-    what = "Williams test(s)" if label == "Williams" else f"comparison(s) ({label})"
+    what = "comparison test(s)" if label == "Williams" else f"comparison(s) ({label})"
     lines = []
     for reason, count in rows["reason"].value_counts(sort=False).items():
         if reason.startswith("interval: "):
@@ -535,7 +549,7 @@ def chance_line(result: MetaResult, level: str, digits: int = 3) -> str:
 
 def permutation_caption(result: MetaResult, level: str) -> str:
     p = result.settings["permutation"]
-    w = result.settings["williams"]
+    w = result.settings["comparisons"]
     return (f"{w['adjustment'].upper()}-adjusted paired permutation p ({p['alternative']}, "
             f"{p['n_permutations']} permutations, unit {p['unit'].get(level, '?')}), "
             f"{level} level")
@@ -550,19 +564,19 @@ def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
 
 def to_json(result: MetaResult) -> str:
     """Settings and the three tidy tables as one JSON document (full precision, NaN as null).
-    The settings gain ``williams.family_sizes`` ([`MetaResult.family_sizes`][])."""
+    The settings gain ``comparisons.family_sizes`` ([`MetaResult.family_sizes`][])."""
     doc = {"settings": report_settings(result)}
-    for name in ("correlations", "baseline", "williams"):
+    for name in ("correlations", "baseline", "comparisons"):
         doc[name] = json.loads(format_table(getattr(result, name), "json"))
     return json.dumps(doc, ensure_ascii=False, indent=1)
 
 
 def report_settings(result: MetaResult) -> dict:
-    """`MetaResult.settings` with the size of the Williams families, per level
-    (``settings["williams"]["family_sizes"]``), for settings.json and the JSON output."""
+    """`MetaResult.settings` with the size of the comparison tests' families, per level
+    (``settings["comparisons"]["family_sizes"]``), for settings.json and the JSON output."""
     settings = dict(result.settings)
-    if "williams" in settings:
-        settings["williams"] = {**settings["williams"],
+    if "comparisons" in settings:
+        settings["comparisons"] = {**settings["comparisons"],
                                 "family_sizes": result.family_sizes()}
     return settings
 
@@ -580,9 +594,22 @@ def _slugs(criteria: list[str]) -> dict[str, str]:
     return slugs
 
 
+_RENAMED = {"williams_caption": "comparison_caption",
+            "williams_undefined_lines": "comparison_undefined_lines"}
+
+
 def __getattr__(name: str):
     # write_report and its figure helpers live in storyeval.report.meta_files (which imports
     # this module and storyeval.report.html_report); the old path works for one release.
+    if name in _RENAMED:  # old names of the caption helpers (one release)
+        import warnings
+
+        from storyeval._moved import REMOVED_IN
+
+        warnings.warn(f"storyeval.report.meta_report.{name} is now {_RENAMED[name]}; the old "
+                      f"name will be removed in storyeval {REMOVED_IN}", DeprecationWarning,
+                      stacklevel=2)
+        return globals()[_RENAMED[name]]
     if name in ("write_report", "figure_title", "fitted_limits", "_save_grid"):
         import importlib
         import warnings
@@ -591,3 +618,4 @@ def __getattr__(name: str):
                       f"storyeval.report.meta_files.{name}", DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module("storyeval.report.meta_files"), name)
     raise AttributeError(f"module 'storyeval.report.meta_report' has no attribute {name!r}")
+

@@ -155,3 +155,15 @@ def _latex(frame: pd.DataFrame, cells: list[list[str]], *, caption: str | None,
 
 
 FILE_SUFFIX = {"table": "txt", "md": "md", "csv": "csv", "latex": "tex", "json": "json"}
+
+
+def journal_p(p: float) -> str:
+    """A p-value as a journal prints it: ``"< 0.001"`` below 0.001, else three significant
+    digits with their trailing zeros (``0.0498``, ``0.500``, ``1.00``): never ``0.000``, and a
+    0.0498 is never rounded to ``0.050``. NaN: empty."""
+    if p is None or (isinstance(p, float) and math.isnan(p)) or pd.isna(p):
+        return ""
+    p = float(p)
+    if p < 0.001:
+        return "< 0.001"
+    return f"{p:#.3g}"

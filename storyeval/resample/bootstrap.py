@@ -87,7 +87,7 @@ def draw_resamples(
     *,
     n_resamples: int,
     resample_by: str = "prompts",
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Multiplicities of systems and prompts for ``n_resamples`` bootstrap resamples.
 
@@ -101,7 +101,9 @@ def draw_resamples(
         for each drawn prompt (all systems stay); ``"systems"``: draw systems, keep all their
         prompts; ``"both"``: draw prompts and systems independently (a story enters
         ``c_s * c_p`` times).
-    random_state : int or Generator, optional
+    random_state : int, Generator or None, default 0
+        Seed of the resampling (0, as the command line; None draws a fresh seed: not
+        reproducible).
         ``g = numpy.random.default_rng(random_state)``; prompts are drawn first
         (``g.integers(0, n_prompts, (n_resamples, n_prompts))``), then systems
         (``g.integers(0, n_systems, (n_resamples, n_systems))``).
@@ -163,7 +165,7 @@ def bootstrap_correlations(
     resample_by: str = "prompts",
     ci_method: str = "percentile",
     confidence_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
     return_distribution: bool = False,
     show_progress: bool | None = None,
     tie_rtol: float = TIE_RTOL,
@@ -194,7 +196,9 @@ def bootstrap_correlations(
         `expanded_level` of the number of resampled clusters (with ``"both"``, the smaller
         of the two counts), for few clusters (see `FewClustersWarning`).
     confidence_level : float, default 0.95
-    random_state : int or Generator, optional
+    random_state : int, Generator or None, default 0
+        Seed of the resampling (0, as the command line; None draws a fresh seed: not
+        reproducible).
         Seed; the same seed gives the same resamples (and numbers) for any set of pairs.
     return_distribution : bool, default False
         Also return the (n_resamples, n_pairs) replicate matrix, columns in ``pairs`` order.

@@ -97,7 +97,7 @@ def chance_distribution(
     *,
     method: str = "kendall_b",
     n_draws: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> np.ndarray:
     """Correlations between a criterion and independent random measures.
 
@@ -110,7 +110,9 @@ def chance_distribution(
         systems, averaged over the prompts where it is defined).
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     n_draws : int, default 1000
-    random_state : int or Generator, optional
+    random_state : int, Generator or None, default 0
+        Seed of the resampling (0, as the command line; None draws a fresh seed: not
+        reproducible).
 
     Returns
     -------
@@ -184,7 +186,7 @@ def chance_baseline(
     method: str = "kendall_b",
     n_draws: int = 1000,
     confidence_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
     tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame:
     """Chance baseline of each criterion at a level: the spread of its correlation with random
@@ -202,7 +204,9 @@ def chance_baseline(
     confidence_level : float, default 0.95
         Central interval ``[low, high]`` of the chance distribution, and ``abs_high``: the
         ``confidence_level`` quantile of ``|r|`` (a measured ``|r|`` below it is within chance).
-    random_state : int or Generator, optional
+    random_state : int, Generator or None, default 0
+        Seed of the resampling (0, as the command line; None draws a fresh seed: not
+        reproducible).
         One generator for all criteria, in the order given.
     tie_rtol : float, default 1e-12
         The tie rule of the criterion's system means (`storyeval.correlation.ties`), as in the

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from storyeval.exceptions import FewClustersWarning, InputError
+from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
 from storyeval.resample._common import check_confidence  # noqa: F401 (re-exported)
 
 #: Below this many clusters a cluster bootstrap or sign-flip test is unreliable (warned).
@@ -87,6 +87,21 @@ def percentile_interval(draws: np.ndarray, confidence_level: float) -> tuple[np.
     with np.errstate(all="ignore"):
         low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)
     return low, high
+
+
+#: Why a cluster bootstrap of one cluster gives no interval and no p-value.
+ONE_CLUSTER_REASON = ("a single cluster: a cluster bootstrap has nothing to resample (every "
+                      "resample is the data itself), so it gives no interval and no p-value")
+
+
+def single_cluster(n_clusters: int, what: str) -> bool:
+    """Whether a cluster resampling has fewer than two clusters; then it warns
+    (`UndefinedStatisticWarning`, ``ONE_CLUSTER_REASON``) and the caller returns NaN with that
+    reason instead of a zero-width interval and the smallest possible p-value."""
+    if n_clusters >= 2:
+        return False
+    warnings.warn(f"{what}: {ONE_CLUSTER_REASON}", UndefinedStatisticWarning, stacklevel=3)
+    return True
 
 
 def warn_few_clusters(n_clusters: int, what: str) -> None:
