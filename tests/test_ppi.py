@@ -122,3 +122,18 @@ def test_bad_input_named():
         ppi_mean([1.0, 2.0, np.nan, np.nan], [1.0, 2.0, 3.0, 4.0], method="x")
     with pytest.raises(InputError, match="same NaN pattern"):
         ppi_mean_difference([1, np.nan], [1, 2], [np.nan, 1], [1, 2], paired=True)
+
+
+def test_t_interval_hand_computation():
+    h, f, lab = _data(10, n_total=400)
+    r = ppi_mean(h, f, method="ppi", interval="t", confidence_level=0.9)
+    y, fl, fu = h[lab], f[lab], f[~lab]
+    est = fu.mean() + (y - fl).mean()
+    se = math.sqrt(fu.var(ddof=1) / fu.size + (y - fl).var(ddof=1) / y.size)
+    q = stats.t.ppf(0.95, y.size - 1)
+    assert (r.estimate, r.low, r.high) == pytest.approx((est, est - q * se, est + q * se),
+                                                        abs=TOL)
+    assert r.interval == "t"
+    assert r.human_se == pytest.approx(y.std(ddof=1) / math.sqrt(y.size), abs=TOL)
+    with pytest.raises(InputError, match="interval"):
+        ppi_mean(h, f, interval="x")

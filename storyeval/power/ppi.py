@@ -53,6 +53,9 @@ class PPIResult:
         Human-labelled items and judge-only items.
     human_estimate, human_se : float
         The human-only (classical) mean of the labelled items and its standard error.
+    interval : str
+        ``"z"`` (normal quantile, variances with divisors n and N: ppi-python's interval) or
+        ``"t"`` (Student t quantile with n - 1 degrees of freedom, divisors n - 1 and N - 1).
     n_eff : float
         ``n_labelled * human_se**2 / se**2``: human labels the human-only estimate would need
         to reach `se`.
@@ -75,6 +78,7 @@ class PPIResult:
     n_eff: float
     width_ratio: float
     confidence_level: float
+    interval: str = "z"
 
     def __iter__(self):  # unpacks like (estimate, (low, high))
         return iter((self.estimate, (self.low, self.high)))
@@ -83,7 +87,7 @@ class PPIResult:
         """The two-sided normal interval ``estimate -/+ z * se`` at another level."""
         level = self.confidence_level if confidence_level is None else confidence_level
         _check_level(level)
-        z = stats.norm.ppf(0.5 + level / 2)
+        z = _quantile(level, self.interval, self.n_labelled)
         return self.estimate - z * self.se, self.estimate + z * self.se
 
     def to_frame(self) -> pd.DataFrame:
@@ -94,6 +98,14 @@ class PPIResult:
 def _check_level(level: float) -> None:
     if not 0 < level < 1:
         raise InputError(f"confidence_level must be in (0, 1), got {level}")
+
+
+def _quantile(level: float, interval: str, n: int) -> float:
+    if interval == "z":
+        return float(stats.norm.ppf(0.5 + level / 2))
+    if interval == "t":
+        return float(stats.t.ppf(0.5 + level / 2, n - 1))
+    raise InputError(f"interval must be 'z' or 't', got {interval!r}")
 
 
 def _split(human, predicted, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,8 +148,8 @@ def tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
     return float(np.clip(cov / ((1 + n / big_n) * var_f), 0.0, 1.0))
 
 
-def _kernel(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, method: str
-            ) -> tuple[float, float, float]:
+def _kernel(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, method: str,
+            ddof: int = 0) -> tuple[float, float, float]:
     """(estimate, se, lambda) of the prediction-powered mean."""
     if method not in _METHODS:
         raise InputError(f"method must be one of {list(_METHODS)}, got {method!r}")
@@ -146,21 +158,22 @@ def _kernel(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, method: str
         lam = tuned_lambda(y, f_lab, f_unl)
     rect = y - lam * f_lab
     estimate = float(lam * f_unl.mean() + rect.mean())
-    var = lam**2 * np.var(f_unl) / f_unl.size + np.var(rect) / y.size
+    var = lam**2 * np.var(f_unl, ddof=ddof) / f_unl.size + np.var(rect, ddof=ddof) / y.size
     return estimate, float(math.sqrt(var)), lam
 
 
 def _result(estimand: str, method: str, estimate: float, se: float, lam: float, n: int,
-            big_n: int, human_estimate: float, human_se: float, level: float) -> PPIResult:
-    z = stats.norm.ppf(0.5 + level / 2)
+            big_n: int, human_estimate: float, human_se: float, level: float,
+            interval: str = "z") -> PPIResult:
+    z = _quantile(level, interval, n)
     ratio = se / human_se if human_se > 0 else math.nan
     n_eff = n * human_se**2 / se**2 if se > 0 else math.nan
     return PPIResult(estimand, method, estimate, se, estimate - z * se, estimate + z * se, lam,
-                     n, big_n, human_estimate, human_se, n_eff, ratio, level)
+                     n, big_n, human_estimate, human_se, n_eff, ratio, level, interval)
 
 
-def ppi_mean(human, predicted, *, method: str = "ppi++",
-             confidence_level: float = 0.95) -> PPIResult:
+def ppi_mean(human, predicted, *, method: str = "ppi++", confidence_level: float = 0.95,
+             interval: str = "z") -> PPIResult:
     """Prediction-powered estimate of the mean human score, with a normal interval.
 
     Parameters
@@ -174,6 +187,10 @@ def ppi_mean(human, predicted, *, method: str = "ppi++",
         ``ppi++``: lambda tuned from the data; ``ppi``: lambda = 1 (the original PPI);
         ``classical``: lambda = 0 (human labels only).
     confidence_level : float, default 0.95
+    interval : {"z", "t"}, default "z"
+        ``"z"``: the normal interval of PPI / PPI++ (as ppi-python). ``"t"``: a small-sample
+        variant, Student t with n - 1 degrees of freedom and unbiased (n - 1, N - 1) variances;
+        it covers better below ~100 human labels (benchmarks/bench_ppi.py).
 
     Returns
     -------
@@ -211,15 +228,17 @@ def ppi_mean(human, predicted, *, method: str = "ppi++",
     True
     """
     _check_level(confidence_level)
+    _quantile(confidence_level, interval, 2)
+    ddof = 0 if interval == "z" else 1
     y, f_lab, f_unl = _split(human, predicted, "ppi_mean")
-    estimate, se, lam = _kernel(y, f_lab, f_unl, method)
-    human_se = float(np.std(y) / math.sqrt(y.size))
+    estimate, se, lam = _kernel(y, f_lab, f_unl, method, ddof)
+    human_se = float(np.std(y, ddof=ddof) / math.sqrt(y.size))
     return _result("mean", method, estimate, se, lam, y.size, f_unl.size, float(y.mean()),
-                   human_se, confidence_level)
+                   human_se, confidence_level, interval)
 
 
-def ppi_win_rate(human, predicted, *, method: str = "ppi++",
-                 confidence_level: float = 0.95) -> PPIResult:
+def ppi_win_rate(human, predicted, *, method: str = "ppi++", confidence_level: float = 0.95,
+                 interval: str = "z") -> PPIResult:
     """Prediction-powered win rate: the mean of human preferences for system A over B.
 
     Parameters
@@ -228,7 +247,7 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++",
         Per pair: 1 if the human preferred A, 0 if B, 0.5 for a tie, NaN if not labelled.
     predicted : array-like, shape (N_total,)
         The judge's verdict (1 / 0 / 0.5) or its probability that A wins, on every pair.
-    method, confidence_level
+    method, confidence_level, interval
         As in `ppi_mean`.
 
     Returns
@@ -253,12 +272,14 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++",
         if outside.size:
             raise InputError(f"ppi_win_rate: {name} value {arr[outside[0]]} at item "
                              f"{outside[0]} is outside [0, 1] (1 = A wins, 0 = B, 0.5 = tie)")
-    result = ppi_mean(human, predicted, method=method, confidence_level=confidence_level)
+    result = ppi_mean(human, predicted, method=method, confidence_level=confidence_level,
+                      interval=interval)
     return PPIResult(**{**asdict(result), "estimand": "win rate"})
 
 
 def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: bool = False,
-                        method: str = "ppi++", confidence_level: float = 0.95) -> PPIResult:
+                        method: str = "ppi++", confidence_level: float = 0.95,
+                        interval: str = "z") -> PPIResult:
     """Prediction-powered difference between two systems' mean human scores (A - B).
 
     Parameters
@@ -270,8 +291,8 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
         the variances add). True: item i of A and item i of B answer the same prompt and were
         labelled together (same NaN pattern); the estimate is `ppi_mean` of the per-prompt
         differences, which keeps the prompt-level correlation.
-    method, confidence_level
-        As in `ppi_mean`.
+    method, confidence_level, interval
+        As in `ppi_mean` (``"t"`` for independent systems: n_a + n_b - 1 degrees of freedom).
 
     Returns
     -------
@@ -301,13 +322,15 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
                              "same items and the same human-labelled ones (same NaN pattern)")
         result = ppi_mean(ha - hb, np.asarray(predicted_a, dtype=float)
                           - np.asarray(predicted_b, dtype=float), method=method,
-                          confidence_level=confidence_level)
+                          confidence_level=confidence_level, interval=interval)
         return PPIResult(**{**asdict(result), "estimand": "difference"})
-    a = ppi_mean(human_a, predicted_a, method=method, confidence_level=confidence_level)
-    b = ppi_mean(human_b, predicted_b, method=method, confidence_level=confidence_level)
+    a = ppi_mean(human_a, predicted_a, method=method, confidence_level=confidence_level,
+                 interval=interval)
+    b = ppi_mean(human_b, predicted_b, method=method, confidence_level=confidence_level,
+                 interval=interval)
     se = math.hypot(a.se, b.se)
     human_se = math.hypot(a.human_se, b.human_se)
     n = a.n_labelled + b.n_labelled
     return _result("difference", method, a.estimate - b.estimate, se, math.nan, n,
                    a.n_unlabelled + b.n_unlabelled, a.human_estimate - b.human_estimate,
-                   human_se, confidence_level)
+                   human_se, confidence_level, interval)
