@@ -67,7 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="every pair of these systems on prompts 0..--prompts-1 "
                           "(story ids 'system/prompt')")
     assign.add_argument("--prompts", type=int, help="with --systems: number of prompts")
-    assign.add_argument("--annotators", type=int, required=True, help="number of annotators")
+    assign.add_argument("--annotators", type=int, help="number of annotators (required)")
     assign.add_argument("--judgments-per-pair", type=int, default=1,
                         help="annotators per pair (default 1)")
     assign.add_argument("--per-sitting", type=int, default=5,
@@ -134,6 +134,8 @@ def _assign(args: argparse.Namespace) -> int:
     from storyeval.exceptions import InputError
     from storyeval.pairwise.plan import assignment_plan
 
+    if args.annotators is None:
+        raise InputError("plan assign needs --annotators")
     if args.systems is not None:
         if args.prompts is None:
             raise InputError("--systems needs --prompts")
