@@ -137,3 +137,19 @@ def test_t_interval_hand_computation():
     assert r.human_se == pytest.approx(y.std(ddof=1) / math.sqrt(y.size), abs=TOL)
     with pytest.raises(InputError, match="interval"):
         ppi_mean(h, f, interval="x")
+
+
+def test_simulated_coverage_and_gain():
+    # 300 seeded studies; 95% intervals: coverage within 4 Monte Carlo se (0.0126) of 0.95,
+    # and the tuned PPI++ interval on average narrower than the human-only one
+    rng = np.random.default_rng(11)
+    covered, ratio = [], []
+    for _ in range(300):
+        h = rng.normal(3.0, 1.0, 1000)
+        f = 0.8 * h + rng.normal(0.4, 0.6, 1000)
+        lab = rng.random(1000) < 0.1
+        r = ppi_mean(np.where(lab, h, np.nan), f)
+        covered.append(r.low <= 3.0 <= r.high)
+        ratio.append(r.width_ratio)
+    assert abs(np.mean(covered) - 0.95) < 4 * 0.0126
+    assert np.mean(ratio) < 0.9
