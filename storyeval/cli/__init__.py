@@ -31,6 +31,8 @@ COMMANDS: tuple[str, ...] = (
     "describe",
     "meta",
     "power",
+    "plan",
+    "ppi",
     "agreement",
     "score",
     "rate",

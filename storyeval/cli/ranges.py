@@ -104,6 +104,17 @@ RANGES: dict[str, Range] = {
     "--prompts": AT_LEAST_1,
     "--replications": AT_LEAST_1,
     "--bertscore-layers": AT_LEAST_1,
+    # storyeval plan
+    "--effect": Range(-1, 1, high_open=True),
+    "--baseline": Range(-1, 1, high_open=True),
+    "--discordance": Range(0, 1, low_open=True),
+    "--prevalence": PROBABILITY,
+    "--units-per-prompt": AT_LEAST_1,
+    "--icc": Range(0, 1),
+    "--n": AT_LEAST_1,
+    "--annotators": AT_LEAST_1,
+    "--judgments-per-pair": AT_LEAST_1,
+    "--per-sitting": AT_LEAST_1,
 }
 
 

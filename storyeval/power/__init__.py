@@ -1,7 +1,10 @@
-"""Sample-size planning for comparisons of correlations, by simulation.
+"""Planning and economising a human study.
 
-Holds: the front end `plan_power` and its result (`planner`), the simulated data-generating
-model (`model`) and the batched tests run on it (`batch`).
+Holds: sample-size planning for comparisons of correlations by simulation: the front end
+`plan_power` and its result (`planner`), the simulated data-generating model (`model`) and the
+batched tests run on it (`batch`); closed-form power, sample size and minimum detectable
+effect of pairwise and judge designs (`pairwise`); prediction-powered estimates (PPI, PPI++)
+of human means, differences and win rates from few human labels and a judge (`ppi`).
 
 May import: ``storyeval.exceptions``, ``storyeval.correlation``, ``storyeval.compare``,
 ``storyeval._figure_io`` (drawing).
@@ -13,6 +16,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from storyeval.power.pairwise import (
+        PairwisePlan,
+        design_effect,
+        minimum_detectable_effect,
+        pairwise_power,
+        pairwise_sample_size,
+    )
     from storyeval.power.planner import (
         COEFFICIENTS,
         PLANNER_TESTS,
@@ -21,8 +31,18 @@ if TYPE_CHECKING:
         plan_power,
         simulate_power,
     )
+    from storyeval.power.ppi import PPIResult, ppi_mean, ppi_mean_difference, ppi_win_rate
 
 _LAZY = {
+    "PPIResult": "ppi",
+    "PairwisePlan": "pairwise",
+    "design_effect": "pairwise",
+    "minimum_detectable_effect": "pairwise",
+    "pairwise_power": "pairwise",
+    "pairwise_sample_size": "pairwise",
+    "ppi_mean": "ppi",
+    "ppi_mean_difference": "ppi",
+    "ppi_win_rate": "ppi",
     "COEFFICIENTS": "planner",
     "PLANNER_TESTS": "planner",
     "PowerResult": "planner",
@@ -34,9 +54,18 @@ _LAZY = {
 __all__ = [
     "COEFFICIENTS",
     "PLANNER_TESTS",
+    "PPIResult",
+    "PairwisePlan",
     "PowerResult",
+    "design_effect",
     "fisher_z_power",
+    "minimum_detectable_effect",
+    "pairwise_power",
+    "pairwise_sample_size",
     "plan_power",
+    "ppi_mean",
+    "ppi_mean_difference",
+    "ppi_win_rate",
     "simulate_power",
 ]
 

@@ -1,0 +1,143 @@
+"""``storyeval ppi``: a human mean, a difference of two systems or a win rate from a few human
+labels and a judge's scores on every item (prediction-powered inference, PPI / PPI++).
+
+Exit codes: 0 ok, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EPILOG = """\
+examples:
+  storyeval ppi --data items.csv --human human --judge llm
+  storyeval ppi --data items.csv --human human --judge llm --system system --systems A,B
+  storyeval ppi --data items.csv --human human --judge llm --system system --systems A,B \\
+      --paired-by prompt_id
+  storyeval ppi --data pairs.csv --human human_pref --judge judge_pref --estimand win_rate
+
+One row per item; the human column is empty where no human labelled the item (the labelled
+items must be a random subset); the judge column is filled everywhere. The interval is
+normal (ppi-python's) unless --interval t.
+
+Exit codes: 0 ok, 2 usage or input error.
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``storyeval ppi``."""
+    parser = subparsers.add_parser(
+        "ppi", help="prediction-powered estimate (PPI / PPI++) of a human mean, difference or "
+                    "win rate from few human labels and a judge",
+        description="Prediction-powered inference: the judge's mean on every item, corrected "
+        "by the human-minus-judge gap on the labelled items, with a valid interval, the "
+        "human-only interval and the effective number of human labels the judge is worth.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, metavar="FILE", help="CSV/TSV/JSONL/Parquet")
+    parser.add_argument("--human", required=True, metavar="COL",
+                        help="human score (win rate: 1 / 0 / 0.5), empty if not labelled")
+    parser.add_argument("--judge", required=True, metavar="COL", help="the judge's score")
+    parser.add_argument("--estimand", choices=("mean", "win_rate", "difference"),
+                        help="default: difference with --systems, else mean")
+    parser.add_argument("--system", metavar="COL", help="column naming each item's system")
+    parser.add_argument("--systems", metavar="A,B",
+                        help="difference A - B between these two systems (needs --system)")
+    parser.add_argument("--paired-by", metavar="COL",
+                        help="difference: pair A's and B's items by this column (a prompt)")
+    parser.add_argument("--method", choices=("ppi++", "ppi", "classical"), default="ppi++",
+                        help="ppi++: lambda tuned (default); ppi: lambda 1; classical: humans "
+                             "only")
+    parser.add_argument("--interval", choices=("z", "t"), default="z",
+                        help="z: normal (default, as ppi-python); t: small-sample variant")
+    parser.add_argument("--confidence-level", type=float, default=0.95)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _column(frame, name: str, source: str):
+    from storyeval.exceptions import InputError
+
+    if name not in frame.columns:
+        raise InputError(f"{source}: no column {name!r}")
+    import pandas as pd
+
+    values = pd.to_numeric(frame[name], errors="coerce")
+    bad = values.isna() & frame[name].notna() & (frame[name].astype(str).str.strip() != "")
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        raise InputError(f"{source}: column {name!r} row {row}: {frame[name].iloc[row]!r} is "
+                         "not a number")
+    return values.to_numpy(dtype=float)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``storyeval ppi``."""
+    from storyeval.data.io import read_table
+    from storyeval.exceptions import InputError
+    from storyeval.power.ppi import ppi_mean, ppi_mean_difference, ppi_win_rate
+
+    frame, _ = read_table(args.data)
+    src = str(args.data)
+    estimand = args.estimand or ("difference" if args.systems else "mean")
+    options = {"method": args.method, "confidence_level": args.confidence_level,
+               "interval": args.interval}
+    if estimand == "difference":
+        if not (args.system and args.systems):
+            raise InputError("a difference needs --system COL and --systems A,B")
+        names = [s.strip() for s in args.systems.split(",")]
+        if len(names) != 2 or names[0] == names[1]:
+            raise InputError("--systems takes two distinct systems A,B")
+        if args.system not in frame.columns:
+            raise InputError(f"{src}: no column {args.system!r}")
+        parts = []
+        for name in names:
+            part = frame[frame[args.system].astype(str) == name]
+            if part.empty:
+                raise InputError(f"{src}: no item of system {name!r} in column {args.system!r}")
+            if args.paired_by:
+                if args.paired_by not in frame.columns:
+                    raise InputError(f"{src}: no column {args.paired_by!r}")
+                dup = part[args.paired_by].duplicated()
+                if dup.any():
+                    raise InputError(f"{src}: system {name!r} has two items for "
+                                     f"{args.paired_by} {part[args.paired_by][dup].iloc[0]!r}")
+                part = part.set_index(args.paired_by)
+            parts.append(part)
+        if args.paired_by:
+            common = parts[0].index.intersection(parts[1].index)
+            if len(common) != len(parts[0]) or len(common) != len(parts[1]):
+                raise InputError(f"{src}: --paired-by {args.paired_by}: the two systems do not "
+                                 "have the same set of values")
+            parts = [p.loc[common] for p in parts]
+        a, b = parts
+        result = ppi_mean_difference(_column(a, args.human, src), _column(a, args.judge, src),
+                                     _column(b, args.human, src), _column(b, args.judge, src),
+                                     paired=bool(args.paired_by), **options)
+        what = f"{names[0]} - {names[1]} ({'paired' if args.paired_by else 'independent'})"
+    else:
+        if args.systems or args.paired_by:
+            raise InputError("--systems / --paired-by go with --estimand difference")
+        fn = ppi_win_rate if estimand == "win_rate" else ppi_mean
+        result = fn(_column(frame, args.human, src), _column(frame, args.judge, src), **options)
+        what = args.human
+    row = {k: (v.item() if hasattr(v, "item") else v)
+           for k, v in result.to_frame().iloc[0].items()}
+    if args.json:
+        json.dump({"data": src, "of": what, **row}, sys.stdout, indent=2)
+        print()
+        return 0
+    level = f"{args.confidence_level:g}"
+    print(f"{src}: {result.estimand} of {what}, {args.method} ({args.interval} interval, "
+          f"lambda {result.lam:.3g}); {result.n_labelled} human-labelled, "
+          f"{result.n_unlabelled} judge-only items")
+    print(f"  prediction-powered: {result.estimate:.4f}  [{result.low:.4f}, {result.high:.4f}] "
+          f"({level}), se {result.se:.4f}")
+    lo, hi = result.human_estimate - (result.estimate - result.low) / result.width_ratio, \
+        result.human_estimate + (result.high - result.estimate) / result.width_ratio
+    print(f"  human only:         {result.human_estimate:.4f}  [{lo:.4f}, {hi:.4f}], "
+          f"se {result.human_se:.4f}")
+    print(f"  width ratio {result.width_ratio:.3f}; the judge makes the {result.n_labelled} human "
+          f"labels worth {result.n_eff:.1f} (effective number of human labels)")
+    return 0
