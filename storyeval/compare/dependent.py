@@ -102,9 +102,10 @@ def _rows_in_order(cs: np.ndarray, G: int, start: np.ndarray, end: np.ndarray) -
     above i in y minus those below give ``r_i = H[c_i, n-1] - H[c_i, end_i] - H[c_i, start_i-1]``
     (items tied with i in y count 0): three scalar reads per item. Exact integers."""
     m, n = cs.shape
-    dt = np.int32 if n < 2**31 else np.int64  # (int32 cumulative sums are SIMD: 3x int16's)
-    c = cs.astype(dt)
-    H = np.sign(c[:, None, :] - np.arange(G, dtype=dt)[:, None])  # (m, G, n)
+    # (int32 cumulative sums are SIMD: 3x int16's)
+    c = cs.astype(np.int32) if n < 2**31 else cs.astype(np.int64)
+    groups: np.ndarray = np.arange(G, dtype=c.dtype)[:, None]
+    H = np.sign(c[:, None, :] - groups)  # (m, G, n)
     np.cumsum(H, axis=-1, out=H)
     H = H.reshape(-1)
     base = (np.arange(m) * (G * n))[:, None] + c.astype(np.int64) * n  # H[k, c_i, 0]
