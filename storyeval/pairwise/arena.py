@@ -1,0 +1,354 @@
+"""Bradley-Terry(-Davidson) at arena scale: battles aggregated to counts once, a batched Newton
+fit on the S x S count matrices, and a bootstrap that resamples prompts (or battles) through
+count matrices.
+
+Counts
+------
+A *battle* compares system ``a`` with system ``b`` and ends in ``a`` winning, ``b`` winning or a
+tie; it may carry a weight (a graded "much better" verdict counts ``w`` battles) and belongs to
+a cluster (its prompt). `count_battles` turns the battles into a sparse matrix ``C`` with one row
+per cluster and ``2 S^2`` columns: column ``i S + j`` holds the (weighted) wins of ``i`` over
+``j`` in that cluster, column ``S^2 + min(i,j) S + max(i,j)`` its ties between ``i`` and ``j``.
+Nothing dense of size clusters x S x S is ever built.
+
+Bootstrap
+---------
+A prompt resample draws ``n_c`` clusters with replacement; cluster ``c`` drawn ``m_c`` times
+contributes ``m_c C_c``, so a resample's counts are ``m C`` (a sparse-dense product, chunks of
+resamples at a time). Resampling battles (``cluster=None``) is the same with every battle its own
+cluster; it is drawn exactly and much faster as a multinomial over the distinct (cell, weight)
+categories: ``n`` battles drawn with replacement from ``n`` fall into the categories as
+``Multinomial(n, counts / n)``.
+
+Fit
+---
+Newton's method with backtracking on the negative log-likelihood, which is convex in
+``(theta, lambda)`` (``log D`` is a log-sum-exp of affine functions), batched over resamples and
+warm-started at the full-sample estimate. The Hessian of ``log D_ij`` is the covariance of the
+vectors ``(1, 0, 0)``, ``(0, 1, 0)``, ``(1/2, 1/2, 1)`` (coordinates ``theta_i, theta_j,
+lambda``) under the outcome probabilities ``(p, r, q)``; the translation direction is removed by
+adding ``1 1^T`` to the ``theta`` block, which keeps the steps centred.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from storyeval.exceptions import InputError
+
+__all__ = ["BattleCounts", "bootstrap_counts", "count_battles", "fit_counts"]
+
+_TIES = ("davidson", "half", "drop")
+_MAX_CHUNK_FLOATS = 4_000_000  # resamples per chunk x S x S (about 32 MB per array)
+
+
+@dataclass(frozen=True)
+class BattleCounts:
+    """Battles aggregated to counts.
+
+    Attributes
+    ----------
+    n_items : int
+    wins : ndarray (S, S)
+        ``wins[i, j]``: weighted wins of ``i`` over ``j`` (all clusters).
+    ties : ndarray (S, S)
+        Symmetric weighted ties.
+    cluster_counts : csr_matrix (n_clusters, 2 S^2) or None
+        Per-cluster contributions (None when battles are the resampling unit).
+    categories : tuple (cells, weights, counts) or None
+        Distinct (cell, weight) categories and their battle counts, for the battle bootstrap.
+    n_battles : int
+    """
+
+    n_items: int
+    wins: np.ndarray
+    ties: np.ndarray
+    cluster_counts: sparse.csr_matrix | None
+    categories: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    n_battles: int
+
+
+def _cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, s: int) -> np.ndarray:
+    """Column of each battle in the ``2 S^2`` layout (outcome 0: a won, 1: b won, 2: tie)."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    return np.where(outcome == 0, a * s + b,
+                    np.where(outcome == 1, b * s + a, s * s + lo * s + hi)).astype(np.int64)
+
+
+def _to_matrices(flat: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(..., 2 S^2) cell totals -> wins (..., S, S), symmetric ties (..., S, S)."""
+    lead = flat.shape[:-1]
+    wins = flat[..., : s * s].reshape(*lead, s, s)
+    upper = flat[..., s * s:].reshape(*lead, s, s)
+    ties = upper + np.swapaxes(upper, -1, -2)
+    return wins, ties
+
+
+def count_battles(
+    a: np.ndarray,
+    b: np.ndarray,
+    outcome: np.ndarray,
+    n_items: int,
+    *,
+    weight: np.ndarray | None = None,
+    cluster: np.ndarray | None = None,
+) -> BattleCounts:
+    """Aggregate battles to counts (once).
+
+    Parameters
+    ----------
+    a, b : int arrays (n,)
+        Item codes ``0 .. n_items-1`` of the two sides (``a != b``).
+    outcome : int array (n,)
+        0: ``a`` won, 1: ``b`` won, 2: tie.
+    n_items : int
+    weight : float array (n,), optional
+        Weight of each battle (default 1).
+    cluster : int array (n,), optional
+        Cluster code (e.g. the prompt) of each battle, ``0 .. n_clusters-1``; None: the battles
+        themselves are the resampling unit.
+
+    Returns
+    -------
+    BattleCounts
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    outcome = np.asarray(outcome, dtype=np.int64)
+    s = int(n_items)
+    if np.any(a == b):
+        raise InputError(f"battle {int(np.argmax(a == b))} compares an item with itself")
+    cells = _cells(a, b, outcome, s)
+    w = np.ones(len(a)) if weight is None else np.asarray(weight, dtype=np.float64)
+    totals = np.bincount(cells, weights=w, minlength=2 * s * s)
+    wins, ties = _to_matrices(totals, s)
+    if cluster is None:
+        wvals, widx = np.unique(w, return_inverse=True)
+        key = np.bincount(cells * len(wvals) + widx, minlength=2 * s * s * len(wvals))
+        nz = np.flatnonzero(key)
+        cats = (nz // len(wvals), wvals[nz % len(wvals)], key[nz].astype(np.int64))
+        return BattleCounts(s, wins, ties, None, cats, len(a))
+    cluster = np.asarray(cluster, dtype=np.int64)
+    n_c = int(cluster.max()) + 1 if len(cluster) else 0
+    cc = sparse.csr_matrix((w, (cluster, cells)), shape=(n_c, 2 * s * s))
+    cc.sum_duplicates()
+    return BattleCounts(s, wins, ties, cc, None, len(a))
+
+
+# ---------------------------------------------------------------- batched Newton
+
+
+def _prepare(wins, ties, ties_model):
+    if ties_model == "half":
+        return wins + 0.5 * ties, np.zeros_like(ties)
+    if ties_model == "drop":
+        return wins, np.zeros_like(ties)
+    return wins, ties
+
+
+def _terms(theta, lam, fit_tie):
+    """log-denominators and outcome probabilities for every ordered pair, batched."""
+    d = theta[:, :, None] - theta[:, None, :]  # theta_i - theta_j
+    if fit_tie:
+        t = lam[:, None, None] - d / 2
+        log_den = np.logaddexp(np.logaddexp(0.0, -d), t)  # log(D_ij / e^theta_i)
+        p = np.exp(-log_den)
+        q = np.exp(t - log_den)
+    else:
+        log_den = np.logaddexp(0.0, -d)
+        p = np.exp(-log_den)
+        q = np.zeros_like(p)
+    return d, log_den, p, q
+
+
+def _nll(theta, lam, wins, ties, fit_tie, alpha):
+    d, log_den, _, _ = _terms(theta, lam, fit_tie)
+    val = np.einsum("bij,bij->b", wins, log_den)
+    if fit_tie:
+        val += 0.5 * np.einsum("bij,bij->b", ties, log_den + d / 2 - lam[:, None, None])
+    return val + alpha * np.sum(theta**2, axis=1)
+
+
+def _grad_hess(theta, lam, wins, ties, nmat, fit_tie, alpha):
+    """Gradient and Hessian of the negative log-likelihood; (B, S[+1]) and (B, S[+1], S[+1])."""
+    b, s = theta.shape
+    _, _, p, q = _terms(theta, lam, fit_tie)
+    mi = p + q / 2  # dlogD/dtheta_i for the ordered pair (i, j)
+    g = np.einsum("bij,bij->bi", nmat, mi) - wins.sum(axis=2) - 0.5 * ties.sum(axis=2)
+    g += 2 * alpha * theta
+    r = 1.0 - p - q  # P(j wins)
+    h_off = nmat * (q / 4 - mi * (r + q / 2))
+    h_diag = np.einsum("bij,bij->bi", nmat, p + q / 4 - mi**2)
+    n = s + 1 if fit_tie else s
+    hess = np.zeros((b, n, n))
+    hess[:, :s, :s] = h_off
+    idx = np.arange(s)
+    hess[:, idx, idx] = h_diag + 2 * alpha
+    hess[:, :s, :s] += 1.0  # removes the translation direction (see the module docstring)
+    if fit_tie:
+        g_lam = 0.5 * np.einsum("bij,bij->b", nmat, q) - 0.5 * ties.sum(axis=(1, 2))
+        g = np.concatenate([g, g_lam[:, None]], axis=1)
+        h_tl = np.einsum("bij,bij->bi", nmat, q / 2 - mi * q)
+        hess[:, :s, s] = h_tl
+        hess[:, s, :s] = h_tl
+        hess[:, s, s] = 0.5 * np.einsum("bij,bij->b", nmat, q - q**2)
+    return g, hess
+
+
+def _newton(wins, ties, fit_tie, alpha, theta0, lam0, *, tol=1e-10, max_iter=100):
+    """Batched damped Newton; returns theta (centred), lam, converged flags."""
+    nmat = wins + np.swapaxes(wins, 1, 2) + ties
+    theta = theta0 - theta0.mean(axis=1, keepdims=True)
+    lam = lam0.copy()
+    s = theta.shape[1]
+    f = _nll(theta, lam, wins, ties, fit_tie, alpha)
+    done = np.zeros(len(theta), dtype=bool)
+    scale = np.maximum(nmat.sum(axis=(1, 2)), 1.0)
+    for _ in range(max_iter):
+        act = ~done
+        if not act.any():
+            break
+        g, h = _grad_hess(theta[act], lam[act], wins[act], ties[act], nmat[act], fit_tie, alpha)
+        step = -np.linalg.solve(h, g[:, :, None])[:, :, 0]
+        th_a, la_a, f_a = theta[act], lam[act], f[act]
+        t = np.ones(len(th_a))
+        new_th = th_a + step[:, :s]
+        new_la = la_a + step[:, s] if fit_tie else la_a
+        new_f = _nll(new_th, new_la, wins[act], ties[act], fit_tie, alpha)
+        for _ in range(40):  # backtracking where the objective did not decrease
+            bad = ~(new_f <= f_a + 1e-12 * np.abs(f_a))
+            if not bad.any():
+                break
+            t[bad] /= 2
+            new_th[bad] = th_a[bad] + t[bad, None] * step[bad, :s]
+            if fit_tie:
+                new_la[bad] = la_a[bad] + t[bad] * step[bad, s]
+            new_f[bad] = _nll(new_th[bad], new_la[bad], wins[act][bad], ties[act][bad],
+                              fit_tie, alpha)
+        theta[act], lam[act], f[act] = new_th, new_la, new_f
+        small = (np.max(np.abs(step), axis=1) * t < tol) | (
+            np.max(np.abs(g), axis=1) < 1e-12 * scale[act])
+        ids = np.flatnonzero(act)
+        done[ids[small]] = True
+    theta -= theta.mean(axis=1, keepdims=True)
+    return theta, lam, done
+
+
+def _connected(wins: np.ndarray, ties: np.ndarray) -> bool:
+    if wins.shape[0] < 2:
+        return False
+    n, _ = connected_components(((wins + ties) > 0).astype(np.int8), directed=True,
+                                connection="strong")
+    return n == 1
+
+
+def fit_counts(
+    wins: np.ndarray,
+    ties: np.ndarray,
+    *,
+    ties_model: str = "davidson",
+    regularization: float = 0.0,
+    start: tuple[np.ndarray, float] | None = None,
+) -> tuple[np.ndarray, float, float, bool, str]:
+    """Maximum likelihood Bradley-Terry(-Davidson) fit of one S x S count matrix by Newton.
+
+    Returns
+    -------
+    tuple
+        ``(theta centred, nu, log-likelihood, converged, reason)``; NaN strengths and a reason
+        when the MLE does not exist (``regularization == 0`` and the "beat or tied" graph not
+        strongly connected).
+
+    Notes
+    -----
+    Same objective as `storyeval.pairwise.bradley_terry.fit_bradley_terry` (its Notes give the
+    log-likelihood); validated against choix and FastChat in tests/test_pairwise_arena.py.
+    """
+    if ties_model not in _TIES:
+        raise InputError(f"ties_model must be one of {_TIES}, got {ties_model!r}")
+    w, t = _prepare(np.asarray(wins, float), np.asarray(ties, float), ties_model)
+    k = w.shape[0]
+    nmat = w + w.T + t
+    if nmat.sum() == 0:
+        return np.full(k, np.nan), np.nan, np.nan, False, "no comparisons"
+    if regularization == 0 and not _connected(w, t):
+        return (np.full(k, np.nan), np.nan, np.nan, False,
+                ("maximum likelihood estimate does not exist: some items never beat (or tie "
+                 "with) a group of others, so their strengths diverge; use regularization > 0"))
+    fit_tie = ties_model == "davidson" and t.sum() > 0
+    if start is not None and np.isfinite(start[0]).all():
+        th0 = np.asarray(start[0], float)[None, :]
+        lam0 = np.array([np.log(start[1]) if start[1] > 0 else 0.0])
+    else:
+        th0 = np.zeros((1, k))
+        lam0 = np.array([np.log(max(t.sum() / max(nmat.sum(), 1.0), 1e-3))])
+    theta, lam, ok = _newton(w[None], t[None], fit_tie, float(regularization), th0, lam0)
+    nu = float(np.exp(lam[0])) if fit_tie else 0.0
+    ll = -float(_nll(theta, lam, w[None], t[None], fit_tie, float(regularization))[0])
+    conv = bool(ok[0])
+    return theta[0], nu, ll, conv, "" if conv else "Newton did not converge"
+
+
+def _resample_weights(rng: np.random.Generator, n_units: int, n_draws: int) -> np.ndarray:
+    """(n_draws, n_units) multiplicities of a with-replacement draw of n_units units."""
+    idx = rng.integers(0, n_units, size=(n_draws, n_units))
+    idx += (np.arange(n_draws) * n_units)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_draws * n_units).reshape(n_draws, n_units)
+
+
+def _chunk_totals(counts: BattleCounts, rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, 2 S^2) resampled cell totals."""
+    s2 = 2 * counts.n_items**2
+    if counts.cluster_counts is not None:
+        cc = counts.cluster_counts
+        mult = _resample_weights(rng, cc.shape[0], n).astype(np.float64)
+        return np.asarray((cc.T @ mult.T).T)
+    cells, weights, cnt = counts.categories  # type: ignore[misc]
+    draws = rng.multinomial(int(cnt.sum()), cnt / cnt.sum(), size=n).astype(np.float64)
+    onehot = sparse.csr_matrix((weights, (np.arange(len(cells)), cells)), shape=(len(cells), s2))
+    return np.asarray((onehot.T @ draws.T).T)
+
+
+def bootstrap_counts(
+    counts: BattleCounts,
+    *,
+    n_resamples: int,
+    ties_model: str = "davidson",
+    regularization: float = 0.0,
+    start: tuple[np.ndarray, float],
+    random_state: int | np.random.Generator | None = 0,
+) -> np.ndarray:
+    """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist.
+
+    Clusters (prompts) are resampled with replacement when ``counts`` has them, else battles;
+    each resample is refitted by Newton from ``start`` (the full-sample estimate).
+    """
+    rng = np.random.default_rng(random_state)
+    s = counts.n_items
+    out = np.full((n_resamples, s), np.nan)
+    chunk = max(1, min(n_resamples, _MAX_CHUNK_FLOATS // max(s * s, 1)))
+    th0 = np.where(np.isfinite(start[0]), start[0], 0.0)
+    lam_start = np.log(start[1]) if start[1] > 0 else 0.0
+    alpha = float(regularization)
+    for lo in range(0, n_resamples, chunk):
+        n = min(chunk, n_resamples - lo)
+        w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
+        w, t = _prepare(w, t, ties_model)
+        ok = np.ones(n, dtype=bool)
+        if alpha == 0:
+            ok = np.array([_connected(w[i], t[i]) for i in range(n)])
+        has_tie = t.sum(axis=(1, 2)) > 0
+        for fit_tie in (False, True):  # a resample without ties has nu = 0 (plain BT)
+            sel = np.flatnonzero(ok & (has_tie == fit_tie))
+            if not len(sel):
+                continue
+            th, _, conv = _newton(w[sel], t[sel], fit_tie, alpha,
+                                  np.repeat(th0[None], len(sel), 0),
+                                  np.full(len(sel), lam_start))
+            th[~conv] = np.nan
+            out[lo + sel] = th
+    return out
