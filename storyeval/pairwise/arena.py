@@ -150,92 +150,119 @@ def _prepare(wins, ties, ties_model):
     return wins, ties
 
 
-def _terms(theta, lam, fit_tie):
-    """log-denominators and outcome probabilities for every ordered pair, batched."""
-    d = theta[:, :, None] - theta[:, None, :]  # theta_i - theta_j
+class _Pairs:
+    """Pair-list form of a batch of S x S count matrices: only pairs i < j that met."""
+
+    def __init__(self, wins: np.ndarray, ties: np.ndarray):
+        b, s, _ = wins.shape
+        met = ((wins + np.swapaxes(wins, 1, 2) + ties) > 0).any(axis=0)
+        i, j = np.nonzero(np.triu(met, 1))
+        self.s, self.i, self.j = s, i, j
+        self.wij = wins[:, i, j]
+        self.wji = wins[:, j, i]
+        self.t = ties[:, i, j]
+        self.n = self.wij + self.wji + self.t
+        npair = len(i)
+        rows = np.arange(npair)
+        self.first = sparse.csr_matrix((np.ones(npair), (i, rows)), shape=(s, npair))
+        self.second = sparse.csr_matrix((np.ones(npair), (j, rows)), shape=(s, npair))
+        self.win_score = (wins.sum(axis=2) + 0.5 * ties.sum(axis=2))  # W_i + T_i / 2
+        self.tie_total = self.t.sum(axis=1)
+        self.scale = np.maximum(self.n.sum(axis=1), 1.0)
+
+    def take(self, sel: np.ndarray) -> _Pairs:
+        out = object.__new__(_Pairs)
+        out.__dict__.update(self.__dict__)
+        for name in ("wij", "wji", "t", "n", "win_score", "tie_total", "scale"):
+            setattr(out, name, getattr(self, name)[sel])
+        return out
+
+    def to_items(self, c1: np.ndarray, c2: np.ndarray) -> np.ndarray:
+        """(B, P) contributions of the first / second item of each pair -> (B, S) sums."""
+        return np.asarray(self.first @ c1.T + self.second @ c2.T).T
+
+
+def _evaluate(pr: _Pairs, theta, lam, fit_tie, alpha, derivatives):
+    """Objective (and gradient, Hessian) of the negative log-likelihood, batched."""
+    d = theta[:, pr.i] - theta[:, pr.j]
     if fit_tie:
-        t = lam[:, None, None] - d / 2
-        log_den = np.logaddexp(np.logaddexp(0.0, -d), t)  # log(D_ij / e^theta_i)
-        p = np.exp(-log_den)
-        q = np.exp(t - log_den)
+        tt = lam[:, None] - d / 2
+        log_den = np.logaddexp(np.logaddexp(0.0, -d), tt)  # log(D_ij / e^theta_i)
     else:
         log_den = np.logaddexp(0.0, -d)
-        p = np.exp(-log_den)
-        q = np.zeros_like(p)
-    return d, log_den, p, q
-
-
-def _nll(theta, lam, wins, ties, fit_tie, alpha):
-    d, log_den, _, _ = _terms(theta, lam, fit_tie)
-    val = np.einsum("bij,bij->b", wins, log_den)
+    f = (np.einsum("bp,bp->b", pr.wij, log_den) + np.einsum("bp,bp->b", pr.wji, log_den + d)
+         + alpha * np.sum(theta**2, axis=1))
     if fit_tie:
-        val += 0.5 * np.einsum("bij,bij->b", ties, log_den + d / 2 - lam[:, None, None])
-    return val + alpha * np.sum(theta**2, axis=1)
-
-
-def _grad_hess(theta, lam, wins, ties, nmat, fit_tie, alpha):
-    """Gradient and Hessian of the negative log-likelihood; (B, S[+1]) and (B, S[+1], S[+1])."""
-    b, s = theta.shape
-    _, _, p, q = _terms(theta, lam, fit_tie)
-    mi = p + q / 2  # dlogD/dtheta_i for the ordered pair (i, j)
-    g = np.einsum("bij,bij->bi", nmat, mi) - wins.sum(axis=2) - 0.5 * ties.sum(axis=2)
-    g += 2 * alpha * theta
-    r = 1.0 - p - q  # P(j wins)
-    h_off = nmat * (q / 4 - mi * (r + q / 2))
-    h_diag = np.einsum("bij,bij->bi", nmat, p + q / 4 - mi**2)
-    n = s + 1 if fit_tie else s
-    hess = np.zeros((b, n, n))
-    hess[:, :s, :s] = h_off
+        f += np.einsum("bp,bp->b", pr.t, log_den + d / 2 - lam[:, None])
+    if not derivatives:
+        return f, None, None
+    p = np.exp(-log_den)
+    r = np.exp(-log_den - d)
+    q = np.exp(tt - log_den) if fit_tie else np.zeros_like(p)
+    mi, mj = p + q / 2, r + q / 2
+    bsz, s = theta.shape
+    g = pr.to_items(pr.n * mi, pr.n * mj) - pr.win_score + 2 * alpha * theta
+    size = s + 1 if fit_tie else s
+    hess = np.zeros((bsz, size, size))
+    h_off = pr.n * (q / 4 - mi * mj)
+    hess[:, pr.i, pr.j] = h_off
+    hess[:, pr.j, pr.i] = h_off
     idx = np.arange(s)
-    hess[:, idx, idx] = h_diag + 2 * alpha
+    hess[:, idx, idx] = pr.to_items(pr.n * (p + q / 4 - mi**2),
+                                    pr.n * (r + q / 4 - mj**2)) + 2 * alpha
     hess[:, :s, :s] += 1.0  # removes the translation direction (see the module docstring)
     if fit_tie:
-        g_lam = 0.5 * np.einsum("bij,bij->b", nmat, q) - 0.5 * ties.sum(axis=(1, 2))
+        g_lam = np.einsum("bp,bp->b", pr.n, q) - pr.tie_total
         g = np.concatenate([g, g_lam[:, None]], axis=1)
-        h_tl = np.einsum("bij,bij->bi", nmat, q / 2 - mi * q)
+        h_tl = pr.to_items(pr.n * (q / 2 - mi * q), pr.n * (q / 2 - mj * q))
         hess[:, :s, s] = h_tl
         hess[:, s, :s] = h_tl
-        hess[:, s, s] = 0.5 * np.einsum("bij,bij->b", nmat, q - q**2)
-    return g, hess
+        hess[:, s, s] = np.einsum("bp,bp->b", pr.n, q - q**2)
+    return f, g, hess
 
 
-def _newton(wins, ties, fit_tie, alpha, theta0, lam0, *, tol=1e-10, max_iter=100):
+def _newton(wins, ties, fit_tie, alpha, theta0, lam0, *, tol=1e-9, max_iter=100):
     """Batched damped Newton; returns theta (centred), lam, converged flags."""
-    nmat = wins + np.swapaxes(wins, 1, 2) + ties
+    pr = _Pairs(wins, ties)
     theta = theta0 - theta0.mean(axis=1, keepdims=True)
-    lam = lam0.copy()
+    lam = lam0.astype(np.float64).copy()
     s = theta.shape[1]
-    f = _nll(theta, lam, wins, ties, fit_tie, alpha)
+    f, g, h = _evaluate(pr, theta, lam, fit_tie, alpha, True)
     done = np.zeros(len(theta), dtype=bool)
-    scale = np.maximum(nmat.sum(axis=(1, 2)), 1.0)
+    act = np.arange(len(theta))
     for _ in range(max_iter):
-        act = ~done
-        if not act.any():
-            break
-        g, h = _grad_hess(theta[act], lam[act], wins[act], ties[act], nmat[act], fit_tie, alpha)
         step = -np.linalg.solve(h, g[:, :, None])[:, :, 0]
-        th_a, la_a, f_a = theta[act], lam[act], f[act]
-        t = np.ones(len(th_a))
-        new_th = th_a + step[:, :s]
-        new_la = la_a + step[:, s] if fit_tie else la_a
-        new_f = _nll(new_th, new_la, wins[act], ties[act], fit_tie, alpha)
+        sub = pr.take(act)
+        t = np.ones(len(act))
+        new_th = theta[act] + step[:, :s]
+        new_la = lam[act] + step[:, s] if fit_tie else lam[act]
+        new_f, new_g, new_h = _evaluate(sub, new_th, new_la, fit_tie, alpha, True)
+        f_a = f[act]
         for _ in range(40):  # backtracking where the objective did not decrease
             bad = ~(new_f <= f_a + 1e-12 * np.abs(f_a))
             if not bad.any():
                 break
             t[bad] /= 2
-            new_th[bad] = th_a[bad] + t[bad, None] * step[bad, :s]
+            new_th[bad] = theta[act[bad]] + t[bad, None] * step[bad, :s]
             if fit_tie:
-                new_la[bad] = la_a[bad] + t[bad] * step[bad, s]
-            new_f[bad] = _nll(new_th[bad], new_la[bad], wins[act][bad], ties[act][bad],
-                              fit_tie, alpha)
+                new_la[bad] = lam[act[bad]] + t[bad] * step[bad, s]
+            bf, bg, bh = _evaluate(sub.take(bad), new_th[bad], new_la[bad], fit_tie, alpha,
+                                   True)
+            new_f[bad], new_g[bad], new_h[bad] = bf, bg, bh
         theta[act], lam[act], f[act] = new_th, new_la, new_f
         small = (np.max(np.abs(step), axis=1) * t < tol) | (
-            np.max(np.abs(g), axis=1) < 1e-12 * scale[act])
-        ids = np.flatnonzero(act)
-        done[ids[small]] = True
+            np.max(np.abs(new_g), axis=1) < 1e-12 * sub.scale)
+        done[act[small]] = True
+        keep = ~small
+        act, g, h = act[keep], new_g[keep], new_h[keep]
+        if not len(act):
+            break
     theta -= theta.mean(axis=1, keepdims=True)
     return theta, lam, done
+
+
+def _nll(theta, lam, wins, ties, fit_tie, alpha):
+    return _evaluate(_Pairs(wins, ties), theta, lam, fit_tie, alpha, False)[0]
 
 
 def _connected(wins: np.ndarray, ties: np.ndarray) -> bool:
