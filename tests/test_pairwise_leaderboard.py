@@ -228,3 +228,45 @@ def test_large_counts_fast_path_matches_small():
                                     random_state=0, tests=False)
     assert len(board.table) == 100 and abs(board.table["log_strength"].mean()) < 1e-12
     assert board.table["n_resamples_valid"].iloc[0] == 20
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_strengths_leaderboard_and_report(tmp_path, capsys):
+    import json
+
+    from storyeval.cli import main
+
+    path = tmp_path / "v.csv"
+    _verdicts(seed=14).to_csv(path, index=False)
+    out = tmp_path / "report"
+    assert main(["pairwise", "strengths", str(path), "--resamples", "100", "--format", "json",
+                 "--out", str(out)]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert {"rank_ci_low", "rank_ci_high", "rank_ci_aware", "group", "elo"} <= set(rec[0])
+    assert rec[0]["seed"] == 0
+    assert {p.name for p in out.iterdir()} >= {"index.html", "leaderboard.csv", "pairs.csv",
+                                              "forest.svg"}
+    page = (out / "index.html").read_text()
+    assert "forest.svg" in page and "Benjamini-Hochberg" in page
+    assert (out / "forest.svg").read_text().count("<circle") == 8
+    # the same library call gives the same table
+    lib = leaderboard(_verdicts(seed=14), n_resamples=100).table
+    got = pd.read_csv(out / "leaderboard.csv")
+    np.testing.assert_allclose(got["ci_low"], lib["ci_low"])
+
+
+def test_cli_strengths_matrix(tmp_path, capsys):
+    import json
+
+    from storyeval.cli import main
+
+    w = tmp_path / "w.csv"
+    w.write_text("0,41,47\n15,0,33\n9,23,0\n")
+    assert main(["pairwise", "strengths", "--matrix", str(w), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert [r["item"] for r in rec] == ["1", "2", "3"]
+    np.testing.assert_allclose([r["se"] for r in rec], [0.1544, 0.1368, 0.1450], atol=1e-4)
+    assert main(["pairwise", "strengths"]) == 2
+    assert "one of them" in capsys.readouterr().err
