@@ -270,3 +270,28 @@ def test_cli_strengths_matrix(tmp_path, capsys):
     np.testing.assert_allclose([r["se"] for r in rec], [0.1544, 0.1368, 0.1450], atol=1e-4)
     assert main(["pairwise", "strengths"]) == 2
     assert "one of them" in capsys.readouterr().err
+
+
+def test_graded_verdicts_weight_strong_verdicts():
+    from storyeval.pairwise.verdicts import validate_verdicts
+
+    v = _verdicts(n=1500, seed=15)
+    g = np.random.default_rng(15)
+    strong = g.random(len(v)) < 0.3
+    labels = {"A": "A>B", "B": "B>A", "same": "A=B"}
+    graded = v.assign(verdict=[("A>>B" if x == "A" else "B>>A" if x == "B" else "A=B")
+                               if s else labels[x] for x, s in zip(v["verdict"], strong,
+                                                                   strict=True)])
+    canon = validate_verdicts(graded)
+    assert canon["strong"].sum() == int((strong & (v["verdict"] != "same")).sum())
+    assert (canon["verdict"] == v["verdict"]).all()
+    board = leaderboard(graded, n_resamples=0, strong_weight=3)
+    # Arena-Hard's reading: a strong verdict counts as three verdicts
+    rep = pd.concat([v] + [v[canon["strong"].to_numpy()].assign(judge=lambda d, k=k: d["judge"]
+                                                                 + f"-copy{k}")
+                           for k in range(2)], ignore_index=True)
+    ref = leaderboard(rep, n_resamples=0).table
+    np.testing.assert_allclose(board.table["log_strength"], ref["log_strength"], atol=1e-9)
+    assert board.table["item"].tolist() == ref["item"].tolist()
+    with pytest.raises(InputError, match="graded verdict"):
+        validate_verdicts(v.assign(verdict="A>>>B"))
