@@ -106,6 +106,10 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strong-weight", type=float, default=1.0,
                    help="weight of a strong graded verdict (A>>B); Arena-Hard uses 3")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap (0)")
+    p.add_argument("--control", metavar="COL[,COL]",
+                   help="covariate control (e.g. length): columns COL_a and COL_b of the "
+                        "verdicts enter the fit; prints controlled and uncontrolled strengths "
+                        "side by side (ties count half)")
     add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files")
 
 
@@ -136,6 +140,17 @@ def _run_strengths(args: argparse.Namespace) -> int:
 
     refers = "position" if args.position_verdicts else "story"
     verdicts = pw.read_verdicts(args.verdicts, verdict_refers_to=refers)
+    if args.control:
+        from storyeval.pairwise.style_control import controlled_strengths
+
+        table, coef = controlled_strengths(verdicts, _split(args.control) or [],
+                                           dimension=args.dimension, by=args.by,
+                                           judge=args.judge)
+        sys.stdout.write(format_table(table, args.format, digits=args.digits))
+        if args.format in ("table", "md"):
+            sys.stdout.write("\ncoefficients (log-odds per SD of the covariate difference):\n"
+                             + format_table(coef, args.format, digits=args.digits))
+        return 0
     board = leaderboard(verdicts, dimension=args.dimension, by=args.by, judge=args.judge,
                         ties=args.ties, regularization=args.regularization,
                         n_resamples=args.resamples, confidence_level=args.confidence_level,
