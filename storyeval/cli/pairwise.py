@@ -728,7 +728,6 @@ def _run_pointwise(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from storyeval.exceptions import InputError
     from storyeval.report.tables import format_table
 
     action = getattr(args, "pairwise_action", None)

@@ -20,6 +20,7 @@ from scipy import stats
 
 from storyeval.exceptions import InputError
 from storyeval.pairwise.arena import _evaluate, _Pairs, _prepare, fit_counts
+from storyeval.pairwise.leaderboard import _whole
 
 __all__ = ["bradley_terry_matrix", "read_win_matrix"]
 
@@ -140,7 +141,8 @@ def bradley_terry_matrix(
                         "ci_low": theta - z * se, "ci_high": theta + z * se,
                         "rank": pd.Series(theta).rank(ascending=False, method="min")
                         .astype("Int64").array,
-                        "wins": w.sum(axis=1), "losses": w.sum(axis=0), "ties": t.sum(axis=1),
+                        "wins": _whole(w.sum(axis=1)), "losses": _whole(w.sum(axis=0)),
+                        "ties": _whole(t.sum(axis=1)),
                         "tie_parameter": nu, "ties_model": ties_model,
                         "parametrisation": "sum-to-zero",
                         "interval": f"Wald {confidence_level:g}, observed information",

@@ -95,6 +95,11 @@ def battle_arrays(v: pd.DataFrame, by: str = "system", *, strong_weight: float =
     return list(items), codes[:n], codes[n:], outcome, weight, prompt_codes
 
 
+def _whole(x: np.ndarray) -> np.ndarray:
+    """Counts as integers when they are whole numbers (weighted counts stay floats)."""
+    return x.astype(np.int64) if np.all(x == np.round(x)) else x
+
+
 def _rank_rows(theta: np.ndarray) -> np.ndarray:
     """Rank 1 = strongest; ties share the best rank; per row."""
     from scipy.stats import rankdata
@@ -212,9 +217,9 @@ def leaderboard_from_counts(
         "rank_ci_high": _int(r_high) if n_valid else _int(None),
         "rank_ci_aware": _int(ci_rank),
         "group": _int(group) if len(pairs) else _int(None),
-        "wins": w.sum(axis=1),
-        "losses": w.sum(axis=0),
-        "ties": t.sum(axis=1),
+        "wins": _whole(w.sum(axis=1)),
+        "losses": _whole(w.sum(axis=0)),
+        "ties": _whole(t.sum(axis=1)),
     })
     table["n_comparisons"] = table["wins"] + table["losses"] + table["ties"]
     table["tie_parameter"] = nu
