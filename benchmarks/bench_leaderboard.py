@@ -27,7 +27,7 @@ aggregated counts (``choix.opt_pairwise`` to 1e-10) and against FastChat's own o
     python benchmarks/bench_leaderboard.py                       # 1e5 and 1e6 battles
     python benchmarks/bench_leaderboard.py --fastchat-src /tmp/fastchat_main
 
-Writes ``benchmarks/bench_leaderboard.json`` and ``docs/generated/leaderboard_bench.md``.
+Writes ``benchmarks/bench_leaderboard.json`` and ``docs/generated/leaderboards/bench.md``.
 Coverage of the intervals: ``benchmarks/bench_leaderboard_coverage.py``.
 """
 
@@ -197,7 +197,7 @@ def main_speed(args) -> None:
     table = "\n".join(lines) + "\n"
     print(table)
     (ROOT / "benchmarks" / "bench_leaderboard.json").write_text(json.dumps(rows, indent=1))
-    (ROOT / "docs" / "generated" / "leaderboard_bench.md").write_text(table)
+    (ROOT / "docs" / "generated" / "leaderboards" / "bench.md").write_text(table)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ whose interval holds the true value; rank intervals against the true ranks.
     python benchmarks/bench_leaderboard_coverage.py            # about 5 minutes on 2 cores
 
 Writes ``benchmarks/bench_leaderboard_coverage.json`` and
-``docs/generated/leaderboard_coverage.md``.
+``docs/generated/leaderboards/coverage.md``.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def main() -> None:
     print(table)
     (ROOT / "benchmarks" / "bench_leaderboard_coverage.json").write_text(
         json.dumps(rows, indent=1))
-    (ROOT / "docs" / "generated" / "leaderboard_coverage.md").write_text(table)
+    (ROOT / "docs" / "generated" / "leaderboards" / "coverage.md").write_text(table)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ annotators' Relevance ratings turned into side-by-side verdicts on every pair of
 generation systems within each prompt (`storyeval.pairwise.verdicts_from_scores`); the win
 matrix is paper 001's published Overall matrix. The commands run in-process; each output is one
 Markdown snippet ``docs/generated/leaderboards/NAME.md``. The benchmark tables
-(``docs/generated/leaderboard_bench.md``, ``leaderboard_coverage.md``) are written by
+(``bench.md`` and ``coverage.md`` in the same folder) are written by
 ``benchmarks/bench_leaderboard.py`` and ``benchmarks/bench_leaderboard_coverage.py``.
 ``tests/test_docs_leaderboards.py`` regenerates the snippets and compares them.
 """
@@ -32,6 +32,8 @@ import pandas as pd
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "leaderboards"
+#: Snippets written by the benchmarks, not by this script.
+FOREIGN = {"bench.md", "coverage.md"}
 
 COMMANDS: dict[str, list[str]] = {
     "leaderboard": ["pairwise", "strengths", "humans.csv", "--dimension", "Relevance",
