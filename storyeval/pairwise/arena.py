@@ -202,6 +202,11 @@ def _evaluate(pr: _Pairs, theta, lam, fit_tie, alpha, derivatives):
     mi, mj = p + q / 2, r + q / 2
     bsz, s = theta.shape
     g = pr.to_items(pr.n * mi, pr.n * mj) - pr.win_score + 2 * alpha * theta
+    if derivatives == "gradient":
+        if fit_tie:
+            g_lam = np.einsum("bp,bp->b", pr.n, q) - pr.tie_total
+            g = np.concatenate([g, g_lam[:, None]], axis=1)
+        return f, g, None
     size = s + 1 if fit_tie else s
     hess = np.zeros((bsz, size, size))
     h_off = pr.n * (q / 4 - mi * mj)
@@ -259,6 +264,32 @@ def _newton(wins, ties, fit_tie, alpha, theta0, lam0, *, tol=1e-9, max_iter=100)
             break
     theta -= theta.mean(axis=1, keepdims=True)
     return theta, lam, done
+
+
+def _chord(pr: _Pairs, theta, lam, fit_tie, alpha, h_inv, *, tol=1e-9, max_iter=40):
+    """Chord (fixed-Hessian) iterations ``x <- x - H0^{-1} g(x)`` for a batch of resamples.
+
+    ``H0`` is the Hessian at the full-sample estimate: a resample's Hessian differs from it by
+    sampling noise, so the iteration contracts fast, and each step is one matrix product
+    instead of a Hessian and a solve per resample. Returns (theta, lam, converged); a resample
+    whose objective rises or that has not converged is left to Newton.
+    """
+    s = theta.shape[1]
+    f, g, _ = _evaluate(pr, theta, lam, fit_tie, alpha, "gradient")
+    ok = np.ones(len(theta), dtype=bool)
+    done = np.zeros(len(theta), dtype=bool)
+    for _ in range(max_iter):
+        step = -(g @ h_inv)
+        theta = theta + step[:, :s]
+        if fit_tie:
+            lam = lam + step[:, s]
+        f_new, g, _ = _evaluate(pr, theta, lam, fit_tie, alpha, "gradient")
+        ok &= f_new <= f + 1e-9 * np.abs(f)
+        f = f_new
+        done = ok & (np.max(np.abs(step), axis=1) < tol)
+        if done.sum() == ok.sum():
+            break
+    return theta - theta.mean(axis=1, keepdims=True), lam, done
 
 
 def _nll(theta, lam, wins, ties, fit_tie, alpha):
@@ -340,6 +371,16 @@ def _chunk_totals(counts: BattleCounts, rng: np.random.Generator, n: int) -> np.
     return np.asarray((onehot.T @ draws.T).T)
 
 
+def _start_inverse(counts: BattleCounts, ties_model, fit_tie, alpha, theta, lam):
+    """Inverse Hessian (with the translation fix) at the full-sample estimate."""
+    w, t = _prepare(counts.wins, counts.ties, ties_model)
+    if not fit_tie:
+        t = np.zeros_like(t)
+    _, _, h = _evaluate(_Pairs(w[None], t[None]), theta[None], np.array([lam]), fit_tie,
+                        alpha, True)
+    return np.linalg.inv(h[0])
+
+
 def bootstrap_counts(
     counts: BattleCounts,
     *,
@@ -361,21 +402,37 @@ def bootstrap_counts(
     th0 = np.where(np.isfinite(start[0]), start[0], 0.0)
     lam_start = np.log(start[1]) if start[1] > 0 else 0.0
     alpha = float(regularization)
+    h_inv: dict[bool, np.ndarray] = {}
+    w_full, t_full = _prepare(counts.wins, counts.ties, ties_model)
+    full_edges = (w_full + t_full) > 0
     for lo in range(0, n_resamples, chunk):
         n = min(chunk, n_resamples - lo)
         w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
         w, t = _prepare(w, t, ties_model)
         ok = np.ones(n, dtype=bool)
         if alpha == 0:
-            ok = np.array([_connected(w[i], t[i]) for i in range(n)])
+            # a resample that keeps every "beat or tied" edge of the full sample has its
+            # (strongly connected) graph; only the others are checked one by one
+            same = ((w + t) > 0)[:, full_edges].all(axis=1)
+            ok = same.copy()
+            for i in np.flatnonzero(~same):
+                ok[i] = _connected(w[i], t[i])
         has_tie = t.sum(axis=(1, 2)) > 0
         for fit_tie in (False, True):  # a resample without ties has nu = 0 (plain BT)
             sel = np.flatnonzero(ok & (has_tie == fit_tie))
             if not len(sel):
                 continue
-            th, _, conv = _newton(w[sel], t[sel], fit_tie, alpha,
-                                  np.repeat(th0[None], len(sel), 0),
-                                  np.full(len(sel), lam_start))
-            th[~conv] = np.nan
+            th_s = np.repeat(th0[None], len(sel), 0)
+            la_s = np.full(len(sel), lam_start)
+            if fit_tie not in h_inv:
+                h_inv[fit_tie] = _start_inverse(counts, ties_model, fit_tie, alpha, th0,
+                                                lam_start)
+            th, la, conv = _chord(_Pairs(w[sel], t[sel]), th_s, la_s, fit_tie, alpha,
+                                  h_inv[fit_tie])
+            rest = np.flatnonzero(~conv)
+            if len(rest):  # Newton where the chord iteration did not settle
+                th_n, _, conv_n = _newton(w[sel[rest]], t[sel[rest]], fit_tie, alpha,
+                                          th_s[rest], la_s[rest])
+                th[rest] = np.where(conv_n[:, None], th_n, np.nan)
             out[lo + sel] = th
     return out
