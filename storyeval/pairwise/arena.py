@@ -27,7 +27,11 @@ Newton's method with backtracking on the negative log-likelihood, which is conve
 warm-started at the full-sample estimate. The Hessian of ``log D_ij`` is the covariance of the
 vectors ``(1, 0, 0)``, ``(0, 1, 0)``, ``(1/2, 1/2, 1)`` (coordinates ``theta_i, theta_j,
 lambda``) under the outcome probabilities ``(p, r, q)``; the translation direction is removed by
-adding ``1 1^T`` to the ``theta`` block, which keeps the steps centred.
+adding ``1 1^T`` to the ``theta`` block, which keeps the steps centred. Bootstrap resamples
+are refitted by chord iterations ``x <- x - H0^{-1} g(x)`` with the inverse Hessian ``H0`` of
+the full sample (a resample's Hessian differs from it only by sampling noise, so each step is
+one matrix product for the whole chunk of resamples); resamples where that does not settle are
+finished by Newton.
 """
 
 from __future__ import annotations
