@@ -295,3 +295,12 @@ def test_graded_verdicts_weight_strong_verdicts():
     assert board.table["item"].tolist() == ref["item"].tolist()
     with pytest.raises(InputError, match="graded verdict"):
         validate_verdicts(v.assign(verdict="A>>>B"))
+
+
+def test_bootstrap_threads_change_nothing():
+    a, b, out, prompts = _battles(n=2000, s=8, seed=16, n_prompts=50)
+    c = count_battles(a, b, out, 8, cluster=prompts)
+    theta, nu, *_ = fit_counts(c.wins, c.ties)
+    one = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=1)
+    two = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=2)
+    np.testing.assert_array_equal(one, two)

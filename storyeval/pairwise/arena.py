@@ -390,6 +390,38 @@ def _start_inverse(counts: BattleCounts, ties_model, fit_tie, alpha, theta, lam)
     return np.linalg.inv(h[0])
 
 
+def _fit_chunk(w, t, ties_model, alpha, th0, lam_start, full_edges, h_inv):
+    """Refit one chunk of resampled count matrices; (n, S) log-strengths, NaN rows where the
+    MLE does not exist or the fit did not converge."""
+    n, s = w.shape[0], w.shape[1]
+    out = np.full((n, s), np.nan)
+    w, t = _prepare(w, t, ties_model)
+    ok = np.ones(n, dtype=bool)
+    if alpha == 0:
+        # a resample that keeps every "beat or tied" edge of the full sample has its
+        # (strongly connected) graph; only the others are checked one by one
+        same = ((w + t) > 0)[:, full_edges].all(axis=1)
+        ok = same.copy()
+        for i in np.flatnonzero(~same):
+            ok[i] = _connected(w[i], t[i])
+    has_tie = t.sum(axis=(1, 2)) > 0
+    for fit_tie in (False, True):  # a resample without ties has nu = 0 (plain BT)
+        sel = np.flatnonzero(ok & (has_tie == fit_tie))
+        if not len(sel):
+            continue
+        th_s = np.repeat(th0[None], len(sel), 0)
+        la_s = np.full(len(sel), lam_start)
+        th, _, conv = _chord(_Pairs(w[sel], t[sel]), th_s, la_s, fit_tie, alpha,
+                             h_inv[fit_tie])
+        rest = np.flatnonzero(~conv)
+        if len(rest):  # Newton where the chord iteration did not settle
+            th_n, _, conv_n = _newton(w[sel[rest]], t[sel[rest]], fit_tie, alpha,
+                                      th_s[rest], la_s[rest])
+            th[rest] = np.where(conv_n[:, None], th_n, np.nan)
+        out[sel] = th
+    return out
+
+
 def bootstrap_counts(
     counts: BattleCounts,
     *,
@@ -398,50 +430,47 @@ def bootstrap_counts(
     regularization: float = 0.0,
     start: tuple[np.ndarray, float],
     random_state: int | np.random.Generator | None = 0,
+    workers: int | None = None,
 ) -> np.ndarray:
     """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist.
 
     Clusters (prompts) are resampled with replacement when ``counts`` has them, else battles;
-    each resample is refitted by Newton from ``start`` (the full-sample estimate).
+    each resample is refitted from ``start`` (the full-sample estimate). The resamples are
+    drawn in order from one generator; chunks of them are refitted by ``workers`` threads
+    (default: up to 2 CPU cores; numpy releases the GIL), which changes nothing in the result.
     """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
     rng = np.random.default_rng(random_state)
     s = counts.n_items
     out = np.full((n_resamples, s), np.nan)
-    chunk = max(1, min(n_resamples, _MAX_CHUNK_FLOATS // max(s * s, 1)))
+    if n_resamples == 0:
+        return out
+    workers = workers or max(1, min(2, os.cpu_count() or 1))
+    max_chunk = max(1, _MAX_CHUNK_FLOATS // max(s * s, 1))
+    n_chunks = max(-(-n_resamples // max_chunk), min(workers * 2, n_resamples))
+    chunk = -(-n_resamples // n_chunks)
     th0 = np.where(np.isfinite(start[0]), start[0], 0.0)
     lam_start = np.log(start[1]) if start[1] > 0 else 0.0
     alpha = float(regularization)
-    h_inv: dict[bool, np.ndarray] = {}
     w_full, t_full = _prepare(counts.wins, counts.ties, ties_model)
     full_edges = (w_full + t_full) > 0
-    for lo in range(0, n_resamples, chunk):
-        n = min(chunk, n_resamples - lo)
-        w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
-        w, t = _prepare(w, t, ties_model)
-        ok = np.ones(n, dtype=bool)
-        if alpha == 0:
-            # a resample that keeps every "beat or tied" edge of the full sample has its
-            # (strongly connected) graph; only the others are checked one by one
-            same = ((w + t) > 0)[:, full_edges].all(axis=1)
-            ok = same.copy()
-            for i in np.flatnonzero(~same):
-                ok[i] = _connected(w[i], t[i])
-        has_tie = t.sum(axis=(1, 2)) > 0
-        for fit_tie in (False, True):  # a resample without ties has nu = 0 (plain BT)
-            sel = np.flatnonzero(ok & (has_tie == fit_tie))
-            if not len(sel):
-                continue
-            th_s = np.repeat(th0[None], len(sel), 0)
-            la_s = np.full(len(sel), lam_start)
-            if fit_tie not in h_inv:
-                h_inv[fit_tie] = _start_inverse(counts, ties_model, fit_tie, alpha, th0,
-                                                lam_start)
-            th, la, conv = _chord(_Pairs(w[sel], t[sel]), th_s, la_s, fit_tie, alpha,
-                                  h_inv[fit_tie])
-            rest = np.flatnonzero(~conv)
-            if len(rest):  # Newton where the chord iteration did not settle
-                th_n, _, conv_n = _newton(w[sel[rest]], t[sel[rest]], fit_tie, alpha,
-                                          th_s[rest], la_s[rest])
-                th[rest] = np.where(conv_n[:, None], th_n, np.nan)
-            out[lo + sel] = th
+    h_inv = {fit_tie: _start_inverse(counts, ties_model, fit_tie, alpha, th0, lam_start)
+             for fit_tie in ((False, True) if counts.ties.sum() > 0 and ties_model == "davidson"
+                             else (False,))}
+    pending: list = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for lo in range(0, n_resamples, chunk):
+            n = min(chunk, n_resamples - lo)
+            w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
+            pending.append((lo, pool.submit(_fit_chunk, w, t, ties_model, alpha, th0,
+                                            lam_start, full_edges, h_inv)))
+            while len(pending) >= workers + 1:  # bounded memory: finish the oldest chunk
+                first, fut = pending.pop(0)
+                res = fut.result()
+                out[first:first + len(res)] = res
+        for first, fut in pending:
+            res = fut.result()
+            out[first:first + len(res)] = res
     return out
