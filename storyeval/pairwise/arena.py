@@ -449,7 +449,7 @@ def bootstrap_counts(
         return out
     workers = workers or max(1, min(2, os.cpu_count() or 1))
     max_chunk = max(1, _MAX_CHUNK_FLOATS // max(s * s, 1))
-    n_chunks = max(-(-n_resamples // max_chunk), min(workers * 2, n_resamples))
+    n_chunks = max(-(-n_resamples // max_chunk), min(4, n_resamples))  # not by workers
     chunk = -(-n_resamples // n_chunks)
     th0 = np.where(np.isfinite(start[0]), start[0], 0.0)
     lam_start = np.log(start[1]) if start[1] > 0 else 0.0
