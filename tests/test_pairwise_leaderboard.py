@@ -304,3 +304,7 @@ def test_bootstrap_threads_change_nothing():
     one = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=1)
     two = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=2)
     np.testing.assert_array_equal(one, two)
+    c = count_battles(a, b, out, 8)  # battles: child generators per chunk
+    one = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=1)
+    two = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=2)
+    np.testing.assert_array_equal(one, two)

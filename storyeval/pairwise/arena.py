@@ -390,6 +390,12 @@ def _start_inverse(counts: BattleCounts, ties_model, fit_tie, alpha, theta, lam)
     return np.linalg.inv(h[0])
 
 
+def _draw_and_fit(counts, draw, n, ties_model, alpha, th0, lam_start, full_edges, h_inv):
+    """Draw one chunk of battle resamples with its own generator, then refit it."""
+    w, t = _to_matrices(_chunk_totals(counts, draw, n), counts.n_items)
+    return _fit_chunk(w, t, ties_model, alpha, th0, lam_start, full_edges, h_inv)
+
+
 def _fit_chunk(w, t, ties_model, alpha, th0, lam_start, full_edges, h_inv):
     """Refit one chunk of resampled count matrices; (n, S) log-strengths, NaN rows where the
     MLE does not exist or the fit did not converge."""
@@ -435,9 +441,11 @@ def bootstrap_counts(
     """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist.
 
     Clusters (prompts) are resampled with replacement when ``counts`` has them, else battles;
-    each resample is refitted from ``start`` (the full-sample estimate). The resamples are
-    drawn in order from one generator; chunks of them are refitted by ``workers`` threads
-    (default: up to 2 CPU cores; numpy releases the GIL), which changes nothing in the result.
+    each resample is refitted from ``start`` (the full-sample estimate). Prompt resamples are
+    drawn in order from ``default_rng(random_state)`` (``integers(0, n_prompts, (n, n_prompts))``
+    per chunk of ``n`` resamples); battle resamples chunk by chunk from child generators
+    seeded by it. Chunks are refitted by ``workers`` threads (default: up to 2 CPU cores; numpy
+    releases the GIL); the chunking does not depend on ``workers``, so neither does the result.
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
@@ -463,9 +471,14 @@ def bootstrap_counts(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for lo in range(0, n_resamples, chunk):
             n = min(chunk, n_resamples - lo)
-            w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
-            pending.append((lo, pool.submit(_fit_chunk, w, t, ties_model, alpha, th0,
-                                            lam_start, full_edges, h_inv)))
+            args = (ties_model, alpha, th0, lam_start, full_edges, h_inv)
+            if counts.cluster_counts is None:  # battles: each chunk draws with its own child
+                draw = np.random.default_rng(rng.integers(0, 2**63))  # generator, in parallel
+                job = pool.submit(_draw_and_fit, counts, draw, n, *args)
+            else:  # prompts: drawn in order from the one generator
+                w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
+                job = pool.submit(_fit_chunk, w, t, *args)
+            pending.append((lo, job))
             while len(pending) >= workers + 1:  # bounded memory: finish the oldest chunk
                 first, fut = pending.pop(0)
                 res = fut.result()
