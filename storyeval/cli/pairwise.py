@@ -6,7 +6,9 @@ Sub-commands:
 
     storyeval pairwise matrix VERDICTS [--dimension D] [--by system|story] [--judge J]
     storyeval pairwise strengths VERDICTS [--dimension D] [--ties davidson|half|drop]
-                                          [--resamples 1000] [--confidence-level 0.95] [--seed N]
+                                          [--resamples 1000] [--resample prompt|battle]
+                                          [--confidence-level 0.95] [--seed 0] [--out DIR]
+    storyeval pairwise strengths --matrix W.csv [--ties-matrix T.csv]
     storyeval pairwise consistency VERDICTS
     storyeval pairwise accuracy VERDICTS --reference HUMAN_VERDICTS [--tie-credit 0]
                                 [--interval auto|exact|wilson|cluster-bootstrap|none]
@@ -107,6 +109,110 @@ def with_seed(frame: pd.DataFrame, seed: int | None, fmt: str = "csv") -> pd.Dat
     return frame.assign(seed=seed) if fmt in ("csv", "json") else frame
 
 
+def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
+    """`pairwise strengths`: a leaderboard from a verdict file, or strengths from a matrix."""
+    from storyeval.cli.common import add_out_option
+
+    p = sub.add_parser("strengths", help="Bradley-Terry leaderboard: strengths with bootstrap "
+                                         "CIs over prompts, rank intervals, significance groups; "
+                                         "or a bare win matrix with standard errors")
+    p.add_argument("verdicts", type=Path, nargs="?", metavar="VERDICTS",
+                   help="verdict file (.csv, .tsv, .jsonl); or give --matrix")
+    p.add_argument("--matrix", type=Path, metavar="W.csv",
+                   help="a square win matrix (row beat column; item names in the header row "
+                        "and first column, or bare numbers): strengths with observed-"
+                        "information standard errors and Wald intervals")
+    p.add_argument("--ties-matrix", type=Path, metavar="T.csv",
+                   help="with --matrix: the symmetric tie counts")
+    p.add_argument("--position-verdicts", action="store_true",
+                   help="the verdict column names screen positions (A = shown first) "
+                        "rather than story_a / story_b")
+    add_format_option(p)
+    p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    p.add_argument("--dimension", help="dimension (needed when the file holds several)")
+    p.add_argument("--by", choices=["system", "story"], default="system")
+    p.add_argument("--judge", help="keep one judge's verdicts (default: all)")
+    p.add_argument("--ties", choices=["davidson", "half", "drop"], default="davidson",
+                   help="how ties enter: Davidson's tie model (default), half a win each, or "
+                        "dropped")
+    p.add_argument("--regularization", type=float, default=0.0,
+                   help="ridge penalty R * sum(theta^2) on the log-strengths, equal to "
+                        "choix's alpha (default 0: plain MLE)")
+    p.add_argument("--resamples", type=int, default=1000,
+                   help="bootstrap resamples (0: no interval; default 1000)")
+    p.add_argument("--resample", choices=["prompt", "battle"], default="prompt",
+                   help="bootstrap unit: prompts (default) or single verdicts (FastChat's)")
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="BH false discovery rate of the significance groups (default 0.05)")
+    p.add_argument("--strong-weight", type=float, default=1.0,
+                   help="weight of a strong graded verdict (A>>B); Arena-Hard uses 3")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap (0)")
+    p.add_argument("--control", metavar="COL[,COL]",
+                   help="covariate control (e.g. length): columns COL_a and COL_b of the "
+                        "verdicts enter the fit; prints controlled and uncontrolled strengths "
+                        "side by side (ties count half)")
+    add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files")
+
+
+def _run_strengths(args: argparse.Namespace) -> int:
+    from storyeval import pairwise as pw
+    from storyeval.cli.common import check_out_args
+    from storyeval.exceptions import InputError
+    from storyeval.report.tables import format_table
+
+    check_out_args(args)
+    if args.resamples < 0:
+        raise InputError("--resamples must be >= 0")
+    if (args.matrix is None) == (args.verdicts is None):
+        raise InputError("give a verdict file or --matrix W.csv (one of them)")
+    if args.matrix is not None:
+        from storyeval.pairwise.bt_matrix import bradley_terry_matrix, read_win_matrix
+
+        wins = read_win_matrix(args.matrix)
+        ties = read_win_matrix(args.ties_matrix) if args.ties_matrix is not None else None
+        if ties is not None and list(ties.index) != list(wins.index):
+            raise InputError(f"{args.ties_matrix}: its items {list(ties.index)} differ from "
+                             f"those of {args.matrix} {list(wins.index)}")
+        result = bradley_terry_matrix(wins, ties, ties_model=args.ties,
+                                      confidence_level=args.confidence_level)
+        sys.stdout.write(format_table(result, args.format, digits=args.digits))
+        return 0
+    from storyeval.pairwise.leaderboard import leaderboard
+
+    refers = "position" if args.position_verdicts else "story"
+    verdicts = pw.read_verdicts(args.verdicts, verdict_refers_to=refers)
+    if args.control:
+        from storyeval.pairwise.style_control import controlled_strengths
+
+        table, coef = controlled_strengths(verdicts, _split(args.control) or [],
+                                           dimension=args.dimension, by=args.by,
+                                           judge=args.judge)
+        sys.stdout.write(format_table(table, args.format, digits=args.digits))
+        if args.format in ("table", "md"):
+            sys.stdout.write("\ncoefficients (log-odds per SD of the covariate difference):\n"
+                             + format_table(coef, args.format, digits=args.digits))
+        return 0
+    board = leaderboard(verdicts, dimension=args.dimension, by=args.by, judge=args.judge,
+                        ties=args.ties, regularization=args.regularization,
+                        n_resamples=args.resamples, confidence_level=args.confidence_level,
+                        resample=args.resample, alpha=args.alpha,
+                        strong_weight=args.strong_weight, random_state=args.seed)
+    sys.stdout.write(format_table(board.table, args.format, digits=args.digits))
+    if args.format in ("table", "md"):
+        sys.stdout.write(
+            f"\nintervals: {args.confidence_level:g} percentile bootstrap over "
+            f"{args.resample}s ({args.resamples} resamples, seed {args.seed}); rank_ci_*: "
+            "percentile interval of the bootstrap ranks; rank_ci_aware: 1 + items whose "
+            f"interval lies wholly above; group: paired bootstrap tests, BH at {args.alpha:g}\n")
+    if args.out is not None:
+        from storyeval.report.leaderboard import write_leaderboard_report
+
+        write_leaderboard_report(board, args.out, overwrite=args.overwrite, digits=args.digits,
+                                 source=str(args.verdicts))
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "pairwise", help="pairwise judging: win matrices, Bradley-Terry, judge accuracy",
@@ -130,20 +236,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--by", choices=["system", "story"], default="system")
     p.add_argument("--judge", help="keep one judge's verdicts (default: all)")
 
-    p = verdict_parser("strengths", "Bradley-Terry strengths with bootstrap CIs over prompts")
-    p.add_argument("--dimension", help="dimension (needed when the file holds several)")
-    p.add_argument("--by", choices=["system", "story"], default="system")
-    p.add_argument("--judge", help="keep one judge's verdicts (default: all)")
-    p.add_argument("--ties", choices=["davidson", "half", "drop"], default="davidson",
-                   help="how ties enter: Davidson's tie model (default), half a win each, or "
-                        "dropped")
-    p.add_argument("--regularization", type=float, default=0.0,
-                   help="ridge penalty R * sum(theta^2) on the log-strengths, equal to "
-                        "choix's alpha (default 0: plain MLE)")
-    p.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples of prompts (0: no interval; default 1000)")
-    p.add_argument("--confidence-level", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=None, help="random seed of the bootstrap")
+    _add_strengths_parser(sub)
 
     verdict_parser("consistency", "position consistency and first-position win rate")
 
@@ -703,7 +796,6 @@ def _seeded(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
-    from storyeval.exceptions import InputError
     from storyeval.report.tables import format_table
 
     action = getattr(args, "pairwise_action", None)
@@ -732,6 +824,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_pointwise(args)
     if action == "counts":
         return _run_counts(args)
+    if action == "strengths":
+        return _run_strengths(args)
 
     from storyeval import pairwise as pw
 
@@ -740,15 +834,6 @@ def run(args: argparse.Namespace) -> int:
     if action == "matrix":
         result = pw.win_matrix(verdicts, dimension=args.dimension, by=args.by,
                                judge=args.judge).to_frame()
-    elif action == "strengths":
-        if args.resamples < 0:
-            raise InputError("--resamples must be >= 0")
-        result = pw.bradley_terry(verdicts, dimension=args.dimension, by=args.by,
-                                  judge=args.judge, ties=args.ties,
-                                  regularization=args.regularization,
-                                  n_resamples=args.resamples,
-                                  confidence_level=args.confidence_level,
-                                  random_state=args.seed)
     elif action == "consistency":
         result = pw.position_consistency(verdicts)
     elif action == "accuracy":

@@ -97,6 +97,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="scores: leave failed answers out (default) or count parse failures "
                         "as the scale midpoint, as the paper did; --parser first_number "
                         "--on-unparsed midpoint is the paper's rule exactly")
+    c.add_argument("--paired", action="store_true",
+                   help="also write judge_systems_paired.csv: by-prompt paired differences "
+                        "between every two systems (paired t, BH per measure)")
     c.add_argument("--json", action="store_true", help="print the run summary as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.add_argument("-v", "--verbose", action="store_true", help="log every retry")
@@ -148,6 +151,9 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
         warnings.simplefilter("always")
         tables["judge_systems.csv"] = outputs.judge_systems(ratings,
                                                             on_unparsed=args.on_unparsed)
+        if args.paired:
+            tables["judge_systems_paired.csv"] = outputs.judge_systems(
+                ratings, on_unparsed=args.on_unparsed, paired=True)
         if args.tries >= 2:
             tables["consistency.csv"] = outputs.self_consistency(ratings)
     for w in caught:

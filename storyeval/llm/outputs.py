@@ -229,8 +229,11 @@ def self_consistency(ratings: pd.DataFrame, *, confidence_level: float = 0.95) -
 
 
 def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
-                  on_unparsed: str = "nan") -> pd.DataFrame:
+                  on_unparsed: str = "nan", paired: bool = False) -> pd.DataFrame:
     """The LLM-as-judge-of-systems table: mean rating per system and criterion with a t-interval.
+
+    With ``paired=True``: the by-prompt paired differences between every two systems instead
+    (`storyeval.llm.paired.judge_systems_paired` on the per-story scores).
 
     Each story first gets its mean over usable tries (`to_scores`); then for every model,
     Eval-Prompt, system and criterion: ``mean`` over the system's stories, ``sem`` = s / sqrt(n),
@@ -260,6 +263,10 @@ def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
         raise InputError(f"confidence_level must be in (0, 1), got {confidence_level}")
     df = _check(ratings)
     sc = to_scores(df, on_unparsed=on_unparsed, include_avg=False)
+    if paired:
+        from storyeval.llm.paired import judge_systems_paired
+
+        return judge_systems_paired(sc, confidence_level=confidence_level)
     meta = df[["model", "eval_prompt", "code", "criterion"]].drop_duplicates()
     meta = meta.assign(measure=[measure_name(m, c, k) for m, c, k in
                                 zip(meta["model"], meta["code"], meta["eval_prompt"])])

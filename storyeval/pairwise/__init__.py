@@ -15,6 +15,7 @@ from storyeval.pairwise.bradley_terry import (
     bradley_terry,
     fit_bradley_terry,
 )
+from storyeval.pairwise.bt_matrix import bradley_terry_matrix, read_win_matrix
 from storyeval.pairwise.consistency import position_consistency
 from storyeval.pairwise.from_scores import verdicts_from_scores
 from storyeval.pairwise.inference import (
@@ -30,6 +31,7 @@ from storyeval.pairwise.inference import (
     significance_groups,
 )
 from storyeval.pairwise.judge import JudgePlan, JudgeRun, judge_pairs, make_pairs, plan_judging
+from storyeval.pairwise.leaderboard import Leaderboard, leaderboard
 from storyeval.pairwise.preferences import (
     OVERALL_PREFERENCE,
     PREFERENCE_COLUMNS,
@@ -38,6 +40,7 @@ from storyeval.pairwise.preferences import (
     validate_preferences,
 )
 from storyeval.pairwise.ranking import ranking_agreement, system_strengths
+from storyeval.pairwise.style_control import controlled_strengths
 from storyeval.pairwise.template import (
     load_dimensions,
     parse_side_by_side,
@@ -64,20 +67,24 @@ __all__ = [
     "JudgeComparison",
     "JudgePlan",
     "JudgeRun",
+    "Leaderboard",
     "WinMatrix",
     "accuracy_from_counts",
     "accuracy_inference",
     "binomial_accuracy",
     "bradley_terry",
+    "bradley_terry_matrix",
     "chance_level",
     "cohen_kappa",
     "compare_accuracies",
     "compare_judges",
+    "controlled_strengths",
     "fit_bradley_terry",
     "judge_accuracy",
     "judge_accuracy_inference",
     "judge_pairs",
     "label_agreement",
+    "leaderboard",
     "load_dimensions",
     "make_pairs",
     "parse_side_by_side",
@@ -89,6 +96,7 @@ __all__ = [
     "ranking_agreement",
     "read_preferences",
     "read_verdicts",
+    "read_win_matrix",
     "render_side_by_side",
     "side_by_side_messages",
     "significance_groups",

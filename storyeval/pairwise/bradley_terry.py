@@ -28,12 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
-from scipy.sparse.csgraph import connected_components
-from scipy.special import logsumexp
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
-from storyeval.pairwise.winmatrix import _counts, select_verdicts
+from storyeval.pairwise.arena import bootstrap_counts, count_battles, fit_counts
+from storyeval.pairwise.winmatrix import select_verdicts
 
 __all__ = ["BradleyTerryResult", "bradley_terry", "fit_bradley_terry"]
 
@@ -109,84 +107,10 @@ def _as_matrix(m, name: str, items: list | None) -> tuple[np.ndarray, list]:
     return arr, (items if items is not None else labels)
 
 
-def _exists(wins: np.ndarray, ties: np.ndarray) -> bool:
-    """The MLE exists iff the graph "i beat or tied j" is strongly connected (Ford 1957;
-    a tie gives an edge both ways)."""
-    adj = (wins + ties) > 0
-    if wins.shape[0] == 1:
-        return False
-    n, _ = connected_components(adj.astype(np.int8), directed=True, connection="strong")
-    return n == 1
-
-
-def _nll_grad(params, wins, ties, nmat, k, fit_tie, free_last, alpha):
-    """Negative log-likelihood and gradient (Davidson; nu = 0 when not fit_tie)."""
-    theta = np.zeros(k)
-    if free_last:
-        theta[:] = params[:k]
-    else:
-        theta[:k - 1] = params[:k - 1]
-    lam = params[-1] if fit_tie else -np.inf
-    ti = theta[:, None]
-    tj = theta[None, :]
-    half = 0.5 * (ti + tj)
-    stack = [np.broadcast_to(ti, (k, k)), np.broadcast_to(tj, (k, k))]
-    if fit_tie:
-        stack.append(lam + half)
-    log_d = logsumexp(np.stack(stack), axis=0)
-    ll = np.sum(wins * (ti - log_d))
-    p = np.exp(ti - log_d)
-    if fit_tie:
-        ll += 0.5 * np.sum(ties * (lam + half - log_d))
-        q = np.exp(lam + half - log_d)
-    else:
-        q = np.zeros((k, k))
-    ll -= alpha * np.sum(theta**2)  # choix's penalty: alpha * sum(theta^2)
-    g_theta = ((wins + 0.5 * ties).sum(axis=1) - (nmat * (p + 0.5 * q)).sum(axis=1)
-               - 2.0 * alpha * theta)
-    grad = g_theta if free_last else g_theta[:k - 1]
-    if fit_tie:
-        g_lam = 0.5 * ties.sum() - 0.5 * np.sum(nmat * q)
-        grad = np.append(grad, g_lam)
-    return -ll, -grad
-
-
 def _fit_arrays(wins, ties, ties_mode, alpha, start=None):
-    """(theta centred, nu, loglik, converged, reason) from count matrices."""
-    k = wins.shape[0]
-    if ties_mode == "half":
-        wins = wins + 0.5 * ties
-        ties = np.zeros_like(ties)
-    elif ties_mode == "drop":
-        ties = np.zeros_like(ties)
-    fit_tie = ties_mode == "davidson" and ties.sum() > 0
-    nmat = wins + wins.T + ties
-    if nmat.sum() == 0:
-        return np.full(k, np.nan), np.nan, np.nan, False, "no comparisons"
-    if alpha == 0 and not _exists(wins, ties):
-        return (np.full(k, np.nan), np.nan, np.nan, False,
-                ("maximum likelihood estimate does not exist: some items never beat (or tie "
-                 "with) a group of others, so their strengths diverge; use regularization > 0"))
-    free_last = alpha > 0
-    n_theta = k if free_last else k - 1
-    x0 = np.zeros(n_theta + (1 if fit_tie else 0))
-    if start is not None and np.isfinite(start[0]).all():
-        th0 = start[0] - (0 if free_last else start[0][-1])
-        x0[:n_theta] = th0[:n_theta]
-        if fit_tie and start[1] > 0:
-            x0[-1] = np.log(start[1])
-    elif fit_tie:
-        x0[-1] = np.log(max(ties.sum() / max(nmat.sum(), 1.0), 1e-3))
-    res = optimize.minimize(_nll_grad, x0, jac=True, method="BFGS",
-                            args=(wins, ties, nmat, k, fit_tie, free_last, alpha),
-                            options={"gtol": 1e-9 * max(1.0, nmat.sum()), "maxiter": 10_000})
-    theta = np.zeros(k)
-    theta[:n_theta] = res.x[:n_theta]
-    theta -= theta.mean()
-    nu = float(np.exp(res.x[-1])) if fit_tie else 0.0
-    gnorm = np.max(np.abs(res.jac)) if res.jac is not None else np.inf
-    converged = bool(res.success or gnorm < 1e-6 * max(1.0, nmat.sum()))
-    return theta, nu, float(-res.fun), converged, "" if converged else f"optimiser: {res.message}"
+    """(theta centred, nu, loglik, converged, reason) from count matrices (Newton, see
+    `storyeval.pairwise.arena`)."""
+    return fit_counts(wins, ties, ties_model=ties_mode, regularization=alpha, start=start)
 
 
 def fit_bradley_terry(
@@ -234,12 +158,13 @@ def fit_bradley_terry(
         l = sum_{i,j} W_ij [theta_i - log D_ij] + 1/2 sum_{i,j} T_ij [lambda + (theta_i +
             theta_j)/2 - log D_ij],   D_ij = e^theta_i + e^theta_j + nu e^{(theta_i+theta_j)/2}
 
-    maximised by BFGS with the analytic gradient ``dl/dtheta_i = sum_j (W_ij + T_ij/2) -
-    sum_j N_ij (p_ij + q_ij/2)`` (``p_ij = e^theta_i / D_ij``, ``q_ij`` the tie probability),
-    ``dl/dlambda = sum_{i<j} (T_ij - N_ij q_ij)``; with ``regularization = a > 0`` the
-    objective is ``l - a sum_i theta_i^2`` (gradient ``- 2 a theta_i``) and all log-strengths
-    are free; without it the last log-strength is fixed at 0 during the fit. The result is
-    centred (the penalised optimum is already mean zero: the score equations sum to zero).
+    maximised by Newton's method with backtracking (the negative log-likelihood is convex in
+    ``(theta, lambda)``; see `storyeval.pairwise.arena`) with the analytic gradient
+    ``dl/dtheta_i = sum_j (W_ij + T_ij/2) - sum_j N_ij (p_ij + q_ij/2)`` (``p_ij = e^theta_i /
+    D_ij``, ``q_ij`` the tie probability), ``dl/dlambda = sum_{i<j} (T_ij - N_ij q_ij)``; with
+    ``regularization = a > 0`` the objective is ``l - a sum_i theta_i^2`` (gradient
+    ``- 2 a theta_i``). The steps stay centred (mean zero): the score equations sum to zero.
+    ``log_likelihood`` is the maximised objective (penalty included).
 
     References
     ----------
@@ -308,7 +233,8 @@ def bradley_terry(
         As ``ties_model`` / ``regularization`` of [`fit_bradley_terry`][].
     n_resamples : int, default 1000
         Bootstrap resamples of the *prompts* (all verdicts of a drawn prompt enter as many
-        times as it is drawn); 0 for no interval.
+        times as it is drawn), drawn through count matrices and refitted by a warm-started
+        Newton (`storyeval.pairwise.arena`); 0 for no interval.
     confidence_level : float, default 0.95
         Two-sided percentile interval.
     random_state : int or Generator, optional
@@ -351,10 +277,12 @@ def bradley_terry(
         raise InputError(f"n_resamples must be an integer >= 0, got {n_resamples!r}")
     if not 0 < confidence_level < 1:
         raise InputError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    from storyeval.pairwise.leaderboard import battle_arrays
+
     v = select_verdicts(verdicts, dimension=dimension, judge=judge)
-    items, prompts, wins_p, ties_p = _counts(v, by)
-    wins = wins_p.sum(axis=0)
-    tie_m = ties_p.sum(axis=0)
+    items, a, b, outcome, _, prompts = battle_arrays(v, by)
+    counts = count_battles(a, b, outcome, len(items), cluster=prompts)
+    wins, tie_m = counts.wins, counts.ties
     fit = fit_bradley_terry(wins, tie_m, ties_model=ties, regularization=regularization,
                             items=items)
     k = len(items)
@@ -362,23 +290,15 @@ def bradley_terry(
     high = np.full(k, np.nan)
     n_valid = 0
     if n_resamples > 0 and np.isfinite(fit.log_strength).all():
-        rng = np.random.default_rng(random_state)
-        draws = rng.integers(0, len(prompts), size=(n_resamples, len(prompts)))
-        mult = np.zeros((n_resamples, len(prompts)))
-        np.add.at(mult, (np.repeat(np.arange(n_resamples), len(prompts)), draws.ravel()), 1.0)
-        w_b = np.einsum("bp,pij->bij", mult, wins_p)
-        t_b = np.einsum("bp,pij->bij", mult, ties_p)
-        thetas = np.full((n_resamples, k), np.nan)
-        start = (fit.log_strength, fit.tie_parameter)
-        for b in range(n_resamples):  # one small optimisation per resample
-            th, _, _, conv, _ = _fit_arrays(w_b[b], t_b[b], ties, float(regularization), start)
-            if conv:
-                thetas[b] = th
+        thetas = bootstrap_counts(counts, n_resamples=n_resamples, ties_model=ties,
+                                  regularization=float(regularization),
+                                  start=(fit.log_strength, fit.tie_parameter),
+                                  random_state=random_state)
         ok = np.isfinite(thetas).all(axis=1)
         n_valid = int(ok.sum())
         if n_valid:
-            a = (1 - confidence_level) / 2
-            low, high = np.quantile(thetas[ok], [a, 1 - a], axis=0)
+            a_ = (1 - confidence_level) / 2
+            low, high = np.quantile(thetas[ok], [a_, 1 - a_], axis=0)
         if n_valid < n_resamples:
             warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
                           f"{n_resamples - n_valid} of {n_resamples} prompt resamples (left out)",

@@ -11,6 +11,9 @@ column         meaning
 ``dimension``  what was judged (``"Plot"``, ``"Creativity"``, ..., ``"Overall"``)
 ``verdict``    ``"A"`` (``story_a`` is better), ``"B"`` (``story_b`` is better) or ``"same"``
 ``order``      ``"AB"`` if ``story_a`` was shown first, ``"BA"`` if ``story_b`` was
+``strong``     optional: True for a strong ("much better") verdict; set from graded
+               verdicts ``A>>B`` / ``B>>A`` (Arena-Hard's five-point scale ``A>>B, A>B, A=B,
+               B>A, B>>A`` is read as A / B / same plus this flag)
 ``judge``      optional: who judged (``"human"``, an LLM name, an annotator id); default
                ``"judge"``
 ``system_a``   optional: the system of ``story_a`` (derived from ``"system/prompt"`` ids
@@ -32,6 +35,7 @@ import pandas as pd
 from storyeval.exceptions import InputError
 
 __all__ = [
+    "GRADED_ALIASES",
     "VERDICTS",
     "VERDICT_COLUMNS",
     "read_verdicts",
@@ -44,6 +48,12 @@ VERDICT_COLUMNS: tuple[str, ...] = ("prompt_id", "story_a", "story_b", "dimensio
 #: Canonical verdict labels.
 VERDICTS: tuple[str, ...] = ("A", "B", "same")
 _VERDICT_ALIASES = {"a": "A", "b": "B", "same": "same", "tie": "same", "about the same": "same"}
+#: Graded verdicts (Arena-Hard's five-point scale and mirror spellings) -> (verdict, strong).
+GRADED_ALIASES: dict[str, tuple[str, bool]] = {
+    "a>>b": ("A", True), "a>b": ("A", False), "a=b": ("same", False), "b=a": ("same", False),
+    "b>a": ("B", False), "b>>a": ("B", True), "a<b": ("B", False), "a<<b": ("B", True),
+    "b<a": ("A", False), "b<<a": ("A", True),
+}
 _ORDERS = ("AB", "BA")
 
 
@@ -119,12 +129,20 @@ def validate_verdicts(
         out[col] = out[col].astype(str)
 
     raw = out["verdict"].astype(str).str.strip()
+    lower = raw.str.lower().str.replace(" ", "", regex=False)
+    graded = lower.isin(list(GRADED_ALIASES)).to_numpy()
     canon = raw.str.lower().map(_VERDICT_ALIASES)
+    if graded.any():  # graded verdicts: the direction, and a "strong" flag for >> / <<
+        canon = canon.where(~graded, lower.map(lambda x: GRADED_ALIASES.get(x, ("", False))[0]))
+        strong = lower.map(lambda x: GRADED_ALIASES.get(x, ("", False))[1]).to_numpy(bool)
+        out["strong"] = strong | (out["strong"].fillna(False).astype(bool).to_numpy()
+                                  if "strong" in out.columns else False)
     bad = canon.isna().to_numpy()
     if bad.any():
         row = int(np.argmax(bad))
         raise InputError(f"{source}: unknown verdict {raw.iloc[row]!r} at row {row}; expected one "
-                         "of 'A', 'B', 'same' (aliases: 'tie', 'about the same')")
+                         "of 'A', 'B', 'same' (aliases: 'tie', 'about the same') or a graded "
+                         "verdict 'A>>B', 'A>B', 'A=B', 'B>A', 'B>>A'")
     order = out["order"].astype(str).str.strip().str.upper()
     bad = ~order.isin(_ORDERS).to_numpy()
     if bad.any():

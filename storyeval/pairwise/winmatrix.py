@@ -55,8 +55,8 @@ def _item_columns(v: pd.DataFrame, by: str) -> tuple[str, str]:
     return "system_a", "system_b"
 
 
-def _counts(v: pd.DataFrame, by: str, items: list[str] | None = None):
-    """Per-prompt counts: items, prompts, wins[p, i, j] (i beat j), ties[p, i, j] (symmetric)."""
+def _codes(v: pd.DataFrame, by: str, items: list[str] | None = None):
+    """Items and the item codes of both sides of every verdict."""
     ca, cb = _item_columns(v, by)
     a = v[ca].to_numpy(dtype=object)
     b = v[cb].to_numpy(dtype=object)
@@ -72,6 +72,27 @@ def _counts(v: pd.DataFrame, by: str, items: list[str] | None = None):
         raise InputError(f"items {unknown} are not in the given items list")
     ia = np.array([pos[x] for x in a], dtype=np.int64)
     ib = np.array([pos[x] for x in b], dtype=np.int64)
+    return list(items), ia, ib
+
+
+def _totals(v: pd.DataFrame, by: str):
+    """Counts over all prompts: items, wins[i, j] (i beat j), ties[i, j] (symmetric)."""
+    items, ia, ib = _codes(v, by)
+    k = len(items)
+    verdict = v["verdict"].to_numpy()
+    wins = np.zeros((k, k))
+    ties = np.zeros((k, k))
+    a_won, b_won, tie = verdict == "A", verdict == "B", verdict == "same"
+    np.add.at(wins, (ia[a_won], ib[a_won]), 1.0)
+    np.add.at(wins, (ib[b_won], ia[b_won]), 1.0)
+    np.add.at(ties, (ia[tie], ib[tie]), 1.0)
+    np.add.at(ties, (ib[tie], ia[tie]), 1.0)
+    return items, wins, ties
+
+
+def _counts(v: pd.DataFrame, by: str, items: list[str] | None = None):
+    """Per-prompt counts: items, prompts, wins[p, i, j] (i beat j), ties[p, i, j] (symmetric)."""
+    items, ia, ib = _codes(v, by, items)
     prompts, ip = np.unique(v["prompt_id"].to_numpy(), return_inverse=True)
     k, n_p = len(items), len(prompts)
     verdict = v["verdict"].to_numpy()
@@ -175,9 +196,9 @@ def win_matrix(
     (1, 1)
     """
     v = select_verdicts(verdicts, dimension=dimension, judge=judge)
-    items, _, wins, ties = _counts(v, by)
+    items, wins, ties = _totals(v, by)  # no per-prompt arrays: O(k^2) memory
     dim = str(v["dimension"].iloc[0])
     idx = pd.Index(items, name="item")
     cols = pd.Index(items, name="opponent")
-    return WinMatrix(pd.DataFrame(wins.sum(axis=0), index=idx, columns=cols),
-                     pd.DataFrame(ties.sum(axis=0), index=idx, columns=cols), dim, by)
+    return WinMatrix(pd.DataFrame(wins, index=idx, columns=cols),
+                     pd.DataFrame(ties, index=idx, columns=cols), dim, by)

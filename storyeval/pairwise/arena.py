@@ -1,0 +1,489 @@
+"""Bradley-Terry(-Davidson) at arena scale: battles aggregated to counts once, a batched Newton
+fit on the S x S count matrices, and a bootstrap that resamples prompts (or battles) through
+count matrices.
+
+Counts
+------
+A *battle* compares system ``a`` with system ``b`` and ends in ``a`` winning, ``b`` winning or a
+tie; it may carry a weight (a graded "much better" verdict counts ``w`` battles) and belongs to
+a cluster (its prompt). `count_battles` turns the battles into a sparse matrix ``C`` with one row
+per cluster and ``2 S^2`` columns: column ``i S + j`` holds the (weighted) wins of ``i`` over
+``j`` in that cluster, column ``S^2 + min(i,j) S + max(i,j)`` its ties between ``i`` and ``j``.
+Nothing dense of size clusters x S x S is ever built.
+
+Bootstrap
+---------
+A prompt resample draws ``n_c`` clusters with replacement; cluster ``c`` drawn ``m_c`` times
+contributes ``m_c C_c``, so a resample's counts are ``m C`` (a sparse-dense product, chunks of
+resamples at a time). Resampling battles (``cluster=None``) is the same with every battle its own
+cluster; it is drawn exactly and much faster as a multinomial over the distinct (cell, weight)
+categories: ``n`` battles drawn with replacement from ``n`` fall into the categories as
+``Multinomial(n, counts / n)``.
+
+Fit
+---
+Newton's method with backtracking on the negative log-likelihood, which is convex in
+``(theta, lambda)`` (``log D`` is a log-sum-exp of affine functions), batched over resamples and
+warm-started at the full-sample estimate. The Hessian of ``log D_ij`` is the covariance of the
+vectors ``(1, 0, 0)``, ``(0, 1, 0)``, ``(1/2, 1/2, 1)`` (coordinates ``theta_i, theta_j,
+lambda``) under the outcome probabilities ``(p, r, q)``; the translation direction is removed by
+adding ``1 1^T`` to the ``theta`` block, which keeps the steps centred. Bootstrap resamples
+are refitted by chord iterations ``x <- x - H0^{-1} g(x)`` with the inverse Hessian ``H0`` of
+the full sample (a resample's Hessian differs from it only by sampling noise, so each step is
+one matrix product for the whole chunk of resamples); resamples where that does not settle are
+finished by Newton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from storyeval.exceptions import InputError
+
+__all__ = ["BattleCounts", "bootstrap_counts", "count_battles", "fit_counts"]
+
+_TIES = ("davidson", "half", "drop")
+_MAX_CHUNK_FLOATS = 4_000_000  # resamples per chunk x S x S (about 32 MB per array)
+
+
+@dataclass(frozen=True)
+class BattleCounts:
+    """Battles aggregated to counts.
+
+    Attributes
+    ----------
+    n_items : int
+    wins : ndarray (S, S)
+        ``wins[i, j]``: weighted wins of ``i`` over ``j`` (all clusters).
+    ties : ndarray (S, S)
+        Symmetric weighted ties.
+    cluster_counts : csr_matrix (n_clusters, 2 S^2) or None
+        Per-cluster contributions (None when battles are the resampling unit).
+    categories : tuple (cells, weights, counts) or None
+        Distinct (cell, weight) categories and their battle counts, for the battle bootstrap.
+    n_battles : int
+    """
+
+    n_items: int
+    wins: np.ndarray
+    ties: np.ndarray
+    cluster_counts: sparse.csr_matrix | None
+    categories: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    n_battles: int
+
+
+def _cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, s: int) -> np.ndarray:
+    """Column of each battle in the ``2 S^2`` layout (outcome 0: a won, 1: b won, 2: tie)."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    return np.where(outcome == 0, a * s + b,
+                    np.where(outcome == 1, b * s + a, s * s + lo * s + hi)).astype(np.int64)
+
+
+def _to_matrices(flat: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(..., 2 S^2) cell totals -> wins (..., S, S), symmetric ties (..., S, S)."""
+    lead = flat.shape[:-1]
+    wins = flat[..., : s * s].reshape(*lead, s, s)
+    upper = flat[..., s * s:].reshape(*lead, s, s)
+    ties = upper + np.swapaxes(upper, -1, -2)
+    return wins, ties
+
+
+def count_battles(
+    a: np.ndarray,
+    b: np.ndarray,
+    outcome: np.ndarray,
+    n_items: int,
+    *,
+    weight: np.ndarray | None = None,
+    cluster: np.ndarray | None = None,
+) -> BattleCounts:
+    """Aggregate battles to counts (once).
+
+    Parameters
+    ----------
+    a, b : int arrays (n,)
+        Item codes ``0 .. n_items-1`` of the two sides (``a != b``).
+    outcome : int array (n,)
+        0: ``a`` won, 1: ``b`` won, 2: tie.
+    n_items : int
+    weight : float array (n,), optional
+        Weight of each battle (default 1).
+    cluster : int array (n,), optional
+        Cluster code (e.g. the prompt) of each battle, ``0 .. n_clusters-1``; None: the battles
+        themselves are the resampling unit.
+
+    Returns
+    -------
+    BattleCounts
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    outcome = np.asarray(outcome, dtype=np.int64)
+    s = int(n_items)
+    if np.any(a == b):
+        raise InputError(f"battle {int(np.argmax(a == b))} compares an item with itself")
+    cells = _cells(a, b, outcome, s)
+    w = np.ones(len(a)) if weight is None else np.asarray(weight, dtype=np.float64)
+    totals = np.bincount(cells, weights=w, minlength=2 * s * s)
+    wins, ties = _to_matrices(totals, s)
+    if cluster is None:
+        wvals, widx = np.unique(w, return_inverse=True)
+        key = np.bincount(cells * len(wvals) + widx, minlength=2 * s * s * len(wvals))
+        nz = np.flatnonzero(key)
+        cats = (nz // len(wvals), wvals[nz % len(wvals)], key[nz].astype(np.int64))
+        return BattleCounts(s, wins, ties, None, cats, len(a))
+    cluster = np.asarray(cluster, dtype=np.int64)
+    n_c = int(cluster.max()) + 1 if len(cluster) else 0
+    cc = sparse.csr_matrix((w, (cluster, cells)), shape=(n_c, 2 * s * s))
+    cc.sum_duplicates()
+    return BattleCounts(s, wins, ties, cc, None, len(a))
+
+
+# ---------------------------------------------------------------- batched Newton
+
+
+def _prepare(wins, ties, ties_model):
+    if ties_model == "half":
+        return wins + 0.5 * ties, np.zeros_like(ties)
+    if ties_model == "drop":
+        return wins, np.zeros_like(ties)
+    return wins, ties
+
+
+class _Pairs:
+    """Pair-list form of a batch of S x S count matrices: only pairs i < j that met."""
+
+    def __init__(self, wins: np.ndarray, ties: np.ndarray):
+        b, s, _ = wins.shape
+        met = ((wins + np.swapaxes(wins, 1, 2) + ties) > 0).any(axis=0)
+        i, j = np.nonzero(np.triu(met, 1))
+        self.s, self.i, self.j = s, i, j
+        self.wij = wins[:, i, j]
+        self.wji = wins[:, j, i]
+        self.t = ties[:, i, j]
+        self.n = self.wij + self.wji + self.t
+        npair = len(i)
+        rows = np.arange(npair)
+        self.first = sparse.csr_matrix((np.ones(npair), (i, rows)), shape=(s, npair))
+        self.second = sparse.csr_matrix((np.ones(npair), (j, rows)), shape=(s, npair))
+        self.win_score = (wins.sum(axis=2) + 0.5 * ties.sum(axis=2))  # W_i + T_i / 2
+        self.tie_total = self.t.sum(axis=1)
+        self.scale = np.maximum(self.n.sum(axis=1), 1.0)
+
+    def take(self, sel: np.ndarray) -> _Pairs:
+        out = object.__new__(_Pairs)
+        out.__dict__.update(self.__dict__)
+        for name in ("wij", "wji", "t", "n", "win_score", "tie_total", "scale"):
+            setattr(out, name, getattr(self, name)[sel])
+        return out
+
+    def to_items(self, c1: np.ndarray, c2: np.ndarray) -> np.ndarray:
+        """(B, P) contributions of the first / second item of each pair -> (B, S) sums."""
+        return np.asarray(self.first @ c1.T + self.second @ c2.T).T
+
+
+def _evaluate(pr: _Pairs, theta, lam, fit_tie, alpha, derivatives):
+    """Objective (and gradient, Hessian) of the negative log-likelihood, batched."""
+    d = theta[:, pr.i] - theta[:, pr.j]
+    # D_ij / e^theta_i = 1 + x^2 + nu x with x = e^{-d/2}: one exp and one log per pair
+    # (|d| is clipped at 600, far beyond any estimable strength difference, against overflow)
+    x = np.exp(-np.clip(d, -600.0, 600.0) / 2)
+    xx = x * x
+    if fit_tie:
+        nux = np.exp(lam)[:, None] * x
+        den = 1.0 + xx + nux
+    else:
+        den = 1.0 + xx
+    log_den = np.log(den)
+    f = (np.einsum("bp,bp->b", pr.wij, log_den) + np.einsum("bp,bp->b", pr.wji, log_den + d)
+         + alpha * np.sum(theta**2, axis=1))
+    if fit_tie:
+        f += np.einsum("bp,bp->b", pr.t, log_den + d / 2 - lam[:, None])
+    if not derivatives:
+        return f, None, None
+    p = 1.0 / den
+    r = xx * p
+    q = nux * p if fit_tie else np.zeros_like(p)
+    mi, mj = p + q / 2, r + q / 2
+    bsz, s = theta.shape
+    g = pr.to_items(pr.n * mi, pr.n * mj) - pr.win_score + 2 * alpha * theta
+    if derivatives == "gradient":
+        if fit_tie:
+            g_lam = np.einsum("bp,bp->b", pr.n, q) - pr.tie_total
+            g = np.concatenate([g, g_lam[:, None]], axis=1)
+        return f, g, None
+    size = s + 1 if fit_tie else s
+    hess = np.zeros((bsz, size, size))
+    h_off = pr.n * (q / 4 - mi * mj)
+    hess[:, pr.i, pr.j] = h_off
+    hess[:, pr.j, pr.i] = h_off
+    idx = np.arange(s)
+    hess[:, idx, idx] = pr.to_items(pr.n * (p + q / 4 - mi**2),
+                                    pr.n * (r + q / 4 - mj**2)) + 2 * alpha
+    hess[:, :s, :s] += 1.0  # removes the translation direction (see the module docstring)
+    if fit_tie:
+        g_lam = np.einsum("bp,bp->b", pr.n, q) - pr.tie_total
+        g = np.concatenate([g, g_lam[:, None]], axis=1)
+        h_tl = pr.to_items(pr.n * (q / 2 - mi * q), pr.n * (q / 2 - mj * q))
+        hess[:, :s, s] = h_tl
+        hess[:, s, :s] = h_tl
+        hess[:, s, s] = np.einsum("bp,bp->b", pr.n, q - q**2)
+    return f, g, hess
+
+
+def _newton(wins, ties, fit_tie, alpha, theta0, lam0, *, tol=1e-9, max_iter=100):
+    """Batched damped Newton; returns theta (centred), lam, converged flags."""
+    pr = _Pairs(wins, ties)
+    theta = theta0 - theta0.mean(axis=1, keepdims=True)
+    lam = lam0.astype(np.float64).copy()
+    s = theta.shape[1]
+    f, g, h = _evaluate(pr, theta, lam, fit_tie, alpha, True)
+    done = np.zeros(len(theta), dtype=bool)
+    act = np.arange(len(theta))
+    for _ in range(max_iter):
+        step = -np.linalg.solve(h, g[:, :, None])[:, :, 0]
+        sub = pr.take(act)
+        t = np.ones(len(act))
+        new_th = theta[act] + step[:, :s]
+        new_la = lam[act] + step[:, s] if fit_tie else lam[act]
+        new_f, new_g, new_h = _evaluate(sub, new_th, new_la, fit_tie, alpha, True)
+        f_a = f[act]
+        for _ in range(40):  # backtracking where the objective did not decrease
+            bad = ~(new_f <= f_a + 1e-12 * np.abs(f_a))
+            if not bad.any():
+                break
+            t[bad] /= 2
+            new_th[bad] = theta[act[bad]] + t[bad, None] * step[bad, :s]
+            if fit_tie:
+                new_la[bad] = lam[act[bad]] + t[bad] * step[bad, s]
+            bf, bg, bh = _evaluate(sub.take(bad), new_th[bad], new_la[bad], fit_tie, alpha,
+                                   True)
+            new_f[bad], new_g[bad], new_h[bad] = bf, bg, bh
+        theta[act], lam[act], f[act] = new_th, new_la, new_f
+        small = (np.max(np.abs(step), axis=1) * t < tol) | (
+            np.max(np.abs(new_g), axis=1) < 1e-12 * sub.scale)
+        done[act[small]] = True
+        keep = ~small
+        act, g, h = act[keep], new_g[keep], new_h[keep]
+        if not len(act):
+            break
+    theta -= theta.mean(axis=1, keepdims=True)
+    return theta, lam, done
+
+
+def _chord(pr: _Pairs, theta, lam, fit_tie, alpha, h_inv, *, tol=1e-9, max_iter=40):
+    """Chord (fixed-Hessian) iterations ``x <- x - H0^{-1} g(x)`` for a batch of resamples.
+
+    ``H0`` is the Hessian at the full-sample estimate: a resample's Hessian differs from it by
+    sampling noise, so the iteration contracts fast, and each step is one matrix product
+    instead of a Hessian and a solve per resample. Returns (theta, lam, converged); a resample
+    whose objective rises or that has not converged is left to Newton.
+    """
+    s = theta.shape[1]
+    f, g, _ = _evaluate(pr, theta, lam, fit_tie, alpha, "gradient")
+    ok = np.ones(len(theta), dtype=bool)
+    done = np.zeros(len(theta), dtype=bool)
+    for _ in range(max_iter):
+        step = -(g @ h_inv)
+        theta = theta + step[:, :s]
+        if fit_tie:
+            lam = lam + step[:, s]
+        f_new, g, _ = _evaluate(pr, theta, lam, fit_tie, alpha, "gradient")
+        ok &= f_new <= f + 1e-9 * np.abs(f)
+        f = f_new
+        done = ok & (np.max(np.abs(step), axis=1) < tol)
+        if done.sum() == ok.sum():
+            break
+    return theta - theta.mean(axis=1, keepdims=True), lam, done
+
+
+def _nll(theta, lam, wins, ties, fit_tie, alpha):
+    return _evaluate(_Pairs(wins, ties), theta, lam, fit_tie, alpha, False)[0]
+
+
+def _connected(wins: np.ndarray, ties: np.ndarray) -> bool:
+    if wins.shape[0] < 2:
+        return False
+    n, _ = connected_components(((wins + ties) > 0).astype(np.int8), directed=True,
+                                connection="strong")
+    return n == 1
+
+
+def fit_counts(
+    wins: np.ndarray,
+    ties: np.ndarray,
+    *,
+    ties_model: str = "davidson",
+    regularization: float = 0.0,
+    start: tuple[np.ndarray, float] | None = None,
+) -> tuple[np.ndarray, float, float, bool, str]:
+    """Maximum likelihood Bradley-Terry(-Davidson) fit of one S x S count matrix by Newton.
+
+    Returns
+    -------
+    tuple
+        ``(theta centred, nu, log-likelihood, converged, reason)``; NaN strengths and a reason
+        when the MLE does not exist (``regularization == 0`` and the "beat or tied" graph not
+        strongly connected).
+
+    Notes
+    -----
+    Same objective as `storyeval.pairwise.bradley_terry.fit_bradley_terry` (its Notes give the
+    log-likelihood); validated against choix and FastChat in tests/test_pairwise_arena.py.
+    """
+    if ties_model not in _TIES:
+        raise InputError(f"ties_model must be one of {_TIES}, got {ties_model!r}")
+    w, t = _prepare(np.asarray(wins, float), np.asarray(ties, float), ties_model)
+    k = w.shape[0]
+    nmat = w + w.T + t
+    if nmat.sum() == 0:
+        return np.full(k, np.nan), np.nan, np.nan, False, "no comparisons"
+    if regularization == 0 and not _connected(w, t):
+        return (np.full(k, np.nan), np.nan, np.nan, False,
+                ("maximum likelihood estimate does not exist: some items never beat (or tie "
+                 "with) a group of others, so their strengths diverge; use regularization > 0"))
+    fit_tie = ties_model == "davidson" and t.sum() > 0
+    if start is not None and np.isfinite(start[0]).all():
+        th0 = np.asarray(start[0], float)[None, :]
+        lam0 = np.array([np.log(start[1]) if start[1] > 0 else 0.0])
+    else:
+        th0 = np.zeros((1, k))
+        lam0 = np.array([np.log(max(t.sum() / max(nmat.sum(), 1.0), 1e-3))])
+    theta, lam, ok = _newton(w[None], t[None], fit_tie, float(regularization), th0, lam0)
+    nu = float(np.exp(lam[0])) if fit_tie else 0.0
+    ll = -float(_nll(theta, lam, w[None], t[None], fit_tie, float(regularization))[0])
+    conv = bool(ok[0])
+    return theta[0], nu, ll, conv, "" if conv else "Newton did not converge"
+
+
+def _resample_weights(rng: np.random.Generator, n_units: int, n_draws: int) -> np.ndarray:
+    """(n_draws, n_units) multiplicities of a with-replacement draw of n_units units."""
+    idx = rng.integers(0, n_units, size=(n_draws, n_units))
+    idx += (np.arange(n_draws) * n_units)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_draws * n_units).reshape(n_draws, n_units)
+
+
+def _chunk_totals(counts: BattleCounts, rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, 2 S^2) resampled cell totals."""
+    s2 = 2 * counts.n_items**2
+    if counts.cluster_counts is not None:
+        cc = counts.cluster_counts
+        mult = _resample_weights(rng, cc.shape[0], n).astype(np.float64)
+        return np.asarray((cc.T @ mult.T).T)
+    cells, weights, cnt = counts.categories  # type: ignore[misc]
+    draws = rng.multinomial(int(cnt.sum()), cnt / cnt.sum(), size=n).astype(np.float64)
+    onehot = sparse.csr_matrix((weights, (np.arange(len(cells)), cells)), shape=(len(cells), s2))
+    return np.asarray((onehot.T @ draws.T).T)
+
+
+def _start_inverse(counts: BattleCounts, ties_model, fit_tie, alpha, theta, lam):
+    """Inverse Hessian (with the translation fix) at the full-sample estimate."""
+    w, t = _prepare(counts.wins, counts.ties, ties_model)
+    if not fit_tie:
+        t = np.zeros_like(t)
+    _, _, h = _evaluate(_Pairs(w[None], t[None]), theta[None], np.array([lam]), fit_tie,
+                        alpha, True)
+    return np.linalg.inv(h[0])
+
+
+def _draw_and_fit(counts, draw, n, ties_model, alpha, th0, lam_start, full_edges, h_inv):
+    """Draw one chunk of battle resamples with its own generator, then refit it."""
+    w, t = _to_matrices(_chunk_totals(counts, draw, n), counts.n_items)
+    return _fit_chunk(w, t, ties_model, alpha, th0, lam_start, full_edges, h_inv)
+
+
+def _fit_chunk(w, t, ties_model, alpha, th0, lam_start, full_edges, h_inv):
+    """Refit one chunk of resampled count matrices; (n, S) log-strengths, NaN rows where the
+    MLE does not exist or the fit did not converge."""
+    n, s = w.shape[0], w.shape[1]
+    out = np.full((n, s), np.nan)
+    w, t = _prepare(w, t, ties_model)
+    ok = np.ones(n, dtype=bool)
+    if alpha == 0:
+        # a resample that keeps every "beat or tied" edge of the full sample has its
+        # (strongly connected) graph; only the others are checked one by one
+        same = ((w + t) > 0)[:, full_edges].all(axis=1)
+        ok = same.copy()
+        for i in np.flatnonzero(~same):
+            ok[i] = _connected(w[i], t[i])
+    has_tie = t.sum(axis=(1, 2)) > 0
+    for fit_tie in (False, True):  # a resample without ties has nu = 0 (plain BT)
+        sel = np.flatnonzero(ok & (has_tie == fit_tie))
+        if not len(sel):
+            continue
+        th_s = np.repeat(th0[None], len(sel), 0)
+        la_s = np.full(len(sel), lam_start)
+        th, _, conv = _chord(_Pairs(w[sel], t[sel]), th_s, la_s, fit_tie, alpha,
+                             h_inv[fit_tie])
+        rest = np.flatnonzero(~conv)
+        if len(rest):  # Newton where the chord iteration did not settle
+            th_n, _, conv_n = _newton(w[sel[rest]], t[sel[rest]], fit_tie, alpha,
+                                      th_s[rest], la_s[rest])
+            th[rest] = np.where(conv_n[:, None], th_n, np.nan)
+        out[sel] = th
+    return out
+
+
+def bootstrap_counts(
+    counts: BattleCounts,
+    *,
+    n_resamples: int,
+    ties_model: str = "davidson",
+    regularization: float = 0.0,
+    start: tuple[np.ndarray, float],
+    random_state: int | np.random.Generator | None = 0,
+    workers: int | None = None,
+) -> np.ndarray:
+    """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist.
+
+    Clusters (prompts) are resampled with replacement when ``counts`` has them, else battles;
+    each resample is refitted from ``start`` (the full-sample estimate). Prompt resamples are
+    drawn in order from ``default_rng(random_state)`` (``integers(0, n_prompts, (n, n_prompts))``
+    per chunk of ``n`` resamples); battle resamples chunk by chunk from child generators
+    seeded by it. Chunks are refitted by ``workers`` threads (default: up to 2 CPU cores; numpy
+    releases the GIL); the chunking does not depend on ``workers``, so neither does the result.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(random_state)
+    s = counts.n_items
+    out = np.full((n_resamples, s), np.nan)
+    if n_resamples == 0:
+        return out
+    workers = workers or max(1, min(2, os.cpu_count() or 1))
+    max_chunk = max(1, _MAX_CHUNK_FLOATS // max(s * s, 1))
+    n_chunks = max(-(-n_resamples // max_chunk), min(4, n_resamples))  # not by workers
+    chunk = -(-n_resamples // n_chunks)
+    th0 = np.where(np.isfinite(start[0]), start[0], 0.0)
+    lam_start = np.log(start[1]) if start[1] > 0 else 0.0
+    alpha = float(regularization)
+    w_full, t_full = _prepare(counts.wins, counts.ties, ties_model)
+    full_edges = (w_full + t_full) > 0
+    h_inv = {fit_tie: _start_inverse(counts, ties_model, fit_tie, alpha, th0, lam_start)
+             for fit_tie in ((False, True) if counts.ties.sum() > 0 and ties_model == "davidson"
+                             else (False,))}
+    pending: list = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for lo in range(0, n_resamples, chunk):
+            n = min(chunk, n_resamples - lo)
+            args = (ties_model, alpha, th0, lam_start, full_edges, h_inv)
+            if counts.cluster_counts is None:  # battles: each chunk draws with its own child
+                draw = np.random.default_rng(rng.integers(0, 2**63))  # generator, in parallel
+                job = pool.submit(_draw_and_fit, counts, draw, n, *args)
+            else:  # prompts: drawn in order from the one generator
+                w, t = _to_matrices(_chunk_totals(counts, rng, n), s)
+                job = pool.submit(_fit_chunk, w, t, *args)
+            pending.append((lo, job))
+            while len(pending) >= workers + 1:  # bounded memory: finish the oldest chunk
+                first, fut = pending.pop(0)
+                res = fut.result()
+                out[first:first + len(res)] = res
+        for first, fut in pending:
+            res = fut.result()
+            out[first:first + len(res)] = res
+    return out
