@@ -87,12 +87,14 @@ def test_pointwise_interval_is_seeded_by_default(capsys):
 
 
 def _public_resampling_functions():
-    from storyeval.meta import resampling
-    from storyeval.pairwise import accuracy, inference, ranking, verdict_agreement
-    from storyeval.resample import bootstrap, chance
+    import importlib
 
-    for module in (resampling, bootstrap, chance, inference, accuracy, ranking,
-                   verdict_agreement):
+    names = ("storyeval.meta.resampling", "storyeval.resample.bootstrap",
+             "storyeval.resample.chance", "storyeval.pairwise.inference",
+             "storyeval.pairwise.accuracy", "storyeval.pairwise.ranking",
+             "storyeval.pairwise.verdict_agreement", "storyeval.pairwise.bradley_terry",
+             "storyeval.pairwise.arena", "storyeval.pairwise.leaderboard")
+    for module in map(importlib.import_module, names):
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or fn.__module__ != module.__name__:
                 continue
@@ -104,6 +106,7 @@ def _public_resampling_functions():
 def test_library_functions_default_to_the_command_lines_seed():
     found = dict(_public_resampling_functions())
     assert "storyeval.meta.resampling.add_bootstrap_ci" in found
+    assert "storyeval.pairwise.bradley_terry.bradley_terry" in found
     assert {name: d for name, d in found.items() if d != 0} == {}
 
 

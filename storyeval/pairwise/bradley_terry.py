@@ -219,7 +219,7 @@ def bradley_terry(
     regularization: float = 0.0,
     n_resamples: int = 1000,
     confidence_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
     """Bradley-Terry strengths of systems (or stories) on one dimension, with bootstrap CIs.
 
@@ -237,9 +237,11 @@ def bradley_terry(
         Newton (`storyeval.pairwise.arena`); 0 for no interval.
     confidence_level : float, default 0.95
         Two-sided percentile interval.
-    random_state : int or Generator, optional
+    random_state : int or Generator, default 0
         Seed: ``numpy.random.default_rng(random_state).integers(0, n_prompts, (n_resamples,
-        n_prompts))`` gives the resampled prompts.
+        n_prompts))`` gives the resampled prompts. The default is the command line's
+        (``pairwise strengths --seed 0``), so a notebook and the CLI print the same intervals;
+        None draws a fresh seed.
 
     Returns
     -------
