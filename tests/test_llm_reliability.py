@@ -692,7 +692,8 @@ def test_sigkill_at_several_points_loses_nothing_and_repays_only_in_flight(tmp_p
     after = stored(db)
     assert len(after) == n_total and all(after[k] == v for k, v in before.items())
     repaid = sum(c - 1 for c in received.values())
-    assert repaid <= conc * kills, f"{repaid} requests paid twice"
+    # in flight at a kill, or answered and awaiting its connection's stray-byte check (issue 37)
+    assert repaid <= 2 * conc * kills, f"{repaid} requests paid twice"
     ratings = pd.read_csv(tmp_path / "out" / "ratings.csv")
     assert (ratings["status"] == "ok").all()
     assert ratings["rating"].tolist() == [expected_rating(k) for k in ratings["key"]]
