@@ -86,6 +86,8 @@ class Script:
     bad_request_marker: str | None = None
     #: a request whose messages contain this text is answered by "other-model"
     wrong_model_marker: str | None = None
+    #: every answer carries the same ``id`` (a server that does not make ids unique)
+    constant_id: bool = False
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -215,7 +217,7 @@ class _Handler:
                          note=f"usage{echo}")
         with self.state.lock:
             self.state.ids += 1
-            rid = f"chatcmpl-stub-{self.state.ids}"
+            rid = "chatcmpl-stub" if self.script.constant_id else f"chatcmpl-stub-{self.state.ids}"
         body = {
             "id": rid, "object": "chat.completion", "created": int(time.time()),
             "model": ("other-model" if self.script.wrong_model_marker
