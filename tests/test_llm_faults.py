@@ -340,3 +340,83 @@ def test_a_server_mixing_every_fault_stores_nothing_under_a_wrong_key(tmp_path):
     assert failed.loc[failed["story_id"].isin([f"S{i}" for i in other]), "error"] \
         .str.contains("other-model").all()
     cache.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. foreign and damaged caches; 7. a full disk during rate
+# ---------------------------------------------------------------------------------------------
+
+def _foreign(path: Path) -> bytes:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    con.executemany("INSERT INTO invoices VALUES (?, ?)", [(i, i * 1.5) for i in range(500)])
+    con.commit()
+    con.close()
+    return path.read_bytes()
+
+
+def test_a_foreign_sqlite_file_is_refused_untouched(tmp_path, capsys):
+    from storyeval.exceptions import InputError
+
+    db = tmp_path / "other.sqlite"
+    before = _foreign(db)
+    with pytest.raises(InputError, match=r"other.sqlite.*not a storyeval answer cache.*invoices"):
+        AnswerCache(db)
+    src = tmp_path / "s.csv"
+    stories(2).to_csv(src, index=False)
+    code = main(["rate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--stories",
+                 str(src), "--eval-prompts", "1", "--criteria", "RE", "--tries", "1",
+                 "--no-api-key", "--cache", str(db), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "invoices" in err and "Traceback" not in err
+    assert db.read_bytes() == before and not Path(str(db) + "-wal").exists()
+    # an 'answers' table of another program is foreign too
+    import sqlite3
+
+    other = tmp_path / "answers.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE answers (question TEXT, answer TEXT)")
+    con.close()
+    with pytest.raises(InputError, match="not a storyeval answer cache"):
+        AnswerCache(other)
+    (tmp_path / "text.sqlite").write_text("not a database at all\n" * 100)
+    with pytest.raises(InputError, match="text.sqlite.*not an SQLite database"):
+        AnswerCache(tmp_path / "text.sqlite")
+
+
+def test_a_damaged_cache_is_one_line_and_is_not_changed(tmp_path):
+    from storyeval.exceptions import InputError
+
+    db = tmp_path / "c.sqlite"
+    with StubServer(Script()) as srv:
+        rate(stories(40), backend(srv.base_url), eval_prompts="1,2", criteria="RE,CH", tries=2,
+             cache=db)
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) > 4 * page
+    data[3 * page:3 * page + 200] = b"\xff" * 200  # a corrupt page in the middle
+    db.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"c.sqlite.*(damaged|malformed).*\.recover"):
+        with AnswerCache(db) as cache:
+            cache.to_frame()
+    assert db.read_bytes() == bytes(data)
+
+
+def test_a_full_disk_during_rate_stops_with_the_count_of_answers_not_stored(tmp_path):
+    from storyeval.exceptions import InputError
+
+    db = tmp_path / "c.sqlite"
+    cache = AnswerCache(db)
+    cache._con.execute("PRAGMA max_page_count=12")  # the 'disk' fills after a few answers
+    with StubServer(Script(latency=0.002)) as srv, \
+            pytest.raises(InputError, match=r"c.sqlite.*full.*stopped: (\d+) answer\(s\) "
+                                            r"received \(paid\) but not stored") as err:
+        rate(stories(60), backend(srv.base_url), eval_prompts="1", criteria="RE,CH", tries=2,
+             cache=cache)
+    lost = int(re.search(r"stopped: (\d+)", str(err.value)).group(1))
+    assert 1 <= lost <= 8  # the answer that failed and those in flight
+    n = len(cache)
+    assert 0 < n < 240 and wrong_keys(cache) == []
+    cache.close()
