@@ -420,3 +420,15 @@ def test_a_full_disk_during_rate_stops_with_the_count_of_answers_not_stored(tmp_
     n = len(cache)
     assert 0 < n < 240 and wrong_keys(cache) == []
     cache.close()
+
+
+def test_batch_results_with_odd_custom_ids_or_bytes_are_one_line(tmp_path):
+    from storyeval.exceptions import InputError
+
+    be = OpenAIBackend("stub", api_key_env=None, batch_in=tmp_path / "r.jsonl")
+    (tmp_path / "r.jsonl").write_text('{"custom_id": ["a", "list"], "response": {}}\n')
+    with pytest.raises(InputError, match=r"r.jsonl' line 1: custom_id is list"):
+        rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
+    (tmp_path / "r.jsonl").write_bytes(b'{"custom_id": "x"}\n\xff\xfe bad\n')
+    with pytest.raises(InputError, match=r"r.jsonl' line 2: not UTF-8"):
+        rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
