@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _openai_stub_server import Script, StubServer, default_answer, make_certificate
+from _openai_stub_server import Script, StubServer, default_answer
 
 from storyeval.cli import main
 from storyeval.llm import AnswerCache, OpenAIBackend, rate

@@ -23,7 +23,7 @@ def ratings(values) -> pd.DataFrame:
 @pytest.mark.parametrize("values, what", [
     ([True, False] * 4, "true/false"),
     (np.array([1, 2, 3, 4, 2, 2, 4, 5], dtype=complex), "complex number"),
-    (pd.to_datetime(["2024-01-0%d" % d for d in range(1, 9)]), "date"),
+    (pd.to_datetime([f"2024-01-0{d}" for d in range(1, 9)]), "date"),
     (pd.to_timedelta(range(8), unit="s"), "duration"),
     ([1, 2, 3, 4, 2, 2, True, 5], "true/false"),
     ([1, 2, 3, 4, 2, 2, datetime.date(2024, 1, 1), 5], "date"),
