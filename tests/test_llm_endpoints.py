@@ -115,7 +115,9 @@ def test_other_client_errors_fail_their_request_and_print_the_reason(tmp_path, c
                      "--eval-prompts", "1", "--criteria", "RE", "--tries", "1", "--no-api-key",
                      "--cache", str(tmp_path / "c.sqlite"), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("HTTP 422 from") == 1 and "scripted error" in err
+    # the reason once as a warning, then each failed item named with it (issue 37)
+    assert code == 1 and err.count("further HTTP 422 answers") == 1 and "scripted error" in err
+    assert err.count("failed: story S") == 3 and err.count("HTTP 422 from") == 4
 
 
 # ---------------------------------------------------------------------------------------------
