@@ -33,3 +33,10 @@ def test_a_contradicting_prompt_is_refused_naming_the_row(a, b):
 def test_ids_without_a_prompt_part_are_not_checked():
     out = validate_verdicts(verdicts([0], ["s1"], ["s2"]))
     assert len(out) == 1
+
+
+def test_a_repeated_judgment_names_the_prompt_as_a_plain_number():
+    v = verdicts(np.array([0, 0], dtype=np.int64), ["X/0", "X/0"], ["Y/0", "Y/0"])
+    with pytest.raises(InputError, match=r"prompt 0, stories") as e:
+        validate_verdicts(v)
+    assert "np.int64" not in str(e.value)

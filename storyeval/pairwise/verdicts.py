@@ -54,6 +54,11 @@ def _split_story_id(story: str) -> tuple[str, str] | None:
     return (system, prompt) if system else None
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value (``7``, not ``np.int64(7)``, in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _prompt_text(value: object) -> str:
     """A prompt id as text: ``7``, ``7.0``, ``np.int64(7)`` and ``"7"`` all give ``"7"``."""
     if isinstance(value, np.generic):
@@ -197,7 +202,7 @@ def validate_verdicts(
         row = int(np.argmax(dup))
         raise InputError(
             f"{source}: row {row} repeats a judgment (judge {out['judge'].iloc[row]!r}, dimension "
-            f"{out['dimension'].iloc[row]!r}, prompt {out['prompt_id'].iloc[row]!r}, stories "
+            f"{out['dimension'].iloc[row]!r}, prompt {_plain(out['prompt_id'].iloc[row])!r}, stories "
             f"{lo[row]!r} vs {hi[row]!r}, {first[row]!r} shown first); give repeated judgments "
             "distinct 'judge' labels")
     out["winner"] = np.where(out["verdict"] == "A", out["story_a"],
