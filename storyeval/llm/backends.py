@@ -1053,7 +1053,7 @@ class OpenAIBackend(Backend):
             senders.append(kind(min(conc, len(requests)), self.timeout,
                                 min(self.timeout, 10.0), headers, ctx,
                                 keep_alive=self.keep_alive))
-        self._ids: dict[str, str] = {}
+        self._ids: dict[tuple[str, str], str] = {}
         self._repeating: set[str] = set()
         run = _RunState(n=len(requests))
         it = iter(requests)
@@ -1144,14 +1144,14 @@ class OpenAIBackend(Backend):
     def _check_answer(self, ans: Answer, req: Request, reply: _Reply, sender: Any,
                       url: str) -> str | None:
         """Why an answer cannot be the answer to ``req`` (None if it can): its ``id`` was
-        already seen on an answer to another request of this run (a stray or duplicated
-        response). The first response on a new direct connection answers its request by
+        already seen on an answer of the same server to another request of this run (a stray
+        or duplicated response). The first response on a new direct connection answers its request by
         construction, so a repeated id there means the server repeats ids: logged once, and
         its connections are no longer reused."""
         rid = ans.response_id
         if rid is None:
             return None
-        first = self._ids.setdefault(rid, req.key)
+        first = self._ids.setdefault((url, rid), req.key)  # ids are unique per server
         if first == req.key:
             return None
         if reply.fresh:
