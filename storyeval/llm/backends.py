@@ -284,7 +284,7 @@ def _uses_proxy(url: str) -> bool:
 
 #: Seconds a kept-alive connection stays unused after each response before it is checked for
 #: stray bytes and reused (and before an answer read on a reused connection is accepted).
-_KEEPALIVE_QUIET = 0.05
+_KEEPALIVE_QUIET = 0.02
 
 
 class _Reply(typing.NamedTuple):
@@ -414,7 +414,7 @@ class _ConnectionPool:
     the first byte written to the last byte of its framed response (no pipelining), and a
     connection is reused only when nothing beyond that response was received (asyncio's buffer
     empty and, checked with ``poll``, nothing waiting in the kernel). After each response a
-    kept-alive connection is *parked* for ``quiet`` seconds (default 0.05), unused, then
+    kept-alive connection is *parked* for ``quiet`` seconds (default 0.02), unused, then
     checked: a late duplicate or unasked-for response arrives there instead of being read as
     the next request's answer. An answer read on a reused connection is accepted only when that
     check finds no stray byte (``_Reply.verdict``); otherwise it is asked again. Bytes after a
@@ -871,7 +871,7 @@ class OpenAIBackend(Backend):
     answered, the server refuses the requests themselves and the run stops.
 
     No answer is stored under the wrong request: beyond the connection checks of the HTTP
-    client (a connection is parked 0.05 s after each response and checked for stray bytes
+    client (a connection is parked 0.02 s after each response and checked for stray bytes
     before reuse; an answer read on a reused connection is accepted only after that check), an
     answer whose response ``id`` was already seen in the run on an answer to another request
     is refused and asked again (a stray or duplicated response), and one from another model
