@@ -169,6 +169,20 @@ def test_late_responses_store_nothing_under_a_wrong_key(tmp_path, fault, concurr
     cache.close()
 
 
+@pytest.mark.parametrize("fault", ["double-late", "smuggle-late"])
+def test_responses_later_than_the_quiet_time_store_nothing_under_a_wrong_key(tmp_path, fault):
+    """A stray 30 ms late (after the connection's 20 ms rest, so after its reuse) is read as
+    the next request's answer: a duplicate is caught by its repeated id, a smuggled answer by
+    the real answer arriving after it; either way it is asked again."""
+    with StubServer(Script(wire_fault=fault, wire_delay=0.03, latency=0.002)) as srv:
+        cache = AnswerCache(tmp_path / "c.sqlite")
+        run = rate(stories(24), backend(srv.base_url, concurrency=4), eval_prompts="1",
+                   criteria="RE", tries=2, cache=cache)
+    assert run.n_request_failures == 0 and len(cache) == 48
+    assert wrong_keys(cache) == []
+    cache.close()
+
+
 def test_no_keep_alive_gives_each_request_its_own_connection(tmp_path):
     with StubServer(Script(wire_fault="smuggle-late", wire_delay=0.0)) as srv:
         cache = AnswerCache(":memory:")
