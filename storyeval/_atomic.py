@@ -9,7 +9,12 @@
   folder and moves them into place at the end: an interrupted run leaves the previous run's
   files as they were. A folder that already holds files is refused unless ``overwrite``; then
   the files of the previous run (listed in the hidden manifest ``.storyeval-run.json``) that
-  this run does not write are removed. Files storyeval did not write are never removed.
+  this run does not write are removed. Files storyeval did not write are never removed, and
+  nothing is removed or written through a symbolic link that leads out of the folder.
+- While it stages and publishes, a run holds the folder's lock
+  ([`folder_lock`][storyeval._atomic.folder_lock], ``fcntl.flock`` on ``.storyeval-lock``, removed
+  at the end): a second run on the same folder at that moment is refused with one line naming
+  the first one's process, so two runs never mix or delete each other's files.
 
 A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a pipe) is
 written directly: there is nothing to replace.
@@ -28,11 +33,14 @@ from types import TracebackType
 
 from storyeval.exceptions import InputError
 
-__all__ = ["MANIFEST", "OutputFolder", "atomic_path", "atomic_write_bytes",
+__all__ = ["LOCK", "MANIFEST", "OutputFolder", "folder_lock", "atomic_path", "atomic_write_bytes",
            "atomic_write_text", "check_out_file"]
 
 MANIFEST = ".storyeval-run.json"
 """The hidden file listing the files a run wrote into its output folder."""
+LOCK = ".storyeval-lock"
+"""The hidden lock file of an output folder (held with ``fcntl.flock`` while a run writes; removed
+when it ends)."""
 STAGING_PREFIX = ".storyeval-tmp-"
 
 
@@ -144,6 +152,7 @@ class OutputFolder:
         self.staging: Path | None = None
         self.names: list[str] = []
         self.published: list[Path] = []
+        self._lock: int | None = None
 
     def __enter__(self) -> OutputFolder:
         self.open()
@@ -164,7 +173,7 @@ class OutputFolder:
         if self.overwrite or not self.path.is_dir():
             return
         held = sorted(e.name for e in self.path.iterdir()
-                      if e.name != MANIFEST and not e.name.startswith(STAGING_PREFIX))
+                      if e.name not in (MANIFEST, LOCK) and not e.name.startswith(STAGING_PREFIX))
         if held:
             shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
             raise InputError(
@@ -173,11 +182,23 @@ class OutputFolder:
                 "not write are removed), or choose a new folder")
 
     def open(self) -> None:
-        """Check the folder (:meth:`check`), create it and the staging folder inside."""
+        """Check the folder (:meth:`check`), create it, take its lock (:func:`folder_lock`)
+        and create the staging folder inside."""
         self.check()
         self.path.mkdir(parents=True, exist_ok=True)
-        self.staging = self.path / f"{STAGING_PREFIX}{secrets.token_hex(4)}"
-        self.staging.mkdir()
+        self._lock = folder_lock(self.path, self.option)
+        try:
+            self.check()  # another run may have written the folder before the lock was ours
+            self.staging = self.path / f"{STAGING_PREFIX}{secrets.token_hex(4)}"
+            self.staging.mkdir()
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        fd, self._lock = getattr(self, "_lock", None), None
+        if fd is not None:
+            release_folder_lock(self.path, fd)
 
     def file(self, name: str) -> Path:
         """The staging path where the file ``name`` (relative to the folder) is written."""
@@ -216,10 +237,20 @@ class OutputFolder:
         self.published = [self.path / n for n in written]
         return self.published
 
+    def _inside(self, name: str) -> bool:
+        """Whether ``name``'s folder, links resolved, is the output folder or inside it."""
+        root = os.path.realpath(self.path)
+        parent = os.path.realpath((self.path / name).parent)
+        return parent == root or parent.startswith(root + os.sep)
+
     def _publish(self, written: list[str]) -> None:
         previous = _previous_files(self.path)
         for name in written:
             _fsync(self.staging / name)
+        for name in written:
+            if not self._inside(name):
+                raise InputError(f"{self.option} {self.path}: {name} would be written through a "
+                                 "symbolic link to outside the folder; remove the link")
         for name in written:
             target = self.path / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -229,8 +260,10 @@ class OutputFolder:
                 raise _named(exc, target) from exc
         for name in sorted(set(previous) - set(written)):
             stale = self.path / name
-            if stale.is_file() or stale.is_symlink():
-                stale.unlink()
+            if not self._inside(name):  # a planted manifest or link: never leave the folder
+                continue
+            if stale.is_symlink() or stale.is_file():
+                stale.unlink()  # a link itself is removed, never what it points to
         manifest = {"tool": "storyeval", "command": self.command, "files": written}
         atomic_write_text(self.path / MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
@@ -239,7 +272,71 @@ class OutputFolder:
         self._remove_staging()
 
     def _remove_staging(self) -> None:
-        for leftover in self.path.glob(f"{STAGING_PREFIX}*"):
-            if leftover == self.staging or self.overwrite:
-                shutil.rmtree(leftover, ignore_errors=True)
-        self.staging = None
+        try:
+            for leftover in self.path.glob(f"{STAGING_PREFIX}*"):
+                # under the folder's lock no other run is staging here: a leftover is an
+                # interrupted run's
+                if (leftover == self.staging or self.overwrite) and not leftover.is_symlink():
+                    shutil.rmtree(leftover, ignore_errors=True)
+        finally:
+            self.staging = None
+            self._release()
+
+
+def release_folder_lock(folder: Path, fd: int) -> None:
+    """Remove the lock file (still holding it, so no one else can have taken it meanwhile),
+    then release it: a finished run leaves no lock file behind."""
+    try:
+        (folder / LOCK).unlink(missing_ok=True)
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def folder_lock(folder: Path, option: str = "--out") -> int | None:
+    """Take the exclusive lock of an output folder (``fcntl.flock`` on its hidden file
+    ``.storyeval-lock``, released by the operating system when the process ends, even by
+    SIGKILL) and return its descriptor; None where ``fcntl`` is missing (Windows).
+
+    Raises
+    ------
+    InputError
+        Another process holds the lock: one line naming the folder and that process's id.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    path = folder / LOCK
+    for _ in range(100):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as exc:
+            raise InputError(f"{option} {folder}: cannot open its lock file {LOCK} "
+                             f"({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
+            os.close(fd)
+            who = f"process {holder}" if holder.isdigit() else "another process"
+            raise InputError(f"{option} {folder}: {who} (another storyeval run) is writing "
+                             "this folder now; wait for it to finish or choose another "
+                             "folder") from None
+        try:  # the holder removes the file before releasing it: is ours still the one there?
+            if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    else:  # pragma: no cover - a hundred removals in a row
+        raise InputError(f"{option} {folder}: cannot take its lock file {LOCK}")
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+    except OSError:  # the pid is a courtesy
+        pass
+    return fd

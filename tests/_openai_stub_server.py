@@ -69,10 +69,25 @@ class Script:
     #: response is sent
     #: as soon as the headers are read, before the request body).
     wire_fault: str | None = None
+    #: Late faults (issue 37), on a share ``wire_fault_rate`` of the answers (drawn from the
+    #: key): "double-late" (the same response again, ``wire_delay`` s later), "smuggle-late"
+    #: (an answer for another key, with an id of its own, ``wire_delay`` s later),
+    #: "stale-first" (the connection's previous response is sent again before the answer).
+    wire_fault_rate: float = 1.0
+    wire_delay: float = 0.005
     #: extra response headers of ``status_override`` answers (e.g. a redirect's Location)
     override_headers: dict[str, str] = field(default_factory=dict)
     #: ``status_override`` error bodies name the request target (path and query)
     echo_path: bool = False
+    #: the ``model`` field of answers (default: the requested model)
+    served_model: str | None = None
+    #: a request whose last message contains this text is refused with HTTP 400 (a story
+    #: longer than the served model's context)
+    bad_request_marker: str | None = None
+    #: a request whose messages contain this text is answered by "other-model"
+    wrong_model_marker: str | None = None
+    #: every answer carries the same ``id`` (a server that does not make ids unique)
+    constant_id: bool = False
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -93,6 +108,7 @@ class StubState:
     faults: Counter = field(default_factory=Counter)
     first_at: float | None = None  # time.time() of the first request since the last reset
     paths: list[str] = field(default_factory=list)  # request targets (path and query)
+    ids: int = 0  # response ids handed out (each answer has its own, as real servers do)
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -144,6 +160,10 @@ class _Handler:
             where = f" at {path}" if script.echo_path else ""
             msg = json.dumps({"error": {"message": "scripted error" + where + pad + echo}})
             return script.status_override, msg.encode(), dict(script.override_headers)
+        if script.bad_request_marker and script.bad_request_marker in json.dumps(payload):
+            msg = {"error": {"message": "This model's maximum context length is 4096 tokens"
+                             + pad + echo, "code": "context_length_exceeded"}}
+            return 400, json.dumps(msg).encode(), {}
         n = attempt
         if n <= script.rate_limit_first:
             hdr = {"Retry-After": script.retry_after} if script.retry_after else {}
@@ -195,9 +215,14 @@ class _Handler:
             finish_reason = f"stop{echo}"
             usage.update(prompt_tokens=f"10{echo}", completion_tokens=f"5{echo}",
                          note=f"usage{echo}")
+        with self.state.lock:
+            self.state.ids += 1
+            rid = "chatcmpl-stub" if self.script.constant_id else f"chatcmpl-stub-{self.state.ids}"
         body = {
-            "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
-            "model": payload.get("model", ""),
+            "id": rid, "object": "chat.completion", "created": int(time.time()),
+            "model": ("other-model" if self.script.wrong_model_marker
+                      and self.script.wrong_model_marker in json.dumps(payload)
+                      else self.script.served_model or payload.get("model", "")),
             "choices": [{"index": 0, "finish_reason": finish_reason,
                          "message": {"role": "assistant", "content": text}}],
             "usage": usage,
@@ -226,6 +251,7 @@ class StubServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self.state.lock:
             self.state.connections += 1
+        previous = None
         try:
             while True:
                 line = await reader.readline()
@@ -259,11 +285,26 @@ class StubServer:
                     if self.state.first_at is None:
                         self.state.first_at = time.time()
                     status, body, extra = await self._handler.respond(path, headers, raw)
-                message = self._message(status, body, extra)
+                message = plain = self._message(status, body, extra)
+                key = headers.get("x-storyeval-cache-key", "")
+                hit = (method == "POST" and fault is not None
+                       and _draw(self.script.fault_seed + 7, key, 0) < self.script.wire_fault_rate)
+                if fault is not None and "," in fault:  # several kinds: one per key
+                    kinds = fault.split(",")
+                    fault = kinds[int(_draw(self.script.fault_seed + 8, key, 0) * len(kinds))]
                 if fault in ("garbage", "double") and method == "POST":
                     message += self._stray(fault, headers)
+                if fault == "stale-first" and hit and previous is not None:
+                    message = previous + message
+                    self._count_fault(fault)
+                previous = plain if status == 200 else previous
                 writer.write(message)
                 await writer.drain()
+                if fault in ("double-late", "smuggle-late") and hit and status == 200:
+                    self._count_fault(fault)
+                    late = plain if fault == "double-late" else self._stray("double", headers)
+                    asyncio.get_running_loop().call_later(self.script.wire_delay,
+                                                          self._write_late, writer, late)
                 if fault in ("garbage-later", "double-split") and method == "POST":
                     await asyncio.sleep(0.002 if fault == "garbage-later" else 0)
                     writer.write(self._stray(fault, headers))
@@ -273,6 +314,15 @@ class StubServer:
             pass
         finally:
             writer.close()
+
+    def _count_fault(self, fault: str) -> None:
+        with self.state.lock:
+            self.state.faults[fault] += 1
+
+    @staticmethod
+    def _write_late(writer: asyncio.StreamWriter, data: bytes) -> None:
+        if not writer.is_closing():
+            writer.write(data)
 
     @staticmethod
     def _message(status: int, body: bytes, extra: dict[str, str]) -> bytes:

@@ -142,11 +142,12 @@ def test_exhausted_retries_are_failures_not_ratings(tmp_path, caplog):
 
 
 def test_client_errors_are_not_retried_and_auth_errors_stop(tmp_path):
-    # 400 (issue 28): the requests themselves are refused; no retry can fix it: stop at once
+    # 400 on every request (issue 37): the first 8 requests all refused and none answered: the
+    # server refuses the requests themselves; stop, each request sent once
     with StubServer(Script(status_override=400)) as srv, \
-            pytest.raises(BackendError, match="HTTP 400.*no retry can fix"):
-        rate(make_stories(4), backend(srv), eval_prompts="1", criteria="RE", tries=1)
-    assert set(srv.state.received.values()) == {1}
+            pytest.raises(BackendError, match="refused each of the first 8.*HTTP 400.*no retry"):
+        rate(make_stories(12), backend(srv), eval_prompts="1", criteria="RE", tries=1)
+    assert set(srv.state.received.values()) == {1} and len(srv.state.received) <= 12
     # another 4xx fails that request only, without retries
     with StubServer(Script(status_override=422)) as srv:
         run = rate(make_stories(1), backend(srv), eval_prompts="1", criteria="RE", tries=1)
@@ -243,8 +244,10 @@ def test_sigkill_mid_run_loses_nothing_and_repeats_nothing(tmp_path):
     assert all(after[k] == v for k, v in before.items())
     # no request whose answer was stored was sent again
     assert all(srv.state.received[k] == received_before[k] == 1 for k in before)
-    # only requests in flight at the kill (at most --concurrency) were sent twice
-    assert sum(c > 1 for c in srv.state.received.values()) <= 4
+    # only requests in flight at the kill (at most --concurrency) or whose answer was awaiting
+    # the stray-byte check of its kept-alive connection (at most --concurrency more, issue 37)
+    # were sent twice
+    assert sum(c > 1 for c in srv.state.received.values()) <= 2 * 4
     for text in (out.decode(), err.decode(), res.stdout, res.stderr,
                  db.read_bytes().decode("latin-1")):
         assert CANARY not in text

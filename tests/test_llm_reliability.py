@@ -243,8 +243,8 @@ def test_canary_key_echoed_everywhere_reaches_no_file_or_message(tmp_path, monke
 # 3. rate --out: previous runs, atomic files
 # ---------------------------------------------------------------------------------------------
 
-OUTPUTS = ("ratings.csv", "scores.csv", "failures.csv", "judge_systems.csv", "consistency.csv",
-           "settings.json")
+OUTPUTS = ("ratings.csv", "scores.csv", "failures.csv", "failed_requests.csv", "judge_systems.csv",
+           "consistency.csv", "settings.json")
 
 
 def test_out_refuses_an_earlier_run_then_replaces_it_with_overwrite(tmp_path, capsys):
@@ -313,7 +313,8 @@ def test_kill_while_writing_outputs_leaves_whole_files(tmp_path):
     assert main([*new_args, "--out", str(ref_new)]) == 0
     versions = {n: {(ref_old / n).read_bytes(), (ref_new / n).read_bytes()}
                 for n in OUTPUTS if n != "settings.json"}
-    assert all(len(v) == 2 for v in versions.values())
+    # (no request failed in either run: their failed_requests.csv are the same empty table)
+    assert all(len(v) == 2 for n, v in versions.items() if n != "failed_requests.csv")
     hit_mid_write = 0
     # kill points: while the new files are staged; as the files are moved into place (the old
     # settings.json is removed just before), at once and a few milliseconds later
@@ -692,7 +693,8 @@ def test_sigkill_at_several_points_loses_nothing_and_repays_only_in_flight(tmp_p
     after = stored(db)
     assert len(after) == n_total and all(after[k] == v for k, v in before.items())
     repaid = sum(c - 1 for c in received.values())
-    assert repaid <= conc * kills, f"{repaid} requests paid twice"
+    # in flight at a kill, or answered and awaiting its connection's stray-byte check (issue 37)
+    assert repaid <= 2 * conc * kills, f"{repaid} requests paid twice"
     ratings = pd.read_csv(tmp_path / "out" / "ratings.csv")
     assert (ratings["status"] == "ok").all()
     assert ratings["rating"].tolist() == [expected_rating(k) for k in ratings["key"]]

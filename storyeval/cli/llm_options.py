@@ -46,6 +46,12 @@ def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
     o.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per request (default: 120)")
     o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
+    o.add_argument("--no-keep-alive", action="store_true",
+                   help="one connection per request (no stray response on a kept-alive "
+                        "connection can be read as an answer; slower)")
+    o.add_argument("--no-model-check", action="store_true",
+                   help="accept answers whose 'model' field names another model (default: "
+                        "refused unless it equals or starts with --model)")
     o.add_argument("--ca-bundle", metavar="PATH",
                    help="CA certificates (PEM file, or a folder prepared with `openssl rehash`) "
                         "to verify https servers (default: SSL_CERT_FILE / SSL_CERT_DIR when set, "
@@ -93,7 +99,9 @@ def backend_from_args(args: argparse.Namespace):
                             else args.api_key_env, concurrency=args.concurrency or [16],
                             timeout=args.timeout, max_retries=args.max_retries,
                             ca_bundle=args.ca_bundle, batch_out=args.batch_out,
-                            batch_in=args.batch_in)
+                            batch_in=args.batch_in,
+                            keep_alive=not getattr(args, "no_keep_alive", False),
+                            check_model=not getattr(args, "no_model_check", False))
     if args.backend == "hf":
         return make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
                             dtype=args.dtype)

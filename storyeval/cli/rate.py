@@ -82,7 +82,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.add_argument("--dry-run", action="store_true",
                    help="print the number of requests and a token estimate, send nothing")
     c.add_argument("--out", type=Path, metavar="DIR",
-                   help="write ratings.csv, scores.csv, failures.csv, judge_systems.csv, "
+                   help="write ratings.csv, scores.csv, failures.csv, failed_requests.csv (one row per "
+                        "failed request: story, criterion, try, reason), judge_systems.csv, "
                         "consistency.csv and settings.json to DIR, all together at the end "
                         "(an interrupted run leaves the previous files whole)")
     c.add_argument("--overwrite", action="store_true",
@@ -146,7 +147,7 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
 
     tables = {"ratings.csv": ratings,
               "scores.csv": outputs.to_scores(ratings, on_unparsed=args.on_unparsed),
-              "failures.csv": fails}
+              "failures.csv": fails, "failed_requests.csv": outputs.failed_requests(ratings)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tables["judge_systems.csv"] = outputs.judge_systems(ratings,
@@ -169,6 +170,18 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
             json.dumps(settings, indent=2, default=str) + "\n", encoding="utf-8")
         (out / "settings.json").unlink(missing_ok=True)  # the folder is incomplete until the end
     return [*files, "settings.json"]
+
+
+def _print_failed(failed, out: Path | None, shown: int = 5) -> None:
+    """The first failed requests on standard error, each naming its item and reason."""
+    for row in failed.head(shown).to_dict("records"):
+        print(f"storyeval rate: failed: story {row['story_id']!s}, Eval-Prompt "
+              f"{row['eval_prompt']}, {row['criterion']}, try {row['try']}: {row['error']}",
+              file=sys.stderr)
+    if len(failed) > shown:
+        where = f" (all in {out / 'failed_requests.csv'})" if out is not None else ""
+        print(f"storyeval rate: ... and {len(failed) - shown} more failed requests{where}",
+              file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
             print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             if args.out is not None:
                 print(f"wrote {', '.join(written)} to {args.out}")
+        _print_failed(outputs.failed_requests(ratings), args.out)
         return 1 if result.n_request_failures else 0
     finally:
         log.removeHandler(handler)

@@ -431,6 +431,7 @@ def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None,
                     what: pd.DataFrame | None = None) -> pd.Series:
     """``col`` as floats; a non-number or an infinite value is an error naming the row (and
     the row's cells of ``what``, e.g. its story and measure)."""
+    refuse_non_real(col, name, source, fmt)
     if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         numeric = col.astype(float)  # parsed as numbers already: only infinities to check
     else:
@@ -455,6 +456,46 @@ def _numeric_column(col: pd.Series, name: str, source: str, fmt: str | None,
                          f"{col.iloc[i]} ({about}{len(infinite)} row(s) in all); values must "
                          "be finite numbers (an empty cell is a missing value)")
     return numeric
+
+
+_NOT_REAL = {"boolean": "a true/false value", "complex": "a complex number",
+             "datetime": "a date or time", "datetime64": "a date or time", "date": "a date",
+             "time": "a time of day", "timedelta": "a duration", "timedelta64": "a duration",
+             "period": "a period"}
+
+
+def _non_real_kind(value: object) -> str | None:
+    import datetime
+
+    if isinstance(value, (bool, np.bool_)):
+        return "a true/false value"
+    if isinstance(value, (complex, np.complexfloating)):
+        return "a complex number"
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, np.datetime64,
+                          np.timedelta64)):
+        return "a date, time or duration"
+    return None
+
+
+def refuse_non_real(col: pd.Series, name: str, source: str, fmt: str | None) -> None:
+    """An error naming the row when a column of ratings or scores holds true/false values,
+    complex numbers, dates, times or durations (from a DataFrame or a Parquet/JSONL file): they
+    are never read as numbers (no silent 0/1, real part or nanoseconds). Text columns (CSV)
+    are left to the number check. The column's type is inferred once (``infer_dtype``, in C);
+    only a column of mixed Python objects is scanned value by value."""
+    inferred = pd.api.types.infer_dtype(col, skipna=True)
+    what = _NOT_REAL.get(inferred)
+    if what is None and inferred.startswith("mixed"):
+        # every value (not the distinct ones: True == 1 would hide behind a 1)
+        what = next((k for k in map(_non_real_kind, col.to_numpy(dtype=object)) if k), None)
+    if what is None:
+        return
+    values = col.to_numpy(dtype=object)
+    i = next((j for j, v in enumerate(values) if _non_real_kind(v) or inferred in _NOT_REAL
+              and not pd.isna(v)), 0)
+    raise InputError(f"{_row_label(source, i, fmt)}: column {name!r} holds {what} "
+                     f"({_plain(values[i])!r}), not a number; give numbers (an empty cell is a "
+                     "missing value)")
 
 
 def _plain(value: object) -> object:

@@ -23,6 +23,7 @@ import select
 import socket
 import ssl
 import time
+import typing
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -95,7 +96,11 @@ class Backend(abc.ABC):
 # ---------------------------------------------------------------------------------------------
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-_FATAL_STATUS = frozenset({400, 401, 403, 404})
+#: Statuses about every request (key, permission, URL or model): the run stops at once.
+_FATAL_STATUS = frozenset({401, 403, 404})
+#: A run stops when its first ``_REFUSED_ALL`` finished requests all failed with a request-level refusal (another 4xx, or an answer from another model) and
+#: none was answered: the server refuses the requests themselves, not one of them.
+_REFUSED_ALL = 8
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
@@ -277,6 +282,23 @@ def _uses_proxy(url: str) -> bool:
         return True
 
 
+#: Seconds a kept-alive connection stays unused after each response before it is checked for
+#: stray bytes and reused (and before an answer read on a reused connection is accepted).
+_KEEPALIVE_QUIET = 0.02
+
+
+class _Reply(typing.NamedTuple):
+    """A response: ``fresh`` when it is the first on a new direct connection (so it answers
+    the request by construction); ``verdict`` (read on a reused connection) resolves to True
+    when the connection showed no stray byte in the quiet time after it."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    fresh: bool
+    verdict: Any
+
+
 class _TransportFailure(Exception):
     """A request that got no HTTP response: ``kind`` is "timeout" or "connection" (retried), or
     "tls" or "dns" (a misconfiguration no retry can fix)."""
@@ -291,6 +313,16 @@ def _tls_message(exc: BaseException, origin: tuple) -> str:
     reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
     return (f"TLS certificate verification failed for {origin[1]}:{origin[2]} ({reason}); "
             "give the server's CA with --ca-bundle FILE (or SSL_CERT_FILE / SSL_CERT_DIR)")
+
+
+def _tls_mismatch(exc: BaseException, origin: tuple) -> str:
+    """One line for a TLS handshake that failed for another reason than the certificate; the
+    usual one is ``https://`` to a server that speaks plain HTTP (``WRONG_VERSION_NUMBER``)."""
+    reason = getattr(exc, "reason", None) or str(exc)
+    hint = ("the server does not speak TLS: use http:// in --base-url"
+            if "WRONG_VERSION_NUMBER" in str(exc) or "wrong version" in str(exc).lower()
+            else "check that the server speaks https on this port")
+    return f"TLS handshake with {origin[1]}:{origin[2]} failed ({reason}); {hint}"
 
 
 def _decode_body(body: bytes, headers: dict[str, str]) -> bytes:
@@ -309,6 +341,10 @@ def _decode_body(body: bytes, headers: dict[str, str]) -> bytes:
 
 class _ProtocolError(Exception):
     """The server's answer is not HTTP/1.1 as storyeval reads it."""
+
+
+class _SpeaksTLS(Exception):
+    """A plain-HTTP request was answered with a TLS record: ``http://`` to an https server."""
 
 
 #: Largest response body read (a chat completion is a few kB).
@@ -377,17 +413,22 @@ class _ConnectionPool:
     Answers are matched to requests by construction: a request holds its connection alone from
     the first byte written to the last byte of its framed response (no pipelining), and a
     connection is reused only when nothing beyond that response was received (asyncio's buffer
-    empty and, checked with ``poll`` before each reuse, nothing waiting in the kernel). Bytes
-    after a complete response make the server untrusted: its connections are not reused again,
-    and a response read on a reused connection that is followed by more bytes is asked again
-    on a fresh connection (it may have been a stray answer to an earlier request). A server that
-    sends an unasked-for complete response later, after the next request went out on the same
-    connection, cannot be told from a real answer by any HTTP/1.1 client (no field of an
-    OpenAI answer names its request); after the first such incident is seen, none can recur.
+    empty and, checked with ``poll``, nothing waiting in the kernel). After each response a
+    kept-alive connection is *parked* for ``quiet`` seconds (default 0.02), unused, then
+    checked: a late duplicate or unasked-for response arrives there instead of being read as
+    the next request's answer. An answer read on a reused connection is accepted only when that
+    check finds no stray byte (``_Reply.verdict``); otherwise it is asked again. Bytes after a
+    complete response make the server untrusted: its connections are not reused again (one
+    connection per request from then on). A stray response later than the quiet time, read as
+    the answer to the next request on that connection, is caught by the response-id and model
+    checks of `OpenAIBackend` or, when the real answer then arrives, by this check; with
+    ``keep_alive=False`` (``--no-keep-alive``) every request has a connection of its own and no
+    stray response can be read at all.
     """
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
+                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None, *,
+                 keep_alive: bool = True, quiet: float | None = None) -> None:
         import asyncio
 
         for k, v in headers.items():
@@ -402,6 +443,11 @@ class _ConnectionPool:
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self._targets: dict[str, tuple[tuple, str]] = {}
         self._distrusted: set[tuple] = set()
+        self._keep_alive = keep_alive
+        self._quiet = _KEEPALIVE_QUIET if quiet is None else float(quiet)
+        self._parked: dict[_Connection, tuple] = {}
+        self._waiters: list[Any] = []
+        self._max = max_connections
 
     def _target(self, url: str) -> tuple[tuple, str]:
         got = self._targets.get(url)
@@ -445,12 +491,16 @@ class _ConnectionPool:
             logger.warning("the server %s://%s:%s %s; its connections are no longer reused "
                            "(one connection per request from now on)", *origin, why)
 
-    async def post(self, url: str, body: bytes, extra: dict[str, str]
-                   ) -> tuple[int, dict[str, str], bytes]:
+    def distrust_url(self, url: str, why: str) -> None:
+        """Stop reusing connections to the server of ``url`` (see `_distrust`)."""
+        self._distrust(self._target(url)[0], why)
+
+    async def post(self, url: str, body: bytes, extra: dict[str, str]) -> _Reply:
         import asyncio
 
         origin, prefix = self._target(url)
         head = prefix + "".join(f"{k}: {v}\r\n" for k, v in extra.items()) + \
+            ("" if self._keep_alive else "Connection: close\r\n") + \
             f"Content-Length: {len(body)}\r\n\r\n"
         message = head.encode("latin-1") + body
         await self._slots.acquire()
@@ -459,15 +509,23 @@ class _ConnectionPool:
         try:
             idle = self._idle.setdefault(origin, [])
             reused = False
-            while idle:
-                c = idle.pop()
-                left = c.unread()
-                if left is None:
-                    conn, reused = c, True
+            while True:
+                while idle:
+                    c = idle.pop()
+                    left = c.unread()
+                    if left is None:
+                        conn, reused = c, True
+                        break
+                    if left == "bytes":
+                        self._distrust(origin, "sent bytes on an idle kept-alive connection")
+                    self._discard(c)
+                if conn is not None or len(self._open) < self._max or not self._parked:
                     break
-                if left == "bytes":
-                    self._distrust(origin, "sent bytes on an idle kept-alive connection")
-                self._discard(c)
+                # every connection is busy or in its quiet time: wait for one to settle
+                # rather than open more than max_connections
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                await waiter
             if conn is None:
                 conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
             stage = "read"
@@ -498,8 +556,10 @@ class _ConnectionPool:
                                          "the answer is not trusted and is asked again")
             if left is not None:
                 keep = False
-            if keep and origin not in self._distrusted:
-                idle.append(conn)
+            reusable = keep and self._keep_alive and origin not in self._distrusted
+            verdict = asyncio.get_running_loop().create_future() if reused else None
+            if reusable or verdict is not None:
+                self._park(conn, origin, verdict, reusable)
             else:
                 self._discard(conn)
             conn = None
@@ -508,6 +568,10 @@ class _ConnectionPool:
             raise _TransportFailure("timeout", what) from None
         except ssl.SSLCertVerificationError as exc:
             raise _TransportFailure("tls", _tls_message(exc, origin)) from None
+        except ssl.SSLError as exc:
+            raise _TransportFailure("tls", _tls_mismatch(exc, origin)) from None
+        except _SpeaksTLS as exc:
+            raise _TransportFailure("tls", str(exc)) from None
         except socket.gaierror as exc:
             raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
                                            f"{exc.strerror or exc}") from None
@@ -523,7 +587,37 @@ class _ConnectionPool:
             if conn is not None:  # failed or cancelled mid-request: never reused
                 self._discard(conn)
             self._slots.release()
-        return status, headers, _decode_body(data, headers)
+        return _Reply(status, headers, _decode_body(data, headers), not reused, verdict)
+
+    def _park(self, conn: _Connection, origin: tuple, verdict, reusable: bool) -> None:
+        """Hold a connection that just delivered a response for ``quiet`` seconds, unused, then
+        look for stray bytes (`_settle`): a late duplicate or unasked-for response shows up
+        there instead of being read as the next request's answer."""
+        import asyncio
+
+        handle = asyncio.get_running_loop().call_later(
+            self._quiet, self._settle, conn, origin, verdict, reusable)
+        self._parked[conn] = (handle, origin, verdict, reusable)
+
+    def _settle(self, conn: _Connection, origin: tuple, verdict, reusable: bool) -> None:
+        """The end of a connection's quiet time: ``verdict`` (the answer read on it, when the
+        connection was reused) is True if no stray byte came, and the connection goes back to
+        the idle stack if it may be reused; otherwise the server is distrusted."""
+        self._parked.pop(conn, None)
+        left = conn.unread() if conn in self._open else "eof"
+        if left == "bytes":
+            self._distrust(origin, "sent bytes after a complete response (late)")
+        if verdict is not None and not verdict.done():
+            verdict.set_result(left in (None, "eof"))
+        if left is None and reusable and origin not in self._distrusted:
+            self._idle.setdefault(origin, []).append(conn)
+        else:
+            self._discard(conn)
+        while self._waiters:
+            waiter = self._waiters.pop(0)
+            if not waiter.done():
+                waiter.set_result(None)
+                break
 
     async def _exchange(self, conn: _Connection, message: bytes
                         ) -> tuple[int, dict[str, str], bytes, bool]:
@@ -538,6 +632,9 @@ class _ConnectionPool:
             raise _NoResponse("the server closed the connection without a response")
         while True:
             parts = line.split(None, 2)
+            if line[:1] in (b"\x15", b"\x16") and line[1:2] == b"\x03":
+                raise _SpeaksTLS("the server answered with TLS: use https:// in --base-url "
+                                 "(no retry can fix this)")
             if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
                 raise _ProtocolError(f"not an HTTP/1.x status line: {line[:40]!r}")
             version, status = parts[0], int(parts[1])
@@ -605,6 +702,9 @@ class _ConnectionPool:
                 raise _ProtocolError("malformed chunk end")
 
     async def aclose(self) -> None:
+        for conn, (handle, origin, verdict, _) in list(self._parked.items()):
+            handle.cancel()
+            self._settle(conn, origin, verdict, False)
         conns, self._open = list(self._open), set()
         self._idle.clear()
         for c in conns:
@@ -616,21 +716,27 @@ class _NoResponse(_ProtocolError):
 
 
 class _HttpxSender:
-    """Requests through ``httpx.AsyncClient`` and its pool (used behind a proxy from the
-    environment, which httpx knows how to reach)."""
+    """Requests through ``httpx.AsyncClient`` (used behind a proxy from the environment, which
+    httpx knows how to reach), one connection per request: no connection to the proxy is kept
+    alive, so bytes a proxy leaves on a connection can never be read as the next answer. Every
+    response counts as not fresh, so `OpenAIBackend` refuses one that repeats an earlier
+    answer's id."""
 
     def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None) -> None:
+                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None, *,
+                 keep_alive: bool = True, quiet: float | None = None) -> None:
         import httpx
 
         self._client = httpx.AsyncClient(
-            headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            headers={**headers, "Connection": "close"},
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
             verify=ssl_context if ssl_context is not None else make_ssl_context(),
-            limits=httpx.Limits(max_connections=max_connections,
-                                max_keepalive_connections=max_connections))
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=0))
 
-    async def post(self, url: str, body: bytes, extra: dict[str, str]
-                   ) -> tuple[int, dict[str, str], bytes]:
+    def distrust_url(self, url: str, why: str) -> None:
+        """Nothing to do: no connection is reused."""
+
+    async def post(self, url: str, body: bytes, extra: dict[str, str]) -> _Reply:
         import httpx
 
         try:
@@ -643,14 +749,56 @@ class _HttpxSender:
             if isinstance(cause, ssl.SSLCertVerificationError) or \
                     "CERTIFICATE_VERIFY_FAILED" in str(exc):
                 raise _TransportFailure("tls", _tls_message(cause or exc, origin)) from None
+            if isinstance(cause, ssl.SSLError) or "WRONG_VERSION_NUMBER" in str(exc):
+                raise _TransportFailure("tls", _tls_mismatch(cause or exc, origin)) from None
             if isinstance(cause, socket.gaierror):
                 raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
                                                f"{cause.strerror or cause}") from None
             raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
-        return resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.content
+        return _Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()},
+                      resp.content, False, None)
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+class _Refusal(str):
+    """A failure message for a request the server refused by itself (a 4xx other than 401, 403
+    and 404, or an answer from another model): recorded, not retried."""
+
+
+class _RunState:
+    """Bookkeeping of one `OpenAIBackend.run`."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.finished = 0
+        self.refused = 0
+        self.answered = False
+        self.errors: list[BaseException] = []
+        self.tasks: list[Any] = []
+
+
+def model_matches(requested: str, served: str | None) -> bool:
+    """Whether an answer's ``model`` field may come from the requested model.
+
+    The rule (case-insensitive): a missing or empty field is accepted (some servers omit it);
+    otherwise the served name must equal the requested one or start with it (a dated or tagged
+    release: ``gpt-4o`` -> ``gpt-4o-2024-08-06``, ``llama3`` -> ``llama3:latest``), or the
+    same holds for the last path components (``/models/Llama-3-8B`` served as ``Llama-3-8B``).
+
+    Examples
+    --------
+    >>> model_matches("gpt-4o", "gpt-4o-2024-08-06"), model_matches("gpt-4o", "llama-3")
+    (True, False)
+    """
+    if not served or not served.strip():
+        return True
+    r, s = requested.strip().lower(), served.strip().lower()
+    if s.startswith(r):
+        return True
+    rb, sb = r.rstrip("/").rsplit("/", 1)[-1], s.rstrip("/").rsplit("/", 1)[-1]
+    return bool(rb) and sb.startswith(rb)
 
 
 class OpenAIBackend(Backend):
@@ -700,14 +848,34 @@ class OpenAIBackend(Backend):
     batch_out, batch_in : path, optional
         Send nothing: write the requests to, or read their answers from, a batch file in the
         OpenAI batch JSONL format (`storyeval.llm.batch`; OpenAI Batch API, ``vllm run-batch``).
+    keep_alive : bool, default True
+        Reuse connections (HTTP/1.1 keep-alive). False (``--no-keep-alive``): one connection
+        per request, so no stray response a broken server or proxy leaves on a connection can
+        ever be read as an answer (slower: a TCP, and TLS, handshake per request).
+    check_model : bool, default True
+        Refuse an answer whose ``model`` field names another model (`model_matches` states the
+        accepted aliases: equal, or starting with the requested name); such a request fails
+        with the served name in its error and is not stored.
 
     Notes
     -----
-    Errors no retry can fix stop the run at once with `BackendError` and one line saying
-    what to change: a refused TLS certificate, a host name that does not resolve, a redirect
-    (3xx, with its target; redirects are not followed), 400, 401, 403 and 404 (wrong request,
-    key, model or URL). Other 4xx (e.g. 413, 422) fail only that request; the first of each
-    status is logged as a warning with the server's reason. An empty answer is a
+    Errors no retry can fix and that concern every request stop the run at once with
+    `BackendError` and one line saying what to change: a refused TLS certificate, a TLS
+    handshake that fails (``https://`` to a plain-HTTP server) or a plain-HTTP request
+    answered with TLS, a host name that does not resolve, a redirect (3xx, with its target;
+    redirects are not followed), 401, 403 and 404 (key, permission, model or URL). Any other
+    4xx (400 for a story longer than the served model's context, 413, 422, a content filter)
+    is about one request: it fails that request only, with the server's message (redacted) in
+    its error, not retried and not stored, and the run goes on; the first of each status is
+    logged as a warning. If the first 8 requests to finish were all refused so and none was
+    answered, the server refuses the requests themselves and the run stops.
+
+    No answer is stored under the wrong request: beyond the connection checks of the HTTP
+    client (a connection is parked 0.02 s after each response and checked for stray bytes
+    before reuse; an answer read on a reused connection is accepted only after that check), an
+    answer whose response ``id`` was already seen in the run on an answer to another request
+    is refused and asked again (a stray or duplicated response), and one from another model
+    fails (``check_model``). An empty answer is a
     failure of its request, not an answer: it is not stored, and the next run asks again. Each
     request carries the header ``X-Storyeval-Cache-Key`` (the cache key, no secret) to ease
     matching server logs.
@@ -716,7 +884,9 @@ class OpenAIBackend(Backend):
     then cut to length: the key (whole or any fragment of 15+ characters) and any ``Bearer``
     credential become ``***`` in answers, ``finish_reason`` (a string of at most 64 characters,
     else None), error bodies and malformed bodies; token counts are kept only as integers.
-    Behind a proxy from the environment (``HTTPS_PROXY``...), httpx's own pool is used.
+    Behind a proxy from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``)
+    requests go through httpx, one connection per request (never kept alive), with the same
+    id and model checks.
 
     Validated against a scripted local server (``tests/_openai_stub_server.py``): 429 with
     ``Retry-After``, 5xx, malformed, empty, slow and hanging answers at random, SIGKILL and
@@ -739,8 +909,11 @@ class OpenAIBackend(Backend):
                  extra_body: dict[str, Any] | None = None, random_state: int | None = None,
                  ca_bundle: str | os.PathLike | None = None,
                  batch_out: str | os.PathLike | None = None,
-                 batch_in: str | os.PathLike | None = None) -> None:
+                 batch_in: str | os.PathLike | None = None, keep_alive: bool = True,
+                 check_model: bool = True) -> None:
         super().__init__(model)
+        self.keep_alive = bool(keep_alive)
+        self.check_model = bool(check_model)
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
             raise InputError("base_url: give at least one server")
@@ -788,6 +961,10 @@ class OpenAIBackend(Backend):
                "concurrency": self.concurrency if one else list(self.concurrencies)}
         if self.batch_out or self.batch_in:
             out["batch_file"] = self.batch_out or self.batch_in
+        if not self.keep_alive:
+            out["keep_alive"] = False
+        if not self.check_model:
+            out["check_model"] = False
         return out
 
     def api_key(self) -> str | None:
@@ -871,53 +1048,135 @@ class OpenAIBackend(Backend):
             kind = _HttpxSender if _uses_proxy(url) else _ConnectionPool
             if kind is _HttpxSender:
                 import_optional("httpx", extra="llm", purpose="requests through a proxy")
-                logger.info("requests to %s go through the proxy of the environment (httpx)",
-                            _safe_url(url))
+                logger.info("requests to %s go through the proxy of the environment (httpx, "
+                            "one connection per request)", _safe_url(url))
             senders.append(kind(min(conc, len(requests)), self.timeout,
-                                min(self.timeout, 10.0), headers, ctx))
-        fatal: list[str] = []
+                                min(self.timeout, 10.0), headers, ctx,
+                                keep_alive=self.keep_alive))
+        self._ids: dict[tuple[str, str], str] = {}
+        self._repeating: set[str] = set()
+        run = _RunState(n=len(requests))
         it = iter(requests)
         try:
             with progress_bar(total=len(requests), desc=f"rate {self.model}", unit="req",
                               show=show_progress) as bar:
 
+                def finish(req: Request, result: Answer | str) -> None:
+                    run.finished += 1
+                    if isinstance(result, Answer):
+                        self._deliver(req, result, on_answer, on_failure)
+                    else:
+                        run.refused += isinstance(result, _Refusal)
+                        on_failure(req, str(result))
+                        if (not run.answered and run.refused == run.finished
+                                and run.finished >= _REFUSED_ALL):
+                            raise BackendError(
+                                f"the server refused each of the first {run.finished} requests, "
+                                f"none answered (last: {result}); no retry can fix this: check "
+                                "--model, the sampling options and the server's limits")
+                    bar.update(1)
+
+                async def confirm(home: int, req: Request, ans: Answer, verdict) -> None:
+                    """Deliver an answer read on a reused connection once the connection showed
+                    no stray byte after it; otherwise ask again."""
+                    try:
+                        for _ in range(self.max_retries + 1):
+                            if await verdict:
+                                finish(req, ans)
+                                return
+                            logger.info("request %s...: stray bytes followed its answer on a "
+                                        "kept-alive connection; asked again", req.key[:12])
+                            got = await self._one(senders, urls, home, req, redact)
+                            if not isinstance(got, tuple):
+                                finish(req, got)
+                                return
+                            ans, verdict = got
+                            if verdict is None:
+                                finish(req, ans)
+                                return
+                        finish(req, f"failed after {self.max_retries + 1} attempts: every "
+                                    "answer was followed by stray bytes on its connection")
+                    except BaseException as exc:  # noqa: BLE001 - handed to the run
+                        run.errors.append(exc)
+
                 async def worker(home: int) -> None:
                     for req in it:  # the shared iterator hands each request to one worker
-                        if fatal:
+                        if run.errors:
                             return
                         try:
-                            ans = await self._one(senders, urls, home, req, redact)
-                        except BackendError as exc:
-                            fatal.append(str(exc))
+                            got = await self._one(senders, urls, home, req, redact)
+                            if isinstance(got, tuple):
+                                run.answered = True
+                                ans, verdict = got
+                                if verdict is None:
+                                    finish(req, ans)
+                                else:
+                                    run.tasks.append(asyncio.ensure_future(
+                                        confirm(home, req, ans, verdict)))
+                            else:
+                                finish(req, got)
+                        except BaseException as exc:  # noqa: BLE001 - stops every worker
+                            run.errors.append(exc)
                             return
-                        if isinstance(ans, Answer):
-                            self._deliver(req, ans, on_answer, on_failure)
-                        else:
-                            on_failure(req, ans)
-                        bar.update(1)
 
                 # each server's workers take the next request when they are free: faster servers
                 # get more of them
                 await asyncio.gather(*(worker(i) for i, conc in enumerate(self.concurrencies)
                                        for _ in range(min(conc, len(requests)))))
+                while run.tasks:
+                    tasks, run.tasks = run.tasks, []
+                    await asyncio.gather(*tasks)
         finally:
             for sender in senders:
                 await sender.aclose()
-        if fatal:
-            raise BackendError(fatal[0])
+        if run.errors:
+            raise run.errors[0]
 
     def _report(self, status: int, message: str) -> None:
-        """Print the first failure of each HTTP status (a run may have thousands)."""
+        """Print the first failure of each HTTP status (a run may have thousands); status -1:
+        an answer from another model."""
         if status not in self._reported:
             self._reported.add(status)
-            logger.warning("%s (this request fails; further HTTP %d answers are in the "
-                           "ratings' error column)", message, status)
+            what = "answers from another model" if status < 0 else f"HTTP {status} answers"
+            logger.warning("%s (this request fails; further %s are in the ratings' error "
+                           "column)", message, what)
+
+    def _check_answer(self, ans: Answer, req: Request, reply: _Reply, sender: Any,
+                      url: str) -> str | None:
+        """Why an answer cannot be the answer to ``req`` (None if it can): its ``id`` was
+        already seen on an answer of the same server to another request of this run (a stray
+        or duplicated response). The first response on a new direct connection answers its request by
+        construction, so a repeated id there means the server repeats ids: logged once, and
+        its connections are no longer reused."""
+        rid = ans.response_id
+        if rid is None:
+            return None
+        first = self._ids.setdefault((url, rid), req.key)  # ids are unique per server
+        if first == req.key:
+            return None
+        if reply.fresh:
+            if url not in self._repeating:
+                self._repeating.add(url)
+                sender.distrust_url(url, "gives the same response id to different requests")
+            return None
+        sender.distrust_url(url, "sent a response whose id was already seen")
+        return (f"the answer repeats the id {rid[:40]!r} of an earlier answer to another "
+                "request (a stray or duplicated response); not stored, asked again")
+
+    def _one_model(self, ans: Answer) -> str | None:
+        """Why the answer's ``model`` field shows another model than the one asked for."""
+        if not self.check_model or model_matches(self.model, ans.served_model):
+            return None
+        return (f"the answer is from model {ans.served_model!r}, not the requested "
+                f"{self.model!r}; not stored (see OpenAIBackend's check_model for the accepted "
+                "aliases)")
 
     async def _one(self, senders: list, urls: list[str], home: int, req: Request,
-                   redact: _Redactor) -> Answer | str:
+                   redact: _Redactor) -> tuple[Answer, Any] | str:
         """One request with retries (attempt ``a`` goes to server ``home + a - 1``, so retries
-        move across servers): an Answer, or a failure message (str, redacted). Errors no retry
-        can fix raise `BackendError`."""
+        move across servers): ``(answer, verdict)`` (``verdict`` None, or a future that says
+        whether the answer may be accepted), or a failure message (str, redacted; a `_Refusal`
+        for a refusal of this request only). Errors no retry can fix raise `BackendError`."""
         body = json.dumps(self.payload(req), ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode("utf-8")
         extra = {"X-Storyeval-Cache-Key": req.key}
@@ -929,7 +1188,7 @@ class OpenAIBackend(Backend):
             retry_after = None
             t0 = time.perf_counter()
             try:
-                status, headers, data = await sender.post(url, body, extra)
+                reply = await sender.post(url, body, extra)
             except _TransportFailure as exc:
                 if exc.kind in ("tls", "dns"):
                     raise BackendError(f"{exc} ({shown_url}; no retry can fix this)") from None
@@ -938,13 +1197,22 @@ class OpenAIBackend(Backend):
                 else:
                     last = f"connection error: {redact.clip(str(exc), 300)}"
             else:
+                status, headers, data = reply.status, reply.headers, reply.body
                 if status == 200:
                     parsed = self._parse_body(data, redact)
                     if isinstance(parsed, Answer):
-                        parsed.latency_s = time.perf_counter() - t0
-                        parsed.attempts = attempt
-                        return parsed
-                    last = f"malformed answer: {parsed}"
+                        stray = self._check_answer(parsed, req, reply, sender, url)
+                        if stray is None:
+                            wrong = self._one_model(parsed)
+                            if wrong is not None:
+                                self._report(-1, wrong)
+                                return _Refusal(wrong)
+                            parsed.latency_s = time.perf_counter() - t0
+                            parsed.attempts = attempt
+                            return parsed, reply.verdict
+                        last = stray
+                    else:
+                        last = f"malformed answer: {parsed}"
                 else:
                     text = data.decode("utf-8", errors="replace")
                     last = f"HTTP {status} from {shown_url}: " + \
@@ -956,15 +1224,15 @@ class OpenAIBackend(Backend):
                             "storyeval does not follow redirects (the request and the key would "
                             "go elsewhere): give the final address as --base-url")
                     if status in _FATAL_STATUS:
-                        hint = {400: "the server refuses the requests themselves: check "
-                                     "--model, the sampling options and the server's limits",
-                                401: "check the API key variable " + repr(self.api_key_env),
+                        hint = {401: "check the API key variable " + repr(self.api_key_env),
                                 403: "the key is not allowed to use this model",
                                 404: "check --base-url and --model"}[status]
                         raise BackendError(f"{last} ({hint}; no retry can fix this)")
                     if status not in _RETRY_STATUS:
                         self._report(status, last)
-                        return last  # e.g. 413/422: this request only; retrying cannot help
+                        # e.g. 400 (a story longer than the context), 413, 422, a content
+                        # filter: this request only; retrying cannot help
+                        return _Refusal(last)
                     retry_after = _retry_after_seconds(headers.get("retry-after"))
             if attempt > self.max_retries:
                 break
@@ -994,10 +1262,13 @@ class OpenAIBackend(Backend):
             return f"message content is {type(text).__name__}, not a string"
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        rid, served = data.get("id"), data.get("model")
         return Answer(text=redact(text),
                       finish_reason=_finish_reason(choice.get("finish_reason"), redact),
                       prompt_tokens=_token_count(usage.get("prompt_tokens")),
-                      completion_tokens=_token_count(usage.get("completion_tokens")))
+                      completion_tokens=_token_count(usage.get("completion_tokens")),
+                      response_id=rid if isinstance(rid, str) and rid else None,
+                      served_model=redact.clip(served, 200) if isinstance(served, str) else None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ class OpenAIBackend(Protocol):
 
     def _deliver(self, *args: Any, **kwargs: Any) -> Any: ...
 
+    def _one_model(self, *args: Any, **kwargs: Any) -> Any: ...
+
 
 __all__ = ["BATCH_URL", "read_results", "write_requests"]
 
@@ -82,6 +84,18 @@ def _error_text(line: dict[str, Any], status: Any, body: Any) -> str:
     return f"batch result: HTTP {status}: {str(err or 'no answer')[:300]}"
 
 
+def _lines(handle, path):
+    """``(line number, text)`` of a binary file's lines; a line that is not UTF-8 is one error
+    naming the file and the line."""
+    for no, raw in enumerate(handle, 1):
+        try:
+            yield no, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"--batch-in {os.fspath(path)!r} line {no}: not UTF-8 text "
+                             f"({exc.reason} at byte {exc.start}); a batch results file is "
+                             "UTF-8 JSON lines") from None
+
+
 def read_results(path: str | os.PathLike, requests: Sequence[Request],
                  backend: OpenAIBackend, on_answer: OnAnswer, on_failure: OnFailure) -> None:
     """Deliver the answers of the batch output file ``path`` to ``requests`` (matched by
@@ -99,11 +113,11 @@ def read_results(path: str | os.PathLike, requests: Sequence[Request],
     seen: set[str] = set()
     n_lines = 0
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InputError(f"--batch-in {os.fspath(path)!r}: {exc.strerror or exc}") from None
     with handle:
-        for no, raw in enumerate(handle, 1):
+        for no, raw in _lines(handle, path):
             if not raw.strip():
                 continue
             n_lines += 1
@@ -113,6 +127,10 @@ def read_results(path: str | os.PathLike, requests: Sequence[Request],
             except (ValueError, KeyError, TypeError):
                 raise InputError(f"--batch-in {os.fspath(path)!r} line {no}: not a batch result "
                                  "(JSON with custom_id, response, error)") from None
+            if not isinstance(cid, str):
+                raise InputError(f"--batch-in {os.fspath(path)!r} line {no}: custom_id is "
+                                 f"{type(cid).__name__} {json.dumps(cid)[:40]}, not a string "
+                                 "(storyeval writes the cache key there)")
             if cid in seen:
                 raise InputError(f"--batch-in {os.fspath(path)!r} line {no}: custom_id {cid!r} "
                                  "appears twice")
@@ -125,7 +143,9 @@ def read_results(path: str | os.PathLike, requests: Sequence[Request],
             if status == 200 and body is not None:
                 parsed = backend._parse_body(json.dumps(body) if not isinstance(body, str)
                                              else body, redact)
-                if isinstance(parsed, Answer):
+                if isinstance(parsed, Answer) and backend._one_model(parsed) is not None:
+                    on_failure(req, f"batch result: {backend._one_model(parsed)}")
+                elif isinstance(parsed, Answer):
                     backend._deliver(req, parsed, on_answer, on_failure)
                 else:
                     on_failure(req, f"batch result: malformed answer: {parsed}")

@@ -12,6 +12,13 @@ Runs that send requests hold an exclusive lock on the cache (:meth:`AnswerCache.
 process ends, even by SIGKILL), so two identical runs never pay twice; if an answer for a key is
 stored anyway by someone else first (a platform without ``flock``), the stored answer wins and is
 the one a run reports (:meth:`AnswerCache.put` returns False).
+
+A file that is not a storyeval cache of a known schema (another program's SQLite database, an
+``answers`` table with other columns, a file that is no SQLite database) is refused with one
+line naming it, *before* anything in it is changed (it is inspected read-only; no table is
+added and it is not switched to WAL). An SQLite error later on (a corrupt page, a full disk)
+is one line naming the file too; a damaged cache is never modified, and the message says how
+to copy what can still be read into a new cache (``sqlite3 FILE .recover``).
 """
 
 from __future__ import annotations
@@ -138,6 +145,72 @@ def _create(p: Path, synchronous: str) -> None:
                 os.unlink(str(tmp) + suffix)
 
 
+def _cache_error(path: str, exc: BaseException) -> InputError:
+    """One line for an SQLite error on the cache file."""
+    text = str(exc)
+    if "not a database" in text:
+        return InputError(f"cache file {path!r} is not a storyeval answer cache (not an SQLite "
+                          "database); storyeval changed nothing in it: give another --cache path")
+    if "malformed" in text or "corrupt" in text:
+        return InputError(
+            f"cache file {path!r} is damaged ({text}); storyeval changed nothing in it. Copy "
+            f"what can be read into a new cache with `sqlite3 {path} .recover | sqlite3 NEW` "
+            "and pass --cache NEW (answers in it are not asked again)")
+    if "full" in text or "disk I/O" in text:
+        return InputError(f"cannot write the cache file {path!r}: {text} (free space and rerun; "
+                          "answers stored so far are kept)")
+    return InputError(f"cache file {path!r}: {text}")
+
+
+def _sqlite_errors(method):
+    """Turn an SQLite error inside a cache method into one line naming the file."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise _cache_error(self.path, exc) from None
+
+    return wrapper
+
+
+def _check_known(path: str) -> None:
+    """Refuse, before changing anything, a file that is not a storyeval cache of a known
+    version: a foreign SQLite database (other tables, or ``answers`` without storyeval's
+    columns), a damaged one, or another file. Read-only: the file is opened with
+    ``mode=ro`` and never switched to WAL."""
+    from urllib.parse import quote
+
+    try:
+        con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True,
+                              timeout=30)
+    except sqlite3.Error as exc:
+        raise _cache_error(path, exc) from None
+    try:
+        tables = {r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")}
+        if tables and tables <= {"answers", "meta"}:
+            columns = {r[1] for r in con.execute("PRAGMA table_info(answers)")}
+            if "answers" in tables and not set(_COLUMNS) <= columns:
+                tables.add("answers (with other columns)")
+            elif "meta" in tables:
+                row = con.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+                if row is not None and row[0] != _SCHEMA_VERSION:
+                    raise InputError(f"cache file {path!r} has schema {row[0]}, this storyeval "
+                                     f"reads schema {_SCHEMA_VERSION}")
+    except sqlite3.DatabaseError as exc:
+        raise _cache_error(path, exc) from None
+    finally:
+        con.close()
+    foreign = sorted(tables - {"answers", "meta"})
+    if foreign or not tables:
+        held = f"it holds the table(s) {', '.join(foreign)}" if foreign else "it holds no table"
+        raise InputError(f"cache file {path!r} is not a storyeval answer cache ({held}); "
+                         "storyeval changed nothing in it: give another --cache path")
+
+
 class AnswerCache:
     """SQLite answer store (WAL, ``synchronous=NORMAL``, one commit per answer).
 
@@ -176,6 +249,8 @@ class AnswerCache:
             if not p.exists():
                 _create(p, synchronous.upper())
         self._lock = threading.Lock()
+        if self.path != ":memory:":
+            _check_known(self.path)  # before anything is changed (no table, no WAL switch)
         try:
             self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
                                         isolation_level=None)
@@ -183,11 +258,12 @@ class AnswerCache:
             self._con.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._con.executescript(_SCHEMA)
             row = self._con.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+            if row is None:
+                self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                                  (_SCHEMA_VERSION,))
         except sqlite3.DatabaseError as exc:
-            raise InputError(f"cache file {self.path!r} is not a storyeval answer cache: {exc}") from None
-        if row is None:
-            self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
-        elif row[0] != _SCHEMA_VERSION:
+            raise _cache_error(self.path, exc) from None
+        if row is not None and row[0] != _SCHEMA_VERSION:
             raise InputError(f"cache file {self.path!r} has schema {row[0]}, this storyeval "
                              f"reads schema {_SCHEMA_VERSION}")
 
@@ -235,6 +311,7 @@ class AnswerCache:
             os.close(fd)  # releases the lock
 
     # -- writing ---------------------------------------------------------------------------
+    @_sqlite_errors
     def put(self, *, key: str, backend: str, model: str, messages_sha: str, sampling: dict,
             try_index: int, seed: int | None, raw: str, finish_reason: str | None = None,
             prompt_tokens: int | None = None, completion_tokens: int | None = None,
@@ -259,6 +336,7 @@ class AnswerCache:
                 f"ON CONFLICT(key) DO UPDATE SET {update} WHERE trim(answers.raw) = ''", row)
         return cur.rowcount == 1
 
+    @_sqlite_errors
     def update_parsed(self, rows: Iterable[tuple[str, float | None, str, str]],
                       parser_version: str) -> int:
         """Store re-parsed results ``(key, rating, status, explanation)`` for ``parser_version``."""
@@ -278,6 +356,7 @@ class AnswerCache:
         return len(data)
 
     # -- reading ---------------------------------------------------------------------------
+    @_sqlite_errors
     def get_many(self, keys: Iterable[str], *,
                  columns: Sequence[str] = ("raw", "parser_version", "rating", "status",
                                            "explanation")) -> dict[str, dict[str, Any]]:
@@ -299,15 +378,18 @@ class AnswerCache:
             out[row[0]] = dict(zip(columns, row[1:]))
         return out
 
+    @_sqlite_errors
     def keys(self) -> set[str]:
         """All stored keys."""
         with self._lock:
             return {r[0] for r in self._con.execute("SELECT key FROM answers")}
 
+    @_sqlite_errors
     def __len__(self) -> int:
         with self._lock:
             return int(self._con.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
 
+    @_sqlite_errors
     def to_frame(self):
         """All stored rows as a DataFrame (for inspection and export)."""
         import pandas as pd

@@ -87,3 +87,6 @@ class Answer:
     completion_tokens: int | None = None
     latency_s: float | None = None
     attempts: int = 1
+    #: The server's ``id`` and ``model`` fields (OpenAI-compatible servers; checked, not stored)
+    response_id: str | None = None
+    served_model: str | None = None

@@ -21,6 +21,7 @@ from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 __all__ = [
     "FAILURE_STATUSES",
+    "failed_requests",
     "failure_rates",
     "judge_systems",
     "llm_catalogue",
@@ -186,6 +187,28 @@ def failure_rates(ratings: pd.DataFrame) -> pd.DataFrame:
     out.insert(0, "n", out.sum(axis=1))
     out["failure_rate"] = 1.0 - out["n_ok"] / out["n"]
     return out.reset_index()
+
+
+#: Columns of `failed_requests`, in order.
+FAILED_REQUEST_COLUMNS: tuple[str, ...] = ("story_id", "system", "prompt_id", "model",
+                                           "eval_prompt", "criterion", "try", "key", "error")
+
+
+def failed_requests(ratings: pd.DataFrame) -> pd.DataFrame:
+    """The requests that failed (status ``error``), one row each, with the reason.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`FAILED_REQUEST_COLUMNS`: the item (story, model, Eval-Prompt, criterion,
+        try), its cache key and the ``error`` message (e.g. the server's redacted refusal of a
+        story longer than its context, ``HTTP 400 from ...: ...``). Empty (with these columns)
+        when nothing failed. Those requests are not cached: a rerun asks them again.
+    """
+    df = _check(ratings)
+    bad = df[df["status"] == "error"]
+    cols = {c: bad[c] if c in bad.columns else "" for c in FAILED_REQUEST_COLUMNS}
+    return pd.DataFrame(cols, columns=list(FAILED_REQUEST_COLUMNS)).reset_index(drop=True)
 
 
 def self_consistency(ratings: pd.DataFrame, *, confidence_level: float = 0.95) -> pd.DataFrame:

@@ -436,9 +436,24 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
             backend = job.backend
 
             def on_answer(req: Request, ans: Answer) -> None:
+                if broken:  # the cache cannot be written: stop, counting what is lost
+                    broken.append(req.key)
+                    raise broken[0]
                 p = parse_rating(ans.text, scale=job.scale, method=parser)
                 rating = None if math.isnan(p.rating) else p.rating
-                inserted = store.put(
+                try:
+                    inserted = _put(req, ans, rating, p)
+                except InputError as exc:
+                    broken.extend([exc, req.key])
+                    raise
+                if inserted:
+                    fresh[req.key] = {"raw": ans.text, "parser_version": tag, "rating": rating,
+                                      "status": p.status, "explanation": p.explanation}
+                else:  # stored by someone else first: the stored answer wins
+                    fresh[req.key] = store.get_many([req.key])[req.key]
+
+            def _put(req: Request, ans: Answer, rating, p) -> bool:
+                return store.put(
                     key=req.key, backend=backend.kind, model=backend.model,
                     messages_sha=messages_digest(req.messages), sampling=skey,
                     try_index=req.try_index, seed=req.seed, raw=ans.text,
@@ -446,17 +461,23 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
                     completion_tokens=ans.completion_tokens, latency_s=ans.latency_s,
                     attempts=ans.attempts, parser_version=tag, rating=rating, status=p.status,
                     explanation=p.explanation)
-                if inserted:
-                    fresh[req.key] = {"raw": ans.text, "parser_version": tag, "rating": rating,
-                                      "status": p.status, "explanation": p.explanation}
-                else:  # stored by someone else first: the stored answer wins
-                    fresh[req.key] = store.get_many([req.key])[req.key]
 
             def on_failure(req: Request, message: str) -> None:
                 failures[req.key] = message
 
+            broken: list[Any] = []
             if todo:
-                backend.run(todo, on_answer, on_failure, show_progress=show_progress)
+                try:
+                    backend.run(todo, on_answer, on_failure, show_progress=show_progress)
+                except Exception:
+                    if not broken:
+                        raise
+                if broken:
+                    lost = len(broken) - 1
+                    raise InputError(
+                        f"{broken[0]}; the run stopped: {lost} answer(s) received (paid) but "
+                        f"not stored, {len(fresh)} stored by this run are kept; a rerun sends "
+                        "only what is missing") from None
     stored.update(fresh)
 
     # Re-parse answers stored under another parser tag (method or version; no request needed).

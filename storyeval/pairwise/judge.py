@@ -64,6 +64,12 @@ _CHARS_PER_TOKEN = 4.0  # the dry-run rule of thumb of `storyeval rate`
 # pairs
 # ---------------------------------------------------------------------------------------------
 
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value (``7``, not ``np.int64(7)``, in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def make_pairs(
     stories: pd.DataFrame,
     *,
@@ -121,7 +127,7 @@ def make_pairs(
     if dup.any():
         i = int(np.argmax(dup))
         raise InputError(f"stories: system {st['system'].iloc[i]!r} has several stories for "
-                         f"prompt {st['prompt_id'].iloc[i]!r}")
+                         f"prompt {_plain(st['prompt_id'].iloc[i])!r}")
     if limit is not None:
         if isinstance(limit, bool) or int(limit) != limit or limit < 1:
             raise InputError(f"limit must be a positive integer, got {limit!r}")
@@ -177,7 +183,7 @@ def _validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     if dup.any():
         i = int(np.argmax(dup))
         raise InputError(f"pairs: row {i} repeats the pair {lo[i]!r} / {hi[i]!r} of prompt "
-                         f"{p['prompt_id'].iloc[i]!r} (each pair is judged in both orders "
+                         f"{_plain(p['prompt_id'].iloc[i])!r} (each pair is judged in both orders "
                          "already)")
     return p
 

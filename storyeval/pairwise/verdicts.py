@@ -64,6 +64,38 @@ def _split_story_id(story: str) -> tuple[str, str] | None:
     return (system, prompt) if system else None
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value (``7``, not ``np.int64(7)``, in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _prompt_text(value: object) -> str:
+    """A prompt id as text: ``7``, ``7.0``, ``np.int64(7)`` and ``"7"`` all give ``"7"``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def _check_prompts(out: pd.DataFrame, prompt_a: list[str], prompt_b: list[str],
+                   source: str) -> None:
+    """With ``"{system}/{prompt_id}"`` story ids, a row whose ``prompt_id`` is not the prompt
+    of both its stories contradicts itself: an error naming the row (a pair from different
+    prompts, or a wrong prompt column, would be clustered under the wrong prompt)."""
+    distinct = {v: _prompt_text(v) for v in pd.unique(out["prompt_id"].to_numpy(dtype=object))}
+    given = out["prompt_id"].map(distinct).to_numpy(dtype=object)
+    bad = np.flatnonzero((given != np.asarray(prompt_a, dtype=object))
+                         | (given != np.asarray(prompt_b, dtype=object)))
+    if len(bad):
+        row = int(bad[0])
+        raise InputError(
+            f"{source}: row {row} has prompt_id {given[row]!r} but compares stories "
+            f"{out['story_a'].iloc[row]!r} and {out['story_b'].iloc[row]!r} (prompts "
+            f"{prompt_a[row]!r} and {prompt_b[row]!r}); both stories of a pair answer the "
+            f"row's prompt ({len(bad)} row(s) in all)")
+
+
 def validate_verdicts(
     verdicts: pd.DataFrame,
     *,
@@ -175,6 +207,7 @@ def validate_verdicts(
         if all(p is not None for p in parts_a + parts_b):
             out["system_a"] = [p[0] for p in parts_a]
             out["system_b"] = [p[0] for p in parts_b]
+            _check_prompts(out, [p[1] for p in parts_a], [p[1] for p in parts_b], source)
 
     # the pair, independent of which story is called "a"
     lo = np.where(out["story_a"] <= out["story_b"], out["story_a"], out["story_b"])
@@ -187,7 +220,7 @@ def validate_verdicts(
         row = int(np.argmax(dup))
         raise InputError(
             f"{source}: row {row} repeats a judgment (judge {out['judge'].iloc[row]!r}, dimension "
-            f"{out['dimension'].iloc[row]!r}, prompt {out['prompt_id'].iloc[row]!r}, stories "
+            f"{out['dimension'].iloc[row]!r}, prompt {_plain(out['prompt_id'].iloc[row])!r}, stories "
             f"{lo[row]!r} vs {hi[row]!r}, {first[row]!r} shown first); give repeated judgments "
             "distinct 'judge' labels")
     out["winner"] = np.where(out["verdict"] == "A", out["story_a"],

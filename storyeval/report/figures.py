@@ -71,33 +71,38 @@ def heatmap(
     formats = check_figure_formats(formats)
     if annotate is None:
         annotate = matrix.size <= ANNOTATE_MAX_CELLS
-    from matplotlib.figure import Figure  # no pyplot: no global figure registry to clean up
+    import matplotlib
 
-    layout = _Layout.of(matrix, title, annotate)
-    fig = Figure(figsize=(layout.width, layout.height))
-    ax, cax = layout.axes(fig)
-    values = matrix.to_numpy(dtype=float)
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax,
-                      aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(matrix.shape[1]), [str(c) for c in matrix.columns], rotation=45,
-                  ha="right", rotation_mode="anchor", fontsize=8)
-    _row_labels(ax, [str(r) for r in matrix.index])
-    marked = (np.zeros(values.shape, bool) if marks is None
-              else marks.to_numpy(dtype=bool, na_value=False))
-    if annotate:
-        _write_values(ax, image, values, marked, digits)
-    elif marked.any():
-        rows, cols = np.nonzero(marked & np.isfinite(values))
-        ax.scatter(cols, rows, s=4, c="black", marker="o", linewidths=0)
-    fig.suptitle(layout.title, fontsize=9, x=0.5, y=1 - 0.08 / layout.height, va="top")
-    fig.colorbar(image, cax=cax, label=colorbar_label)
-    if path_stem is None:  # a notebook: the figure itself, shown as PNG, nothing written
-        fig._repr_png_ = lambda: _png_bytes(fig, layout.dpi)  # type: ignore[attr-defined]
-        return fig
-    stem = Path(path_stem)
-    paths = [stem.with_suffix(f".{fmt}") for fmt in formats]
-    for path in paths:
-        save_figure(fig, path, dpi=layout.dpi)
+    # names are drawn as plain text: a '$' in a measure name never starts matplotlib's math
+    # mode (an invalid expression would fail the whole report)
+    with matplotlib.rc_context({"text.parse_math": False}):
+        from matplotlib.figure import Figure  # no pyplot: no global figure registry to clean up
+
+        layout = _Layout.of(matrix, title, annotate)
+        fig = Figure(figsize=(layout.width, layout.height))
+        ax, cax = layout.axes(fig)
+        values = matrix.to_numpy(dtype=float)
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax,
+                          aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(matrix.shape[1]), [str(c) for c in matrix.columns], rotation=45,
+                      ha="right", rotation_mode="anchor", fontsize=8)
+        _row_labels(ax, [str(r) for r in matrix.index])
+        marked = (np.zeros(values.shape, bool) if marks is None
+                  else marks.to_numpy(dtype=bool, na_value=False))
+        if annotate:
+            _write_values(ax, image, values, marked, digits)
+        elif marked.any():
+            rows, cols = np.nonzero(marked & np.isfinite(values))
+            ax.scatter(cols, rows, s=4, c="black", marker="o", linewidths=0)
+        fig.suptitle(layout.title, fontsize=9, x=0.5, y=1 - 0.08 / layout.height, va="top")
+        fig.colorbar(image, cax=cax, label=colorbar_label)
+        if path_stem is None:  # a notebook: the figure itself, shown as PNG, nothing written
+            fig._repr_png_ = lambda: _png_bytes(fig, layout.dpi)  # type: ignore[attr-defined]
+            return fig
+        stem = Path(path_stem)
+        paths = [stem.with_suffix(f".{fmt}") for fmt in formats]
+        for path in paths:
+            save_figure(fig, path, dpi=layout.dpi)
     return paths
 
 

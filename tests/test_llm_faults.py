@@ -1,0 +1,448 @@
+"""Rating runs that finish and never mix answers (issue 37): a 4xx about one request fails that
+request only; TLS/protocol mismatches stop at once; late, duplicated and smuggled responses on
+kept-alive connections, a buggy proxy from the environment and answers from another model
+store nothing under a wrong key. Offline, against tests/_openai_stub_server.py on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _openai_stub_server import Script, StubServer, default_answer
+
+from storyeval.cli import main
+from storyeval.llm import AnswerCache, OpenAIBackend, rate
+from storyeval.llm.backends import BackendError, model_matches
+
+CANARY = "sk-canary-37-0a1b2c3d4e5f-NEVER-STORE"
+LONG = "AN-OVERLONG-STORY"
+OTHER = "SERVED-BY-ANOTHER-MODEL"
+
+
+def stories(n: int, *, long: tuple[int, ...] = (), other: tuple[int, ...] = ()) -> pd.DataFrame:
+    text = [f"Story number {i} about a lighthouse." for i in range(n)]
+    for i in long:
+        text[i] += f" {LONG}"
+    for i in other:
+        text[i] += f" {OTHER}"
+    return pd.DataFrame({"story_id": [f"S{i}" for i in range(n)],
+                         "system": [f"Sys{i % 3}" for i in range(n)], "prompt_id": range(n),
+                         "prompt": [f"Prompt {i}." for i in range(n)], "story": text})
+
+
+def backend(url: str, **kw) -> OpenAIBackend:
+    opts = {"api_key_env": None, "concurrency": 4, "backoff_base": 0.001, "timeout": 5.0,
+            "max_retries": 8, "random_state": 0}
+    opts.update(kw)
+    return OpenAIBackend("stub", base_url=url, **opts)
+
+
+def wrong_keys(cache: AnswerCache) -> list[str]:
+    """Stored answers that are not the stub's answer for their own key."""
+    frame = cache.to_frame()
+    return [k for k, raw in zip(frame["key"], frame["raw"]) if raw != default_answer({}, k)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. a request-level 4xx fails that request; the run finishes and names it
+# ---------------------------------------------------------------------------------------------
+
+def test_a_story_longer_than_the_context_fails_alone_and_the_run_finishes(tmp_path, capsys,
+                                                                          monkeypatch):
+    src = tmp_path / "s.csv"
+    stories(30, long=(7,)).to_csv(src, index=False)
+    monkeypatch.setenv("KEY37", CANARY)
+    with StubServer(Script(bad_request_marker=LONG, echo_auth=True)) as srv:
+        code = main(["rate", "--base-url", srv.base_url, "--model", "stub", "--stories",
+                     str(src), "--eval-prompts", "1", "--criteria", "RE,CH", "--tries", "2",
+                     "--api-key-env", "KEY37", "--cache", str(tmp_path / "c.sqlite"),
+                     "--no-progress", "--max-retries", "5", "--out", str(tmp_path / "out")])
+        received = dict(srv.state.received)
+    err = capsys.readouterr().err
+    assert code == 1  # some requests failed; the run finished and wrote --out
+    failed = pd.read_csv(tmp_path / "out" / "failed_requests.csv")
+    assert sorted(failed["story_id"]) == ["S7"] * 4
+    assert sorted(zip(failed["criterion"], failed["try"])) == [
+        ("Coherence", 0), ("Coherence", 1), ("Relevance", 0), ("Relevance", 1)]
+    assert failed["error"].str.contains("HTTP 400 from .*maximum context length").all()
+    assert all(received[k] == 1 for k in failed["key"])  # refused: never retried
+    ratings = pd.read_csv(tmp_path / "out" / "ratings.csv")
+    assert (ratings.loc[ratings["story_id"] != "S7", "status"] == "ok").all()
+    assert len(AnswerCache(tmp_path / "c.sqlite")) == 29 * 4
+    assert "failed: story S7, Eval-Prompt 1" in err and "maximum context length" in err
+    for text in (err, (tmp_path / "out" / "failed_requests.csv").read_text()):
+        assert CANARY not in text and CANARY[10:26] not in text  # the echoed key is redacted
+
+
+@pytest.mark.parametrize("status", [413, 422])
+def test_other_request_level_statuses_fail_their_request(status):
+    with StubServer(Script(status_override=status)) as srv:
+        run = rate(stories(3), backend(srv.base_url), eval_prompts="1", criteria="RE", tries=1)
+    assert (run.ratings["status"] == "error").all() and run.n_request_failures == 3
+    assert run.ratings["error"].str.contains(f"HTTP {status}").all()
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. protocol mismatches are fatal at once
+# ---------------------------------------------------------------------------------------------
+
+class OneReplyServer:
+    """A TCP server on 127.0.0.1 that answers whatever arrives on a connection with ``reply``
+    and closes it; counts connections."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.reply, self.seen = reply, []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.seen.append(conn.recv(65536))
+                conn.sendall(self.reply)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_https_to_a_plain_http_server_stops_at_once():
+    """A plain HTTP server answers the TLS ClientHello with a 400: WRONG_VERSION_NUMBER."""
+    srv = OneReplyServer(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+    try:
+        with pytest.raises(BackendError, match="TLS handshake.*does not speak TLS.*http://"):
+            rate(stories(8), backend(f"https://127.0.0.1:{srv.port}/v1", concurrency=1,
+                                     max_retries=5), eval_prompts="1", criteria="RE", tries=1)
+    finally:
+        srv.close()
+    assert len(srv.seen) == 1  # not retried
+
+
+def test_http_to_a_tls_server_stops_at_once(tmp_path):
+    """A TLS server answering a plain request with a TLS record (as OpenSSL does for an HTTP
+    request on a TLS port) is named; the request is not retried."""
+    srv = OneReplyServer(b"\x15\x03\x03\x00\x02\x02\x46")  # a TLS alert record
+    try:
+        with pytest.raises(BackendError, match="answered with TLS: use https://"):
+            rate(stories(4), backend(f"http://127.0.0.1:{srv.port}/v1", max_retries=5,
+                                     concurrency=1), eval_prompts="1", criteria="RE", tries=1)
+    finally:
+        srv.close()
+    assert len(srv.seen) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. late, duplicated and smuggled responses; the proxied path; 5. the model field
+# ---------------------------------------------------------------------------------------------
+
+LATE = ("double-late", "smuggle-late", "stale-first")
+
+
+@pytest.mark.parametrize("concurrency", [4, 16])
+@pytest.mark.parametrize("fault", LATE)
+def test_late_responses_store_nothing_under_a_wrong_key(tmp_path, fault, concurrency):
+    n = 32 if concurrency == 4 else 64
+    with StubServer(Script(wire_fault=fault, latency=0.002)) as srv:
+        cache = AnswerCache(tmp_path / "c.sqlite")
+        run = rate(stories(n), backend(srv.base_url, concurrency=concurrency),
+                   eval_prompts="1", criteria="RE", tries=2, cache=cache)
+        faults = dict(srv.state.faults)
+    # the fault happened (stale-first needs a reused connection: once, then none is reused)
+    assert faults.get(fault, 0) >= (1 if fault == "stale-first" else n)
+    assert run.n_request_failures == 0 and len(cache) == 2 * n
+    assert wrong_keys(cache) == []
+    cache.close()
+
+
+@pytest.mark.parametrize("fault", ["double-late", "smuggle-late"])
+def test_responses_later_than_the_quiet_time_store_nothing_under_a_wrong_key(tmp_path, fault):
+    """A stray 30 ms late (after the connection's 20 ms rest, so after its reuse) is read as
+    the next request's answer: a duplicate is caught by its repeated id, a smuggled answer by
+    the real answer arriving after it; either way it is asked again."""
+    with StubServer(Script(wire_fault=fault, wire_delay=0.03, latency=0.002)) as srv:
+        cache = AnswerCache(tmp_path / "c.sqlite")
+        run = rate(stories(24), backend(srv.base_url, concurrency=4), eval_prompts="1",
+                   criteria="RE", tries=2, cache=cache)
+    assert run.n_request_failures == 0 and len(cache) == 48
+    assert wrong_keys(cache) == []
+    cache.close()
+
+
+def test_no_keep_alive_gives_each_request_its_own_connection(tmp_path):
+    with StubServer(Script(wire_fault="smuggle-late", wire_delay=0.0)) as srv:
+        cache = AnswerCache(":memory:")
+        run = rate(stories(12), backend(srv.base_url, keep_alive=False), eval_prompts="1",
+                   criteria="RE", tries=2, cache=cache)
+        assert srv.state.connections == sum(srv.state.received.values()) == 24
+    assert run.n_request_failures == 0 and wrong_keys(cache) == []
+    assert backend("http://127.0.0.1:1/v1", keep_alive=False).describe()["keep_alive"] is False
+
+
+def test_a_server_that_repeats_ids_is_served_one_connection_per_request(caplog):
+    with StubServer(Script(constant_id=True)) as srv, caplog.at_level(logging.WARNING):
+        cache = AnswerCache(":memory:")
+        run = rate(stories(10), backend(srv.base_url), eval_prompts="1", criteria="RE",
+                   tries=2, cache=cache)
+    assert run.n_request_failures == 0 and len(cache) == 20 and wrong_keys(cache) == []
+    assert "same response id to different requests" in caplog.text or \
+        "whose id was already seen" in caplog.text
+
+
+class BuggyProxy:
+    """A forwarding HTTP proxy on 127.0.0.1 that, after each response, sends a stale copy of
+    it 3 ms later on the client's connection and keeps that connection open (what a proxy
+    with a confused upstream pool does)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.forwarded = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _read_message(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
+        while b"\r\n\r\n" not in buf:
+            data = sock.recv(65536)
+            if not data:
+                return None
+            buf += data
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        m = re.search(rb"(?i)content-length: *(\d+)", head)
+        n = int(m.group(1)) if m else 0
+        while len(rest) < n:
+            data = sock.recv(65536)
+            if not data:
+                return None
+            rest += data
+        return head + b"\r\n\r\n" + rest[:n], rest[n:]
+
+    def _client(self, conn: socket.socket) -> None:
+        buf = b""
+        try:
+            while True:
+                got = self._read_message(conn, buf)
+                if got is None:
+                    return
+                request, buf = got
+                line, _, rest = request.partition(b"\r\n")
+                method, target, version = line.split(b" ")
+                m = re.match(rb"http://([^/:]+):(\d+)(/.*)", target)
+                up = socket.create_connection((m.group(1).decode(), int(m.group(2))))
+                with up:
+                    up.sendall(b"%s %s %s\r\n%s" % (method, m.group(3), version, rest))
+                    response = self._read_message(up, b"")[0]
+                self.forwarded += 1
+                conn.sendall(response)
+                threading.Timer(0.003, self._late, args=(conn, response)).start()
+        except OSError:
+            pass
+
+    @staticmethod
+    def _late(conn: socket.socket, data: bytes) -> None:
+        try:
+            conn.sendall(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_buggy_proxy_from_the_environment_stores_nothing_under_a_wrong_key(tmp_path,
+                                                                              monkeypatch):
+    proxy = BuggyProxy()
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    try:
+        with StubServer(Script()) as srv:
+            cache = AnswerCache(tmp_path / "c.sqlite")
+            run = rate(stories(16), backend(srv.base_url, concurrency=8), eval_prompts="1",
+                       criteria="RE,CH", tries=2, cache=cache)
+    finally:
+        proxy.close()
+    assert proxy.forwarded >= 64  # every request went through the proxy
+    assert run.n_request_failures == 0 and len(cache) == 64
+    assert wrong_keys(cache) == []
+
+
+def test_answers_from_another_model_fail_and_are_not_stored(tmp_path):
+    with StubServer(Script(wrong_model_marker=OTHER)) as srv:
+        cache = AnswerCache(":memory:")
+        run = rate(stories(12, other=(2, 5)), backend(srv.base_url), eval_prompts="1",
+                   criteria="RE", tries=2, cache=cache)
+    bad = run.ratings[run.ratings["status"] == "error"]
+    assert sorted(bad["story_id"]) == ["S2", "S2", "S5", "S5"]
+    assert bad["error"].str.contains("from model 'other-model', not the requested 'stub'").all()
+    assert len(cache) == 20 and wrong_keys(cache) == []
+    # an endpoint serving another model: the first 8 answers refused, the run stops
+    with StubServer(Script(served_model="llama-3-70b")) as srv, \
+            pytest.raises(BackendError, match="refused each of the first 8.*llama-3-70b"):
+        rate(stories(12), backend(srv.base_url), eval_prompts="1", criteria="RE", tries=1)
+    # documented aliases are accepted; the check can be turned off
+    with StubServer(Script(served_model="STUB-2024-08-06")) as srv:
+        run = rate(stories(3), backend(srv.base_url), eval_prompts="1", criteria="RE", tries=1)
+    assert (run.ratings["status"] == "ok").all()
+    with StubServer(Script(served_model="other")) as srv:
+        run = rate(stories(3), backend(srv.base_url, check_model=False), eval_prompts="1",
+                   criteria="RE", tries=1)
+    assert (run.ratings["status"] == "ok").all()
+
+
+def test_model_alias_rule():
+    assert model_matches("gpt-4o", "gpt-4o-2024-08-06")
+    assert model_matches("llama3", "llama3:latest")
+    assert model_matches("/models/Llama-3-8B", "Llama-3-8B")
+    assert model_matches("meta-llama/Llama-3-8B", "llama-3-8b-instruct")
+    assert model_matches("m", None) and model_matches("m", "")
+    assert not model_matches("gpt-4o", "gpt-3.5-turbo")
+    assert not model_matches("llama-3-70b", "llama-3-8b")
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Done when: a server mixing the faults (a smaller run of scripts/bench_llm_faults.py)
+# ---------------------------------------------------------------------------------------------
+
+def test_a_server_mixing_every_fault_stores_nothing_under_a_wrong_key(tmp_path):
+    n = 60  # x 2 criteria x 2 tries x 2 Eval-Prompts = 480 requests
+    long, other = (3, 17, 41), (8, 29)
+    script = Script(wire_fault="double-late,smuggle-late,stale-first", wire_fault_rate=0.3,
+                    bad_request_marker=LONG, wrong_model_marker=OTHER, fault_rate=0.05,
+                    fault_kinds=("429", "500", "malformed"), retry_after="0.01", latency=0.001)
+    with StubServer(script) as srv:
+        cache = AnswerCache(tmp_path / "c.sqlite")
+        run = rate(stories(n, long=long, other=other), backend(srv.base_url, concurrency=16),
+                   eval_prompts="1,2", criteria="RE,CH", tries=2, cache=cache)
+        faults = dict(srv.state.faults)
+    # (stale-first needs a reused connection: after the first late bytes none is reused)
+    assert set(faults) >= {"double-late", "smuggle-late", "429", "500"}, faults
+    assert wrong_keys(cache) == []  # 0 answers under a wrong key
+    bad_ids = {f"S{i}" for i in long + other}
+    r = run.ratings
+    assert (r.loc[~r["story_id"].isin(bad_ids), "status"] == "ok").all()  # every other stored
+    assert len(cache) == (n - len(bad_ids)) * 8
+    failed = r[r["status"] == "error"]  # each failed item named, with its reason
+    assert set(failed["story_id"]) == bad_ids and len(failed) == len(bad_ids) * 8
+    assert failed.loc[failed["story_id"].isin([f"S{i}" for i in long]), "error"] \
+        .str.contains("HTTP 400").all()
+    assert failed.loc[failed["story_id"].isin([f"S{i}" for i in other]), "error"] \
+        .str.contains("other-model").all()
+    cache.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. foreign and damaged caches; 7. a full disk during rate
+# ---------------------------------------------------------------------------------------------
+
+def _foreign(path: Path) -> bytes:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    con.executemany("INSERT INTO invoices VALUES (?, ?)", [(i, i * 1.5) for i in range(500)])
+    con.commit()
+    con.close()
+    return path.read_bytes()
+
+
+def test_a_foreign_sqlite_file_is_refused_untouched(tmp_path, capsys):
+    from storyeval.exceptions import InputError
+
+    db = tmp_path / "other.sqlite"
+    before = _foreign(db)
+    with pytest.raises(InputError, match=r"other.sqlite.*not a storyeval answer cache.*invoices"):
+        AnswerCache(db)
+    src = tmp_path / "s.csv"
+    stories(2).to_csv(src, index=False)
+    code = main(["rate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--stories",
+                 str(src), "--eval-prompts", "1", "--criteria", "RE", "--tries", "1",
+                 "--no-api-key", "--cache", str(db), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "invoices" in err and "Traceback" not in err
+    assert db.read_bytes() == before and not Path(str(db) + "-wal").exists()
+    # an 'answers' table of another program is foreign too
+    import sqlite3
+
+    other = tmp_path / "answers.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE answers (question TEXT, answer TEXT)")
+    con.close()
+    with pytest.raises(InputError, match="not a storyeval answer cache"):
+        AnswerCache(other)
+    (tmp_path / "text.sqlite").write_text("not a database at all\n" * 100)
+    with pytest.raises(InputError, match="text.sqlite.*not an SQLite database"):
+        AnswerCache(tmp_path / "text.sqlite")
+
+
+def test_a_damaged_cache_is_one_line_and_is_not_changed(tmp_path):
+    from storyeval.exceptions import InputError
+
+    db = tmp_path / "c.sqlite"
+    with StubServer(Script()) as srv:
+        rate(stories(40), backend(srv.base_url), eval_prompts="1,2", criteria="RE,CH", tries=2,
+             cache=db)
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) > 4 * page
+    data[3 * page:3 * page + 200] = b"\xff" * 200  # a corrupt page in the middle
+    db.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"c.sqlite.*(damaged|malformed).*\.recover"):
+        with AnswerCache(db) as cache:
+            cache.to_frame()
+    assert db.read_bytes() == bytes(data)
+
+
+def test_a_full_disk_during_rate_stops_with_the_count_of_answers_not_stored(tmp_path):
+    from storyeval.exceptions import InputError
+
+    db = tmp_path / "c.sqlite"
+    cache = AnswerCache(db)
+    cache._con.execute("PRAGMA max_page_count=12")  # the 'disk' fills after a few answers
+    with StubServer(Script(latency=0.002)) as srv, \
+            pytest.raises(InputError, match=r"c.sqlite.*full.*stopped: (\d+) answer\(s\) "
+                                            r"received \(paid\) but not stored") as err:
+        rate(stories(60), backend(srv.base_url), eval_prompts="1", criteria="RE,CH", tries=2,
+             cache=cache)
+    lost = int(re.search(r"stopped: (\d+)", str(err.value)).group(1))
+    assert 1 <= lost <= 8  # the answer that failed and those in flight
+    n = len(cache)
+    assert 0 < n < 240 and wrong_keys(cache) == []
+    cache.close()
+
+
+def test_batch_results_with_odd_custom_ids_or_bytes_are_one_line(tmp_path):
+    from storyeval.exceptions import InputError
+
+    be = OpenAIBackend("stub", api_key_env=None, batch_in=tmp_path / "r.jsonl")
+    (tmp_path / "r.jsonl").write_text('{"custom_id": ["a", "list"], "response": {}}\n')
+    with pytest.raises(InputError, match=r"r.jsonl' line 1: custom_id is list"):
+        rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
+    (tmp_path / "r.jsonl").write_bytes(b'{"custom_id": "x"}\n\xff\xfe bad\n')
+    with pytest.raises(InputError, match=r"r.jsonl' line 2: not UTF-8"):
+        rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
