@@ -54,8 +54,9 @@ def test_plan_is_seeded():
 
 
 def test_too_few_annotators_named():
-    with pytest.raises(InputError, match="prompt .* needs 12 judgments"):
+    with pytest.raises(InputError, match="prompt .* needs 12 judgments") as info:
         assignment_plan(_pairs(), 5, judgments_per_pair=2)
+    assert "np." not in str(info.value)  # plain numbers in messages (prompt 0, not np.int64(0))
 
 
 def test_filled_plan_reads_back_as_verdicts(tmp_path):

@@ -135,6 +135,7 @@ def assignment_plan(
     per_prompt = table.groupby("prompt_id", sort=False).size() * judgments_per_pair
     if int(per_prompt.max()) > n_ann:
         prompt = per_prompt.idxmax()
+        prompt = prompt.item() if isinstance(prompt, np.generic) else prompt  # 0, not np.int64(0)
         raise InputError(f"prompt {prompt!r} needs {int(per_prompt.max())} judgments "
                          f"(pairs x judgments_per_pair) but there are only {n_ann} annotators; "
                          "no annotator may see a prompt twice")
