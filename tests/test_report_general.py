@@ -247,7 +247,7 @@ def test_undefined_values_and_intervals_say_why(toy):
     assert ("Human (leave-one-out): 1 value(s): leave-one-out needs at least three "
             "annotators") in text
     assert "Human (upper bound): 1 interval(s) undefined: the coefficient is undefined" in text
-    assert "1 Williams test(s) undefined: n <= 3" in text
+    assert "1 comparison test(s) undefined: n <= 3" in text
     # (good, Relevance): the value alone; (good, Coherence) and the Mean: blank
     assert corr.loc[0, "measure"] == "good" and corr.loc[0, "criterion"] == "Relevance"
     row = next(line for line in text.splitlines() if line.startswith("good "))

@@ -71,6 +71,8 @@ RANGES: dict[str, Range] = {
     "--tries": AT_LEAST_1,
     "--resamples": AT_LEAST_1,
     "pairwise strengths --resamples": AT_LEAST_0,  # 0: no interval
+    "pairwise strengths --strong-weight": Range(1, hint="a strong verdict (A>>B) counts as at "
+                                                    "least one plain verdict"),
     "pairwise judge --resamples": AT_LEAST_0,
     "pairwise ranking --resamples": AT_LEAST_0,
     "agreement --resamples": AT_LEAST_0,  # --verdicts / --labels: 0, no interval
