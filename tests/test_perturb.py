@@ -133,3 +133,37 @@ def test_clustered_mean_equals_statsmodels():
     assert mean == pytest.approx(fit.params[0], abs=1e-12)
     assert se == pytest.approx(fit.bse[0], rel=1e-10)
     assert p == pytest.approx(fit.pvalues[0], rel=1e-8)
+
+
+def test_nan_pairs_left_out_and_counted():
+    man = pd.DataFrame({"story_id": ["a~x", "b~x", "c~x"], "original_id": ["a", "b", "c"],
+                        "kind": "x"})
+    scores = pd.DataFrame({"story_id": ["a", "a~x", "b", "b~x", "c", "c~x"],
+                           "prompt_id": [1, 1, 2, 2, 3, 3], "measure": "m",
+                           "value": [2.0, 1.0, np.nan, 1.0, 1.0, 2.0]})
+    res = robustness_table(score_outcomes(scores, man)).iloc[0]
+    assert res.n_missing == 1 and res.n_pairs == 2
+    assert res.discrimination == 0.5 and res.mean_change == 0.0
+    assert 0.0 <= res.disc_low <= res.disc_high <= 1.0
+
+
+def test_cli_perturb_and_robustness(tmp_path, stories):
+    from storyeval.cli import main
+
+    src = tmp_path / "st.csv"
+    stories.head(14).to_csv(src, index=False)
+    for run in ("a", "b"):
+        assert main(["perturb", "--stories", str(src), "--kinds", "shuffle,truncate",
+                     "--seed", "0", "--out", str(tmp_path / run)]) == 0
+    for name in ("stories.csv", "manifest.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    out = pd.read_csv(tmp_path / "a" / "stories.csv")
+    scores = pd.DataFrame({"story_id": out.story_id, "prompt_id": out.prompt_id,
+                           "measure": "chars", "value": out.story.str.len()})
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    assert main(["robustness", "--scores", str(tmp_path / "scores.csv"), "--manifest",
+                 str(tmp_path / "a" / "manifest.csv"), "--out", str(tmp_path / "r")]) == 0
+    tab = pd.read_csv(tmp_path / "r" / "robustness.csv").set_index("kind")
+    assert tab.loc["truncate", "discrimination"] == 1.0
+    assert tab.loc["shuffle", "unchanged"] < 1.0  # one space joins sentences: length may move
+    assert "<table>" in (tmp_path / "r" / "robustness.html").read_text()

@@ -58,7 +58,8 @@ def score_outcomes(scores: pd.DataFrame, manifest: pd.DataFrame, *,
     """One row per (measure, variant): ``measure, kind, original_id, story_id, prompt_id,
     original, perturbed, change`` (perturbed - original) and ``preferred`` (1 if the original
     is better, 0.5 on a tie, 0 otherwise; "better" = higher unless the measure is in
-    ``lower_is_better``). Pairs with a NaN score are left out and counted in ``n_missing``."""
+    ``lower_is_better``). A pair with a NaN score has ``preferred`` NaN; `robustness_table`
+    leaves it out and counts it in ``n_missing``."""
     _manifest_check(manifest)
     need = [c for c in ("story_id", "measure", "value") if c not in scores.columns]
     if need:
@@ -84,7 +85,8 @@ def score_outcomes(scores: pd.DataFrame, manifest: pd.DataFrame, *,
             "prompt_id": (prompt.loc[manifest.original_id].to_numpy() if prompt is not None
                           else manifest.original_id.to_numpy()),
             "original": orig, "perturbed": pert, "change": pert - orig,
-            "preferred": np.where(d > 0, 1.0, np.where(d == 0, 0.5, 0.0))}))
+            "preferred": np.where(np.isnan(d), np.nan,
+                                  np.where(d > 0, 1.0, np.where(d == 0, 0.5, 0.0)))}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -124,19 +126,23 @@ def robustness_table(outcomes: pd.DataFrame, *, confidence: float = 0.95) -> pd.
     Returns
     -------
     DataFrame
-        ``measure, kind, n_pairs, n_prompts, discrimination`` (ties 0.5), its prompt-clustered
-        CR1 normal interval ``disc_low, disc_high``; with a ``change`` column also
+        ``measure, kind, n_pairs, n_missing`` (pairs with a NaN score, left out),
+        ``n_prompts, discrimination`` (ties 0.5), its prompt-clustered CR1 normal interval
+        ``disc_low, disc_high`` (clipped to [0, 1]); with a ``change`` column also
         ``mean_change, change_low, change_high`` and ``change_p`` (two-sided cluster t test of
         zero mean change, G - 1 df) and ``unchanged`` (share of pairs with change exactly 0).
     """
     rows = []
     has_change = "change" in outcomes.columns
     for (measure, kind), g in outcomes.groupby(["measure", "kind"], sort=True):
+        n_missing = int(g["preferred"].isna().sum())
         g = g.dropna(subset=["preferred"])
         cl = g["prompt_id"].astype(str).to_numpy()
         m, _, lo, hi, _ = clustered_mean(g["preferred"].to_numpy(), cl, confidence=confidence)
-        row = {"measure": measure, "kind": kind, "n_pairs": len(g),
-               "n_prompts": len(set(cl)), "discrimination": m, "disc_low": lo, "disc_high": hi}
+        row = {"measure": measure, "kind": kind, "n_pairs": len(g), "n_missing": n_missing,
+               "n_prompts": len(set(cl)), "discrimination": m,
+               "disc_low": max(lo, 0.0) if lo == lo else lo,
+               "disc_high": min(hi, 1.0) if hi == hi else hi}
         if has_change:
             c = g["change"].to_numpy(dtype=float)
             cm, _, clo, chi, p = clustered_mean(c, cl, confidence=confidence)
