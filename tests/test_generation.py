@@ -148,8 +148,61 @@ def test_diversity_table_and_run_sd():
     assert spread.loc["novelty_1", "sd"] == pytest.approx(np.std([0.25, 1.0], ddof=1), abs=1e-12)
     with pytest.raises(InputError, match="missing column"):
         diversity_table(df, by=("nope",))
+    with pytest.raises(InputError, match="no story"):
+        diversity_table(df.iloc[:0], by=("group",))
 
 
 def test_words_is_the_regex_tokenizer():
     assert words("I don't know, Ian...") == ["i", "do", "n't", "know", "ian"]
     assert not any(re.fullmatch(r"\W+", w) for w in words("Hi! -- there."))
+
+
+def test_index_streams_1e6_tokens_within_bound():
+    """10^6 corpus tokens with runs of 2^15 hashes: the traced peak stays within the stated
+    working bound (24 bytes x chunk per order) plus a fixed allowance for one text's arrays."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(2000)])
+    lines = [" ".join(vocab[rng.integers(0, 2000, 1000)]) for _ in range(1000)]
+    chunk = 2 ** 15
+    with NgramIndex(orders=(1, 2), chunk_ngrams=chunk) as idx:
+        tracemalloc.start()
+        idx.add_texts(lines)
+        idx.finish()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert idx.n_tokens == 10 ** 6
+        assert len(list(idx.folder.glob("*.npy"))) >= 2 * (10 ** 6 // chunk)
+        assert peak < 24 * chunk * 2 + 4 * 2 ** 20
+        probe = [" ".join(lines[3].split()[:50])]
+        assert novelty_n(probe, idx, 2) == 0.0
+
+
+def test_cli_diversity_time_run_embeddings(tmp_path):
+    import pandas as pd
+
+    from storyeval.cli import main
+
+    rng = np.random.default_rng(0)
+    st = load_hanna_stories()
+    st = st[st.system.isin(["Llama-7b", "Mistral-7b"]) & (st.prompt_id < 24)].reset_index(drop=True)
+    st["iteration"] = st.prompt_id % 3
+    st["run"] = st.prompt_id % 2
+    st.to_csv(tmp_path / "st.csv", index=False)
+    emb = pd.DataFrame(rng.normal(size=(len(st), 4)), columns=list("abcd"))
+    emb.insert(0, "story_id", st.story_id)
+    emb.to_csv(tmp_path / "emb.csv", index=False)
+    (tmp_path / "corpus.txt").write_text("\n".join(st.story.head(5)), encoding="utf-8")
+    assert main(["diversity", "--stories", str(tmp_path / "st.csv"), "--group", "system",
+                 "--time", "iteration", "--run", "run", "--corpus", str(tmp_path / "corpus.txt"),
+                 "--embeddings", str(tmp_path / "emb.csv"), "--permutations", "19",
+                 "--out", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    for name in ("diversity.csv", "spread.csv", "similarity.csv", "keyness.csv",
+                 "over_time.png"):
+        assert (out / name).exists(), name
+    spread = pd.read_csv(out / "spread.csv")
+    assert (spread.n_runs == 2).all() and spread.sd.notna().all()
+    sim = pd.read_csv(out / "similarity.csv")
+    assert len(sim) == 2 * 3 * 2 and (sim.seed == 0).all()

@@ -46,16 +46,16 @@ class _WordHasher:
 
     def __call__(self, toks: Sequence[str]) -> np.ndarray:
         cache = self._cache
-        out = np.empty(len(toks), dtype=np.uint64)
-        for i, t in enumerate(toks):
-            h = cache.get(t)
-            if h is None:
-                h = int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(),
-                                   "little")
-                if len(cache) < 5_000_000:
-                    cache[t] = h
-            out[i] = h
-        return out
+        hashes = [cache.get(t) for t in toks]
+        if None in hashes:
+            for i, t in enumerate(toks):
+                if hashes[i] is None:
+                    h = int.from_bytes(hashlib.blake2b(t.encode("utf-8"),
+                                                       digest_size=8).digest(), "little")
+                    if len(cache) < 5_000_000:  # bounds the cache (about 0.5 GB at most)
+                        cache[t] = h
+                    hashes[i] = h
+        return np.array(hashes, dtype=np.uint64)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -204,6 +204,10 @@ class NgramIndex:
                           dtype=np.uint64)
         return self.contains_hashes(n, hashes)
 
+    def text_hashes(self, n: int, text: str) -> np.ndarray:
+        """The hashes of the ``n``-gram occurrences of ``text``, in order."""
+        return hash_ngrams(self._hasher(words(text)), n)
+
     def contains_text(self, n: int, text: str) -> np.ndarray:
         """Whether each ``n``-gram occurrence of ``text`` (in order) occurs in the corpus."""
-        return self.contains_hashes(n, hash_ngrams(self._hasher(words(text)), n))
+        return self.contains_hashes(n, self.text_hashes(n, text))

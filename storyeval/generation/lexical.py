@@ -51,10 +51,10 @@ def novelty_n(texts: Sequence[str], index: NgramIndex, n: int = 1) -> float:
     `NgramIndex`'s (64-bit hashes; collision bound in `storyeval.generation.corpus`).
     Validated against a ``collections.Counter`` computation (tests/test_generation.py).
     """
-    found = [index.contains_text(n, t) for t in texts]
-    total = int(sum(len(f) for f in found))
-    novel = int(sum(int((~f).sum()) for f in found))
-    return _share(novel, total)
+    parts = [index.text_hashes(n, t) for t in texts]
+    hashes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    found = index.contains_hashes(n, hashes)  # one pass over the runs for the whole set
+    return _share(int((~found).sum()), len(found))
 
 
 def _check_columns(stories: pd.DataFrame, cols: Sequence[str], source: str) -> None:
@@ -76,6 +76,8 @@ def diversity_table(stories: pd.DataFrame, *, text: str = "story",
         ``n_texts`` and ``n_ngrams`` (the denominator).
     """
     _check_columns(stories, [text, *by], source)
+    if stories.empty:
+        raise InputError(f"{source}: no story")
     if stories[text].isna().any():
         row = int(np.flatnonzero(stories[text].isna().to_numpy())[0])
         raise InputError(f"{source}: column {text!r} is empty in row {row + 1}")

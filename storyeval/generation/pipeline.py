@@ -31,9 +31,12 @@ def align_embeddings(stories: pd.DataFrame, table: pd.DataFrame, *, id_column: s
         if id_column not in frame.columns:
             raise InputError(f"{name}: no id column {id_column!r}")
     emb = table.set_index(table[id_column].astype(str)).drop(columns=[id_column])
-    bad = [c for c in emb.columns if not pd.api.types.is_numeric_dtype(emb[c])]
-    if bad:
-        raise InputError(f"{source}: non-numeric column(s) {bad[:3]}")
+    for c in emb.columns:
+        values = pd.to_numeric(emb[c], errors="coerce")
+        if values.isna().any():
+            row = int(np.flatnonzero(values.isna().to_numpy())[0])
+            raise InputError(f"{source}: column {c!r} is not a number in row {row + 1}")
+        emb[c] = values
     ids = stories[id_column].astype(str)
     missing = ids[~ids.isin(emb.index)]
     if len(missing):
