@@ -26,8 +26,6 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import pandas as pd
-
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "generation"
 
