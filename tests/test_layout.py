@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"(root)"},
     {"data"},
     {"correlation", "metrics", "contamination", "explain"},
-    {"resample", "agreement"},
+    {"resample", "agreement", "generation", "perturb"},
     {"compare", "llm", "reproduction"},
     {"power", "pairwise"},
     {"meta"},

@@ -39,6 +39,9 @@ COMMANDS: tuple[str, ...] = (
     "pairwise",
     "contamination",
     "explain",
+    "diversity",
+    "perturb",
+    "robustness",
 )
 
 

@@ -71,6 +71,7 @@ RANGES: dict[str, Range] = {
     "--tries": AT_LEAST_1,
     "--resamples": AT_LEAST_1,
     "pairwise strengths --resamples": AT_LEAST_0,  # 0: no interval
+    "diversity --chunk": Range(1024, hint="n-gram hashes held in memory per order"),
     "pairwise strengths --strong-weight": Range(1, hint="a strong verdict (A>>B) counts as at "
                                                     "least one plain verdict"),
     "pairwise judge --resamples": AT_LEAST_0,

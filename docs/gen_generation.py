@@ -1,0 +1,119 @@
+"""Generate the command outputs shown in docs/generation.md.
+
+Usage (from the repository root)::
+
+    python docs/gen_generation.py              # writes docs/generated/generation/
+    python docs/gen_generation.py --out DIR    # somewhere else (the stale check in tests/)
+
+From the embedded HANNA stories: the LLM stories' distinct-n and novelty-n against the 96 human
+stories (`storyeval diversity --corpus-group Human`), keyness of one system against the others,
+and a perturbation suite of the stories of prompts 0-15 (`storyeval perturb`, seed 0) scored by
+the fast lexical metrics (`storyeval score --metrics fast`), summarised by `storyeval
+robustness`. Each command's output is one Markdown snippet ``docs/generated/generation/NAME.md``;
+``tests/test_docs_generation.py`` regenerates them and compares them with the committed ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shlex
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+DEFAULT_OUT = DOCS / "generated" / "generation"
+
+COMMANDS: dict[str, list[str]] = {
+    "novelty": ["diversity", "--stories", "hanna", "--group", "system", "--corpus-group", "Human",
+                "--orders", "1,2", "--out", "div"],
+    "keyness": ["head", "-n", "8", "div/keyness.csv"],
+    "perturb": ["perturb", "--stories", "subset.csv", "--seed", "0", "--out", "suite"],
+    "manifest": ["head", "-n", "7", "suite/manifest.csv"],
+    "score": ["score", "--input", "suite/stories.csv", "--metrics", "fast", "--out",
+              "scores.csv"],
+    "robustness": ["robustness", "--scores", "scores.csv", "--manifest", "suite/manifest.csv",
+                   "--out", "rob"],
+}
+EXPECTED_EXIT: dict[str, int] = {}
+
+
+def shell(argv: Sequence[str]) -> str:
+    if argv[0] == "head":
+        return " ".join(argv)
+    return "storyeval " + " ".join(shlex.quote(a) for a in argv)
+
+
+def run_cli(name: str, argv: Sequence[str]) -> str:
+    """``storyeval ARGV`` in-process (``head`` reads the file); its standard output."""
+    if argv[0] == "head":
+        return "".join(Path(argv[-1]).read_text(encoding="utf-8").splitlines(True)[
+            :int(argv[2])])
+    from storyeval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(list(argv))
+    if code != EXPECTED_EXIT.get(name, 0):
+        raise RuntimeError(f"`{shell(argv)}` failed with {code}:\n{err.getvalue()[-3000:]}")
+    text = out.getvalue()
+    return text if code == 0 else text + f"(exit code {code})\n"
+
+
+@contextlib.contextmanager
+def working_directory(path: Path) -> Iterator[None]:
+    here = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def write_subset(folder: Path) -> None:
+    """subset.csv: the 112 HANNA stories (96 LLM, 16 human) of prompts 0-15."""
+    from storyeval.data.hanna import load_hanna_stories
+
+    st = load_hanna_stories()
+    st[st.prompt_id < 16].to_csv(folder / "subset.csv", index=False)
+
+
+def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory() as tmp, working_directory(Path(tmp)):
+        write_subset(Path(tmp))
+        for name, argv in COMMANDS.items():
+            output = run_cli(name, argv).rstrip()
+            text = f"```bash\n{shell(argv)}\n```\n"
+            if output:  # `storyeval score` reports on standard error only
+                text += f"\n```text\n{output}\n```\n"
+            path = out / f"{name}.md"
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            written.append(path)
+    for stale in sorted(out.glob("*.md")):
+        if stale not in written:
+            stale.unlink()
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    paths = generate(args.out)
+    print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

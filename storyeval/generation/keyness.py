@@ -1,0 +1,62 @@
+"""Log-odds keyness of words between two groups with an informative Dirichlet prior."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from storyeval.generation.corpus import words
+
+__all__ = ["log_odds_keyness"]
+
+
+def log_odds_keyness(texts_a: Sequence[str], texts_b: Sequence[str], *,
+                     prior: Sequence[str] | None = None, prior_scale: float | None = None
+                     ) -> pd.DataFrame:
+    """Words over-used in group a relative to group b: log-odds ratio with an informative
+    Dirichlet prior and its z-score (Monroe, Colaresi and Quinn, 2008, Sec. 3.5.1).
+
+    Parameters
+    ----------
+    texts_a, texts_b : sequences of str
+    prior : sequence of str, optional
+        Background texts for the prior (default: both groups together).
+    prior_scale : float, optional
+        a_0, the prior's total pseudo-count (default: the background's token count, i.e.
+        alpha_w = the background count of w).
+
+    Returns
+    -------
+    DataFrame
+        ``word``, ``count_a``, ``count_b``, ``delta`` (log-odds ratio a vs b), ``sd``, ``z``,
+        ``p_value`` (two-sided normal), sorted by ``z`` descending.
+
+    Notes
+    -----
+    delta_w = log((y_aw + a_w) / (n_a + a_0 - y_aw - a_w)) - log((y_bw + a_w) / (n_b + a_0 -
+    y_bw - a_w)), var(delta_w) ~= 1 / (y_aw + a_w) + 1 / (y_bw + a_w), z = delta / sd, with
+    a_w = a_0 * background share of w. Validated against a hand-computed toy (tests).
+    """
+    ca = Counter(w for t in texts_a for w in words(t))
+    cb = Counter(w for t in texts_b for w in words(t))
+    bg = Counter(w for t in prior for w in words(t)) if prior is not None else ca + cb
+    vocab = sorted(set(ca) | set(cb))
+    ya = np.array([ca[w] for w in vocab], dtype=np.float64)
+    yb = np.array([cb[w] for w in vocab], dtype=np.float64)
+    bg_total = float(sum(bg.values()))
+    a0 = bg_total if prior_scale is None else float(prior_scale)
+    alpha = np.array([bg[w] for w in vocab], dtype=np.float64) / bg_total * a0
+    na, nb = ya.sum(), yb.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta = (np.log((ya + alpha) / (na + a0 - ya - alpha))
+                 - np.log((yb + alpha) / (nb + a0 - yb - alpha)))
+        sd = np.sqrt(1.0 / (ya + alpha) + 1.0 / (yb + alpha))
+        z = delta / sd
+    out = pd.DataFrame({"word": vocab, "count_a": ya.astype(int), "count_b": yb.astype(int),
+                        "delta": delta, "sd": sd, "z": z,
+                        "p_value": 2 * stats.norm.sf(np.abs(z))})
+    return out.sort_values(["z", "word"], ascending=[False, True], ignore_index=True)
