@@ -61,19 +61,24 @@ from storyeval.compare.dependent_batch import (
 )
 from storyeval.exceptions import InputError, StoryevalWarning
 
-__all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS", "TESTS",
+__all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS",
+           "SYSTEM_PERMUTATION_TESTS", "TESTS",
            "TEST_DESCRIPTIONS", "calibrated_test", "compare_rows", "comparison_uniforms",
            "orientation", "resolve_sign_convention", "resolve_tests"]
 
 TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
-         "permutation-random")
+         "permutation-random", "permutation-midp")
+# the system-level tests that swap whole prompts (`system_permutation`)
+SYSTEM_PERMUTATION_TESTS = ("permutation-random", "permutation-midp")
 CALIBRATED = {
     # Pearson: Williams' t assumes normal data (measured P(p < 0.05) 0.10-0.27 with heavy-tailed
     # metric noise, docs: Which test?); the jackknife held 0.044-0.063 in every cell
     "overall": {"kendall_b": "ustat", "kendall_c": "jackknife", "pearson": "jackknife",
                 "spearman": "jackknife"},
+    # mid-p: a function of the data and the seed's swaps only (issue 35: the randomised
+    # tie-break was a hash of the names, so one user's level was 0.02-0.21 at 5 systems)
     "system": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"),
-                            "permutation-random"),
+                            "permutation-midp"),
 }
 TEST_DESCRIPTIONS = {
     "paper": "Williams t (Steiger 1980 form), one-sided, in the direction of the larger |r| "
@@ -86,6 +91,9 @@ TEST_DESCRIPTIONS = {
     "permutation": "paired permutation test (Deutsch et al. 2021), p = (1 + #extreme)/(1 + N)",
     "permutation-random": "paired permutation test swapping whole prompts, ties with the "
                           "observed difference broken at random (exact under exchangeability)",
+    "permutation-midp": "paired permutation test swapping whole prompts, mid-p: ties with the "
+                        "observed difference count one half (a function of the data and the "
+                        "seed's swaps only)",
 }
 # Measured P(p < 0.05) under the null, (lowest, highest, where) over the cells of a level:
 # the earlier benchmarks/bench_calibration.py (--reps 10000 --seed 0; "Other tests" on the
@@ -147,8 +155,8 @@ def resolve_tests(test: str | Mapping[str, str], levels: list[str], method: str,
         if name == "ustat" and method != "kendall_b":
             raise InputError(f"test 'ustat' is for Kendall tau-b, not {method!r}; use "
                              "'jackknife' or 'bootstrap'")
-        if name == "permutation-random" and level != "system":
-            raise InputError("test 'permutation-random' runs at the system level only; at the "
+        if name in SYSTEM_PERMUTATION_TESTS and level != "system":
+            raise InputError(f"test {name!r} runs at the system level only; at the "
                              "overall level use 'ustat', 'jackknife', 'bootstrap' or "
                              "'permutation'")
         out[level] = name
@@ -247,10 +255,11 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
         out.update(_permutation(wide, comp, level, method, permutation_unit, n_permutations,
                                 alternative, random_state, tie_rtol, sign_convention,
                                 lower_is_better))
-    elif test == "permutation-random":
+    elif test in SYSTEM_PERMUTATION_TESTS:
         try:
             perm = system_permutation(wide, comp, sa, sb, method, alternative, n_permutations,
-                                      random_state, tie_rtol, confidence_level)
+                                      random_state, tie_rtol, confidence_level,
+                                      ties="random" if test == "permutation-random" else "mid")
         except InputError as exc:  # missing scores: the rows say why, the rest still runs
             out["test_reason"] = np.full(size, str(exc), dtype=object)
         else:
@@ -558,7 +567,8 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
                        sb: np.ndarray, method: str, alternative: str = "two-sided",
                        n_permutations: int = 1000, random_state: int | None = 0,
                        tie_rtol: float = 1e-12,
-                       confidence_level: float = 0.95) -> dict[str, np.ndarray]:
+                       confidence_level: float = 0.95,
+                       ties: str = "random") -> dict[str, np.ndarray]:
     """System-level paired permutation test with random tie-breaking (``permutation-random``).
 
     Every permutation swaps a's and b's (z-scored, oriented) scores on all stories of a random
@@ -579,7 +589,15 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     `comparison_uniforms` of its names: a row's p-value is the same whatever other measures are
     compared in the run.
 
-    The interval ``ci_low, ci_high`` inverts the same test: ``delta +- d_(k)`` with ``d_(k)``
+    ``ties="mid"`` (test ``permutation-midp``, the default): the uniform is replaced by its
+    mean, ``p = (#{|delta*| > |delta|} + (1 + #{|delta*| = |delta|}) / 2) / (1 + N)`` (the
+    mid-p value; Lancaster 1961): a function of the data and of the seed's swaps only, never of
+    the names, whose level under exchangeability is close to, not exactly, the nominal one
+    (measured: docs "Which test?"). Its interval inverts the mid-p test itself
+    (`_midp_interval`), so that ``p < 1 - confidence_level`` exactly when the interval
+    excludes 0.
+
+    The interval ``ci_low, ci_high`` of ``ties="random"`` inverts the same test: ``delta +- d_(k)`` with ``d_(k)``
     the ``k = ceil(confidence_level (N + 1))``-th smallest ``|delta*|`` (infinite when
     ``k > N``), i.e. the differences a two-sided test of this size would not reject, assuming
     the permutation distribution of ``delta*`` describes ``delta`` minus its true value (a
@@ -655,10 +673,14 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         obs, dist = -observed, -perm
     more = (dist > obs + _TOL).sum(0)
     tied = (np.abs(dist - obs) <= _TOL).sum(0)
-    u = comparison_uniforms(comp, "system", random_state)
-    p = (more + u * (1 + tied)) / (n_permutations + 1)
+    if ties == "mid":
+        p = (more + 0.5 * (1 + tied)) / (n_permutations + 1)
+        low, high = _midp_interval(observed, perm, 1.0 - confidence_level)
+    else:
+        u = comparison_uniforms(comp, "system", random_state)
+        p = (more + u * (1 + tied)) / (n_permutations + 1)
+        low, high = _permutation_interval(observed, perm, confidence_level)
     ok = np.isfinite(observed)
-    low, high = _permutation_interval(observed, perm, confidence_level)
     return {"t": observed, "p": np.where(ok, p, np.nan), "ci_low": low, "ci_high": high,
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
@@ -756,6 +778,40 @@ def _numpy_deltas(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
     V = np.stack([Hr, A, Bm], axis=-1).transpose(0, 2, 1, 3)  # (N+1, R, S, 3)
     r = direct(V, np.ones(S), np.array([1, 2]), np.array([0, 0]), method)  # (N+1, R, 2)
     return r[..., 0] - r[..., 1]
+
+
+def _midp_interval(observed: np.ndarray, perm: np.ndarray,
+                   alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``observed +- c``: the values ``delta0`` that the two-sided mid-p test of the location
+    shift ``delta - delta0`` (``|delta - delta0|`` against the ``|delta*|``) does not reject at
+    ``alpha``. The mid-p of ``x`` is ``(#{d > x} + (1 + #{d = x}) / 2) / (N + 1)``, nonincreasing
+    in ``x``; the accepted ``x`` are ``[0, c]`` or ``[0, c)`` with ``c`` a value of ``|delta*|``
+    (``c`` is then shrunk by a few tolerances so that an observed ``|delta| = c`` lies outside,
+    as the test rejects it): the test at 0 and the interval agree by construction."""
+    n, rows = perm.shape
+    d = np.sort(np.abs(perm), axis=0)  # (N, rows), NaN last
+    cut = alpha * (n + 1)
+    spread = np.full(rows, np.inf)
+    for j in range(rows):  # one column per comparison row: O(N log N) each
+        col = d[:, j]
+        if not np.isfinite(observed[j]) or np.isnan(col).any():
+            spread[j] = np.nan
+            continue
+        values, counts = np.unique(col, return_counts=True)
+        # merge values within the test's tolerance (they tie with each other)
+        keep = np.concatenate([[True], np.diff(values) > _TOL])
+        group = np.cumsum(keep) - 1
+        values, counts = values[keep], np.bincount(group, weights=counts).astype(np.int64)
+        above = n - np.cumsum(counts)  # #{d > v}
+        at = above + 0.5 * (1 + counts)  # mid-p count at v
+        gap = above + 0.5  # just above v (before the next value)
+        stop = np.flatnonzero((at < cut) | (gap < cut))
+        if len(stop):  # the first value v where the test starts rejecting
+            v = values[stop[0]]
+            # v itself rejected: [0, v); else v accepted and anything above rejected: [0, v]
+            spread[j] = v - 4 * _TOL * max(1.0, v) if at[stop[0]] < cut else v
+    low, high = observed - spread, observed + spread
+    return np.where(np.abs(low) <= _TOL, 0.0, low), np.where(np.abs(high) <= _TOL, 0.0, high)
 
 
 def _permutation_interval(observed: np.ndarray, perm: np.ndarray,

@@ -171,7 +171,7 @@ def cluster_tables(result, *, alpha: float = 0.05, p_column: str = "p",
 
 
 #: Tests whose p-value is a Monte Carlo estimate (it moves with the seed).
-_RESAMPLED = ("permutation", "permutation-random", "bootstrap")
+_RESAMPLED = ("permutation", "permutation-random", "permutation-midp", "bootstrap")
 
 
 def _near_alpha(clusters: pd.DataFrame, result, alpha: float, p_column: str) -> np.ndarray:
