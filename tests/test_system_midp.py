@@ -108,3 +108,37 @@ def test_level_near_nominal_on_a_tiny_null_configuration():
     # mean of a mid-p value under exchangeability is 1/2; the level is near 0.05
     assert abs(p.mean() - 0.5) < 0.07
     assert 0.0 < np.mean(p < 0.1) < 0.2
+
+
+def _dataset(systems):
+    from storyeval.data import scores_to_dataset
+
+    g = np.random.default_rng(2)
+    rows = [{"system": f"S{s}", "prompt_id": p, "quality": g.normal(), "m1": g.normal(),
+             "m2": g.normal()} for s in range(systems) for p in range(20)]
+    long = pd.DataFrame(rows).melt(id_vars=["system", "prompt_id"], var_name="measure",
+                                   value_name="value")
+    return scores_to_dataset(long, criteria=["quality"], name="few")
+
+
+@pytest.mark.parametrize("coef", ["acc_eq", "spa"])
+def test_wmt_coefficients_follow_the_three_system_rule(coef):
+    from storyeval.meta.wmt import select, wmt_table
+
+    levels = ("system",) if coef == "spa" else ("overall", "system")
+    two = wmt_table(select(_dataset(2)), coef, levels=levels)
+    system = two[two["level"] == "system"]
+    assert system["value"].isna().all() and (system["reason"].str.contains("3 systems")).all()
+    if coef == "acc_eq":  # the overall level does not depend on the systems' count
+        assert two.loc[two["level"] == "overall", "value"].notna().all()
+    four = wmt_table(select(_dataset(4)), coef, levels=levels)
+    assert four["value"].notna().all() and (four["reason"] == "").all()
+
+
+def test_system_interval_of_a_difference_is_clipped_to_its_range():
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        h, a, b = _null(rng, S=3, P=8)
+        for test in ("permutation-midp", "permutation-random", "bootstrap"):
+            res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", test=test, n=200)
+            assert -2.0 <= res["ci_low"][0] <= res["delta"][0] <= res["ci_high"][0] <= 2.0

@@ -234,7 +234,32 @@ def compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
     ``t`` (the statistic: z, or the observed difference for resampling tests), ``p``,
     ``statistic_kind``, ``delta``, ``ci_low``, ``ci_high``, ``ci_method``, ``test_reason``.
     ``lower_is_better``: measures reversed under the ``"raw"`` sign convention (`orientation`).
+
+    The interval of a difference of two correlations is clipped to its possible range
+    ``[-2, 2]`` (a normal or location-shift interval of few systems can reach past it; the
+    clip never changes whether it covers 0).
     """
+    out = _compare_rows(wide, comp, level=level, method=method, test=test,
+                        alternative=alternative, sign_convention=sign_convention,
+                        confidence_level=confidence_level, n_resamples=n_resamples,
+                        n_permutations=n_permutations, resample_by=resample_by,
+                        permutation_unit=permutation_unit, random_state=random_state,
+                        nan_policy=nan_policy, tie_rtol=tie_rtol,
+                        lower_is_better=lower_is_better)
+    for key in ("ci_low", "ci_high"):
+        if key in out:
+            out[key] = np.clip(np.asarray(out[key], dtype=np.float64), -2.0, 2.0)
+    return out
+
+
+def _compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str, method: str,
+                  test: str, alternative: str = "two-sided", sign_convention: str = "paper",
+                  confidence_level: float = 0.95, n_resamples: int = 1000,
+                  n_permutations: int = 1000, resample_by: str = "prompts",
+                  permutation_unit: str = "prompt", random_state: int | None = 0,
+                  nan_policy: str = "raise", tie_rtol: float = 1e-12,
+                  lower_is_better: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
+    """`compare_rows` before the clip."""
     sa, sb = _orient_rows(comp, sign_convention, lower_is_better)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
