@@ -601,7 +601,7 @@ def test_permutation_interval_agrees_with_its_test_without_ties():
 def test_default_system_interval_is_the_permutation_interval():
     res = meta_evaluate(_user_dataset(), reference="all", levels="system", n_permutations=200)
     will = res.comparisons
-    assert will["ci_method"].str.startswith("permutation interval").all()
+    assert will["ci_method"].str.startswith("permutation interval inverting the mid-p test").all()
     assert ((will["ci_low"] <= will["delta"]) & (will["delta"] <= will["ci_high"])).all()
 
 

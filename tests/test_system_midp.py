@@ -145,3 +145,11 @@ def test_system_interval_of_a_difference_is_clipped_to_its_range():
                 res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method=method,
                            test=test, n=200)
                 assert -2.0 <= res["ci_low"][0] <= res["ci_high"][0] <= 2.0
+
+
+def test_rows_with_fewer_than_five_systems_say_the_level_is_not_held():
+    rng = np.random.default_rng(9)
+    four = _run(_wide(*_null(rng, S=4, P=10)), "Overall", "METEOR", "my-metric", n=99)
+    five = _run(_wide(*_null(rng, S=5, P=10)), "Overall", "METEOR", "my-metric", n=99)
+    assert "fewer than 5 systems" in four["note"][0] and np.isfinite(four["p"][0])
+    assert five["note"][0] == ""
