@@ -261,7 +261,7 @@ def test_zou_interval_hand_worked():
 
 def test_resolve_tests_defaults_and_errors():
     assert resolve_tests("auto", ["overall", "system"], "kendall_b") == {
-        "overall": "ustat", "system": "permutation-random"}
+        "overall": "ustat", "system": "permutation-midp"}
     assert resolve_tests("auto", ["overall"], "pearson") == {"overall": "jackknife"}
     # a dataset's default_test (HANNA's loader declares "paper") replaces the calibrated one
     assert resolve_tests("auto", ["overall", "system"], "kendall_b", "paper") == {
@@ -288,7 +288,7 @@ def test_auto_is_the_paper_convention_only_where_the_dataset_says_so():
     assert set(res.comparisons["test"]) == {"paper"}
     res = meta_evaluate(replace(hanna, default_test=None), measures="BLEU,chrF",
                         levels="system", reference="all")
-    assert set(res.comparisons["test"]) == {"permutation-random"}
+    assert set(res.comparisons["test"]) == {"permutation-midp"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
     res = meta_evaluate(_user_dataset(), reference="all")
     will = res.comparisons
     assert dict(zip(will["level"], will["test"])) == {"overall": "ustat",
-                                                      "system": "permutation-random"}
+                                                      "system": "permutation-midp"}
     assert set(will["sided"]) == {"two-sided"} and not will["swapped"].any()
     assert will[["p", "delta", "ci_low", "ci_high"]].notna().all().all()
     # user data: raw orientation (no sign chosen after seeing the data), family per criterion
@@ -332,7 +332,7 @@ def test_user_data_gets_calibrated_two_sided_tests_with_effect_sizes():
                & (will["measure_b"] == "inverse")].iloc[0]
     assert row["delta"] == pytest.approx(row["r_a"] - row["r_b"])
     assert res.settings["comparisons"]["test"] == {"overall": "ustat",
-                                                "system": "permutation-random"}
+                                                "system": "permutation-midp"}
     assert res.settings["comparisons"]["sign_convention"] == "raw"
     assert res.settings["comparisons"]["family"] == "criterion"
     assert set(will["family"].str.split(" [|]").str[0]) == {"bh over measure pairs"}
@@ -515,6 +515,7 @@ def _extra_measures(data, k: int, seed: int = 5):
 
 
 @pytest.mark.parametrize("test", [{"overall": "ustat", "system": "permutation-random"},
+                                  {"overall": "ustat", "system": "permutation-midp"},
                                   "bootstrap", "jackknife", "permutation"])
 def test_p_value_bit_identical_when_ten_measures_join(test):
     data = _user_dataset(3)
@@ -600,7 +601,7 @@ def test_permutation_interval_agrees_with_its_test_without_ties():
 def test_default_system_interval_is_the_permutation_interval():
     res = meta_evaluate(_user_dataset(), reference="all", levels="system", n_permutations=200)
     will = res.comparisons
-    assert will["ci_method"].str.startswith("permutation interval").all()
+    assert will["ci_method"].str.startswith("permutation interval inverting the mid-p test").all()
     assert ((will["ci_low"] <= will["delta"]) & (will["delta"] <= will["ci_high"])).all()
 
 

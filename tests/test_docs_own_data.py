@@ -135,15 +135,16 @@ def test_meta_numbers_quoted_on_the_page():
     assert perfect == {"length", "overlap-f1"}
     # "no adjusted p is below 0.1" at the system level
     for criterion in ("Fluency", "Plot twist"):
-        cells = _table(lines, "BH-adjusted paired permutation (random tie-breaking) p "
+        cells = _table(lines, "BH-adjusted paired permutation (mid-p) p "
                               "(two-sided, family 'criterion': 2 families of m = 3 tests), "
                               f"all pairs of selected raters, system level, {criterion}")
         values = [float(v) for row in cells.values() for v in row.values() if v]
         assert len(values) == 3 and min(values) >= 0.1
         deltas = _table(lines, "difference of correlations with the human criterion, delta = "
-                               "r(h,a) - r(h,b) [95% CI: permutation interval: delta +- "
-                               "the 95% quantile of |delta*| over the test's 1000 prompt "
-                               "swaps (fixed systems)], all pairs of selected raters, system "
+                               "r(h,a) - r(h,b) [95% CI: permutation interval inverting "
+                               "the mid-p test: the shifts delta0 that the test of |delta - "
+                               "delta0| over its 1000 prompt swaps does not reject at 0.05 "
+                               "(fixed systems)], all pairs of selected raters, system "
                                f"level, {criterion}")
         for cell in (v for row in deltas.values() for v in row.values() if v):
             low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(","))

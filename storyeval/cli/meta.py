@@ -85,9 +85,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="comparison test: auto (default: the paper's Williams convention "
                             "on the embedded HANNA data, else the calibrated two-sided test: "
                             "ustat for tau-b / jackknife for Pearson, Spearman, tau-c at "
-                            "the overall level, permutation-random at the system level), "
-                            "paper, williams, "
-                            "ustat, jackknife, bootstrap, permutation, permutation-random; or one "
+                            "the overall level, permutation-midp at the system level), "
+                            "paper, williams, ustat, jackknife, bootstrap, permutation, "
+                            "permutation-midp, permutation-random; or one "
                             "per level: overall=ustat,system=bootstrap (docs: Which test?)")
     tests.add_argument("--reference", default="auto", metavar="RATER",
                        help="rater the tests compare every other measure against; 'auto' "

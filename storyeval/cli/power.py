@@ -84,7 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     plan.add_argument("--test", default="auto",
                       help="auto (the calibrated default of `storyeval meta`), williams, ustat, "
                            "jackknife, fisher-z (independent samples, overall), "
-                           "permutation-random (system)")
+                           "permutation-midp, permutation-random (system)")
     plan.add_argument("--n", metavar="LIST",
                       help="sizes to simulate, comma-separated (default overall "
                            "25,50,100,200,400,800; system 5,10,20,40)")
@@ -99,7 +99,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     plan.add_argument("--replications", type=int, default=2000,
                       help="simulated data sets per size (default 2000)")
     plan.add_argument("--permutations", type=int, default=100,
-                      help="permutation-random: permutations per data set (default 100)")
+                      help="permutation-midp, permutation-random: permutations per data set "
+                           "(default 100)")
     plan.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output on standard output (default: table)")

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         compare_rows,
         resolve_tests,
     )
+    from storyeval.compare.prompt_level import compare_prompt_level
     from storyeval.compare.williams import (
         WILLIAMS_NOTE,
         WilliamsResult,
@@ -66,6 +67,7 @@ _LAZY = {
     "TEST_DESCRIPTIONS": "procedures",
     "calibrated_test": "procedures",
     "compare_rows": "procedures",
+    "compare_prompt_level": "prompt_level",
     "resolve_tests": "procedures",
     "METHODS": "multitest",
     "NAMED_FAMILIES": "multitest",
@@ -90,6 +92,7 @@ __all__ = [
     "adjust_frame",
     "adjust_pvalues",
     "calibrated_test",
+    "compare_prompt_level",
     "compare_rows",
     "family_sizes",
     "jackknife_diff",

@@ -787,7 +787,8 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
         out = dict(t=res["t"], p=res["p"], statistic_kind=res["statistic_kind"],
                    hypothesis=_constant(prefix.format("a") + op + prefix.format("b"), size),
                    swapped=np.zeros(size, dtype=bool), reason=res["test_reason"],
-                   note=_constant("", size), delta=res["delta"], ci_low=res["ci_low"],
+                   note=res.get("note", _constant("", size)), delta=res["delta"],
+                   ci_low=res["ci_low"],
                    ci_high=res["ci_high"], ci_method=res["ci_method"],
                    ci_reason=res["ci_reason"])
     if level == "system":

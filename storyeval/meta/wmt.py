@@ -120,12 +120,30 @@ def wmt_table(sel: WmtSelection, coef: str, *, levels: Sequence[str] = ("overall
                 table["ci_low"] = [b[0] for b in bounds]
                 table["ci_high"] = [b[1] for b in bounds]
             frames.append(table)
-    out = pd.concat(frames, ignore_index=True)
+    out = _few_systems(pd.concat(frames, ignore_index=True), sel.wide)
     out.insert(1, "display_name", out["measure"].map(sel.display))
     out.insert(4, "coefficient", coef)
     order = {lev: k for k, lev in enumerate(levels)}
     out = out.sort_values("level", key=lambda s: s.map(order), kind="stable")
     return out.reset_index(drop=True)
+
+
+def _few_systems(table: pd.DataFrame, wide: pd.DataFrame) -> pd.DataFrame:
+    """The 3-system rule of `meta` (`storyeval.compare.procedures.MIN_SYSTEMS`) on the WMT
+    coefficients: with fewer systems a system-level pairwise accuracy or SPA compares one pair
+    of means at most (0 or 1 whatever the measure), so its value and interval are NaN and the
+    row's ``reason`` says why."""
+    from storyeval.compare.procedures import MIN_SYSTEMS, MIN_SYSTEMS_REASON
+
+    names = list(wide.index.names)
+    level = names.index("system") if "system" in names else 0
+    systems = wide.index.get_level_values(level).nunique()
+    few = (table["level"] == "system").to_numpy() & (systems < MIN_SYSTEMS)
+    table["reason"] = np.where(few, MIN_SYSTEMS_REASON, "").astype(object)
+    cols = [c for c in ("value", "value_no_calibration", "epsilon", "p", "ci_low", "ci_high")
+            if c in table.columns]
+    table.loc[few, cols] = np.nan
+    return table
 
 
 def cluster_tables(result, *, alpha: float = 0.05, p_column: str = "p",
@@ -171,7 +189,7 @@ def cluster_tables(result, *, alpha: float = 0.05, p_column: str = "p",
 
 
 #: Tests whose p-value is a Monte Carlo estimate (it moves with the seed).
-_RESAMPLED = ("permutation", "permutation-random", "bootstrap")
+_RESAMPLED = ("permutation", "permutation-random", "permutation-midp", "bootstrap")
 
 
 def _near_alpha(clusters: pd.DataFrame, result, alpha: float, p_column: str) -> np.ndarray:

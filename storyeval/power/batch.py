@@ -58,9 +58,10 @@ def _means_coef(x: np.ndarray, y: np.ndarray, coef: str) -> np.ndarray:
                      sy) / len(i)
 
 
-def _perm_random(h, a, b, coef, n_permutations, rng) -> np.ndarray:
+def _perm_random(h, a, b, coef, n_permutations, rng, ties: str = "random") -> np.ndarray:
     """``permutation-random`` on story cubes (reps, S, P): swap a/b (z-scored) of whole prompts,
-    ties with the observed difference broken at random (`compare.system_permutation`)."""
+    ties with the observed difference broken at random (`compare.system_permutation`);
+    ``ties="mid"``: ``permutation-midp``, ties count one half (the mid-p value)."""
     P = h.shape[-1]
     za = (a - a.mean((1, 2), keepdims=True)) / a.std((1, 2), keepdims=True)
     zb = (b - b.mean((1, 2), keepdims=True)) / b.std((1, 2), keepdims=True)
@@ -72,4 +73,5 @@ def _perm_random(h, a, b, coef, n_permutations, rng) -> np.ndarray:
     obs = np.abs(_means_coef(H, Za, coef) - _means_coef(H, Zb, coef))[:, None]
     more = (np.abs(dp) > obs + 1e-12).sum(-1)
     tied = (np.abs(np.abs(dp) - obs) <= 1e-12).sum(-1)
-    return (more + rng.random(h.shape[0]) * (1 + tied)) / (n_permutations + 1)
+    u = 0.5 if ties == "mid" else rng.random(h.shape[0])
+    return (more + u * (1 + tied)) / (n_permutations + 1)

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from storyeval.compare.procedures import MIN_SYSTEMS
+from storyeval.compare.procedures import MIN_SYSTEMS, SYSTEM_PERMUTATION_TESTS
 from storyeval.exceptions import InputError
 from storyeval.power.batch import _coef, _perm_random, _pvalues
 from storyeval.power.model import (
@@ -70,7 +70,8 @@ __all__ = ["COEFFICIENTS", "PLANNER_TESTS", "PowerResult", "fisher_z_power", "pl
 COEFFICIENTS = ("kendall_b", "pearson", "spearman")
 PLANNER_TESTS = {
     "overall": ("auto", "williams", "ustat", "jackknife", "fisher-z"),
-    "system": ("auto", "permutation-random", "williams", "ustat", "jackknife"),
+    "system": ("auto", "permutation-midp", "permutation-random", "williams", "ustat",
+               "jackknife"),
 }
 DEFAULT_N = {"overall": (25, 50, 100, 200, 400, 800), "system": (5, 10, 20, 40)}
 _SPEARMAN_BUDGET = 5e7  # replications x n^2 of Spearman's jackknife per size
@@ -158,7 +159,7 @@ def simulate_power(r_h1: float, r_h2: float, r_12: float, *, n: Any = None,
         if level == "overall" and ((test in ("ustat", "jackknife") and not human.discrete)
                                    or (test == "jackknife" and coef == "spearman")):
             step = max(1, min(step, int(2e7 // (size * size))))
-        if test == "permutation-random":
+        if test in SYSTEM_PERMUTATION_TESTS:
             step = max(1, min(step, int(1e7 // (n_permutations * max(size * size // 2, prompts)))))
         hits = 0
         done = 0
@@ -173,8 +174,9 @@ def simulate_power(r_h1: float, r_h2: float, r_12: float, *, n: Any = None,
             else:
                 q = math.sqrt(g) * rng.standard_normal((k, size, 1))
                 h, a, b = (q + ev for ev in _draw(rng, (k, size, prompts), L_story))
-                if test == "permutation-random":
-                    p = _perm_random(h, a, b, coef, n_permutations, rng)
+                if test in SYSTEM_PERMUTATION_TESTS:
+                    p = _perm_random(h, a, b, coef, n_permutations, rng,
+                                     "random" if test == "permutation-random" else "mid")
                 else:
                     p = _pvalues(test, h.mean(-1), a.mean(-1), b.mean(-1), coef)
             hits += int(np.sum(np.asarray(p) < alpha))  # an undefined p (NaN) is no detection
@@ -491,7 +493,7 @@ def plan_power(r_human: Any = None, r_between: float | None = None, *,
                     replications=int(replications), seed=seed)
     if level == "system":
         settings.update(prompts=int(prompts), shared_quality=shared_quality)
-        if test_name == "permutation-random":
+        if test_name in SYSTEM_PERMUTATION_TESTS:
             settings["n_permutations"] = int(n_permutations)
     grid = _check_grid(n, level, test_name, prompts)
     if len(table) < len(grid):

@@ -66,7 +66,7 @@ def level_caption(result: MetaResult, level: str) -> str:
 TEST_LABELS = {"paper": "Williams", "williams": "Williams", "ustat": "U-statistic z-test",
                "jackknife": "jackknife z-test", "bootstrap": "paired bootstrap",
                "permutation": "paired permutation", "permutation-random": "paired permutation "
-               "(random tie-breaking)"}
+               "(random tie-breaking)", "permutation-midp": "paired permutation (mid-p)"}
 
 
 def _per_level(value, level: str):

@@ -1,0 +1,155 @@
+"""The default system-level test, ``permutation-midp`` (issue 35): its p-value is a function of
+the data (not of the measures' names or the column order), its decision is stable over seeds,
+its interval inverts it, and its level on a tiny null configuration is near nominal."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from storyeval.compare.procedures import CALIBRATED, compare_rows
+from storyeval.correlation.kernel import pairwise_correlations
+from storyeval.correlation.levels import level_data
+
+
+def _wide(h, a, b, names=("Overall", "METEOR", "my-metric")):
+    S, P = h.shape
+    index = pd.MultiIndex.from_product([[f"sys{s}" for s in range(S)],
+                                        [f"p{p:02d}" for p in range(P)]],
+                                       names=["system", "prompt_id"])
+    return pd.DataFrame(np.column_stack([h.ravel(), a.ravel(), b.ravel()]), index=index,
+                        columns=list(names))
+
+
+def _run(wide, crit, ma, mb, method="kendall_b", seed=0, n=1000, test="permutation-midp"):
+    cols = [crit, ma, mb]
+    X = np.asarray(level_data(wide, cols, level="system"), dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        R = pairwise_correlations(X[None], method=method, warn=False).statistic[0]
+    comp = {"level": np.array(["system"], dtype=object),
+            "criterion": np.array([crit], dtype=object),
+            "measure_a": np.array([ma], dtype=object), "measure_b": np.array([mb], dtype=object),
+            "r_a": R[0, 1:2], "r_b": R[0, 2:3], "r_ab": R[1, 2:3], "n": np.array([X.shape[0]])}
+    return compare_rows(wide, comp, level="system", method=method, test=test,
+                        sign_convention="raw", random_state=seed, n_permutations=n)
+
+
+def _null(rng, S=5, P=30):
+    q = rng.normal(0, 0.3, (S, 1)) + rng.normal(size=(S, P))
+    h = np.clip(np.rint(3 + q + rng.normal(0, 0.8, (S, P))), 1, 5)
+    base = q + 0.5 * rng.normal(size=(S, P))
+    return h, base + rng.normal(size=(S, P)), base + rng.normal(size=(S, P))
+
+
+def test_default_system_test_is_midp():
+    assert set(CALIBRATED["system"].values()) == {"permutation-midp"}
+
+
+@pytest.mark.parametrize("method", ["kendall_b", "pearson"])
+def test_p_value_does_not_depend_on_names_or_column_order(method):
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        h, a, b = _null(rng)
+        ref = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method)
+        renamed = _run(_wide(h, a, b, ("quality", "BLEU", "length")), "quality", "BLEU",
+                       "length", method)
+        wide = _wide(h, a, b)[["my-metric", "Overall", "METEOR"]]  # another column order
+        reordered = _run(wide, "Overall", "METEOR", "my-metric", method)
+        for other in (renamed, reordered):
+            for key in ("p", "ci_low", "ci_high"):
+                np.testing.assert_allclose(other[key], ref[key], rtol=1e-9, atol=1e-12)
+        swapped = _run(_wide(h, a, b), "Overall", "my-metric", "METEOR", method)
+        np.testing.assert_allclose(swapped["p"], ref["p"], rtol=1e-9)
+
+
+def test_decision_stable_over_seeds_and_interval_inverts_the_test():
+    rng = np.random.default_rng(11)
+    flips = disagree = 0
+    for _ in range(40):
+        h, a, b = _null(rng)
+        wide = _wide(h, a, b)
+        r0, r1 = (_run(wide, "Overall", "METEOR", "my-metric", seed=s) for s in (0, 1))
+        flips += int((r0["p"][0] < 0.05) != (r1["p"][0] < 0.05))
+        for r in (r0, r1):
+            excludes = r["ci_low"][0] > 0 or r["ci_high"][0] < 0
+            disagree += int(excludes != (r["p"][0] < 0.05))
+    assert disagree == 0
+    assert flips <= 1
+
+
+def test_midp_matches_full_enumeration_of_swaps():
+    # 5 prompts: all 32 swap patterns enumerated with scipy's tau-b (independent reference)
+    rng = np.random.default_rng(5)
+    h, a, b = _null(rng, S=6, P=5)
+    za, zb = (a - a.mean()) / a.std(), (b - b.mean()) / b.std()
+    H = h.mean(1)
+    deltas = []
+    for m in itertools.product([0, 1], repeat=5):
+        m = np.array(m, dtype=bool)
+        A, B = np.where(m, zb, za).mean(1), np.where(m, za, zb).mean(1)
+        deltas.append(stats.kendalltau(H, A).statistic - stats.kendalltau(H, B).statistic)
+    deltas = np.abs(np.array(deltas))
+    obs = deltas[0]
+    exact = (np.sum(deltas > obs + 1e-12) + 0.5 * np.sum(np.abs(deltas - obs) <= 1e-12)) / 32
+    res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", n=20000)
+    assert res["p"][0] == pytest.approx(exact, abs=0.02)
+
+
+def test_level_near_nominal_on_a_tiny_null_configuration():
+    rng = np.random.default_rng(2024)
+    p = np.array([_run(_wide(*_null(rng, S=5, P=12)), "Overall", "METEOR", "my-metric",
+                       n=199)["p"][0] for _ in range(150)])
+    # mean of a mid-p value under exchangeability is 1/2; the level is near 0.05
+    assert abs(p.mean() - 0.5) < 0.07
+    assert 0.0 < np.mean(p < 0.1) < 0.2
+
+
+def _dataset(systems):
+    from storyeval.data import scores_to_dataset
+
+    g = np.random.default_rng(2)
+    rows = [{"system": f"S{s}", "prompt_id": p, "quality": g.normal(), "m1": g.normal(),
+             "m2": g.normal()} for s in range(systems) for p in range(20)]
+    long = pd.DataFrame(rows).melt(id_vars=["system", "prompt_id"], var_name="measure",
+                                   value_name="value")
+    return scores_to_dataset(long, criteria=["quality"], name="few")
+
+
+@pytest.mark.parametrize("coef", ["acc_eq", "spa"])
+def test_wmt_coefficients_follow_the_three_system_rule(coef):
+    from storyeval.meta.wmt import select, wmt_table
+
+    levels = ("system",) if coef == "spa" else ("overall", "system")
+    two = wmt_table(select(_dataset(2)), coef, levels=levels)
+    system = two[two["level"] == "system"]
+    assert system["value"].isna().all() and (system["reason"].str.contains("3 systems")).all()
+    if coef == "acc_eq":  # the overall level does not depend on the systems' count
+        assert two.loc[two["level"] == "overall", "value"].notna().all()
+    four = wmt_table(select(_dataset(4)), coef, levels=levels)
+    assert four["value"].notna().all() and (four["reason"] == "").all()
+
+
+def test_system_interval_of_a_difference_is_clipped_to_its_range():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = np.arange(3.0)[:, None] + 0.3 * rng.normal(size=(3, 8))
+        h, a, b = q, q + 0.3 * rng.normal(size=(3, 8)), -q + 0.3 * rng.normal(size=(3, 8))
+        for test in ("permutation-midp", "permutation-random", "bootstrap"):
+            for method in ("kendall_b", "pearson"):
+                res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method=method,
+                           test=test, n=200)
+                assert -2.0 <= res["ci_low"][0] <= res["ci_high"][0] <= 2.0
+
+
+def test_rows_with_fewer_than_five_systems_say_the_level_is_not_held():
+    rng = np.random.default_rng(9)
+    four = _run(_wide(*_null(rng, S=4, P=10)), "Overall", "METEOR", "my-metric", n=99)
+    five = _run(_wide(*_null(rng, S=5, P=10)), "Overall", "METEOR", "my-metric", n=99)
+    assert "fewer than 5 systems" in four["note"][0] and np.isfinite(four["p"][0])
+    assert five["note"][0] == ""
