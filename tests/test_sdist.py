@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-NEEDED = ("README.md", "LICENSE", "CHANGELOG.md", "CITATION.cff", "mkdocs.yml",
+NEEDED = ("README.md", "LICENSE", "CHANGELOG.md", "CITATION.cff", "mkdocs.yml", ".readthedocs.yaml",
           "pyproject.toml", "constraints/oldest.txt", "constraints/cpu-torch.txt",
           "tests/conftest.py", "tests/test_sdist.py", "docs/gen_pages.py", "docs/index.md",
           "docs/vendor/katex/katex.min.js", "benchmarks/bench_calibration.py",
