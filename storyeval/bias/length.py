@@ -96,6 +96,9 @@ def length_preference(verdicts: pd.DataFrame, lengths: Mapping[str, float] | pd.
         r = None
         if ref is not None:
             r = ref[ref["dimension"] == dim]
+            if r.empty:
+                raise InputError(f"reference: no verdicts on dimension {dim!r} (of judge "
+                                 f"{judge!r}); its dimensions are {sorted(set(ref['dimension']))}")
             both = g[PAIR].merge(r[PAIR].drop_duplicates(), on=PAIR, how="left",
                                  indicator=True)["_merge"].eq("both").to_numpy()
             g = g[both]

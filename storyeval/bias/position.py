@@ -16,12 +16,14 @@ Per judge and dimension (`position_bias`):
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from storyeval.bias._verdicts import PAIR, keyed, select
 from storyeval.bias.inference import ratio_contrast
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 __all__ = ["position_bias"]
 
@@ -82,17 +84,17 @@ def position_bias(verdicts: pd.DataFrame, *, dimension: str | None = None,
     k = select(keyed(verdicts), dimension=dimension)
     kw = {"confidence_level": confidence_level, "alternative": alternative}
     rows = []
-    import warnings
-
-    from storyeval.exceptions import UndefinedStatisticWarning
-
     for (judge, dim), g in k.groupby(["judge", "dimension"], sort=False):
         decided = (g["outcome"] != 0).to_numpy()
         first_won = decided & ((g["outcome"] == 1).to_numpy() == g["first_is_lo"].to_numpy())
         res = ratio_contrast(first_won.astype(float), decided.astype(float),
                              clusters=g["prompt_id"].to_numpy(), null=0.5, **kw)
-        rows.append({"judge": judge, "dimension": dim, "estimand": "first-position rate",
-                     **res.to_dict()})
+        row = {"judge": judge, "dimension": dim, "estimand": "first-position rate",
+               **res.to_dict()}
+        if g["first_is_lo"].nunique() == 1 and not row["reason"]:
+            row["reason"] = ("every verdict shows the same story of a pair first: position is "
+                             "confounded with the pair's order (randomise or show both)")
+        rows.append(row)
         both = _orders(g)
         if both.empty:
             reason = "no pair judged in both orders"
