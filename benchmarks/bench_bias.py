@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from storyeval.bias import (  # noqa: E402
-    leniency,
     length_preference,
+    leniency,
     pairwise_self_preference,
     position_bias,
     residual_length_correlation,

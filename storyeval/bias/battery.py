@@ -14,6 +14,7 @@ that the data allow, one tidy table each.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -130,7 +131,7 @@ def rating_bias(dataset, *, own: Mapping[str, Sequence[str]] | None = None,
                          "(--reference other or a rater name)")
     crits = _criteria(dataset, criteria, raters_only)
     wide = dataset.wide()
-    kw = {"confidence_level": confidence_level, "alternative": alternative}
+    kw: dict[str, Any] = {"confidence_level": confidence_level, "alternative": alternative}
     tables: dict[str, pd.DataFrame] = {}
     if own:
         frames = []
@@ -208,7 +209,7 @@ def verdict_bias(verdicts: pd.DataFrame, *, reference: pd.DataFrame | None = Non
     from storyeval.bias.position import position_bias
     from storyeval.bias.self_preference import pairwise_self_preference
 
-    kw = {"confidence_level": confidence_level, "alternative": alternative}
+    kw: dict[str, Any] = {"confidence_level": confidence_level, "alternative": alternative}
     tables = {"position": position_bias(verdicts, dimension=dimension, **kw)}
     if own:
         ref = reference_judge if reference_judge is not None else reference

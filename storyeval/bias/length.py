@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,7 +92,7 @@ def length_preference(verdicts: pd.DataFrame, lengths: Mapping[str, float] | pd.
         ref = select(_keyed_lengths(reference, lengths, "reference"), dimension=dimension,
                      source="reference")
     rows = []
-    kw = {"confidence_level": confidence_level, "alternative": alternative}
+    kw: dict[str, Any] = {"confidence_level": confidence_level, "alternative": alternative}
     for (judge, dim), g in k.groupby(["judge", "dimension"], sort=False):
         r = None
         if ref is not None:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ def leniency(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]], *,
     """
     prompts = wide.index.get_level_values("prompt_id").to_numpy()
     rows = []
-    kw = {"confidence_level": confidence_level}
+    kw: dict[str, Any] = {"confidence_level": confidence_level}
     for rater, human in pairs:
         for col in (rater, human):
             if col not in wide.columns:

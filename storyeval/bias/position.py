@@ -17,6 +17,7 @@ Per judge and dimension (`position_bias`):
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,7 @@ def position_bias(verdicts: pd.DataFrame, *, dimension: str | None = None,
     {'first-position rate': 0.75, 'flip rate': 0.5, 'net position flips': 0.5}
     """
     k = select(keyed(verdicts), dimension=dimension)
-    kw = {"confidence_level": confidence_level, "alternative": alternative}
+    kw: dict[str, Any] = {"confidence_level": confidence_level, "alternative": alternative}
     rows = []
     for (judge, dim), g in k.groupby(["judge", "dimension"], sort=False):
         decided = (g["outcome"] != 0).to_numpy()

@@ -105,10 +105,12 @@ def self_preference(wide: pd.DataFrame, own: Mapping[str, str | Sequence[str]], 
     >>> idx = pd.MultiIndex.from_product([["A", "B", "C"], range(4)],
     ...                                  names=["system", "prompt_id"])
     >>> h = np.tile([3.0, 2.0, 4.0, 1.0], 3) + np.repeat([0.0, 1.0, 2.0], 4)
-    >>> r = h + np.repeat([0.5, 0.0, 0.0], 4) + np.tile([0.1, -0.1, 0.0, 0.0], 3)
+    >>> noise = [0.1, -0.1, 0, 0, 0, 0.2, 0, 0, 0, 0, 0, -0.2]
+    >>> r = h + np.repeat([0.5, 0.0, 0.0], 4) + noise
     >>> wide = pd.DataFrame({"human": h, "judge": r}, index=idx)
-    >>> float(self_preference(wide, {"judge": "A"}, reference="human")["estimate"].iloc[0])
-    0.5
+    >>> row = self_preference(wide, {"judge": "A"}, reference="human").iloc[0]
+    >>> round(float(row["estimate"]), 6), int(row["n_clusters"])
+    (0.5, 4)
     """
     owned = own_map(own)
     ref_owned = own_map(reference_own, "reference_own") if reference_own else owned

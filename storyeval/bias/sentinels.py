@@ -27,8 +27,8 @@ References
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
