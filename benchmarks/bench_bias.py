@@ -19,6 +19,9 @@ Every estimate comes from the public functions: `self_preference`, `leniency`,
 
     python benchmarks/bench_bias.py              # 1,000 data sets per cell and scenario
     python benchmarks/bench_bias.py --reps 50    # a quick look
+    python benchmarks/bench_bias.py --data ratings   # rerun one kind, keep the other's rows
+
+About 2 minutes for the ratings and 25 for the verdicts on one core.
 
 Writes ``benchmarks/bench_bias.json`` (read by ``docs/gen_bias.py``).
 """
@@ -139,11 +142,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--data", choices=["all", "ratings", "verdicts"], default="all",
+                        help="rerun one kind only, keeping the other's rows of --out")
     args = parser.parse_args(argv)
+    kinds = ("ratings", "verdicts") if args.data == "all" else (args.data,)
     warnings.simplefilter("ignore")
     start = time.time()
     results = []
-    for kind in ("ratings", "verdicts"):
+    for kind in kinds:
         for n_systems, n_prompts in CELLS:
             t0 = time.time()
             rows = run_cell(kind, n_systems, n_prompts, args.reps)
@@ -153,9 +159,13 @@ def main(argv=None) -> int:
                       f"level {row['level'] if row['level'] is None else round(row['level'], 3)}"
                       f"  coverage {row['coverage']:.3f}", flush=True)
             print(f"  ({time.time() - t0:.0f} s)", flush=True)
+    if args.data != "all" and args.out.is_file():
+        kept = [r for r in json.loads(args.out.read_text(encoding="utf-8"))["results"]
+                if r["data"] != args.data]
+        results = sorted(kept + results, key=lambda r: r["data"] != "ratings")
     payload = {"benchmark": "benchmarks/bench_bias.py", "reps": args.reps, "alpha": 0.05,
                "confidence_level": 0.95, "cells": CELLS, "ratings_planted": RATINGS_PLANTED,
-               "verdicts_planted": VERDICTS_PLANTED, "seconds": round(time.time() - start),
+               "verdicts_planted": VERDICTS_PLANTED, "seconds_last_run": round(time.time() - start),
                "results": results}
     args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({time.time() - start:.0f} s)")

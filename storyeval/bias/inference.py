@@ -11,8 +11,8 @@ so the interval is the set of nulls the test does not reject.
 * `ratio_contrast`: ``theta = sum_k w_k A_k / B_k`` with ``A_k, B_k`` sums of per-unit
   numerators and denominators (a mean, a share, a difference of means, a
   difference-in-differences);
-* `clustered_correlation`: Pearson's r of two per-unit variables, its interval on Fisher's z
-  scale.
+* `clustered_correlation`: Pearson's r of two per-unit variables, tested and bounded on
+  Fisher's z scale with a leave-one-cluster-out jackknife standard error.
 """
 
 from __future__ import annotations
@@ -26,10 +26,14 @@ from scipy import stats
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
-__all__ = ["ClusteredEstimate", "TEST_NAME", "clustered_correlation", "ratio_contrast"]
+__all__ = ["CORRELATION_TEST", "ClusteredEstimate", "TEST_NAME", "clustered_correlation",
+           "ratio_contrast"]
 
-#: The name of the test every row of `storyeval.bias` reports.
+#: The name of the test of `ratio_contrast` (every bias estimate but the correlation).
 TEST_NAME = "cluster-robust t (CR1, delta method), df = clusters - 1"
+#: The test of `clustered_correlation`.
+CORRELATION_TEST = ("cluster jackknife t on Fisher's z (leave one cluster out), "
+                    "df = clusters - 1")
 _ALTERNATIVES = ("two-sided", "greater", "less")
 
 
@@ -198,7 +202,7 @@ def ratio_contrast(numerators, denominators, *, weights=None, clusters=None, nul
 
 def clustered_correlation(x, y, *, clusters=None, confidence_level: float = 0.95,
                           alternative: str = "two-sided") -> ClusteredEstimate:
-    """Pearson's r of ``x`` and ``y`` with a cluster-robust test of r = 0 and interval.
+    """Pearson's r of ``x`` and ``y`` with a cluster-jackknife test of r = 0 and interval.
 
     Parameters
     ----------
@@ -212,18 +216,20 @@ def clustered_correlation(x, y, *, clusters=None, confidence_level: float = 0.95
     Returns
     -------
     ClusteredEstimate
-        ``estimate`` is r; ``se`` its delta-method standard error; the test and the interval
-        are on Fisher's z scale (``z = atanh r``, ``se_z = se / (1 - r^2)``, t on C - 1
-        degrees of freedom), the interval transformed back.
+        ``estimate`` is r. The test and the interval are on Fisher's z scale (``z = atanh
+        r``) with the leave-one-cluster-out jackknife standard error and t on C - 1 degrees
+        of freedom; the interval is transformed back; ``se`` is ``se_z (1 - r^2)``.
 
     Notes
     -----
-    With standardised ``x~ = (x - mean) / sd`` and ``y~`` (population sd), the influence of
-    unit i on r is ``psi_i = x~_i y~_i - r (x~_i^2 + y~_i^2) / 2``; ``u_c = sum_{i in c} psi_i /
-    n`` and ``Var(r) = C / (C - 1) sum_c u_c^2``.
+    ``z_(-c)`` is the z of the data without cluster c (from cluster sums of ``1, x, y, x^2,
+    y^2, xy``: no loop over clusters); ``se_z^2 = (C - 1) / C sum_c (z_(-c) - mean z_(-))^2``.
+    The jackknife is used rather than the linearised CR1 variance of `ratio_contrast`:
+    with 20 prompts and 5 systems the CR1 test of r rejected 6.4% of true nulls at 5%, the
+    jackknife 5.5% (3,000 simulated data sets, ``storyeval.bias.simulate``).
 
-    Validated against the delta-method variance of r under independence computed from the
-    moments, and against a cluster bootstrap of r (tests/test_bias_inference.py).
+    Validated against an explicit leave-one-cluster-out loop over ``numpy.corrcoef`` and a
+    cluster bootstrap of r (tests/test_bias_inference.py).
     """
     _check(confidence_level, alternative)
     xv, yv = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -232,25 +238,32 @@ def clustered_correlation(x, y, *, clusters=None, confidence_level: float = 0.95
                          f"{yv.shape}")
     if not (np.isfinite(xv).all() and np.isfinite(yv).all()):
         raise InputError("x and y must be finite (drop missing units first)")
-    codes, _ = _codes(clusters, len(xv))
-    n, n_clusters = len(xv), int(len(np.unique(codes)))
-    sx, sy = xv.std(), yv.std()
-    if n < 3 or sx == 0 or sy == 0:
+    codes, n_clusters = _codes(clusters, len(xv))
+    n = len(xv)
+    if n < 3 or xv.std() == 0 or yv.std() == 0:
         return _nan("a correlation needs at least 3 units and two non-constant variables",
                     np.nan, n, n_clusters, 0.0, confidence_level, alternative)
-    xs, ys = (xv - xv.mean()) / sx, (yv - yv.mean()) / sy
-    r = float(np.mean(xs * ys))
-    psi = xs * ys - r * (xs**2 + ys**2) / 2
-    u = np.bincount(codes, weights=psi / n)
+    r = float(np.corrcoef(xv, yv)[0, 1])
     if n_clusters < 2:
         return _nan("fewer than two clusters hold data: no cluster-robust variance", r, n,
                     n_clusters, 0.0, confidence_level, alternative)
-    se = float(np.sqrt(n_clusters / (n_clusters - 1) * np.sum(u**2)))
-    if not (se > 0 and abs(r) < 1):
-        return _nan("the correlation is +-1 or does not vary over clusters", r, n, n_clusters,
-                    0.0, confidence_level, alternative, se=se)
-    z, se_z = float(np.arctanh(r)), se / (1 - r**2)
+    # centre first (numerically stable moments), then leave-one-cluster-out correlations
+    xc, yc = xv - xv.mean(), yv - yv.mean()
+    sums = np.stack([np.bincount(codes, weights=w, minlength=n_clusters)
+                     for w in (np.ones(n), xc, yc, xc * xc, yc * yc, xc * yc)])
+    m, sx, sy, sxx, syy, sxy = sums.sum(axis=1)[:, None] - sums
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_loo = (sxy - sx * sy / m) / np.sqrt((sxx - sx**2 / m) * (syy - sy**2 / m))
+    if not (np.isfinite(r_loo).all() and abs(r) < 1 and (np.abs(r_loo) < 1).all()):
+        return _nan("the correlation is +-1, or undefined without some cluster", r, n,
+                    n_clusters, 0.0, confidence_level, alternative)
+    z_loo = np.arctanh(r_loo)
+    se_z = float(np.sqrt((n_clusters - 1) / n_clusters * np.sum((z_loo - z_loo.mean())**2)))
+    if not se_z > 0:
+        return _nan("the correlation does not vary over clusters", r, n, n_clusters, 0.0,
+                    confidence_level, alternative, se=0.0)
+    z = float(np.arctanh(r))
     t, p, low, high = _t_inference(z, se_z, n_clusters - 1, 0.0, confidence_level, alternative)
-    return ClusteredEstimate(r, se, float(np.tanh(low)), float(np.tanh(high)), 0.0, t,
-                             n_clusters - 1, p, n, n_clusters, confidence_level, alternative,
-                             test=TEST_NAME.replace("delta method", "delta method, Fisher z"))
+    return ClusteredEstimate(r, se_z * (1 - r**2), float(np.tanh(low)), float(np.tanh(high)),
+                             0.0, t, n_clusters - 1, p, n, n_clusters, confidence_level,
+                             alternative, test=CORRELATION_TEST)

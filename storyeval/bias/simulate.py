@@ -47,14 +47,16 @@ def _stories(n_systems: int, n_prompts: int, rng: np.random.Generator):
 
 
 def simulate_ratings(n_systems: int = 8, n_prompts: int = 40, *,
-                     raters: Mapping[str, int] | None = None, self_preference: float = 0.0,
+                     raters: Mapping[str, int] | None = None,
+                     self_preference: float | Mapping[str, float] = 0.0,
                      length_effect: float = 0.0, offset: float = 0.0,
                      seed: int | np.random.Generator | None = 0) -> pd.DataFrame:
     """A wide score table: ``human``, one column per rater, ``length`` (words).
 
     ``raters`` maps a rater name to the index of the system it owns (default ``{"Judge-A":
     n_systems // 2, "Judge-B": n_systems // 2 + 1}``); systems are named ``sys-0`` ... Index
-    ``(system, prompt_id)``.
+    ``(system, prompt_id)``. ``self_preference``: one value for every rater, or one per rater
+    (a rater left out has none).
     """
     rng = np.random.default_rng(seed)
     raters = dict(raters) if raters is not None else {"Judge-A": n_systems // 2,
@@ -65,7 +67,9 @@ def simulate_ratings(n_systems: int = 8, n_prompts: int = 40, *,
     for name, own in raters.items():
         mine = np.zeros(n_systems)
         mine[own] = 1.0
-        cols[name] = (3 + q + offset + self_preference * mine[None, :] + length_effect * z
+        delta = (self_preference.get(name, 0.0) if isinstance(self_preference, Mapping)
+                 else self_preference)
+        cols[name] = (3 + q + offset + delta * mine[None, :] + length_effect * z
                       + rng.normal(0, SHIFT_SD, (n_prompts, 1))
                       + rng.normal(0, RATER_SD, q.shape))
     cols["length"] = np.round(600 + 150 * z)

@@ -135,11 +135,13 @@ def _own_arg(items: list[str]) -> dict[str, list[str]]:
 
 
 def _notes(args: argparse.Namespace, tables: dict) -> list[str]:
-    from storyeval.bias.inference import TEST_NAME
+    from storyeval.bias.inference import CORRELATION_TEST, TEST_NAME
     from storyeval.bias.self_preference import ASSUMPTION
 
     lines = [f"intervals and tests: {TEST_NAME}, clustered by prompt; confidence level "
              f"{args.confidence_level:g}; {args.alternative}"]
+    if "residual_length" in tables:
+        lines.append(f"residual length: Pearson r; {CORRELATION_TEST}, clustered by prompt")
     if "self_preference" in tables:
         lines.append(f"self-preference: {ASSUMPTION}")
     if "position" in tables:
@@ -160,6 +162,11 @@ TITLES = {"self_preference": "Self-preference (difference-in-differences)",
           "length_balanced": "Accuracy on the reference's length-balanced pairs"}
 
 
+#: Columns left out of text and Markdown tables (the notes name the test; CSV and JSON keep
+#: them all).
+SHORT_DROP = ("test", "se", "null", "t", "df")
+
+
 def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
     import json
 
@@ -174,8 +181,9 @@ def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
             sys.stdout.write(f"# {name}\n" + format_table(table, "csv"))
     else:
         for name, table in tables.items():
+            shown = table.drop(columns=[c for c in SHORT_DROP if c in table.columns])
             sys.stdout.write(f"{TITLES.get(name, name)}\n\n"
-                             + format_table(table, args.format, digits=args.digits) + "\n")
+                             + format_table(shown, args.format, digits=args.digits) + "\n")
         sys.stdout.write("".join(f"{line}\n" for line in notes))
     if args.out is not None:
         from storyeval.cli.common import write_tables_report
