@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"compare", "llm", "reproduction"},
     {"power", "pairwise"},
     {"meta"},
-    {"report"},
+    {"report", "bias"},
     {"cli"},
 ))
 #: Entry points that sit above everything: ``python -m storyeval`` and the lazy top level.

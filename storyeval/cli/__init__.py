@@ -37,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "score",
     "rate",
     "pairwise",
+    "bias",
     "contamination",
     "explain",
     "diversity",

@@ -72,6 +72,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                            "acc_eq (tie-calibrated pairwise accuracy), tau23 and spa (soft "
                            "pairwise accuracy, system level) print their own table instead "
                            "(docs: WMT meta-metrics)")
+    from storyeval.cli.bias import add_sentinel_option
+
+    add_sentinel_option(what)
     what.add_argument("--llm-criteria", choices=["matched", "all"], default="matched",
                       help="correlate an LLM's criterion rating with its own criterion only "
                            "(default, as the paper) or with all")
@@ -218,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     from storyeval.cli import meta_wmt
 
     meta_wmt.check(args)
+    if args.sentinels and meta_wmt.uses_wmt_coef(args):
+        raise InputError("--sentinels works with the correlation coefficients (not acc_eq, "
+                         "tau23, spa)")
     if meta_wmt.uses_wmt_coef(args):
         return meta_wmt.run_coef(args, meta_wmt.load_dataset(args, load_dataset_args))
     family = args.family if args.family in FAMILIES else _split(args.family)
@@ -246,10 +252,13 @@ def _run(args: argparse.Namespace, family: str | list[str],
     stages.start("reading the data")
     dataset = meta_wmt.load_dataset(args, load_dataset_args)
     stages.done(f"{len(dataset.table):,} stories read")
+    from storyeval.cli.bias import apply_sentinels
+
+    dataset, measures = apply_sentinels(args, dataset)  # --sentinels: measures like any other
     stages.start("correlations and comparison tests")
     result = meta_evaluate(
         dataset,
-        measures=args.metrics,
+        measures=measures,
         criteria=args.criteria,
         levels=_split(args.levels),
         method=args.coef,

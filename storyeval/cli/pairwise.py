@@ -21,6 +21,8 @@ Sub-commands:
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
                                  [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
+    storyeval pairwise bias VERDICTS [--reference HUMAN_VERDICTS] [--own JUDGE=SYSTEM ...]
+                            [--reference-judge J] [--lengths FILE] [--length-controlled]
     storyeval pairwise template --prompt FILE --story-a FILE --story-b FILE [--dimensions LIST]
     storyeval pairwise judge --backend openai|hf|vllm --model NAME [--base-url URL]
                              (--stories FILE | --dataset hanna) [--systems LIST] [--limit N]
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge")
+            "pointwise", "template", "judge", "bias")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -300,6 +302,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--no-overall", action="store_true", help="do not ask for an overall line")
     p.add_argument("--template", type=Path, metavar="FILE", help="a replacement template file")
     _add_judge_parser(sub)
+    from storyeval.cli.bias import add_pairwise_parser
+
+    add_pairwise_parser(sub)
     parser.set_defaults(_pairwise_parser=parser)
     return parser
 
@@ -826,6 +831,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_counts(args)
     if action == "strengths":
         return _run_strengths(args)
+    if action == "bias":
+        from storyeval.cli.bias import run_pairwise
+
+        return run_pairwise(args)
 
     from storyeval import pairwise as pw
 

@@ -7,7 +7,9 @@ Roles (the ``kind`` column):
 - ``annotator_loo``: the mean of the other annotators (leave-one-out), when a dataset ships it;
 - ``metric``: an automatic measure;
 - ``llm_rater``: an LLM rating; criterion-specific when its ``criterion`` is one of the
-  dataset's criteria, criterion-independent (``AVG``) otherwise.
+  dataset's criteria, criterion-independent (``AVG``) otherwise;
+- ``sentinel``: a content-blind reference measure of one criterion (`storyeval.bias.sentinels`),
+  criterion-specific like an LLM rating.
 
 Roles are declared by the reader of a dataset (`storyeval.data.io`), never guessed from
 a dataset's own vocabulary. Two naming conventions of storyeval's own outputs are understood
@@ -32,7 +34,7 @@ CATALOGUE_COLUMNS = (
     "measure", "display_name", "kind", "criterion", "annotator", "reference", "family",
     "model", "eval_prompt", "rater",
 )
-KINDS = ("human_criterion", "annotator", "annotator_loo", "metric", "llm_rater")
+KINDS = ("human_criterion", "annotator", "annotator_loo", "metric", "llm_rater", "sentinel")
 HUMAN_KINDS = ("human_criterion", "annotator", "annotator_loo")
 
 REFERENCE_SYMBOLS = {"Ξ": "reference-based", "¤": "reference-free"}

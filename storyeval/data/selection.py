@@ -37,7 +37,7 @@ from storyeval.exceptions import InputError
 if TYPE_CHECKING:
     from storyeval.data.dataset import Dataset
 
-SCORED_KINDS = ("metric", "llm_rater")
+SCORED_KINDS = ("metric", "llm_rater", "sentinel")
 FAMILY_TOKENS = {
     "reference-based": ("reference", "reference-based"),
     "reference-free": ("reference", "reference-free"),
@@ -126,7 +126,7 @@ def _match_token(scored: pd.DataFrame, token: str) -> list[str]:
     if key == "llm":
         return list(scored.loc[is_llm & ~is_avg, "measure"])
     if key in ("non-llm", "metrics"):
-        return list(scored.loc[~is_llm, "measure"])
+        return list(scored.loc[scored["kind"] == "metric", "measure"])
     if key == "llm-avg":
         return list(scored.loc[is_llm & is_avg, "measure"])
     if all(part.strip() in FAMILY_TOKENS for part in key.split("&")):
@@ -227,7 +227,7 @@ def criterion_pairs(catalogue: pd.DataFrame, measures: Iterable[str], criteria: 
     crits = human_criteria(catalogue)
     rows = []
     for measure in measures:
-        specific = kind[measure] == "llm_rater" and own[measure] in crits
+        specific = kind[measure] in ("llm_rater", "sentinel") and own[measure] in crits
         for criterion in criteria:
             if specific and llm_criteria == "matched" and own[measure] != criterion:
                 continue

@@ -1,0 +1,111 @@
+"""The page "Judge biases" (docs/bias.md): its generated snippets are current, the page includes
+all of them, what its prose says about them holds, and its rate-then-bias commands run as
+printed against a local fake server."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from _docs_compare import describe, read_markdown, stale_files
+from _docs_scripts import load_docs_script
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _openai_stub_server import Script, StubServer
+
+from storyeval.cli import main
+
+pytestmark = pytest.mark.slow  # a few seconds of storyeval commands
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "bias.md"
+BIAS = ROOT / "docs" / "generated" / "bias"
+SNIPPET = re.compile(r'^--8<-- "generated/bias/([^"]+\.md)"\s*$', re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bias")
+    load_docs_script("gen_bias").generate(out)
+    return out
+
+
+def test_snippets_are_current(regenerated):
+    report = stale_files(read_markdown(regenerated), read_markdown(BIAS), last_digit_units=1,
+                         min_decimals=1)
+    assert not (report["missing"] or report["extra"] or report["changed"]), (
+        "docs/generated/bias/ is stale; run `python docs/gen_bias.py`\n" + describe(report))
+
+
+def test_page_includes_every_snippet():
+    included = set(SNIPPET.findall(PAGE.read_text(encoding="utf-8")))
+    assert included == {p.name for p in BIAS.glob("*.md")}
+
+
+def _rows(name: str) -> list[list[str]]:
+    text = (BIAS / name).read_text(encoding="utf-8")
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| ---")]
+
+
+def test_prose_claims_hold():
+    page = PAGE.read_text(encoding="utf-8")
+    # sentinel table: prompt level, system identity beats Beluga-13B on CH, EG, SU
+    sentinels = (BIAS / "sentinels_hanna.md").read_text(encoding="utf-8")
+    prompt = sentinels.split("prompt level")[1]
+    beluga = next(r for r in _rows_of(prompt) if r[0] == "Beluga-13B 1")
+    system = next(r for r in _rows_of(prompt) if r[0] == "Sentinel: system identity")
+    assert beluga[1:4] == ["0.275", "0.182", "0.260"] and system[1:4] == ["0.290", "0.223",
+                                                                           "0.335"]
+    assert "(0.290 vs 0.275), Engagement (0.335 vs 0.260) and Surprise (0.223 vs" in page
+    system_level = sentinels.split("system level")[1].split("prompt level")[0]
+    assert next(r for r in _rows_of(system_level)
+                if r[0] == "Sentinel: system identity")[1:4] == ["1.000"] * 3
+    # self-preference demo: Beluga's interval holds the planted 0.5, Mistral's holds 0
+    rows = {r[1]: r for r in _rows("self_preference.md") if r[0] == "Relevance"}
+    b, m = rows["Beluga-13B RE 1"], rows["Mistral-7B RE 1"]
+    assert float(b[6]) <= 0.5 <= float(b[7]) and float(m[6]) <= 0 <= float(m[7])
+    # length on HANNA: humans prefer longer; Beluga more than humans on RE and CH; Mistral less
+    diff = {(r[0], r[1]): float(r[3]) for r in _rows("length_pairs_hanna.md")
+            if r[2] == "difference"}
+    assert diff[("Beluga-13B 1", "Relevance")] > 0 and diff[("Beluga-13B 1", "Coherence")] > 0
+    assert all(v < 0 for (j, _), v in diff.items() if j == "Mistral-7B 1")
+    humans = [float(r[3]) for r in _rows("length_pairs_hanna.md")
+              if r[2] == "reference P(prefer longer)"]
+    assert min(humans) > 0.5
+    residual = {r[0]: float(r[4]) for r in _rows("ratings_hanna.md") if len(r) > 4
+                and r[3] == "r(rater - human, length)"}
+    assert residual["Beluga-13B RE 1"] > 0 and residual["Mistral-7B CH 1"] < 0
+    # calibration: every level within [0.035, 0.065], every coverage at least 0.93
+    levels = (BIAS / "levels.md").read_text(encoding="utf-8")
+    assert "1,000 simulated data sets" in levels
+    assert "(all within [0.035, 0.065])" in levels and "(all at least 0.93)" in levels
+
+
+def _rows_of(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| ---")]
+
+
+def test_rate_then_bias_commands_run_as_printed(tmp_path, monkeypatch, capsys):
+    text = PAGE.read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1)
+    lines = [line for line in block.splitlines() if line.strip()]
+    llms = lines[0].split("=", 1)[1]
+    commands = [line.replace("$LLMS", llms) for line in lines[1:]]
+    assert [c.split()[1] for c in commands] == ["rate", "rate", "bias"]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STORYEVAL_NO_PROGRESS", "1")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with StubServer(Script()) as srv:
+        for command in commands:
+            argv = shlex.split(command.replace("http://localhost:8000/v1", srv.base_url))
+            assert main([*argv[1:], *(["--tries", "1"] if argv[1] == "rate" else [])]) == 0
+    out = capsys.readouterr().out
+    assert "Beluga-13B RE 1" in out and "Mistral-7B RE 1" in out
+    scores = pd.read_csv(tmp_path / "runs" / "beluga" / "scores.csv")
+    assert len(scores) == 576 and scores["system"].nunique() == 6
