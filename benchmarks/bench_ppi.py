@@ -1,102 +1,188 @@
 """Coverage and width gain of prediction-powered intervals on HANNA-like simulations.
 
-The population is HANNA itself (1,056 stories): a story's human score is the mean of its three
-annotators' ratings on a criterion, the judge is an LLM rater's criterion-matched score
-(ChatGPT Eval-Prompt 4, the best on Coherence, r = 0.56, and Llama-13B Eval-Prompt 4, the
-worst, r = 0.27). Each replication draws a study of 1,056 stories with replacement from it
-(the population mean is the truth), labels a uniformly random 5%, 10% or 20% with human scores
-and gives the judge every story; then `storyeval.power.ppi_mean` computes PPI++ (lambda tuned),
-PPI (lambda = 1) and the human-only (classical) 95% interval (normal, as ppi-python), and
-PPI++ with the small-sample t interval (``interval="t"``). The win-rate rows do the same for
-a win rate: the 4,320 pairs of two machine systems' stories on the same prompt (45 system pairs
-x 96 prompts, the alphabetically first system as A), 1 when A's story has the higher mean human
-score (0.5 for a tie), the judge's verdict likewise from its scores.
+The populations are HANNA itself (1,056 stories): a story's human score is the mean of its
+three annotators' ratings on Coherence, the judge an LLM rater's criterion-matched score
+(ChatGPT Eval-Prompt 4, the best on Coherence, r = 0.56; Llama-13B Eval-Prompt 4, the worst,
+r = 0.27). Each replication draws a study with replacement from a population (its mean is the
+truth), gives human labels to a uniformly random 5%, 10% or 20% of it and the judge's score to
+every item, and computes 95% intervals with storyeval's public functions:
 
-Printed per setting: coverage (share of intervals containing the truth, with its Monte Carlo
-standard error), mean width relative to the human-only interval, mean lambda and the mean
-effective number of human labels n_eff. Run: ``python benchmarks/bench_ppi.py [--reps 2000]
-[--seed 0]`` (about a minute). A script, not a test: the table is in docs/planning.md.
+- mean: a study of 1,056 stories, `ppi_mean`;
+- difference: two systems' stories on 528 prompts drawn from HANNA's 96 (1,056 stories), a
+  labelled prompt having both stories labelled, `ppi_mean_difference(paired=True)` (the mean of
+  the per-prompt differences: GPT-2 - Fusion, as in docs/planning.md, and GPT - HINT);
+- win rate: a study of 4,320 pairs drawn from the 4,320 pairs of two machine systems' stories
+  on one prompt (45 system pairs x 96 prompts, the alphabetically first system as A), 1 when A's
+  story has the higher mean human score (0.5 for a tie), the judge's verdict likewise,
+  `ppi_win_rate`.
+
+The replications of a setting are computed at once by `ppi_mean_many` (every public estimate is
+a row of it); the first replications of each setting are recomputed with `ppi_mean`,
+`ppi_mean_difference` and `ppi_win_rate` and must agree to 1e-12. The labelled items are the
+first ones of each study, a uniformly random subset since the items are drawn independently.
+
+Methods: storyeval's default (PPI++ with lambda cross-fitted over 5 folds, fold seed 0, Student
+t interval), ppi-python's PPI++ (lambda fitted on all labels, normal interval), the two halves
+of the change (cross-fit with z; t without cross-fit), PPI (lambda = 1, t) and the human-only
+intervals (t and z). Per setting and method, pooled over the study seeds: coverage (share of
+intervals holding the truth) with its Monte Carlo standard error and the range over seeds, mean
+width relative to the human-only interval of the same reference distribution (t or z), mean
+lambda and mean effective number of human labels n_eff.
+
+Run: ``python benchmarks/bench_ppi.py [--reps 2000] [--seeds 0 1 2 3]`` (about 5 minutes on
+2 cores). Writes ``benchmarks/bench_ppi.json``, read by ``docs/gen_planning.py`` for the
+coverage table of docs/planning.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from storyeval.data.hanna import load_hanna
-from storyeval.power.ppi import ppi_mean
+from storyeval.power.ppi import ppi_mean, ppi_mean_difference, ppi_mean_many, ppi_win_rate
 
-METHODS = (("ppi++", "z"), ("ppi++", "t"), ("ppi", "z"), ("classical", "z"))
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "bench_ppi.json"
 FRACTIONS = (0.05, 0.10, 0.20)
+CHUNK = 500
+#: (label, keyword arguments of the public functions, human-only reference label)
+METHODS = (
+    ("ppi++ cross-fit, t (default)", {}, "human only, t"),
+    ("ppi++, z (ppi-python)", {"folds": 1, "interval": "z"}, "human only, z"),
+    ("ppi++ cross-fit, z", {"interval": "z"}, "human only, z"),
+    ("ppi++, t", {"folds": 1}, "human only, t"),
+    ("ppi, t", {"method": "ppi"}, "human only, t"),
+    ("human only, t", {"method": "classical"}, "human only, t"),
+    ("human only, z", {"method": "classical", "interval": "z"}, "human only, z"),
+)
 
 
-def populations(criterion: str = "Coherence") -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(human, judge) per simulated setting, from the HANNA scores."""
+def populations() -> list[dict]:
+    """Per setting: name, estimand, study size and the population's per-item arrays."""
     scores = load_hanna().scores
     wide = scores.pivot_table(index=["system", "prompt_id"], columns="measure", values="value")
-    code = {"Coherence": "CH"}[criterion]
-    out = {}
-    for judge in (f"ChatGPT {code} 4", f"Llama-13B {code} 4"):
-        out[f"mean, {judge}"] = (wide[criterion].to_numpy(), wide[judge].to_numpy())
+    out = []
+    for judge in ("ChatGPT CH 4", "Llama-13B CH 4"):
+        out.append({"setting": f"mean, {judge.split()[0]}", "estimand": "mean", "size": 1056,
+                    "human": wide["Coherence"].to_numpy(), "judge": wide[judge].to_numpy()})
+    for a, b in (("GPT-2", "Fusion"), ("GPT", "HINT")):
+        sa, sb = wide.loc[a], wide.loc[b].reindex(wide.loc[a].index)
+        out.append({"setting": f"difference {a} - {b}, ChatGPT", "estimand": "difference",
+                    "size": 528, "human": sa["Coherence"].to_numpy(),
+                    "judge": sa["ChatGPT CH 4"].to_numpy(), "human_b": sb["Coherence"].to_numpy(),
+                    "judge_b": sb["ChatGPT CH 4"].to_numpy()})
     systems = sorted(wide.index.get_level_values(0).unique().drop("Human"))
-    for judge in (f"ChatGPT {code} 4",):
-        h_pairs, j_pairs = [], []
-        for i, a in enumerate(systems):
-            for b in systems[i + 1:]:
-                sa, sb = wide.loc[a], wide.loc[b].reindex(wide.loc[a].index)
-                h_pairs.append(np.sign(sa[criterion] - sb[criterion]) / 2 + 0.5)
-                j_pairs.append(np.sign(sa[judge] - sb[judge]) / 2 + 0.5)
-        out[f"win rate, {judge}"] = (np.concatenate(h_pairs), np.concatenate(j_pairs))
+    h_pairs, j_pairs = [], []
+    for i, a in enumerate(systems):
+        for b in systems[i + 1:]:
+            sa, sb = wide.loc[a], wide.loc[b].reindex(wide.loc[a].index)
+            h_pairs.append(np.sign(sa["Coherence"] - sb["Coherence"]) / 2 + 0.5)
+            j_pairs.append(np.sign(sa["ChatGPT CH 4"] - sb["ChatGPT CH 4"]) / 2 + 0.5)
+    out.append({"setting": "win rate, ChatGPT", "estimand": "win rate", "size": 4320,
+                "human": np.concatenate(h_pairs), "judge": np.concatenate(j_pairs)})
     return out
 
 
-def simulate(human: np.ndarray, judge: np.ndarray, frac: float, reps: int,
-             rng: np.random.Generator) -> pd.DataFrame:
-    truth = float(human.mean())
-    size = human.size
+def _item_values(pop: dict, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-item human and judge values that `ppi_mean_many` averages."""
+    if pop["estimand"] == "difference":
+        return (pop["human"][idx] - pop["human_b"][idx], pop["judge"][idx] - pop["judge_b"][idx])
+    return pop["human"][idx], pop["judge"][idx]
+
+
+def _spot_check(pop: dict, idx: np.ndarray, n: int, kwargs: dict, row: pd.Series) -> None:
+    """The public single-study function gives the batched row (to 1e-12)."""
+    mask = np.arange(idx.size) < n
+    if pop["estimand"] == "difference":
+        ha = np.where(mask, pop["human"][idx], np.nan)
+        hb = np.where(mask, pop["human_b"][idx], np.nan)
+        r = ppi_mean_difference(ha, pop["judge"][idx], hb, pop["judge_b"][idx], paired=True,
+                                **kwargs)
+    else:
+        fn = ppi_win_rate if pop["estimand"] == "win rate" else ppi_mean
+        r = fn(np.where(mask, pop["human"][idx], np.nan), pop["judge"][idx], **kwargs)
+    got = np.array([r.estimate, r.low, r.high])
+    want = row[["estimate", "low", "high"]].to_numpy(dtype=float)
+    if not np.allclose(got, want, rtol=0, atol=1e-12):
+        raise AssertionError(f"{pop['setting']}: batched {want} != public {got}")
+
+
+def simulate(pop: dict, frac: float, reps: int, seed: int) -> pd.DataFrame:
+    """One row per (replication, method): covered, width, lambda, n_eff."""
+    rng = np.random.default_rng(seed)
+    truth = float(np.mean(_item_values(pop, np.arange(pop["human"].size))[0]))
+    size = pop["size"]
+    n = max(2, round(frac * size))
+    frames = []
+    for start in range(0, reps, CHUNK):
+        idx = rng.integers(0, pop["human"].size, (min(CHUNK, reps - start), size))
+        human, judge = _item_values(pop, idx)
+        human[:, n:] = np.nan
+        for label, kwargs, _ in METHODS:
+            res = ppi_mean_many(human, judge, **kwargs)
+            if start == 0:
+                for r in range(2):
+                    _spot_check(pop, idx[r], n, kwargs, res.iloc[r])
+            frames.append(pd.DataFrame({
+                "method": label, "covered": (res.low <= truth) & (truth <= res.high),
+                "width": res.high - res.low, "lam": res.lam, "n_eff": res.n_eff, "seed": seed,
+                "n": n}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarise(sim: pd.DataFrame, setting: str, frac: float) -> list[dict]:
+    widths = sim.groupby("method").width.mean()
     rows = []
-    for _ in range(reps):
-        idx = rng.integers(0, size, size)
-        labelled = rng.permutation(size) < max(2, round(frac * size))
-        h = np.where(labelled, human[idx], np.nan)
-        for method, interval in METHODS:
-            r = ppi_mean(h, judge[idx], method=method, interval=interval)
-            label = method if interval == "z" else f"{method} (t)"
-            rows.append((label, r.low <= truth <= r.high, r.high - r.low, r.lam, r.n_eff,
-                         r.n_labelled))
-    return pd.DataFrame(rows, columns=["method", "covered", "width", "lam", "n_eff", "n"])
+    for label, _, reference in METHODS:
+        g = sim[sim.method == label]
+        cov = float(g.covered.mean())
+        by_seed = g.groupby("seed").covered.mean()
+        rows.append({
+            "setting": setting, "human share": frac, "n labelled": int(g.n.iloc[0]),
+            "method": label, "reps": len(g), "coverage": cov,
+            "mc se": float(np.sqrt(cov * (1 - cov) / len(g))),
+            "coverage min seed": float(by_seed.min()), "coverage max seed": float(by_seed.max()),
+            "width / human-only": float(widths[label] / widths[reference]),
+            "mean lambda": float(g.lam.mean()), "mean n_eff": float(g.n_eff.mean())})
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reps", type=int, default=2000, help="replications per seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    print(f"seed {args.seed}, {args.reps} replications per setting, 95% two-sided intervals")
-    rng = np.random.default_rng(args.seed)
+    print(f"seeds {args.seeds}, {args.reps} replications per seed and setting, 95% two-sided "
+          "intervals; fold seed 0")
     start = time.perf_counter()
-    lines = []
-    for name, (human, judge) in populations().items():
+    rows = []
+    for pop in populations():
         for frac in FRACTIONS:
-            sim = simulate(human, judge, frac, args.reps, rng)
-            human_width = sim.loc[sim.method == "classical", "width"].mean()
-            for method, g in sim.groupby("method", sort=False):
-                cov = g.covered.mean()
-                lines.append({
-                    "setting": name, "human share": f"{frac:.0%}", "n labelled": int(g.n.iloc[0]),
-                    "method": method, "coverage": round(cov, 3),
-                    "mc se": round(float(np.sqrt(cov * (1 - cov) / len(g))), 3),
-                    "width / human-only": round(g.width.mean() / human_width, 3),
-                    "mean lambda": round(g.lam.mean(), 3), "mean n_eff": round(g.n_eff.mean(), 1),
-                })
-    table = pd.DataFrame(lines)
-    print(table.to_markdown(index=False))
-    for label, g in table[table.method != "classical"].groupby("method", sort=False):
-        print(f"lowest coverage of {label}: {g.coverage.min():.3f} (target >= 0.94)")
-    print(f"\n{time.perf_counter() - start:.1f} s")
+            sim = pd.concat([simulate(pop, frac, args.reps, seed) for seed in args.seeds])
+            rows += summarise(sim, pop["setting"], frac)
+            print(f"  {pop['setting']}, {frac:.0%}: {time.perf_counter() - start:.0f} s",
+                  flush=True)
+    table = pd.DataFrame(rows)
+    print(table.round(3).to_markdown(index=False))
+    for label, g in table.groupby("method", sort=False):
+        low = g.loc[g.coverage.idxmin()]
+        print(f"lowest coverage of {label}: {low.coverage:.3f} (mc se {low['mc se']:.4f}; "
+              f"{low.setting}, {low['human share']:.0%})")
+    seconds = round(time.perf_counter() - start)
+    print(f"\n{seconds} s")
+    payload = {"benchmark": "benchmarks/bench_ppi.py", "seeds": args.seeds,
+               "reps_per_seed": args.reps, "confidence_level": 0.95, "fold_seed": 0,
+               "seconds": seconds, "results": rows}
+    tmp = args.out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(args.out)
 
 
 if __name__ == "__main__":

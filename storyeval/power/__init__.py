@@ -31,7 +31,8 @@ if TYPE_CHECKING:
         plan_power,
         simulate_power,
     )
-    from storyeval.power.ppi import PPIResult, ppi_mean, ppi_mean_difference, ppi_win_rate
+    from storyeval.power.ppi import (PPIResult, ppi_mean, ppi_mean_difference, ppi_mean_many,
+                                     ppi_win_rate)
 
 _LAZY = {
     "PPIResult": "ppi",
@@ -42,6 +43,7 @@ _LAZY = {
     "pairwise_sample_size": "pairwise",
     "ppi_mean": "ppi",
     "ppi_mean_difference": "ppi",
+    "ppi_mean_many": "ppi",
     "ppi_win_rate": "ppi",
     "COEFFICIENTS": "planner",
     "PLANNER_TESTS": "planner",
@@ -65,6 +67,7 @@ __all__ = [
     "plan_power",
     "ppi_mean",
     "ppi_mean_difference",
+    "ppi_mean_many",
     "ppi_win_rate",
     "simulate_power",
 ]

@@ -6,8 +6,14 @@ items plus a *rectifier*, the mean human-minus-judge gap on the labelled ones, w
 judge's bias. PPI++ scales the judge by a power-tuning factor ``lambda`` in [0, 1] chosen from the
 data to minimise the variance, so that it never does (asymptotically) worse than the human-only
 mean (``lambda = 0``). Three estimands share one kernel: a system's mean human score
-(`ppi_mean`), a difference between two systems (`ppi_mean_difference`) and a win rate, the mean
-of binary preferences (`ppi_win_rate`).
+(`ppi_mean`, and `ppi_mean_many` for many studies at once), a difference between two systems
+(`ppi_mean_difference`) and a win rate, the mean of binary preferences (`ppi_win_rate`).
+
+The default is PPI++ with a *cross-fitted* lambda (each labelled item's lambda estimated on the
+other folds of labelled items, ``folds=5``) and a Student t interval (``interval="t"``):
+with about 50 human labels, ppi-python's interval (lambda tuned on the same labels, normal
+quantile; ``folds=1, interval="z"`` here) covers 0.93 instead of 0.95 on HANNA-like
+simulations (benchmarks/bench_ppi.py, docs/planning.md).
 
 The effective number of human labels (``n_eff = n * var_human_only / var_ppi``) says how many
 human labels, used alone, would give the same standard error.
@@ -16,27 +22,27 @@ human labels, used alone, would give the same standard error.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from storyeval.exceptions import InputError
+from storyeval.power._ppi_kernel import METHODS, estimate_rows, tuned_lambda_rows
 
 __all__ = [
     "PPIResult",
     "ppi_mean",
     "ppi_mean_difference",
+    "ppi_mean_many",
     "ppi_win_rate",
 ]
-
-_METHODS = ("ppi++", "ppi", "classical")
 
 
 @dataclass(frozen=True)
 class PPIResult:
-    """A prediction-powered estimate with its normal (z) interval and the human-only one.
+    """A prediction-powered estimate with its interval and the human-only one.
 
     Attributes
     ----------
@@ -47,21 +53,29 @@ class PPIResult:
     estimate, se, low, high : float
         Point estimate, standard error and the two-sided interval at `confidence_level`.
     lam : float
-        The lambda used (for a difference of independent systems, NaN: one per system, see
-        ``lam_a``/``lam_b`` in `to_frame`).
+        The lambda used; with cross-fitting the mean of the labelled items' lambdas (for a
+        difference of independent systems, NaN: one per system).
     n_labelled, n_unlabelled : int
         Human-labelled items and judge-only items.
     human_estimate, human_se : float
         The human-only (classical) mean of the labelled items and its standard error.
-    interval : str
-        ``"z"`` (normal quantile, variances with divisors n and N: ppi-python's interval) or
-        ``"t"`` (Student t quantile with n - 1 degrees of freedom, divisors n - 1 and N - 1).
     n_eff : float
         ``n_labelled * human_se**2 / se**2``: human labels the human-only estimate would need
         to reach `se`.
     width_ratio : float
         ``se / human_se``: the PPI interval's width relative to the human-only one.
     confidence_level : float
+    interval : str
+        ``"z"`` (normal quantile, variances with divisors n and N: ppi-python's interval) or
+        ``"t"`` (Student t quantile with `df` degrees of freedom, divisors n - 1 and N - 1).
+    folds : int
+        Folds over which PPI++'s lambda was cross-fitted; 1: lambda estimated on all labelled
+        items (ppi-python's), or not tuned (PPI, classical).
+    seed : int
+        Seed of the split into folds (used only when ``folds > 1``).
+    df : float
+        Degrees of freedom of the t interval (n - 1; Welch-Satterthwaite for a difference of
+        independent systems); NaN for ``"z"``.
     """
 
     estimand: str
@@ -79,20 +93,27 @@ class PPIResult:
     width_ratio: float
     confidence_level: float
     interval: str = "z"
+    folds: int = 1
+    seed: int = 0
+    df: float = math.nan
 
     def __iter__(self):  # unpacks like (estimate, (low, high))
         return iter((self.estimate, (self.low, self.high)))
 
     def confidence_interval(self, confidence_level: float | None = None) -> tuple[float, float]:
-        """The two-sided normal interval ``estimate -/+ z * se`` at another level."""
+        """The two-sided interval ``estimate -/+ q * se`` at another level (same reference
+        distribution, z or t with `df`)."""
         level = self.confidence_level if confidence_level is None else confidence_level
         _check_level(level)
-        z = _quantile(level, self.interval, self.n_labelled)
-        return self.estimate - z * self.se, self.estimate + z * self.se
+        q = _quantile(level, self.interval, self.df)
+        return self.estimate - q * self.se, self.estimate + q * self.se
 
     def to_frame(self) -> pd.DataFrame:
         """One row, one estimand."""
         return pd.DataFrame([asdict(self)])
+
+
+_COLUMNS = [f.name for f in fields(PPIResult)]
 
 
 def _check_level(level: float) -> None:
@@ -100,12 +121,20 @@ def _check_level(level: float) -> None:
         raise InputError(f"confidence_level must be in (0, 1), got {level}")
 
 
-def _quantile(level: float, interval: str, n: int) -> float:
+def _check_options(method: str, interval: str, folds: int, level: float) -> None:
+    _check_level(level)
+    if method not in METHODS:
+        raise InputError(f"method must be one of {list(METHODS)}, got {method!r}")
+    if interval not in ("z", "t"):
+        raise InputError(f"interval must be 'z' or 't', got {interval!r}")
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 1:
+        raise InputError(f"folds must be an integer >= 1, got {folds!r}")
+
+
+def _quantile(level: float, interval: str, df: float):
     if interval == "z":
-        return float(stats.norm.ppf(0.5 + level / 2))
-    if interval == "t":
-        return float(stats.t.ppf(0.5 + level / 2, n - 1))
-    raise InputError(f"interval must be 'z' or 't', got {interval!r}")
+        return stats.norm.ppf(0.5 + level / 2)
+    return stats.t.ppf(0.5 + level / 2, df)
 
 
 def _split(human, predicted, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -138,43 +167,43 @@ def tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
     ``lambda = cov(Y, f) / ((1 + n/N) var(f))`` with the covariance over the ``n`` labelled
     items (divisor n) and the variance over all ``n + N`` predictions (divisor n + N - 1),
     the plug-in of the minimiser of ``Var(lambda)`` below (Angelopoulos, Duchi & Zrnic 2023,
-    Example 6.1).
+    Example 6.1); ppi-python's ``_calc_lam_glm`` with ``clip=True``.
     """
-    n, big_n = y.size, f_unl.size
-    cov = float(np.mean((y - y.mean()) * (f_lab - f_lab.mean())))
-    var_f = float(np.var(np.concatenate([f_lab, f_unl]), ddof=1))
-    if var_f == 0:
-        return 0.0
-    return float(np.clip(cov / ((1 + n / big_n) * var_f), 0.0, 1.0))
+    rows = [np.asarray(a, dtype=float)[None, :] for a in (y, f_lab, f_unl)]
+    return float(tuned_lambda_rows(*rows)[0])
 
 
-def _kernel(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, method: str,
-            ddof: int = 0) -> tuple[float, float, float]:
-    """(estimate, se, lambda) of the prediction-powered mean."""
-    if method not in _METHODS:
-        raise InputError(f"method must be one of {list(_METHODS)}, got {method!r}")
-    lam = {"ppi": 1.0, "classical": 0.0}.get(method)
-    if lam is None:
-        lam = tuned_lambda(y, f_lab, f_unl)
-    rect = y - lam * f_lab
-    estimate = float(lam * f_unl.mean() + rect.mean())
-    var = lam**2 * np.var(f_unl, ddof=ddof) / f_unl.size + np.var(rect, ddof=ddof) / y.size
-    return estimate, float(math.sqrt(var)), lam
+def _frame(estimand: str, method: str, y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray,
+           *, folds: int, seed: int, level: float, interval: str) -> pd.DataFrame:
+    """Rows of PPIResult columns for dense studies ``y``, ``f_lab`` (R, n), ``f_unl`` (R, N)."""
+    ddof = 0 if interval == "z" else 1
+    n, big_n = y.shape[1], f_unl.shape[1]
+    estimate, se, lam, used = estimate_rows(y, f_lab, f_unl, method=method, folds=folds,
+                                            seed=seed, ddof=ddof)
+    human_se = np.std(y, axis=1, ddof=ddof) / math.sqrt(n)
+    df = math.nan if interval == "z" else n - 1.0
+    q = _quantile(level, interval, df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(human_se > 0, se / human_se, np.nan)
+        n_eff = np.where(se > 0, n * human_se**2 / se**2, np.nan)
+    return pd.DataFrame({
+        "estimand": estimand, "method": method, "estimate": estimate, "se": se,
+        "low": estimate - q * se, "high": estimate + q * se, "lam": lam, "n_labelled": n,
+        "n_unlabelled": big_n, "human_estimate": y.mean(axis=1), "human_se": human_se,
+        "n_eff": n_eff, "width_ratio": ratio, "confidence_level": level, "interval": interval,
+        "folds": used, "seed": seed, "df": df}, columns=_COLUMNS)
 
 
-def _result(estimand: str, method: str, estimate: float, se: float, lam: float, n: int,
-            big_n: int, human_estimate: float, human_se: float, level: float,
-            interval: str = "z") -> PPIResult:
-    z = _quantile(level, interval, n)
-    ratio = se / human_se if human_se > 0 else math.nan
-    n_eff = n * human_se**2 / se**2 if se > 0 else math.nan
-    return PPIResult(estimand, method, estimate, se, estimate - z * se, estimate + z * se, lam,
-                     n, big_n, human_estimate, human_se, n_eff, ratio, level, interval)
+def _to_result(frame: pd.DataFrame) -> PPIResult:
+    row = frame.iloc[0]
+    values = {name: (row[name].item() if hasattr(row[name], "item") else row[name])
+              for name in _COLUMNS}
+    return PPIResult(**values)
 
 
-def ppi_mean(human, predicted, *, method: str = "ppi++", confidence_level: float = 0.95,
-             interval: str = "z") -> PPIResult:
-    """Prediction-powered estimate of the mean human score, with a normal interval.
+def ppi_mean(human, predicted, *, method: str = "ppi++", folds: int = 5, seed: int = 0,
+             confidence_level: float = 0.95, interval: str = "t") -> PPIResult:
+    """Prediction-powered estimate of the mean human score, with its interval.
 
     Parameters
     ----------
@@ -186,11 +215,15 @@ def ppi_mean(human, predicted, *, method: str = "ppi++", confidence_level: float
     method : {"ppi++", "ppi", "classical"}, default "ppi++"
         ``ppi++``: lambda tuned from the data; ``ppi``: lambda = 1 (the original PPI);
         ``classical``: lambda = 0 (human labels only).
+    folds : int, default 5
+        PPI++ only: cross-fit lambda over this many folds of the labelled items (at most one
+        fold per item); 1 estimates lambda on all labelled items (ppi-python's PPI++).
+    seed : int, default 0
+        Seed of the split into folds.
     confidence_level : float, default 0.95
-    interval : {"z", "t"}, default "z"
-        ``"z"``: the normal interval of PPI / PPI++ (as ppi-python). ``"t"``: a small-sample
-        variant, Student t with n - 1 degrees of freedom and unbiased (n - 1, N - 1) variances;
-        it covers better below ~100 human labels (benchmarks/bench_ppi.py).
+    interval : {"t", "z"}, default "t"
+        ``"t"``: Student t with n - 1 degrees of freedom and unbiased (n - 1, N - 1)
+        variances. ``"z"``: the normal interval of PPI / PPI++ (as ppi-python).
 
     Returns
     -------
@@ -198,14 +231,20 @@ def ppi_mean(human, predicted, *, method: str = "ppi++", confidence_level: float
 
     Notes
     -----
-    With labelled ``(Y_i, f_i)``, i = 1..n, and unlabelled predictions ``f~_j``, j = 1..N,
+    With labelled ``(Y_i, f_i)``, i = 1..n, unlabelled predictions ``f~_j``, j = 1..N, and
+    ``lambda_i`` the lambda applied to item i,
 
-    ``theta = lambda * mean(f~) + mean(Y - lambda f)``,
-    ``se^2 = lambda^2 var(f~) / N + var(Y - lambda f) / n`` (variances with divisor N, n),
+    ``theta = lambda mean(f~) + mean_i(Y_i - lambda_i f_i)``, ``lambda = mean_i lambda_i``,
+    ``se^2 = lambda^2 var(f~) / N + var_i(Y_i - lambda_i f_i) / n``,
 
-    and the interval ``theta -/+ z_{(1+level)/2} se``. The human-only estimate is
-    ``mean(Y)`` with ``se^2 = var(Y) / n``. Unbiased for any judge when the labelled subset is
-    random; the rectifier corrects the judge's bias.
+    and the interval ``theta -/+ q se`` (q: the normal or t quantile). Without cross-fitting
+    every ``lambda_i`` is the same (`tuned_lambda`, or 1, or 0) and this is PPI / PPI++.
+    Cross-fitting sorts the labelled items by (Y, f), deals them to ``folds`` folds by a seeded
+    permutation and sets ``lambda_i`` to `tuned_lambda` on the other folds' labelled items and
+    the unlabelled predictions: no item's rectifier is scaled by a lambda fitted to its own
+    label, which removes the optimism of PPI++'s interval with few labels. The human-only
+    estimate is ``mean(Y)`` with ``se^2 = var(Y) / n``. Unbiased for any judge when the
+    labelled subset is random; the rectifier corrects the judge's bias.
 
     References
     ----------
@@ -215,7 +254,9 @@ def ppi_mean(human, predicted, *, method: str = "ppi++", confidence_level: float
        arXiv:2311.01453.
 
     Validated against ``ppi_py.ppi_mean_pointestimate`` and ``ppi_py.ppi_mean_ci`` (ppi-python
-    0.2.3; lam=None, 1 and 0) to 1e-9, and by simulated coverage (benchmarks/bench_ppi.py).
+    0.2.3; lam=None, 1 and 0, with ``folds=1, interval="z"``) to 1e-9; the cross-fitted and t
+    variants against hand computations, and all by simulated coverage on HANNA
+    (benchmarks/bench_ppi.py).
 
     Examples
     --------
@@ -224,21 +265,78 @@ def ppi_mean(human, predicted, *, method: str = "ppi++", confidence_level: float
     >>> h = rng.normal(3, 1, 1000); f = h + rng.normal(0.5, 0.5, 1000)
     >>> h[100:] = np.nan
     >>> r = ppi_mean(h, f)
-    >>> bool(r.n_eff > r.n_labelled)
-    True
+    >>> bool(r.n_eff > r.n_labelled), r.folds, r.interval
+    (True, 5, 't')
     """
-    _check_level(confidence_level)
-    _quantile(confidence_level, interval, 2)
-    ddof = 0 if interval == "z" else 1
+    _check_options(method, interval, folds, confidence_level)
     y, f_lab, f_unl = _split(human, predicted, "ppi_mean")
-    estimate, se, lam = _kernel(y, f_lab, f_unl, method, ddof)
-    human_se = float(np.std(y, ddof=ddof) / math.sqrt(y.size))
-    return _result("mean", method, estimate, se, lam, y.size, f_unl.size, float(y.mean()),
-                   human_se, confidence_level, interval)
+    return _to_result(_frame("mean", method, y[None, :], f_lab[None, :], f_unl[None, :],
+                             folds=int(folds), seed=seed, level=confidence_level,
+                             interval=interval))
 
 
-def ppi_win_rate(human, predicted, *, method: str = "ppi++", confidence_level: float = 0.95,
-                 interval: str = "z") -> PPIResult:
+def ppi_mean_many(human, predicted, *, method: str = "ppi++", folds: int = 5, seed: int = 0,
+                  confidence_level: float = 0.95, interval: str = "t") -> pd.DataFrame:
+    """`ppi_mean` of many studies at once (vectorised): one row of results per study.
+
+    Parameters
+    ----------
+    human, predicted : array-like, shape (R, N_total)
+        Row r is study r, as `ppi_mean`'s arguments (NaN human = not labelled); studies may
+        label different numbers of items.
+    method, folds, seed, confidence_level, interval
+        As in `ppi_mean` (every study's folds drawn with the same `seed`, as R separate
+        `ppi_mean` calls).
+
+    Returns
+    -------
+    pandas.DataFrame
+        R rows, the columns of `PPIResult`, row r equal to ``ppi_mean(human[r],
+        predicted[r], ...)``.
+
+    Notes
+    -----
+    Studies with the same number of labelled items are computed together as dense arrays,
+    the labelled items kept in their order; no Python loop over studies.
+
+    Examples
+    --------
+    >>> nan = float("nan")
+    >>> h = [[1, 2, 3, nan, nan], [2, nan, nan, 1, nan]]
+    >>> ppi_mean_many(h, [[1, 2, 2, 3, 1], [2, 1, 2, 1, 3]]).n_labelled.tolist()
+    [3, 2]
+    """
+    _check_options(method, interval, folds, confidence_level)
+    h = np.asarray(human, dtype=float)
+    f = np.asarray(predicted, dtype=float)
+    if h.ndim != 2 or h.shape != f.shape:
+        raise InputError(f"ppi_mean_many: human and predicted must be 2-D arrays of the same "
+                         f"shape (studies x items), got {h.shape} and {f.shape}")
+    for what, bad in (("predicted value missing or not finite", ~np.isfinite(f)),
+                      ("infinite human value", np.isinf(h))):
+        if bad.any():
+            r, i = np.argwhere(bad)[0]
+            raise InputError(f"ppi_mean_many: {what} in study {r} at item {i}")
+    labelled = ~np.isnan(h)
+    counts = labelled.sum(axis=1)
+    few = np.flatnonzero((counts < 2) | (h.shape[1] - counts < 2))
+    if few.size:
+        raise InputError(f"ppi_mean_many: study {few[0]} has {counts[few[0]]} human-labelled "
+                         f"and {h.shape[1] - counts[few[0]]} unlabelled items; PPI needs at "
+                         "least 2 of each")
+    parts = []
+    for n in np.unique(counts):
+        rows = np.flatnonzero(counts == n)
+        order = np.argsort(~labelled[rows], axis=1, kind="stable")
+        hs, fs = np.take_along_axis(h[rows], order, 1), np.take_along_axis(f[rows], order, 1)
+        part = _frame("mean", method, hs[:, :n], fs[:, :n], fs[:, n:], folds=int(folds),
+                      seed=seed, level=confidence_level, interval=interval)
+        parts.append(part.set_axis(rows))
+    return pd.concat(parts).sort_index()
+
+
+def ppi_win_rate(human, predicted, *, method: str = "ppi++", folds: int = 5, seed: int = 0,
+                 confidence_level: float = 0.95, interval: str = "t") -> PPIResult:
     """Prediction-powered win rate: the mean of human preferences for system A over B.
 
     Parameters
@@ -247,7 +345,7 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++", confidence_level: f
         Per pair: 1 if the human preferred A, 0 if B, 0.5 for a tie, NaN if not labelled.
     predicted : array-like, shape (N_total,)
         The judge's verdict (1 / 0 / 0.5) or its probability that A wins, on every pair.
-    method, confidence_level, interval
+    method, folds, seed, confidence_level, interval
         As in `ppi_mean`.
 
     Returns
@@ -259,7 +357,8 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++", confidence_level: f
     -----
     A win rate is a mean of values in [0, 1]: `ppi_mean` applies unchanged.
 
-    Validated against ``ppi_py.ppi_mean_ci`` on binary labels to 1e-9.
+    Validated against ``ppi_py.ppi_mean_ci`` on binary labels to 1e-9 (``folds=1,
+    interval="z"``).
 
     Examples
     --------
@@ -272,14 +371,20 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++", confidence_level: f
         if outside.size:
             raise InputError(f"ppi_win_rate: {name} value {arr[outside[0]]} at item "
                              f"{outside[0]} is outside [0, 1] (1 = A wins, 0 = B, 0.5 = tie)")
-    result = ppi_mean(human, predicted, method=method, confidence_level=confidence_level,
-                      interval=interval)
+    result = ppi_mean(human, predicted, method=method, folds=folds, seed=seed,
+                      confidence_level=confidence_level, interval=interval)
     return PPIResult(**{**asdict(result), "estimand": "win rate"})
 
 
+def _welch_df(se_a: float, n_a: int, se_b: float, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of ``se_a^2 + se_b^2``."""
+    den = se_a**4 / (n_a - 1) + se_b**4 / (n_b - 1)
+    return (se_a**2 + se_b**2) ** 2 / den if den > 0 else float(n_a + n_b - 2)
+
+
 def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: bool = False,
-                        method: str = "ppi++", confidence_level: float = 0.95,
-                        interval: str = "z") -> PPIResult:
+                        method: str = "ppi++", folds: int = 5, seed: int = 0,
+                        confidence_level: float = 0.95, interval: str = "t") -> PPIResult:
     """Prediction-powered difference between two systems' mean human scores (A - B).
 
     Parameters
@@ -291,8 +396,9 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
         the variances add). True: item i of A and item i of B answer the same prompt and were
         labelled together (same NaN pattern); the estimate is `ppi_mean` of the per-prompt
         differences, which keeps the prompt-level correlation.
-    method, confidence_level, interval
-        As in `ppi_mean` (``"t"`` for independent systems: n_a + n_b - 1 degrees of freedom).
+    method, folds, seed, confidence_level, interval
+        As in `ppi_mean` (``"t"`` for independent systems: Welch-Satterthwaite degrees of
+        freedom from the two standard errors and label counts).
 
     Returns
     -------
@@ -301,10 +407,12 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
 
     Notes
     -----
-    Independent: ``theta = theta_A - theta_B``, ``se^2 = se_A^2 + se_B^2``; the human-only
-    reference likewise. Paired: ``Y_i = h_Ai - h_Bi``, ``f_i = f_Ai - f_Bi``.
+    Independent: ``theta = theta_A - theta_B``, ``se^2 = se_A^2 + se_B^2``,
+    ``df = se^4 / (se_A^4 / (n_A - 1) + se_B^4 / (n_B - 1))``; the human-only reference
+    likewise. Paired: ``Y_i = h_Ai - h_Bi``, ``f_i = f_Ai - f_Bi``.
 
-    Validated against ``ppi_py.ppi_mean_ci`` (each system, or the differences) to 1e-9.
+    Validated against ``ppi_py.ppi_mean_ci`` (each system, or the differences; ``folds=1,
+    interval="z"``) to 1e-9.
 
     Examples
     --------
@@ -314,23 +422,29 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
     >>> r.estimand
     'difference'
     """
-    _check_level(confidence_level)
+    options = {"method": method, "folds": folds, "seed": seed,
+               "confidence_level": confidence_level, "interval": interval}
+    _check_options(method, interval, folds, confidence_level)
     if paired:
         ha, hb = np.asarray(human_a, dtype=float), np.asarray(human_b, dtype=float)
         if ha.shape != hb.shape or not np.array_equal(np.isnan(ha), np.isnan(hb)):
             raise InputError("ppi_mean_difference(paired=True): the two systems must have the "
                              "same items and the same human-labelled ones (same NaN pattern)")
         result = ppi_mean(ha - hb, np.asarray(predicted_a, dtype=float)
-                          - np.asarray(predicted_b, dtype=float), method=method,
-                          confidence_level=confidence_level, interval=interval)
+                          - np.asarray(predicted_b, dtype=float), **options)
         return PPIResult(**{**asdict(result), "estimand": "difference"})
-    a = ppi_mean(human_a, predicted_a, method=method, confidence_level=confidence_level,
-                 interval=interval)
-    b = ppi_mean(human_b, predicted_b, method=method, confidence_level=confidence_level,
-                 interval=interval)
+    a = ppi_mean(human_a, predicted_a, **options)
+    b = ppi_mean(human_b, predicted_b, **options)
     se = math.hypot(a.se, b.se)
     human_se = math.hypot(a.human_se, b.human_se)
-    n = a.n_labelled + b.n_labelled
-    return _result("difference", method, a.estimate - b.estimate, se, math.nan, n,
-                   a.n_unlabelled + b.n_unlabelled, a.human_estimate - b.human_estimate,
-                   human_se, confidence_level, interval)
+    df = (math.nan if interval == "z"
+          else _welch_df(a.se, a.n_labelled, b.se, b.n_labelled))
+    q = float(_quantile(confidence_level, interval, df))
+    estimate = a.estimate - b.estimate
+    return PPIResult(
+        "difference", method, estimate, se, estimate - q * se, estimate + q * se, math.nan,
+        a.n_labelled + b.n_labelled, a.n_unlabelled + b.n_unlabelled,
+        a.human_estimate - b.human_estimate, human_se,
+        (a.n_labelled + b.n_labelled) * human_se**2 / se**2 if se > 0 else math.nan,
+        se / human_se if human_se > 0 else math.nan, confidence_level, interval,
+        max(a.folds, b.folds), seed, df)
