@@ -90,6 +90,23 @@ def test_ppi_cli_mean_equals_library(items, capsys):
     assert out["n_eff"] == pytest.approx(expected.n_eff, rel=1e-12)
 
 
+def test_ppi_cli_folds_seed_and_interval_reach_the_library(items, capsys):
+    path, frame = items
+    h, f = frame.human.to_numpy(), frame.judge.to_numpy()
+    for extra, options in ((["--folds", "1", "--interval", "z"], {"folds": 1, "interval": "z"}),
+                           (["--seed", "3"], {"seed": 3})):
+        out = _json(capsys, ["ppi", "--data", str(path), "--human", "human", "--judge",
+                             "judge", "--json", *extra])
+        expected = ppi_mean(h, f, **options)
+        assert (out["low"], out["high"]) == pytest.approx((expected.low, expected.high),
+                                                          abs=1e-12)
+        assert (out["folds"], out["seed"], out["interval"]) == (
+            expected.folds, expected.seed, expected.interval)
+    assert main(["ppi", "--data", str(path), "--human", "human", "--judge", "judge",
+                 "--seed", "3"]) == 0
+    assert "cross-fitted over 5 folds, seed 3" in capsys.readouterr().out
+
+
 def test_ppi_cli_independent_difference(items, capsys):
     path, frame = items
     out = _json(capsys, ["ppi", "--data", str(path), "--human", "human", "--judge", "judge",

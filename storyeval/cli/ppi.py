@@ -19,8 +19,9 @@ examples:
   storyeval ppi --data pairs.csv --human human_pref --judge judge_pref --estimand win_rate
 
 One row per item; the human column is empty where no human labelled the item (the labelled
-items must be a random subset); the judge column is filled everywhere. The interval is
-normal (ppi-python's) unless --interval t.
+items must be a random subset); the judge column is filled everywhere. By default PPI++'s
+lambda is cross-fitted over 5 folds of the labelled items (seeded, --seed) and the interval is
+Student t; --folds 1 --interval z gives ppi-python's PPI++.
 
 Exit codes: 0 ok, 2 usage or input error.
 """
@@ -49,8 +50,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--method", choices=("ppi++", "ppi", "classical"), default="ppi++",
                         help="ppi++: lambda tuned (default); ppi: lambda 1; classical: humans "
                              "only")
-    parser.add_argument("--interval", choices=("z", "t"), default="z",
-                        help="z: normal (default, as ppi-python); t: small-sample variant")
+    parser.add_argument("--interval", choices=("z", "t"), default="t",
+                        help="t: Student t, n - 1 df (default); z: normal (as ppi-python)")
+    parser.add_argument("--folds", type=int, default=5, metavar="K",
+                        help="ppi++: cross-fit lambda over K folds of the labelled items "
+                             "(default 5); 1: lambda from all labels (as ppi-python)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the folds (default 0)")
     parser.add_argument("--confidence-level", type=float, default=0.95)
     parser.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -82,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     src = str(args.data)
     estimand = args.estimand or ("difference" if args.systems else "mean")
     options = {"method": args.method, "confidence_level": args.confidence_level,
-               "interval": args.interval}
+               "interval": args.interval, "folds": args.folds, "seed": args.seed}
     if estimand == "difference":
         if not (args.system and args.systems):
             raise InputError("a difference needs --system COL and --systems A,B")
@@ -129,9 +134,11 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     level = f"{args.confidence_level:g}"
+    tuning = (f"lambda {result.lam:.3g}, cross-fitted over {result.folds} folds, seed "
+              f"{result.seed}" if result.folds > 1 else f"lambda {result.lam:.3g}")
     print(f"{src}: {result.estimand} of {what}, {args.method} ({args.interval} interval, "
-          f"lambda {result.lam:.3g}); {result.n_labelled} human-labelled, "
-          f"{result.n_unlabelled} judge-only items")
+          f"{tuning}); {result.n_labelled} human-labelled, {result.n_unlabelled} judge-only "
+          "items")
     print(f"  prediction-powered: {result.estimate:.4f}  [{result.low:.4f}, {result.high:.4f}] "
           f"({level}), se {result.se:.4f}")
     lo, hi = result.human_estimate - (result.estimate - result.low) / result.width_ratio, \
