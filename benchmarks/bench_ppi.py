@@ -27,7 +27,7 @@ of the change (cross-fit with z; t without cross-fit), PPI (lambda = 1, t) and t
 intervals (t and z). Per setting and method, pooled over the study seeds: coverage (share of
 intervals holding the truth) with its Monte Carlo standard error and the range over seeds, mean
 width relative to the human-only interval of the same reference distribution (t or z), mean
-lambda and mean effective number of human labels n_eff.
+lambda and mean effective number of human labels n_eff (and the mean width itself).
 
 Run: ``python benchmarks/bench_ppi.py [--reps 2000] [--seeds 0 1 2 3]`` (about 5 minutes on
 2 cores). Writes ``benchmarks/bench_ppi.json``, read by ``docs/gen_planning.py`` for the
@@ -148,6 +148,7 @@ def summarise(sim: pd.DataFrame, setting: str, frac: float) -> list[dict]:
             "method": label, "reps": len(g), "coverage": cov,
             "mc se": float(np.sqrt(cov * (1 - cov) / len(g))),
             "coverage min seed": float(by_seed.min()), "coverage max seed": float(by_seed.max()),
+            "mean width": float(widths[label]),
             "width / human-only": float(widths[label] / widths[reference]),
             "mean lambda": float(g.lam.mean()), "mean n_eff": float(g.n_eff.mean())})
     return rows

@@ -13,8 +13,10 @@ annotators whose verdicts follow the stories' mean human Coherence plus seeded n
 and ChatGPT's Coherence rating (Eval-Prompt 4); GPT-2's and Fusion's stories with both stories
 of a random quarter of the prompts labelled; and every pair of two machine systems' stories on
 one prompt with the human and the judge's preference (kept for a random 10%).
-Each command's output is one Markdown snippet ``docs/generated/planning/NAME.md``;
-``tests/test_docs_planning.py`` regenerates them and compares them with the committed ones.
+Each command's output is one Markdown snippet ``docs/generated/planning/NAME.md``; the coverage
+table ``ppi_coverage.md`` is rendered from ``benchmarks/bench_ppi.json`` (written by
+``benchmarks/bench_ppi.py``). ``tests/test_docs_planning.py`` regenerates them and compares them
+with the committed ones.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import shlex
 import sys
@@ -35,6 +38,16 @@ import pandas as pd
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "planning"
+BENCH = DOCS.parent / "benchmarks" / "bench_ppi.json"
+#: Coverage-table columns: the benchmark's method label and the column heading.
+COVERAGE_COLUMNS = (
+    ("ppi++ cross-fit, t (default)", "default (PPI++ cross-fit, t)"),
+    ("ppi++, z (ppi-python)", "ppi-python PPI++ (z)"),
+    ("ppi++, t", "PPI++ (t)"),
+    ("ppi++ cross-fit, z", "PPI++ cross-fit (z)"),
+    ("ppi, t", "PPI (t)"),
+    ("human only, t", "human only (t)"),
+)
 SYSTEMS = "GPT-2,Fusion,HINT,TD-VAE"
 
 COMMANDS: dict[str, list[str]] = {
@@ -159,6 +172,46 @@ def write_items(folder: Path) -> None:
     pairs.to_csv(folder / "pairs.csv", index=False)
 
 
+def coverage_table(bench_path: Path = BENCH) -> str:
+    """The PPI coverage table (Markdown) and its lowest coverages, from the benchmark JSON."""
+    bench = json.loads(bench_path.read_text(encoding="utf-8"))
+    rows = pd.DataFrame(bench["results"])
+    default = COVERAGE_COLUMNS[0][0]
+    heads = [head for _, head in COVERAGE_COLUMNS]
+    lines = ["| setting | human share | labels | " + " | ".join(heads)
+             + " | default width / human-only | default width / ppi-python | default n_eff |",
+             "| --- " * (len(heads) + 6) + "|"]
+    for (setting, share), g in rows.groupby(["setting", "human share"], sort=False):
+        by = g.set_index("method")
+        cells = []
+        for method, _ in COVERAGE_COLUMNS:
+            r = by.loc[method]
+            cell = f"{r.coverage:.3f}"
+            if method == default:
+                cell = (f"**{cell}** ({r['coverage min seed']:.3f}-"
+                        f"{r['coverage max seed']:.3f})")
+            cells.append(cell)
+        d = by.loc[default]
+        versus = d["mean width"] / by.loc[COVERAGE_COLUMNS[1][0], "mean width"]
+        lines.append(f"| {setting} | {share:.0%} | {int(d['n labelled'])} | "
+                     + " | ".join(cells)
+                     + f" | {d['width / human-only']:.2f} | {versus:.2f} | "
+                       f"{d['mean n_eff']:.0f} |")
+    reps = len(bench["seeds"]) * bench["reps_per_seed"]
+    worst_se = rows["mc se"].max()
+    text = "\n".join(lines) + "\n\n"
+    text += (f"{reps:,} replications per setting ({bench['reps_per_seed']:,} for each of the "
+             f"study seeds {', '.join(map(str, bench['seeds']))}; in brackets the default's "
+             f"range over seeds); Monte Carlo standard error at most {worst_se:.4f}. "
+             "Lowest coverage per method:\n\n")
+    for method, head in COVERAGE_COLUMNS:
+        g = rows[rows.method == method]
+        low = g.loc[g.coverage.idxmin()]
+        text += (f"- {head}: {low.coverage:.3f} ({low.setting}, "
+                 f"{low['human share']:.0%} human labels)\n")
+    return text
+
+
 def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -174,6 +227,11 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 path.write_text(text, encoding="utf-8")
             written.append(path)
+    table = out / "ppi_coverage.md"
+    text = coverage_table()
+    if not table.exists() or table.read_text(encoding="utf-8") != text:
+        table.write_text(text, encoding="utf-8")
+    written.append(table)
     for stale in sorted(out.glob("*.md")):
         if stale not in written:
             stale.unlink()
