@@ -31,8 +31,13 @@ if TYPE_CHECKING:
         plan_power,
         simulate_power,
     )
-    from storyeval.power.ppi import (PPIResult, ppi_mean, ppi_mean_difference, ppi_mean_many,
-                                     ppi_win_rate)
+    from storyeval.power.ppi import (
+        PPIResult,
+        ppi_mean,
+        ppi_mean_difference,
+        ppi_mean_many,
+        ppi_win_rate,
+    )
 
 _LAZY = {
     "PPIResult": "ppi",

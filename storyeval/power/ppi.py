@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -422,8 +423,8 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
     >>> r.estimand
     'difference'
     """
-    options = {"method": method, "folds": folds, "seed": seed,
-               "confidence_level": confidence_level, "interval": interval}
+    options: dict[str, Any] = {"method": method, "folds": folds, "seed": seed,
+                               "confidence_level": confidence_level, "interval": interval}
     _check_options(method, interval, folds, confidence_level)
     if paired:
         ha, hb = np.asarray(human_a, dtype=float), np.asarray(human_b, dtype=float)
