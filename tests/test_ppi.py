@@ -232,6 +232,8 @@ def test_many_bad_input_named():
         ppi_mean_many([[1.0, np.nan, np.nan, np.nan]], [[1, 2, 3, 4]])
     with pytest.raises(InputError, match="folds"):
         ppi_mean(good[0], [1, 2, 3, 4], folds=0)
+    with pytest.raises(InputError, match="seed"):
+        ppi_mean(good[0], [1, 2, 3, 4], seed=None)
 
 
 def test_independent_difference_t_uses_welch_df():

@@ -122,13 +122,19 @@ def _check_level(level: float) -> None:
         raise InputError(f"confidence_level must be in (0, 1), got {level}")
 
 
-def _check_options(method: str, interval: str, folds: int, level: float) -> None:
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_options(method: str, interval: str, folds: int, level: float, seed: int) -> None:
     _check_level(level)
+    if not _is_int(seed):
+        raise InputError(f"seed must be an integer, got {seed!r}")
     if method not in METHODS:
         raise InputError(f"method must be one of {list(METHODS)}, got {method!r}")
     if interval not in ("z", "t"):
         raise InputError(f"interval must be 'z' or 't', got {interval!r}")
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 1:
+    if not _is_int(folds) or folds < 1:
         raise InputError(f"folds must be an integer >= 1, got {folds!r}")
 
 
@@ -269,10 +275,10 @@ def ppi_mean(human, predicted, *, method: str = "ppi++", folds: int = 5, seed: i
     >>> bool(r.n_eff > r.n_labelled), r.folds, r.interval
     (True, 5, 't')
     """
-    _check_options(method, interval, folds, confidence_level)
+    _check_options(method, interval, folds, confidence_level, seed)
     y, f_lab, f_unl = _split(human, predicted, "ppi_mean")
     return _to_result(_frame("mean", method, y[None, :], f_lab[None, :], f_unl[None, :],
-                             folds=int(folds), seed=seed, level=confidence_level,
+                             folds=int(folds), seed=int(seed), level=confidence_level,
                              interval=interval))
 
 
@@ -307,7 +313,7 @@ def ppi_mean_many(human, predicted, *, method: str = "ppi++", folds: int = 5, se
     >>> ppi_mean_many(h, [[1, 2, 2, 3, 1], [2, 1, 2, 1, 3]]).n_labelled.tolist()
     [3, 2]
     """
-    _check_options(method, interval, folds, confidence_level)
+    _check_options(method, interval, folds, confidence_level, seed)
     h = np.asarray(human, dtype=float)
     f = np.asarray(predicted, dtype=float)
     if h.ndim != 2 or h.shape != f.shape:
@@ -331,7 +337,7 @@ def ppi_mean_many(human, predicted, *, method: str = "ppi++", folds: int = 5, se
         order = np.argsort(~labelled[rows], axis=1, kind="stable")
         hs, fs = np.take_along_axis(h[rows], order, 1), np.take_along_axis(f[rows], order, 1)
         part = _frame("mean", method, hs[:, :n], fs[:, :n], fs[:, n:], folds=int(folds),
-                      seed=seed, level=confidence_level, interval=interval)
+                      seed=int(seed), level=confidence_level, interval=interval)
         parts.append(part.set_axis(rows))
     return pd.concat(parts).sort_index()
 
@@ -425,7 +431,7 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
     """
     options: dict[str, Any] = {"method": method, "folds": folds, "seed": seed,
                                "confidence_level": confidence_level, "interval": interval}
-    _check_options(method, interval, folds, confidence_level)
+    _check_options(method, interval, folds, confidence_level, seed)
     if paired:
         ha, hb = np.asarray(human_a, dtype=float), np.asarray(human_b, dtype=float)
         if ha.shape != hb.shape or not np.array_equal(np.isnan(ha), np.isnan(hb)):
