@@ -11,7 +11,13 @@ import pytest
 from scipy import stats
 
 from storyeval.exceptions import InputError
-from storyeval.power.ppi import ppi_mean, ppi_mean_difference, ppi_mean_many, ppi_win_rate
+from storyeval.power.ppi import (
+    ppi_mean,
+    ppi_mean_difference,
+    ppi_mean_difference_many,
+    ppi_mean_many,
+    ppi_win_rate,
+)
 
 ppi_py = pytest.importorskip("ppi_py")
 
@@ -222,6 +228,26 @@ def test_many_equals_single_calls():
             assert many.loc[r, "n_labelled"] == single["n_labelled"]
 
 
+@pytest.mark.parametrize("paired", [False, True])
+@pytest.mark.parametrize("options", [{}, PLAIN])
+def test_difference_many_equals_single_calls(paired, options):
+    rng = np.random.default_rng(18)
+    ha, hb = rng.normal(3.0, 1.0, (4, 200)), rng.normal(2.7, 1.0, (4, 200 if paired else 260))
+    fa = 0.7 * ha + rng.normal(0.3, 0.7, ha.shape)
+    fb = 0.7 * hb + rng.normal(0.3, 0.7, hb.shape)
+    for r, n in enumerate([12, 30, 30, 60]):
+        ha[r, n:] = np.nan
+        hb[r, (n if paired else n + 7):] = np.nan
+    many = ppi_mean_difference_many(ha, fa, hb, fb, paired=paired, **options)
+    for r in range(4):
+        single = ppi_mean_difference(ha[r], fa[r], hb[r], fb[r], paired=paired,
+                                     **options).to_frame().iloc[0]
+        for col in ("estimate", "se", "low", "high", "df", "n_eff", "width_ratio"):
+            assert many.loc[r, col] == pytest.approx(single[col], abs=1e-12, nan_ok=True)
+        assert many.loc[r, "n_labelled"] == single["n_labelled"]
+        assert many.loc[r, "estimand"] == single["estimand"] == "difference"
+
+
 def test_many_bad_input_named():
     good = np.array([[1.0, 2.0, np.nan, np.nan], [1.0, 3.0, np.nan, np.nan]])
     with pytest.raises(InputError, match="2-D"):
@@ -232,6 +258,10 @@ def test_many_bad_input_named():
         ppi_mean_many([[1.0, np.nan, np.nan, np.nan]], [[1, 2, 3, 4]])
     with pytest.raises(InputError, match="folds"):
         ppi_mean(good[0], [1, 2, 3, 4], folds=0)
+    with pytest.raises(InputError, match="same NaN pattern"):
+        ppi_mean_difference_many(good, good, good[:, ::-1], good, paired=True)
+    with pytest.raises(InputError, match="2 studies and system B 1"):
+        ppi_mean_difference_many(good, good + 1, good[:1], good[:1])
     with pytest.raises(InputError, match="seed"):
         ppi_mean(good[0], [1, 2, 3, 4], seed=None)
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         PPIResult,
         ppi_mean,
         ppi_mean_difference,
+        ppi_mean_difference_many,
         ppi_mean_many,
         ppi_win_rate,
     )
@@ -48,6 +49,7 @@ _LAZY = {
     "pairwise_sample_size": "pairwise",
     "ppi_mean": "ppi",
     "ppi_mean_difference": "ppi",
+    "ppi_mean_difference_many": "ppi",
     "ppi_mean_many": "ppi",
     "ppi_win_rate": "ppi",
     "COEFFICIENTS": "planner",
@@ -72,6 +74,7 @@ __all__ = [
     "plan_power",
     "ppi_mean",
     "ppi_mean_difference",
+    "ppi_mean_difference_many",
     "ppi_mean_many",
     "ppi_win_rate",
     "simulate_power",

@@ -7,7 +7,7 @@ judge's bias. PPI++ scales the judge by a power-tuning factor ``lambda`` in [0, 
 data to minimise the variance, so that it never does (asymptotically) worse than the human-only
 mean (``lambda = 0``). Three estimands share one kernel: a system's mean human score
 (`ppi_mean`, and `ppi_mean_many` for many studies at once), a difference between two systems
-(`ppi_mean_difference`) and a win rate, the mean of binary preferences (`ppi_win_rate`).
+(`ppi_mean_difference`, `ppi_mean_difference_many`) and a win rate, the mean of binary preferences (`ppi_win_rate`).
 
 The default is PPI++ with a *cross-fitted* lambda (each labelled item's lambda estimated on the
 other folds of labelled items, ``folds=5``) and a Student t interval (``interval="t"``):
@@ -36,6 +36,7 @@ __all__ = [
     "PPIResult",
     "ppi_mean",
     "ppi_mean_difference",
+    "ppi_mean_difference_many",
     "ppi_mean_many",
     "ppi_win_rate",
 ]
@@ -383,10 +384,79 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++", folds: int = 5, see
     return PPIResult(**{**asdict(result), "estimand": "win rate"})
 
 
-def _welch_df(se_a: float, n_a: int, se_b: float, n_b: int) -> float:
-    """Welch-Satterthwaite degrees of freedom of ``se_a^2 + se_b^2``."""
-    den = se_a**4 / (n_a - 1) + se_b**4 / (n_b - 1)
-    return (se_a**2 + se_b**2) ** 2 / den if den > 0 else float(n_a + n_b - 2)
+def _difference_frame(a: pd.DataFrame, b: pd.DataFrame, level: float,
+                      interval: str) -> pd.DataFrame:
+    """Rows A - B of two frames of independent `ppi_mean_many` results (same index)."""
+    se = np.hypot(a.se, b.se)
+    human_se = np.hypot(a.human_se, b.human_se)
+    n = a.n_labelled + b.n_labelled
+    if interval == "z":
+        df = pd.Series(np.nan, index=a.index)
+    else:  # Welch-Satterthwaite, n_a + n_b - 2 when both standard errors are 0
+        den = a.se**4 / (a.n_labelled - 1) + b.se**4 / (b.n_labelled - 1)
+        df = pd.Series(np.where(den > 0, se**4 / np.where(den > 0, den, 1.0), n - 2.0),
+                       index=a.index)
+    q = _quantile(level, interval, df.to_numpy())
+    estimate = a.estimate - b.estimate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(se > 0, n * human_se**2 / se**2, np.nan)
+        ratio = np.where(human_se > 0, se / human_se, np.nan)
+    return pd.DataFrame({
+        "estimand": "difference", "method": a.method, "estimate": estimate, "se": se,
+        "low": estimate - q * se, "high": estimate + q * se, "lam": np.nan, "n_labelled": n,
+        "n_unlabelled": a.n_unlabelled + b.n_unlabelled,
+        "human_estimate": a.human_estimate - b.human_estimate, "human_se": human_se,
+        "n_eff": n_eff, "width_ratio": ratio, "confidence_level": level, "interval": interval,
+        "folds": np.maximum(a.folds, b.folds), "seed": a.seed, "df": df}, columns=_COLUMNS)
+
+
+def ppi_mean_difference_many(human_a, predicted_a, human_b, predicted_b, *,
+                             paired: bool = False, method: str = "ppi++", folds: int = 5,
+                             seed: int = 0, confidence_level: float = 0.95,
+                             interval: str = "t") -> pd.DataFrame:
+    """`ppi_mean_difference` of many studies at once (vectorised): one row per study.
+
+    Parameters
+    ----------
+    human_a, predicted_a, human_b, predicted_b : array-like, shape (R, N_a) and (R, N_b)
+        Row r is study r, as `ppi_mean_difference`'s arguments (``N_a == N_b`` and the same
+        NaN pattern when paired).
+    paired, method, folds, seed, confidence_level, interval
+        As in `ppi_mean_difference`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        R rows, the columns of `PPIResult`, row r equal to ``ppi_mean_difference(human_a[r],
+        predicted_a[r], human_b[r], predicted_b[r], ...)``.
+
+    Examples
+    --------
+    >>> nan = float("nan")
+    >>> r = ppi_mean_difference_many([[3, 4, 5, nan, nan]], [[3, 4, 4, 5, 2]],
+    ...                              [[2, 3, 3, nan, nan]], [[2, 2, 3, 4, 1]], paired=True)
+    >>> r.estimand.tolist()
+    ['difference']
+    """
+    options: dict[str, Any] = {"method": method, "folds": folds, "seed": seed,
+                               "confidence_level": confidence_level, "interval": interval}
+    _check_options(method, interval, folds, confidence_level, seed)
+    ha, hb = np.asarray(human_a, dtype=float), np.asarray(human_b, dtype=float)
+    fa, fb = np.asarray(predicted_a, dtype=float), np.asarray(predicted_b, dtype=float)
+    if paired:
+        if ha.shape != hb.shape or not np.array_equal(np.isnan(ha), np.isnan(hb)):
+            raise InputError("ppi_mean_difference_many(paired=True): the two systems must have "
+                             "the same items and the same human-labelled ones (same NaN "
+                             "pattern)")
+        if fa.shape != fb.shape:
+            raise InputError("ppi_mean_difference_many(paired=True): predicted_a and "
+                             f"predicted_b have different shapes ({fa.shape} and {fb.shape})")
+        return ppi_mean_many(ha - hb, fa - fb, **options).assign(estimand="difference")
+    if ha.shape[:1] != hb.shape[:1]:
+        raise InputError(f"ppi_mean_difference_many: system A has {ha.shape[0]} studies and "
+                         f"system B {hb.shape[0]}")
+    return _difference_frame(ppi_mean_many(ha, fa, **options), ppi_mean_many(hb, fb, **options),
+                             confidence_level, interval)
 
 
 def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: bool = False,
@@ -442,16 +512,4 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
         return PPIResult(**{**asdict(result), "estimand": "difference"})
     a = ppi_mean(human_a, predicted_a, **options)
     b = ppi_mean(human_b, predicted_b, **options)
-    se = math.hypot(a.se, b.se)
-    human_se = math.hypot(a.human_se, b.human_se)
-    df = (math.nan if interval == "z"
-          else _welch_df(a.se, a.n_labelled, b.se, b.n_labelled))
-    q = float(_quantile(confidence_level, interval, df))
-    estimate = a.estimate - b.estimate
-    return PPIResult(
-        "difference", method, estimate, se, estimate - q * se, estimate + q * se, math.nan,
-        a.n_labelled + b.n_labelled, a.n_unlabelled + b.n_unlabelled,
-        a.human_estimate - b.human_estimate, human_se,
-        (a.n_labelled + b.n_labelled) * human_se**2 / se**2 if se > 0 else math.nan,
-        se / human_se if human_se > 0 else math.nan, confidence_level, interval,
-        max(a.folds, b.folds), seed, df)
+    return _to_result(_difference_frame(a.to_frame(), b.to_frame(), confidence_level, interval))
