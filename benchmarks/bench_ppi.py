@@ -8,16 +8,19 @@ truth), gives human labels to a uniformly random 5%, 10% or 20% of it and the ju
 every item, and computes 95% intervals with storyeval's public functions:
 
 - mean: a study of 1,056 stories, `ppi_mean`;
-- difference: two systems' stories on 528 prompts drawn from HANNA's 96 (1,056 stories), a
-  labelled prompt having both stories labelled, `ppi_mean_difference(paired=True)` (the mean of
-  the per-prompt differences: GPT-2 - Fusion, as in docs/planning.md, and GPT - HINT);
+- paired difference: two systems' stories on 528 prompts drawn from HANNA's 96 (1,056 stories),
+  a labelled prompt having both stories labelled, `ppi_mean_difference_many(paired=True)` (the
+  mean of the per-prompt differences: GPT-2 - Fusion, as in docs/planning.md, and GPT - HINT);
+- independent difference: 528 stories of each system drawn separately from its 96, the same
+  share of each labelled, `ppi_mean_difference_many(paired=False)` (GPT-2 - Fusion; each
+  system its own lambda, a Welch-Satterthwaite t interval);
 - win rate: a study of 4,320 pairs drawn from the 4,320 pairs of two machine systems' stories
   on one prompt (45 system pairs x 96 prompts, the alphabetically first system as A), 1 when A's
   story has the higher mean human score (0.5 for a tie), the judge's verdict likewise,
   `ppi_win_rate`.
 
-The replications of a setting are computed at once by `ppi_mean_many` (every public estimate is
-a row of it); the first replications of each setting are recomputed with `ppi_mean`,
+The replications of a setting are computed at once by `ppi_mean_many` and
+`ppi_mean_difference_many` (every public estimate is a row of them); the first replications of each setting are recomputed with `ppi_mean`,
 `ppi_mean_difference` and `ppi_win_rate` and must agree to 1e-12. The labelled items are the
 first ones of each study, a uniformly random subset since the items are drawn independently.
 
@@ -45,7 +48,13 @@ import numpy as np
 import pandas as pd
 
 from storyeval.data.hanna import load_hanna
-from storyeval.power.ppi import ppi_mean, ppi_mean_difference, ppi_mean_many, ppi_win_rate
+from storyeval.power.ppi import (
+    ppi_mean,
+    ppi_mean_difference,
+    ppi_mean_difference_many,
+    ppi_mean_many,
+    ppi_win_rate,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "bench_ppi.json"
@@ -71,11 +80,13 @@ def populations() -> list[dict]:
     for judge in ("ChatGPT CH 4", "Llama-13B CH 4"):
         out.append({"setting": f"mean, {judge.split()[0]}", "estimand": "mean", "size": 1056,
                     "human": wide["Coherence"].to_numpy(), "judge": wide[judge].to_numpy()})
-    for a, b in (("GPT-2", "Fusion"), ("GPT", "HINT")):
+    for a, b, kind in (("GPT-2", "Fusion", "paired"), ("GPT", "HINT", "paired"),
+                       ("GPT-2", "Fusion", "independent")):
         sa, sb = wide.loc[a], wide.loc[b].reindex(wide.loc[a].index)
-        out.append({"setting": f"difference {a} - {b}, ChatGPT", "estimand": "difference",
-                    "size": 528, "human": sa["Coherence"].to_numpy(),
-                    "judge": sa["ChatGPT CH 4"].to_numpy(), "human_b": sb["Coherence"].to_numpy(),
+        out.append({"setting": f"difference ({kind}) {a} - {b}, ChatGPT",
+                    "estimand": "difference", "paired": kind == "paired", "size": 528,
+                    "human": sa["Coherence"].to_numpy(), "judge": sa["ChatGPT CH 4"].to_numpy(),
+                    "human_b": sb["Coherence"].to_numpy(),
                     "judge_b": sb["ChatGPT CH 4"].to_numpy()})
     systems = sorted(wide.index.get_level_values(0).unique().drop("Human"))
     h_pairs, j_pairs = [], []
@@ -89,50 +100,71 @@ def populations() -> list[dict]:
     return out
 
 
-def _item_values(pop: dict, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The per-item human and judge values that `ppi_mean_many` averages."""
+def _study(pop: dict, idx: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """(human_a, judge_a[, human_b, judge_b]) of the studies drawn as ``idx`` (reps x items),
+    the first n items of each (system) labelled."""
+    def take(values: np.ndarray, cols: slice, human: bool) -> np.ndarray:
+        out = values[idx[:, cols]]
+        if human:
+            out[:, n:] = np.nan
+        return out
+
+    if pop["estimand"] != "difference":
+        return take(pop["human"], slice(None), True), take(pop["judge"], slice(None), False)
+    size = pop["size"]
+    b_cols = slice(None) if pop["paired"] else slice(size, 2 * size)
+    return (take(pop["human"], slice(0, size), True), take(pop["judge"], slice(0, size), False),
+            take(pop["human_b"], b_cols, True), take(pop["judge_b"], b_cols, False))
+
+
+def _batch(pop: dict, arrays: tuple[np.ndarray, ...], kwargs: dict) -> pd.DataFrame:
     if pop["estimand"] == "difference":
-        return (pop["human"][idx] - pop["human_b"][idx], pop["judge"][idx] - pop["judge_b"][idx])
-    return pop["human"][idx], pop["judge"][idx]
+        return ppi_mean_difference_many(*arrays, paired=pop["paired"], **kwargs)
+    return ppi_mean_many(*arrays, **kwargs)
 
 
-def _spot_check(pop: dict, idx: np.ndarray, n: int, kwargs: dict, row: pd.Series) -> None:
+def _spot_check(pop: dict, arrays: tuple[np.ndarray, ...], r: int, kwargs: dict,
+                row: pd.Series) -> None:
     """The public single-study function gives the batched row (to 1e-12)."""
-    mask = np.arange(idx.size) < n
+    one = [a[r] for a in arrays]
     if pop["estimand"] == "difference":
-        ha = np.where(mask, pop["human"][idx], np.nan)
-        hb = np.where(mask, pop["human_b"][idx], np.nan)
-        r = ppi_mean_difference(ha, pop["judge"][idx], hb, pop["judge_b"][idx], paired=True,
-                                **kwargs)
+        res = ppi_mean_difference(*one, paired=pop["paired"], **kwargs)
     else:
-        fn = ppi_win_rate if pop["estimand"] == "win rate" else ppi_mean
-        r = fn(np.where(mask, pop["human"][idx], np.nan), pop["judge"][idx], **kwargs)
-    got = np.array([r.estimate, r.low, r.high])
+        res = (ppi_win_rate if pop["estimand"] == "win rate" else ppi_mean)(*one, **kwargs)
+    got = np.array([res.estimate, res.low, res.high])
     want = row[["estimate", "low", "high"]].to_numpy(dtype=float)
     if not np.allclose(got, want, rtol=0, atol=1e-12):
         raise AssertionError(f"{pop['setting']}: batched {want} != public {got}")
 
 
+def _truth(pop: dict) -> float:
+    if pop["estimand"] != "difference":
+        return float(pop["human"].mean())
+    if pop["paired"]:
+        return float(np.mean(pop["human"] - pop["human_b"]))
+    return float(pop["human"].mean() - pop["human_b"].mean())
+
+
 def simulate(pop: dict, frac: float, reps: int, seed: int) -> pd.DataFrame:
     """One row per (replication, method): covered, width, lambda, n_eff."""
     rng = np.random.default_rng(seed)
-    truth = float(np.mean(_item_values(pop, np.arange(pop["human"].size))[0]))
+    truth = _truth(pop)
     size = pop["size"]
+    width = size if pop["estimand"] != "difference" or pop["paired"] else 2 * size
     n = max(2, round(frac * size))
     frames = []
     for start in range(0, reps, CHUNK):
-        idx = rng.integers(0, pop["human"].size, (min(CHUNK, reps - start), size))
-        human, judge = _item_values(pop, idx)
-        human[:, n:] = np.nan
+        idx = rng.integers(0, pop["human"].size, (min(CHUNK, reps - start), width))
+        arrays = _study(pop, idx, n)
         for label, kwargs, _ in METHODS:
-            res = ppi_mean_many(human, judge, **kwargs)
+            res = _batch(pop, arrays, kwargs)
             if start == 0:
                 for r in range(2):
-                    _spot_check(pop, idx[r], n, kwargs, res.iloc[r])
+                    _spot_check(pop, arrays, r, kwargs, res.iloc[r])
             frames.append(pd.DataFrame({
                 "method": label, "covered": (res.low <= truth) & (truth <= res.high),
                 "width": res.high - res.low, "lam": res.lam, "n_eff": res.n_eff, "seed": seed,
-                "n": n}))
+                "n": res.n_labelled}))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -67,7 +67,7 @@ def test_prose_claims_hold(bench):
     claims.append(f"covers {plain.coverage[few].min():.3f}-{plain.coverage[few].max():.3f} "
                   f"with 26-53 labels and {plain.coverage[~few].min():.3f}-"
                   f"{plain.coverage[~few].max():.3f} from about 100")
-    claims.append(f"without cross-fitting: {by['ppi++, t'].coverage.min():.3f} at 26 labels")
+    claims.append(f"without cross-fitting: {by['ppi++, t'].coverage.min():.3f} at 26-52 labels")
     claims.append(f"with a normal interval: {by['ppi++ cross-fit, z'].coverage.min():.3f}")
     versus = default["mean width"] / plain["mean width"]
     for fewer, tail in ((default["n labelled"] <= 53, "wider than ppi-python's with 26-53 labels"),
