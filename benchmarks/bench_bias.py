@@ -50,6 +50,7 @@ from storyeval.bias import (  # noqa: E402
     self_preference,
 )
 from storyeval.bias import simulate as sim  # noqa: E402
+from storyeval.bias.inference import clustered_correlations, ratio_contrasts  # noqa: E402
 
 CELLS = [(5, 20), (10, 20), (5, 100), (10, 100)]
 RATINGS_PLANTED = {"self_preference": 0.5, "length_effect": 0.3, "offset": 0.3}
@@ -111,30 +112,140 @@ def verdict_truth(n_systems: int, planted: dict) -> dict[str, float]:
 
 
 NULLS = {"P(prefer longer)": 0.5, "first-position rate": 0.5}
+#: Data sets per vectorised batch (memory: about 150 MB at 10 systems x 100 prompts).
+CHUNK = 250
+#: Data sets per cell and scenario recomputed with the public functions to check the batch.
+CHECK = 2
+
+
+def _rows(frame) -> np.ndarray:
+    """(estimate, ci_low, ci_high, pvalue) of every data set of a batch, shape (R, 4)."""
+    return frame[["estimate", "ci_low", "ci_high", "pvalue"]].to_numpy(dtype=np.float64, copy=True)
+
+
+def rating_batch(n_systems: int, n_prompts: int, seeds, planted: dict) -> dict[str, np.ndarray]:
+    """The estimates of `rating_rows` for many seeds at once: the same simulated data
+    (`storyeval.bias.simulate.rating_arrays`) and the same per-story contributions, through
+    the vectorised `ratio_contrasts` / `clustered_correlations`."""
+    raters = {"Judge-A": n_systems // 2, "Judge-B": n_systems // 2 + 1}
+    draws = [sim.rating_arrays(n_systems, n_prompts, np.random.default_rng(s), raters=raters,
+                               **planted) for s in seeds]
+    # units in the order of simulate_ratings' wide table: system-major (system, prompt)
+    col = {k: np.stack([d[k].T.ravel() for d in draws]) for k in draws[0]}
+    system = np.repeat(np.arange(n_systems), n_prompts)
+    prompts = np.tile(np.arange(n_prompts), n_systems)
+    own_a = (system == raters["Judge-A"]).astype(float)
+    own_b = (system == raters["Judge-B"]).astype(float)
+    out = {}
+    for name, ref, comp in (("self-preference vs humans", "human", 1 - own_a),
+                            ("self-preference vs other rater", "Judge-B", 1 - own_a - own_b)):
+        e = col["Judge-A"] - col[ref]
+        num = np.stack([e * own_a, e * comp], axis=2)
+        den = np.broadcast_to(np.stack([own_a, comp], axis=1), num.shape)
+        out[name] = _rows(ratio_contrasts(num, den, weights=[1.0, -1.0], clusters=prompts))
+    d = col["Judge-A"] - col["human"]
+    ones = np.ones_like(d)
+    out["offset"] = _rows(ratio_contrasts(d, ones, clusters=prompts))
+    out["MAE"] = _rows(ratio_contrasts(np.abs(d), ones, clusters=prompts))
+    out["MAE"][:, 3] = np.nan  # interval only, as in `leniency`
+    out["r(residual, length)"] = _rows(clustered_correlations(d, col["length"],
+                                                              clusters=prompts))
+    return out
+
+
+def verdict_batch(n_systems: int, n_prompts: int, seeds, planted: dict) -> dict[str, np.ndarray]:
+    """The estimates of `verdict_rows` for many seeds at once (same data and contributions as
+    the public functions on the tables of `simulate_verdicts`, vectorised)."""
+    draws = [sim.verdict_arrays(n_systems, n_prompts, np.random.default_rng(s), **planted)
+             for s in seeds]
+    ia, ib = draws[0]["pairs"]
+    own = n_systems // 2
+    # judge units: (prompt, pair) with a shown first, then with b shown first
+    o1 = np.stack([d["judge_outcome"][0].ravel() for d in draws]).astype(float)
+    o2 = np.stack([d["judge_outcome"][1].ravel() for d in draws]).astype(float)
+    oh = np.stack([d["human_outcome"].ravel() for d in draws]).astype(float)
+    length = np.stack([d["length"] for d in draws])
+    sign_len = np.sign(length[:, :, ia] - length[:, :, ib]).reshape(len(seeds), -1)
+    n_pairs = len(ia)
+    prompts = np.repeat(np.arange(n_prompts), n_pairs)
+    judge = np.concatenate([o1, o2], axis=1)
+    jp = np.concatenate([prompts, prompts])
+    out = {}
+    # self-preference: judge verdicts on own-vs-other pairs, less the human verdict's score
+    mine = (ia == own) | (ib == own)
+    sel = np.tile(mine, n_prompts)
+    sign = np.tile(np.where(ia == own, 1.0, -1.0), n_prompts)[sel]
+    human_w = (sign * oh[:, sel] + 1) / 2
+    x = np.concatenate([(sign * o1[:, sel] + 1) / 2 - human_w,
+                        (sign * o2[:, sel] + 1) / 2 - human_w], axis=1)
+    sp_prompts = np.concatenate([prompts[sel], prompts[sel]])
+    out["self-preference (pairwise)"] = _rows(ratio_contrasts(x, np.ones_like(x),
+                                                              clusters=sp_prompts))
+    # length: longer won among decided verdicts of unequal lengths
+    sl = np.concatenate([sign_len, sign_len], axis=1)
+    used_j = (judge != 0) & (sl != 0)
+    won_j = (judge == sl) & used_j
+    used_h = (oh != 0) & (sign_len != 0)
+    won_h = (oh == sign_len) & used_h
+    out["P(prefer longer)"] = _rows(ratio_contrasts(won_j.astype(float), used_j.astype(float),
+                                                    clusters=jp, null=0.5))
+    zj, zh = np.zeros_like(judge), np.zeros_like(oh)
+    num = np.concatenate([np.stack([won_j, zj], axis=2), np.stack([zh, won_h], axis=2)], axis=1)
+    den = np.concatenate([np.stack([used_j, zj], axis=2), np.stack([zh, used_h], axis=2)],
+                         axis=1)
+    out["P(prefer longer) - humans"] = _rows(ratio_contrasts(
+        num.astype(float), den.astype(float), weights=[1.0, -1.0],
+        clusters=np.concatenate([jp, prompts])))
+    # position: a is shown first in the first presentation, b in the second
+    decided = judge != 0
+    first_won = np.concatenate([o1 == 1, o2 == -1], axis=1) & decided
+    out["first-position rate"] = _rows(ratio_contrasts(first_won.astype(float),
+                                                       decided.astype(float), clusters=jp,
+                                                       null=0.5))
+    net = ((o1 == 1) & (o2 == -1)).astype(float) - ((o1 == -1) & (o2 == 1)).astype(float)
+    out["net position flips"] = _rows(ratio_contrasts(net, np.ones_like(net), clusters=prompts))
+    return out
+
+
+def _check_batch(kind: str, n_systems: int, n_prompts: int, seeds, planted: dict,
+                 batch: dict[str, np.ndarray]) -> None:
+    """The first data sets again through the public functions on the simulated tables: the
+    vectorised batch must give the same estimates, intervals and p-values."""
+    fn = rating_rows if kind == "ratings" else verdict_rows
+    for i, seed in enumerate(seeds[:CHECK]):
+        public = fn(n_systems, n_prompts, seed, planted)
+        for name, values in public.items():
+            np.testing.assert_allclose(batch[name][i], values, rtol=1e-9, atol=1e-12,
+                                       err_msg=f"{kind} {name} seed {seed}")
 
 
 def run_cell(kind: str, n_systems: int, n_prompts: int, reps: int) -> list[dict]:
-    fn = rating_rows if kind == "ratings" else verdict_rows
+    batch_fn = rating_batch if kind == "ratings" else verdict_batch
     planted = RATINGS_PLANTED if kind == "ratings" else VERDICTS_PLANTED
     zero = dict.fromkeys(planted, 0.0)
     truth = (rating_truths if kind == "ratings" else verdict_truth)(n_systems, planted)
-    null_rows, cov_rows = [], []
-    for r in range(reps):
-        null_rows.append(fn(n_systems, n_prompts, 10_000 + r, zero))
-        cov_rows.append(fn(n_systems, n_prompts, 20_000 + r, planted))
+    results: dict[str, list] = {"null": [], "planted": []}
+    for scenario, params, base in (("null", zero, 10_000), ("planted", planted, 20_000)):
+        for start in range(0, reps, CHUNK):
+            seeds = list(range(base + start, base + min(reps, start + CHUNK)))
+            batch = batch_fn(n_systems, n_prompts, seeds, params)
+            if start == 0:
+                _check_batch(kind, n_systems, n_prompts, seeds, params, batch)
+            results[scenario].append(batch)
     out = []
-    for name in null_rows[0]:
-        p = np.array([row[name][3] for row in null_rows])
-        lo = np.array([row[name][1] for row in cov_rows])
-        hi = np.array([row[name][2] for row in cov_rows])
-        est = np.array([row[name][0] for row in cov_rows])
+    for name in results["null"][0]:
+        null = np.concatenate([b[name] for b in results["null"]])
+        cov = np.concatenate([b[name] for b in results["planted"]])
+        p, (est, lo, hi) = null[:, 3], cov[:, :3].T
         tested = not np.isnan(p).all()
         out.append({"data": kind, "estimand": name, "systems": n_systems, "prompts": n_prompts,
                     "reps": reps, "level": float(np.mean(p < 0.05)) if tested else None,
                     "null": NULLS.get(name, 0.0) if tested else None,
                     "truth": truth[name], "coverage": float(np.mean((lo <= truth[name])
                                                                     & (truth[name] <= hi))),
-                    "mean_estimate": float(est.mean()), "nan_pvalues": int(np.isnan(p).sum())})
+                    "mean_estimate": float(est.mean()),
+                    "nan_pvalues": int(np.isnan(p).sum()) if tested else None,
+                    "nan_intervals": int(np.isnan(lo).sum())})
     return out
 
 
