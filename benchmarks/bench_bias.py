@@ -13,15 +13,22 @@ prompts) and replication:
   being the population value of the estimand under the simulation's model
   (`storyeval.bias.simulate.verdict_truths` and the closed forms of the rating model).
 
-Every estimate comes from the public functions: `self_preference`, `leniency`,
-`residual_length_correlation`, `pairwise_self_preference`, `length_preference`,
-`position_bias`.
+Every estimate comes from the computation of the public functions `self_preference`,
+`leniency`, `residual_length_correlation`, `pairwise_self_preference`, `length_preference` and
+`position_bias`: their per-unit contributions, computed on arrays for a batch of 250 data sets
+at a time (`storyeval.bias.simulate.rating_arrays` / `verdict_arrays`, the arrays behind the
+simulated tables) and passed to the vectorised `ratio_contrasts` / `clustered_correlations`
+(the functions `ratio_contrast` and `clustered_correlation` call with one data set). The first
+two data sets of every cell and scenario are also run through the public functions on the
+simulated tables, and the run stops unless both give the same estimates, intervals and
+p-values (relative tolerance 1e-9).
 
     python benchmarks/bench_bias.py              # 1,000 data sets per cell and scenario
     python benchmarks/bench_bias.py --reps 50    # a quick look
     python benchmarks/bench_bias.py --data ratings   # rerun one kind, keep the other's rows
 
-About 2 minutes for the ratings and 25 for the verdicts on one core.
+About 1 minute on one core (it was 30 minutes with one call of the public functions per data
+set).
 
 Writes ``benchmarks/bench_bias.json`` (read by ``docs/gen_bias.py``).
 """

@@ -164,10 +164,15 @@ def levels_table() -> str:
     tested = frame[frame["level"].notna()]
     lo, hi = tested["level"].min(), tested["level"].max()
     inside = bool(((tested["level"] >= 0.035) & (tested["level"] <= 0.065)).all())
-    summary = (f"{bench['reps']:,} simulated data sets per cell and scenario; levels from "
+    covered = bool((frame["coverage"] >= 0.93).all())
+    reps = int(bench["reps"])
+    mc_level, mc_cov = (0.05 * 0.95 / reps) ** 0.5, (0.95 * 0.05 / reps) ** 0.5
+    summary = (f"{reps:,} simulated data sets per cell and scenario; levels from "
                f"{lo:.3f} to {hi:.3f} ({'all' if inside else 'NOT all'} within [0.035, 0.065]); "
                f"coverage from {frame['coverage'].min():.3f} to {frame['coverage'].max():.3f} "
-               f"({'all' if (frame['coverage'] >= 0.93).all() else 'NOT all'} at least 0.93).")
+               f"({'all' if covered else 'NOT all'} at least 0.93). Monte Carlo standard "
+               f"error of a level of 0.05: {mc_level:.3f}; of a coverage of 0.95: "
+               f"{mc_cov:.3f}.")
     return ("Each cell: level (share of two-sided tests rejecting a true null at 0.05) / "
             "coverage (share of 95% intervals holding the true value with planted biases); "
             "columns: systems x prompts.\n\n"
