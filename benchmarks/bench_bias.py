@@ -27,6 +27,11 @@ p-values (relative tolerance 1e-9).
     python benchmarks/bench_bias.py --reps 50    # a quick look
     python benchmarks/bench_bias.py --data ratings   # rerun one kind, keep the other's rows
 
+It also measures the coverage of the prompt-level comparison of a rater against the
+system-identity sentinel (`storyeval.bias.compare_with_system_sentinel`, and the paired t of
+`storyeval.compare.compare_prompt_level` on the same data sets; `run_sentinel_cell`): about
+10 minutes on one core.
+
 About 1 minute on one core (it was 30 minutes with one call of the public functions per data
 set).
 
@@ -256,14 +261,64 @@ def run_cell(kind: str, n_systems: int, n_prompts: int, reps: int) -> list[dict]
     return out
 
 
+#: Design cells of the prompt-level comparison of a rater against the system sentinel.
+SENTINEL_CELLS = [(5, 20), (10, 100)]
+
+
+def sentinel_delta(n_systems: int, n_prompts: int, seed: int,
+                   intervals: bool = True) -> np.ndarray:
+    """(delta, ci_low, ci_high) of a rater that reads the stories (Judge-A of
+    `simulate_ratings`) against the system-identity sentinel of the human score, Kendall tau-b
+    within each prompt: first `storyeval.bias.compare_with_system_sentinel` (prompt
+    bootstrap, its defaults), then `storyeval.compare.compare_prompt_level` (paired t over
+    prompts) on the sentinel of `storyeval.bias.sentinel_scores`."""
+    from storyeval.bias import compare_with_system_sentinel, sentinel_scores
+    from storyeval.compare import compare_prompt_level
+
+    wide = sim.simulate_ratings(n_systems, n_prompts, seed=seed, raters={"Judge-A": 0})
+    if not intervals:  # the estimate only (no resampling): for the truth
+        return np.array([compare_with_system_sentinel(wide, "human", "Judge-A", n_boot=2)
+                         .iloc[0]["delta"]])
+    boot = compare_with_system_sentinel(wide, "human", "Judge-A").iloc[0]
+    wide["sentinel"] = sentinel_scores(wide, ["human"])[("system", "human")].to_numpy()
+    paired = compare_prompt_level(wide, "human", "Judge-A", "sentinel").iloc[0]
+    return np.array([boot["delta"], boot["ci_low"], boot["ci_high"], paired["delta"],
+                     paired["ci_low"], paired["ci_high"]], dtype=np.float64)
+
+
+def run_sentinel_cell(n_systems: int, n_prompts: int, reps: int) -> list[dict]:
+    """Coverage of the two prompt-level intervals of (rater - sentinel). The truth, the
+    expected difference of the two prompt-level correlations at this design, is the mean
+    delta of ``reps`` other data sets (Monte Carlo error ``truth_mc_se``)."""
+    truth_draws = np.array([sentinel_delta(n_systems, n_prompts, 30_000 + r, False)[0]
+                            for r in range(reps)])
+    truth = float(truth_draws.mean())
+    rows = np.array([sentinel_delta(n_systems, n_prompts, 40_000 + r) for r in range(reps)])
+    if not np.allclose(rows[:, 0], rows[:, 3], rtol=0, atol=1e-12):
+        raise AssertionError("the two functions estimate different differences")
+    out = []
+    for method, (lo, hi) in (("compare_with_system_sentinel", (1, 2)),
+                             ("compare_prompt_level", (4, 5))):
+        covered = (rows[:, lo] <= truth) & (truth <= rows[:, hi])
+        out.append({"method": method, "systems": n_systems, "prompts": n_prompts,
+                    "reps": reps, "truth": truth,
+                    "truth_mc_se": float(truth_draws.std(ddof=1) / np.sqrt(reps)),
+                    "coverage": float(covered.mean()),
+                    "mean_width": float(np.mean(rows[:, hi] - rows[:, lo])),
+                    "nan_intervals": int(np.isnan(rows[:, lo]).sum())})
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--data", choices=["all", "ratings", "verdicts"], default="all",
+    parser.add_argument("--data", choices=["all", "ratings", "verdicts", "sentinel"],
+                        default="all",
                         help="rerun one kind only, keeping the other's rows of --out")
     args = parser.parse_args(argv)
-    kinds = ("ratings", "verdicts") if args.data == "all" else (args.data,)
+    kinds = (("ratings", "verdicts") if args.data == "all" else
+             () if args.data == "sentinel" else (args.data,))
     warnings.simplefilter("ignore")
     start = time.time()
     results = []
@@ -277,14 +332,24 @@ def main(argv=None) -> int:
                       f"level {row['level'] if row['level'] is None else round(row['level'], 3)}"
                       f"  coverage {row['coverage']:.3f}", flush=True)
             print(f"  ({time.time() - t0:.0f} s)", flush=True)
-    if args.data != "all" and args.out.is_file():
-        kept = [r for r in json.loads(args.out.read_text(encoding="utf-8"))["results"]
-                if r["data"] != args.data]
+    previous = (json.loads(args.out.read_text(encoding="utf-8"))
+                if args.data != "all" and args.out.is_file() else {})
+    if args.data in ("all", "sentinel"):
+        sentinel = []
+        for n_systems, n_prompts in SENTINEL_CELLS:
+            for row in run_sentinel_cell(n_systems, n_prompts, args.reps):
+                sentinel.append(row)
+                print(f"sentinel S={n_systems:2d} P={n_prompts:3d} {row['method']:30s} "
+                      f"coverage {row['coverage']:.3f}", flush=True)
+    else:
+        sentinel = previous.get("sentinel_prompt_level", [])
+    if previous:
+        kept = [r for r in previous["results"] if r["data"] not in kinds]
         results = sorted(kept + results, key=lambda r: r["data"] != "ratings")
     payload = {"benchmark": "benchmarks/bench_bias.py", "reps": args.reps, "alpha": 0.05,
                "confidence_level": 0.95, "cells": CELLS, "ratings_planted": RATINGS_PLANTED,
                "verdicts_planted": VERDICTS_PLANTED, "seconds_last_run": round(time.time() - start),
-               "results": results}
+               "results": results, "sentinel_prompt_level": sentinel}
     args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({time.time() - start:.0f} s)")
     return 0

@@ -141,6 +141,35 @@ def hanna_length_pairs() -> str:
     return format_table(table, "md", digits=3)
 
 
+def sentinel_prompt_level() -> str:
+    """Beluga-13B (Eval-Prompt 1) against the system-identity sentinel at the prompt level on
+    HANNA (`storyeval.bias.compare_with_system_sentinel`, seed 0), and the coverage of its
+    interval and of the paired t of `storyeval.compare.compare_prompt_level` on simulated
+    ratings, measured by benchmarks/bench_bias.py."""
+    from storyeval.bias import compare_with_system_sentinel
+    from storyeval.data import load_hanna
+    from storyeval.report.tables import format_table
+
+    wide = load_hanna(include_human_stories=False).wide()
+    codes = {"Coherence": "CH", "Engagement": "EG", "Surprise": "SU"}
+    table = compare_with_system_sentinel(wide, list(codes),
+                                         [f"Beluga-13B {c} 1" for c in codes.values()])
+    table = table[["criterion", "measure", "measure_corr", "sentinel_corr", "delta", "ci_low",
+                   "ci_high", "p", "n_prompts", "n_boot", "seed"]]
+    bench = json.loads(BENCH.read_text(encoding="utf-8"))
+    lines = []
+    for method, label in (("compare_with_system_sentinel", "this interval (prompt bootstrap)"),
+                          ("compare_prompt_level", "the paired t over prompts")):
+        rows = [r for r in bench["sentinel_prompt_level"] if r["method"] == method]
+        cells = ", ".join(f"{r['coverage']:.3f} at {r['systems']} systems x {r['prompts']} "
+                          f"prompts" for r in rows)
+        lines.append(f"{label}: {cells}")
+    reps = bench["sentinel_prompt_level"][0]["reps"]
+    return (format_table(table, "md", digits=3) + "\n"
+            + f"Coverage of the 95% interval of a rater minus the system-identity sentinel on "
+              f"simulated ratings ({reps:,} data sets per cell): " + "; ".join(lines) + ".\n")
+
+
 def levels_table() -> str:
     """Level and coverage of every test, from benchmarks/bench_bias.json."""
     from storyeval.report.tables import format_table
@@ -200,6 +229,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     write("sentinels_hanna", markdown(["meta", "--metrics", "Beluga-13B 1", "--criteria",
                                        "CH,EG,SU", "--levels", "overall,system,prompt",
                                        "--sentinels", "--reference", "none", "--format", "md"]))
+    write("sentinel_prompt_level", sentinel_prompt_level())
     write("levels", levels_table())
     for stale in sorted(p for p in out.glob("*.md") if p not in written):
         stale.unlink()

@@ -61,7 +61,7 @@ def test_prose_claims_hold():
     system = next(r for r in _rows_of(prompt) if r[0] == "Sentinel: system identity")
     assert beluga[1:4] == ["0.275", "0.182", "0.260"] and system[1:4] == ["0.290", "0.223",
                                                                            "0.335"]
-    assert "(0.290 vs 0.275), Engagement (0.335 vs 0.260) and Surprise (0.223 vs" in page
+    assert "Coherence (0.290 vs 0.275), Engagement (0.335 vs 0.260) and Surprise\n(0.223 vs 0.182)" in page
     system_level = sentinels.split("system level")[1].split("prompt level")[0]
     assert next(r for r in _rows_of(system_level)
                 if r[0] == "Sentinel: system identity")[1:4] == ["1.000"] * 3
