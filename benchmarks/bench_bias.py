@@ -269,8 +269,8 @@ def sentinel_delta(n_systems: int, n_prompts: int, seed: int,
                    intervals: bool = True) -> np.ndarray:
     """(delta, ci_low, ci_high) of a rater that reads the stories (Judge-A of
     `simulate_ratings`) against the system-identity sentinel of the human score, Kendall tau-b
-    within each prompt: first `storyeval.bias.compare_with_system_sentinel` (prompt
-    bootstrap, its defaults), then `storyeval.compare.compare_prompt_level` (paired t over
+    within each prompt: first `storyeval.bias.compare_with_system_sentinel` (its
+    defaults: 500 resamples, seed 0), then `storyeval.compare.compare_prompt_level` (paired t over
     prompts) on the sentinel of `storyeval.bias.sentinel_scores`."""
     from storyeval.bias import compare_with_system_sentinel, sentinel_scores
     from storyeval.compare import compare_prompt_level

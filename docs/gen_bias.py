@@ -158,7 +158,7 @@ def sentinel_prompt_level() -> str:
                    "ci_high", "p", "n_prompts", "n_boot", "seed"]]
     bench = json.loads(BENCH.read_text(encoding="utf-8"))
     lines = []
-    for method, label in (("compare_with_system_sentinel", "this interval (prompt bootstrap)"),
+    for method, label in (("compare_with_system_sentinel", "this interval"),
                           ("compare_prompt_level", "the paired t over prompts")):
         rows = [r for r in bench["sentinel_prompt_level"] if r["method"] == method]
         cells = ", ".join(f"{r['coverage']:.3f} at {r['systems']} systems x {r['prompts']} "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from scipy.stats import kendalltau
 
 from storyeval.bias import add_sentinels, compare_with_system_sentinel, sentinel_scores
@@ -50,29 +51,32 @@ def test_correlations_equal_meta_prompt_level_on_hanna():
     np.testing.assert_allclose(table["delta"], paired["delta"], rtol=0, atol=1e-12)
 
 
-def test_resample_equals_explicit_recomputation():
-    """One resample by hand: draw the prompts as the function does, rebuild each drawn
-    prompt's sentinel from the other drawn prompts, average the differences."""
+def test_standard_error_equals_explicit_recomputation():
+    """The resamples by hand: draw the prompts as the function does, rebuild every prompt's
+    sentinel from the drawn prompts other than itself, average the differences over all
+    prompts; se^2 = var(d) / P + the variance of those averages."""
     wide = simulate_ratings(6, 15, seed=2, raters={"Judge-A": 0})
-    got = compare_with_system_sentinel(wide, "human", "Judge-A", n_boot=3, seed=7)
+    got = compare_with_system_sentinel(wide, "human", "Judge-A", n_boot=4, seed=7)
     h = wide["human"].unstack("system").to_numpy()
     m = wide["Judge-A"].unstack("system").to_numpy()
-    counts = np.random.default_rng(7).multinomial(15, np.full(15, 1 / 15), size=3)
+    counts = np.random.default_rng(7).multinomial(15, np.full(15, 1 / 15), size=4)
     reps = []
     for c in counts:
         drawn = np.repeat(np.arange(15), c)
         d = []
-        for q in drawn:
-            others = drawn[drawn != q]
-            s = h[others].mean(axis=0)
-            d.append(kendalltau(h[q], m[q]).statistic - kendalltau(h[q], s).statistic)
+        for p in range(15):
+            s = h[drawn[drawn != p]].mean(axis=0)
+            d.append(kendalltau(h[p], m[p]).statistic - kendalltau(h[p], s).statistic)
         reps.append(np.mean(d))
-    assert got["se"].iloc[0] == pytest.approx(np.std(reps, ddof=1), rel=1e-9)
     # the estimate: the sentinel of sentinel_scores
     s = sentinel_scores(wide, ["human"])[("system", "human")].unstack("system").to_numpy()
     d = [kendalltau(h[p], m[p]).statistic - kendalltau(h[p], s[p]).statistic
          for p in range(15)]
     assert got["delta"].iloc[0] == pytest.approx(np.mean(d), abs=1e-12)
+    se = np.sqrt(np.var(d, ddof=1) / 15 + np.var(reps, ddof=1))
+    assert got["se"].iloc[0] == pytest.approx(se, rel=1e-9)
+    assert got["p"].iloc[0] == pytest.approx(
+        2 * stats.t.sf(abs(np.mean(d)) / se, 14), rel=1e-9)
 
 
 def test_interval_and_test_agree_and_seed_is_reproducible():

@@ -64,7 +64,7 @@ def test_prose_claims_hold():
     assert ("Coherence (0.290 vs 0.275), Engagement (0.335 vs 0.260) and Surprise\n"
             "(0.223 vs 0.182)") in page
     # prompt-level test against the sentinel: Engagement beyond the noise, the others not;
-    # the paired t under-covers, the bootstrap does not
+    # the paired t under-covers, compare_with_system_sentinel holds 0.95 within MC error
     test = {r[0]: r for r in _rows("sentinel_prompt_level.md")[1:]}
     assert float(test["Engagement"][6]) < 0 and float(test["Engagement"][7]) < 0.05
     for crit in ("Coherence", "Surprise"):
@@ -72,10 +72,14 @@ def test_prose_claims_hold():
     assert [test[c][2:4] for c in ("Coherence", "Engagement", "Surprise")] == [
         ["0.275", "0.290"], ["0.260", "0.335"], ["0.182", "0.223"]]
     coverage = (BIAS / "sentinel_prompt_level.md").read_text(encoding="utf-8")
-    boot, paired = coverage.split("this interval (prompt bootstrap):")[1].split("the paired t")
-    assert all(float(v) >= 0.95 for v in re.findall(r"(0\.\d{3}) at", boot))
-    assert all(float(v) < 0.95 for v in re.findall(r"(0\.\d{3}) at", paired))
-    assert "the paired t\nover prompts falls short of 95%, this interval errs on the safe side" in page
+    boot, paired = coverage.split("this interval:")[1].split("the paired t")
+    boot_cov = [float(v) for v in re.findall(r"(0\.\d{3}) at", boot)]
+    paired_cov = [float(v) for v in re.findall(r"(0\.\d{3}) at", paired)]
+    assert len(boot_cov) == len(paired_cov) == 2 and "(1,000 data sets per cell)" in coverage
+    assert all(0.935 <= v <= 0.965 for v in boot_cov)
+    assert all(p < min(b, 0.95) for p, b in zip(paired_cov, boot_cov))
+    assert ("the paired t over prompts falls short of 95%, while this interval keeps\n"
+            "its true-value rejection rate (1 - coverage) within [0.035, 0.065]") in page
     system_level = sentinels.split("system level")[1].split("prompt level")[0]
     assert next(r for r in _rows_of(system_level)
                 if r[0] == "Sentinel: system identity")[1:4] == ["1.000"] * 3
