@@ -12,7 +12,9 @@ so the interval is the set of nulls the test does not reject.
   numerators and denominators (a mean, a share, a difference of means, a
   difference-in-differences);
 * `clustered_correlation`: Pearson's r of two per-unit variables, tested and bounded on
-  Fisher's z scale with a leave-one-cluster-out jackknife standard error.
+  Fisher's z scale with a leave-one-cluster-out jackknife standard error;
+* `ratio_contrasts` and `clustered_correlations`: the same for many data sets on one set of
+  units at once (vectorised; the two functions above run this code with one data set).
 """
 
 from __future__ import annotations
