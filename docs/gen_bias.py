@@ -141,6 +141,35 @@ def hanna_length_pairs() -> str:
     return format_table(table, "md", digits=3)
 
 
+def sentinel_prompt_level() -> str:
+    """Beluga-13B (Eval-Prompt 1) against the system-identity sentinel at the prompt level on
+    HANNA (`storyeval.bias.compare_with_system_sentinel`, seed 0), and the coverage of its
+    interval and of the paired t of `storyeval.compare.compare_prompt_level` on simulated
+    ratings, measured by benchmarks/bench_bias.py."""
+    from storyeval.bias import compare_with_system_sentinel
+    from storyeval.data import load_hanna
+    from storyeval.report.tables import format_table
+
+    wide = load_hanna(include_human_stories=False).wide()
+    codes = {"Coherence": "CH", "Engagement": "EG", "Surprise": "SU"}
+    table = compare_with_system_sentinel(wide, list(codes),
+                                         [f"Beluga-13B {c} 1" for c in codes.values()])
+    table = table[["criterion", "measure", "measure_corr", "sentinel_corr", "delta", "ci_low",
+                   "ci_high", "p", "n_prompts", "n_boot", "seed"]]
+    bench = json.loads(BENCH.read_text(encoding="utf-8"))
+    lines = []
+    for method, label in (("compare_with_system_sentinel", "this interval"),
+                          ("compare_prompt_level", "the paired t over prompts")):
+        rows = [r for r in bench["sentinel_prompt_level"] if r["method"] == method]
+        cells = ", ".join(f"{r['coverage']:.3f} at {r['systems']} systems x {r['prompts']} "
+                          f"prompts" for r in rows)
+        lines.append(f"{label}: {cells}")
+    reps = bench["sentinel_prompt_level"][0]["reps"]
+    return (format_table(table, "md", digits=3) + "\n"
+            + f"Coverage of the 95% interval of a rater minus the system-identity sentinel on "
+              f"simulated ratings ({reps:,} data sets per cell): " + "; ".join(lines) + ".\n")
+
+
 def levels_table() -> str:
     """Level and coverage of every test, from benchmarks/bench_bias.json."""
     from storyeval.report.tables import format_table
@@ -164,10 +193,15 @@ def levels_table() -> str:
     tested = frame[frame["level"].notna()]
     lo, hi = tested["level"].min(), tested["level"].max()
     inside = bool(((tested["level"] >= 0.035) & (tested["level"] <= 0.065)).all())
-    summary = (f"{bench['reps']:,} simulated data sets per cell and scenario; levels from "
+    covered = bool((frame["coverage"] >= 0.93).all())
+    reps = int(bench["reps"])
+    mc_level, mc_cov = (0.05 * 0.95 / reps) ** 0.5, (0.95 * 0.05 / reps) ** 0.5
+    summary = (f"{reps:,} simulated data sets per cell and scenario; levels from "
                f"{lo:.3f} to {hi:.3f} ({'all' if inside else 'NOT all'} within [0.035, 0.065]); "
                f"coverage from {frame['coverage'].min():.3f} to {frame['coverage'].max():.3f} "
-               f"({'all' if (frame['coverage'] >= 0.93).all() else 'NOT all'} at least 0.93).")
+               f"({'all' if covered else 'NOT all'} at least 0.93). Monte Carlo standard "
+               f"error of a level of 0.05: {mc_level:.3f}; of a coverage of 0.95: "
+               f"{mc_cov:.3f}.")
     return ("Each cell: level (share of two-sided tests rejecting a true null at 0.05) / "
             "coverage (share of 95% intervals holding the true value with planted biases); "
             "columns: systems x prompts.\n\n"
@@ -195,6 +229,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     write("sentinels_hanna", markdown(["meta", "--metrics", "Beluga-13B 1", "--criteria",
                                        "CH,EG,SU", "--levels", "overall,system,prompt",
                                        "--sentinels", "--reference", "none", "--format", "md"]))
+    write("sentinel_prompt_level", sentinel_prompt_level())
     write("levels", levels_table())
     for stale in sorted(p for p in out.glob("*.md") if p not in written):
         stale.unlink()

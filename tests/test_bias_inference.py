@@ -133,3 +133,53 @@ def test_correlation_constant_input():
         warnings.simplefilter("error", UndefinedStatisticWarning)
         with pytest.raises(UndefinedStatisticWarning):
             clustered_correlation(np.ones(5), np.arange(5.0))
+
+
+def test_ratio_with_varying_denominators_equals_statsmodels_wls():
+    # sum(a) / sum(b) is the WLS mean of a / b with weights b; its CR1 variance by cluster
+    # (statsmodels: G / (G - 1), and (N - 1) / (N - K) = 1 for K = 1) is ratio_contrast's
+    rng = np.random.default_rng(11)
+    g = np.repeat(np.arange(18), 5)
+    b = rng.integers(1, 4, len(g)).astype(float)
+    a = b * (0.4 + rng.normal(0, 0.3, 18)[g] + rng.normal(0, 0.5, len(g)))
+    res = ratio_contrast(a, b, clusters=g, null=0.5)
+    fit = sm.WLS(a / b, np.ones((len(g), 1)), weights=b).fit(
+        cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
+    assert res.estimate == pytest.approx(fit.params[0], abs=1e-12)
+    assert res.se == pytest.approx(fit.bse[0], rel=1e-10)
+    assert res.statistic == pytest.approx((fit.params[0] - 0.5) / fit.bse[0], rel=1e-10)
+    assert res.df == 17
+
+
+def test_vectorised_functions_equal_the_scalar_ones_on_each_data_set():
+    from storyeval.bias.inference import clustered_correlations, ratio_contrasts
+
+    rng = np.random.default_rng(2)
+    g = np.repeat(np.arange(12), 4)
+    a = rng.normal(0.2, 1, (6, len(g), 2)) + rng.normal(0, 1, (6, 12, 1))[:, g]
+    b = (rng.random((6, len(g), 2)) < 0.8).astype(float)
+    a *= b
+    a[5, g == 3] = 0.0
+    b[5] = 0.0
+    b[5, g == 3, :] = 1.0  # one cluster only: NaN with a reason
+    many = ratio_contrasts(a, b, weights=[1.0, -1.0], clusters=g, null=0.1,
+                           alternative="greater")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedStatisticWarning)
+        for r in range(6):
+            one = ratio_contrast(a[r], b[r], weights=[1.0, -1.0], clusters=g, null=0.1,
+                                 alternative="greater").to_dict()
+            got = many.iloc[r]
+            for key in ("estimate", "ci_low", "ci_high", "se", "t", "pvalue"):
+                np.testing.assert_allclose(got[key], one[key], rtol=1e-10, atol=1e-14)
+            assert (got["n"], got["n_clusters"], got["reason"]) == (one["n"], one["n_clusters"],
+                                                                    one["reason"])
+    assert "fewer than two clusters" in many["reason"].iloc[5]
+    x = rng.normal(size=(4, len(g)))
+    y = 0.3 * x + rng.normal(size=(4, len(g)))
+    many = clustered_correlations(x, y, clusters=g)
+    for r in range(4):
+        one = clustered_correlation(x[r], y[r], clusters=g).to_dict()
+        for key in ("estimate", "ci_low", "ci_high", "se", "t", "pvalue"):
+            np.testing.assert_allclose(many.iloc[r][key], one[key], rtol=1e-10)
+        assert many.iloc[r]["test"] == one["test"]

@@ -61,7 +61,25 @@ def test_prose_claims_hold():
     system = next(r for r in _rows_of(prompt) if r[0] == "Sentinel: system identity")
     assert beluga[1:4] == ["0.275", "0.182", "0.260"] and system[1:4] == ["0.290", "0.223",
                                                                            "0.335"]
-    assert "(0.290 vs 0.275), Engagement (0.335 vs 0.260) and Surprise (0.223 vs" in page
+    assert ("Coherence (0.290 vs 0.275), Engagement (0.335 vs 0.260) and Surprise\n"
+            "(0.223 vs 0.182)") in page
+    # prompt-level test against the sentinel: Engagement beyond the noise, the others not;
+    # the paired t under-covers, compare_with_system_sentinel holds 0.95 within MC error
+    test = {r[0]: r for r in _rows("sentinel_prompt_level.md")[1:]}
+    assert float(test["Engagement"][6]) < 0 and float(test["Engagement"][7]) < 0.05
+    for crit in ("Coherence", "Surprise"):
+        assert float(test[crit][5]) < 0 < float(test[crit][6]) and float(test[crit][7]) > 0.05
+    assert [test[c][2:4] for c in ("Coherence", "Engagement", "Surprise")] == [
+        ["0.275", "0.290"], ["0.260", "0.335"], ["0.182", "0.223"]]
+    coverage = (BIAS / "sentinel_prompt_level.md").read_text(encoding="utf-8")
+    boot, paired = coverage.split("this interval:")[1].split("the paired t")
+    boot_cov = [float(v) for v in re.findall(r"(0\.\d{3}) at", boot)]
+    paired_cov = [float(v) for v in re.findall(r"(0\.\d{3}) at", paired)]
+    assert len(boot_cov) == len(paired_cov) == 2 and "(1,000 data sets per cell)" in coverage
+    assert all(0.935 <= v <= 0.965 for v in boot_cov)
+    assert all(p < min(b, 0.95) for p, b in zip(paired_cov, boot_cov))
+    assert ("the paired t over prompts falls short of 95%, while this interval keeps\n"
+            "its true-value rejection rate (1 - coverage) within [0.035, 0.065]") in page
     system_level = sentinels.split("system level")[1].split("prompt level")[0]
     assert next(r for r in _rows_of(system_level)
                 if r[0] == "Sentinel: system identity")[1:4] == ["1.000"] * 3
@@ -80,10 +98,31 @@ def test_prose_claims_hold():
     residual = {r[0]: float(r[4]) for r in _rows("ratings_hanna.md") if len(r) > 4
                 and r[3] == "r(rater - human, length)"}
     assert residual["Beluga-13B RE 1"] > 0 and residual["Mistral-7B CH 1"] < 0
-    # calibration: every level within [0.035, 0.065], every coverage at least 0.93
+
+def test_calibration_claims_hold():
+    """The page says every test holds [0.035, 0.065] and every interval covers at least 0.93
+    of 1,000 data sets per cell: check each cell of the printed table (and that the summary
+    line says what the cells say)."""
+    page = PAGE.read_text(encoding="utf-8")
+    assert "on 1,000 data sets per design cell" in page
     levels = (BIAS / "levels.md").read_text(encoding="utf-8")
     assert "1,000 simulated data sets" in levels
+    rows = _rows("levels.md")
+    header, cells = rows[0], rows[1:]
+    assert header[2:] == ["5 x 20", "10 x 20", "5 x 100", "10 x 100"]
+    assert {r[0] for r in cells} == {"ratings", "verdicts"} and len(cells) == 10
+    found_levels, found_coverage = [], []
+    for row in cells:
+        for cell in row[2:]:
+            level, coverage = (c.strip() for c in cell.split("/"))
+            found_coverage.append(float(coverage))
+            if level != "-":
+                found_levels.append(float(level))
+    assert len(found_levels) == 36 and len(found_coverage) == 40
+    assert all(0.035 <= v <= 0.065 for v in found_levels), found_levels
+    assert all(v >= 0.93 for v in found_coverage), found_coverage
     assert "(all within [0.035, 0.065])" in levels and "(all at least 0.93)" in levels
+    assert "NOT all" not in levels
 
 
 def _rows_of(text: str) -> list[list[str]]:

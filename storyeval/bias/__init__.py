@@ -16,6 +16,7 @@ from storyeval.bias.length import (
 from storyeval.bias.leniency import leniency, scale_use
 from storyeval.bias.position import position_bias
 from storyeval.bias.self_preference import pairwise_self_preference, self_preference
+from storyeval.bias.sentinel_compare import compare_with_system_sentinel
 from storyeval.bias.sentinels import SENTINEL_KINDS, add_sentinels, sentinel_scores
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "add_sentinels",
     "balanced_accuracy",
     "clustered_correlation",
+    "compare_with_system_sentinel",
     "leniency",
     "length_controlled_win_rates",
     "length_preference",

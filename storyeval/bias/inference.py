@@ -12,7 +12,9 @@ so the interval is the set of nulls the test does not reject.
   numerators and denominators (a mean, a share, a difference of means, a
   difference-in-differences);
 * `clustered_correlation`: Pearson's r of two per-unit variables, tested and bounded on
-  Fisher's z scale with a leave-one-cluster-out jackknife standard error.
+  Fisher's z scale with a leave-one-cluster-out jackknife standard error;
+* `ratio_contrasts` and `clustered_correlations`: the same for many data sets on one set of
+  units at once (vectorised; the two functions above run this code with one data set).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from scipy import stats
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
 __all__ = ["CORRELATION_TEST", "ClusteredEstimate", "TEST_NAME", "clustered_correlation",
-           "ratio_contrast"]
+           "clustered_correlations", "ratio_contrast", "ratio_contrasts"]
 
 #: The name of the test of `ratio_contrast` (every bias estimate but the correlation).
 TEST_NAME = "cluster-robust t (CR1, delta method), df = clusters - 1"
@@ -102,18 +104,140 @@ def _nan(reason: str, estimate: float, n: int, n_clusters: int, null: float,
                              np.nan, n, n_clusters, confidence_level, alternative, reason=reason)
 
 
+def _t_parts(estimate, se, df, null: float, confidence_level: float, alternative: str):
+    """(t, p, low, high) of Student's t with ``df`` degrees of freedom (arrays or scalars)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = (estimate - null) / se
+        if alternative == "two-sided":
+            p = np.minimum(2 * stats.t.sf(np.abs(t), df), 1.0)
+            q = stats.t.ppf(0.5 + confidence_level / 2, df)
+            return t, p, estimate - q * se, estimate + q * se
+        q = stats.t.ppf(confidence_level, df)
+        if alternative == "greater":
+            return t, stats.t.sf(t, df), estimate - q * se, np.full_like(t, np.inf)
+        return t, stats.t.cdf(t, df), np.full_like(t, -np.inf), estimate + q * se
+
+
 def _t_inference(estimate: float, se: float, df: int, null: float, confidence_level: float,
                  alternative: str) -> tuple[float, float, float, float]:
     """(t, p, low, high) of Student's t with ``df`` degrees of freedom."""
-    t = (estimate - null) / se
-    if alternative == "two-sided":
-        p = 2 * stats.t.sf(abs(t), df)
-        q = stats.t.ppf(0.5 + confidence_level / 2, df)
-        return t, float(min(p, 1.0)), estimate - q * se, estimate + q * se
-    q = stats.t.ppf(confidence_level, df)
-    if alternative == "greater":
-        return t, float(stats.t.sf(t, df)), estimate - q * se, np.inf
-    return t, float(stats.t.cdf(t, df)), -np.inf, estimate + q * se
+    t, p, low, high = _t_parts(np.float64(estimate), np.float64(se), df, null,
+                               confidence_level, alternative)
+    return float(t), float(p), float(low), float(high)
+
+
+def _cluster_sums(x: np.ndarray, codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Sums over the units of every cluster along axis 1 of ``x`` (shape (R, n, ...)):
+    shape (R, n_codes, ...)."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    out = np.zeros((x.shape[0], n_codes, *x.shape[2:]))
+    out[:, sorted_codes[starts]] = np.add.reduceat(x[:, order], starts, axis=1)
+    return out
+
+
+#: Why a value of `ratio_contrasts` / `clustered_correlations` is NaN, by code.
+_REASONS = {1: "a ratio has no unit (denominator 0)",
+            2: "fewer than two clusters hold data: no cluster-robust variance",
+            3: "the estimate does not vary over clusters (standard error 0)",
+            4: "a correlation needs at least 3 units and two non-constant variables",
+            5: "the correlation is +-1, or undefined without some cluster",
+            6: "the correlation does not vary over clusters"}
+
+
+def _ratio_core(a: np.ndarray, b: np.ndarray, w: np.ndarray, codes: np.ndarray,
+                n_codes: int) -> dict[str, np.ndarray]:
+    """Estimate, CR1 standard error and counts of R ratio contrasts; ``a, b`` (R, n, K)."""
+    used = (b != 0).any(axis=2)
+    n = used.sum(axis=1)
+    n_clusters = (_cluster_sums(used.astype(np.float64), codes, n_codes) > 0).sum(axis=1)
+    big_a, big_b = a.sum(axis=1), b.sum(axis=1)
+    no_unit = (big_b == 0).any(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta_k = big_a / big_b
+        influence = ((a - theta_k[:, None, :] * b) / big_b[:, None, :]) @ w
+        theta = theta_k @ w
+        u = _cluster_sums(influence, codes, n_codes)
+        se = np.sqrt(n_clusters / (n_clusters - 1) * np.sum(u**2, axis=1))
+    reason = np.where(no_unit, 1, np.where(n_clusters < 2, 2, np.where(
+        ~(se > 1e-15 * np.maximum(1.0, np.abs(theta))), 3, 0)))
+    theta = np.where(no_unit, np.nan, theta)
+    se = np.where((reason == 1) | (reason == 2), np.nan, se)
+    return {"estimate": theta, "se": se, "n": n, "n_clusters": n_clusters, "reason": reason}
+
+
+def _as_batch(a: np.ndarray, batched: bool) -> np.ndarray:
+    if not batched:
+        a = a[None]
+    return a[..., None] if a.ndim == 2 else a
+
+
+def ratio_contrasts(numerators, denominators, *, weights=None, clusters=None, null: float = 0.0,
+                    confidence_level: float = 0.95,
+                    alternative: str = "two-sided") -> pd.DataFrame:
+    """`ratio_contrast` of many data sets on the same units and clusters, vectorised.
+
+    Parameters
+    ----------
+    numerators, denominators : array_like, shape (R, n) or (R, n, K)
+        Data set r's per-unit contributions (``a_rik``, ``b_rik``); a unit that does not
+        enter a ratio in data set r has ``a_rik = b_rik = 0``.
+    weights, clusters, null, confidence_level, alternative
+        As in `ratio_contrast` (one set of clusters for every data set).
+
+    Returns
+    -------
+    DataFrame
+        One row per data set: ``estimate, ci_low, ci_high, se, null, t, df, pvalue, n,
+        n_clusters, reason`` (NaN with a reason where `ratio_contrast` would warn; no
+        warning is issued here).
+
+    Notes
+    -----
+    The same computation as `ratio_contrast` (which calls it with R = 1), without a Python
+    loop over data sets: used by the calibration benchmark (``benchmarks/bench_bias.py``).
+    Validated against `ratio_contrast` on each data set (tests/test_bias_inference.py).
+    """
+    _check(confidence_level, alternative)
+    a, b, w, codes, n_codes = _ratio_inputs(numerators, denominators, weights, clusters,
+                                            batched=True)
+    core = _ratio_core(a, b, w, codes, n_codes)
+    return _frame(core, null, confidence_level, alternative, TEST_NAME)
+
+
+def _frame(core: dict, null: float, confidence_level: float, alternative: str,
+           test: str, scale=None) -> pd.DataFrame:
+    df = np.maximum(core["n_clusters"] - 1, 0)
+    ok = core["reason"] == 0
+    est = core.get("z", core["estimate"])
+    se = np.where(ok, core["se"], np.nan)
+    t, p, low, high = _t_parts(est, se, np.maximum(df, 1), null, confidence_level,
+                               alternative)
+    if scale is not None:
+        low, high = scale(low), scale(high)
+    frame = pd.DataFrame({"estimate": core["estimate"], "ci_low": low, "ci_high": high,
+                          "se": core.get("se_out", core["se"]), "null": null, "t": t,
+                          "df": df, "pvalue": p, "n": core["n"],
+                          "n_clusters": core["n_clusters"], "test": test,
+                          "reason": [_REASONS.get(int(c), "") for c in core["reason"]]})
+    frame.loc[~ok, ["ci_low", "ci_high", "t", "pvalue"]] = np.nan
+    return frame
+
+
+def _ratio_inputs(numerators, denominators, weights, clusters, batched: bool):
+    a = _as_batch(np.asarray(numerators, dtype=np.float64), batched)
+    b = _as_batch(np.asarray(denominators, dtype=np.float64), batched)
+    if a.shape != b.shape or a.ndim != 3:
+        raise InputError(f"numerators and denominators differ in shape: {a.shape} vs {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise InputError("numerators and denominators must be finite (drop missing units "
+                         "first)")
+    w = np.ones(a.shape[2]) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (a.shape[2],):
+        raise InputError(f"weights need one value per ratio ({a.shape[2]}), got {w.shape}")
+    codes, n_codes = _codes(clusters, a.shape[1])
+    return a, b, w, codes, n_codes
 
 
 def ratio_contrast(numerators, denominators, *, weights=None, clusters=None, null: float = 0.0,
@@ -163,38 +287,14 @@ def ratio_contrast(numerators, denominators, *, weights=None, clusters=None, nul
     (3.0, 2)
     """
     _check(confidence_level, alternative)
-    a = np.asarray(numerators, dtype=np.float64)
-    b = np.asarray(denominators, dtype=np.float64)
-    a = a[:, None] if a.ndim == 1 else a
-    b = b[:, None] if b.ndim == 1 else b
-    if a.shape != b.shape or a.ndim != 2:
-        raise InputError(f"numerators and denominators differ in shape: {a.shape} vs {b.shape}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise InputError("numerators and denominators must be finite (drop missing units "
-                         "first)")
-    w = np.ones(a.shape[1]) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (a.shape[1],):
-        raise InputError(f"weights need one value per ratio ({a.shape[1]}), got {w.shape}")
-    codes, n_codes = _codes(clusters, len(a))
-    used = (b != 0).any(axis=1)
-    n, n_clusters = int(used.sum()), int(len(np.unique(codes[used])))
-    big_a, big_b = a.sum(axis=0), b.sum(axis=0)
-    if (big_b == 0).any():
-        return _nan("a ratio has no unit (denominator 0)", np.nan, n, n_clusters, null,
-                    confidence_level, alternative)
-    theta_k = big_a / big_b
-    theta = float(w @ theta_k)
-    influence = ((a - theta_k * b) / big_b) @ w
-    u = np.bincount(codes, weights=influence, minlength=n_codes)
-    if n_clusters < 2:
-        return _nan("fewer than two clusters hold data: no cluster-robust variance", theta, n,
-                    n_clusters, null, confidence_level, alternative)
-    var = n_clusters / (n_clusters - 1) * float(np.sum(u**2))
-    se = float(np.sqrt(var))
-    if not se > 1e-15 * max(1.0, abs(theta)):
-        return _nan("the estimate does not vary over clusters (standard error 0)", theta, n,
-                    n_clusters, null, confidence_level, alternative, se=se)
-    df = n_clusters - 1
+    a, b, w, codes, n_codes = _ratio_inputs(numerators, denominators, weights, clusters,
+                                            batched=False)
+    core = {k: v[0] for k, v in _ratio_core(a, b, w, codes, n_codes).items()}
+    theta, n, n_clusters = float(core["estimate"]), int(core["n"]), int(core["n_clusters"])
+    if core["reason"]:
+        return _nan(_REASONS[int(core["reason"])], theta, n, n_clusters, null,
+                    confidence_level, alternative, se=float(core["se"]))
+    se, df = float(core["se"]), n_clusters - 1
     t, p, low, high = _t_inference(theta, se, df, null, confidence_level, alternative)
     return ClusteredEstimate(theta, se, low, high, null, t, df, p, n, n_clusters,
                              confidence_level, alternative)
@@ -236,34 +336,79 @@ def clustered_correlation(x, y, *, clusters=None, confidence_level: float = 0.95
     if xv.shape != yv.shape or xv.ndim != 1:
         raise InputError(f"x and y must be one-dimensional of one length; got {xv.shape} and "
                          f"{yv.shape}")
-    if not (np.isfinite(xv).all() and np.isfinite(yv).all()):
-        raise InputError("x and y must be finite (drop missing units first)")
-    codes, n_clusters = _codes(clusters, len(xv))
-    n = len(xv)
-    if n < 3 or xv.std() == 0 or yv.std() == 0:
-        return _nan("a correlation needs at least 3 units and two non-constant variables",
-                    np.nan, n, n_clusters, 0.0, confidence_level, alternative)
-    r = float(np.corrcoef(xv, yv)[0, 1])
-    if n_clusters < 2:
-        return _nan("fewer than two clusters hold data: no cluster-robust variance", r, n,
-                    n_clusters, 0.0, confidence_level, alternative)
-    # centre first (numerically stable moments), then leave-one-cluster-out correlations
-    xc, yc = xv - xv.mean(), yv - yv.mean()
-    sums = np.stack([np.bincount(codes, weights=w, minlength=n_clusters)
-                     for w in (np.ones(n), xc, yc, xc * xc, yc * yc, xc * yc)])
-    m, sx, sy, sxx, syy, sxy = sums.sum(axis=1)[:, None] - sums
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r_loo = (sxy - sx * sy / m) / np.sqrt((sxx - sx**2 / m) * (syy - sy**2 / m))
-    if not (np.isfinite(r_loo).all() and abs(r) < 1 and (np.abs(r_loo) < 1).all()):
-        return _nan("the correlation is +-1, or undefined without some cluster", r, n,
-                    n_clusters, 0.0, confidence_level, alternative)
-    z_loo = np.arctanh(r_loo)
-    se_z = float(np.sqrt((n_clusters - 1) / n_clusters * np.sum((z_loo - z_loo.mean())**2)))
-    if not se_z > 0:
-        return _nan("the correlation does not vary over clusters", r, n, n_clusters, 0.0,
-                    confidence_level, alternative, se=0.0)
-    z = float(np.arctanh(r))
-    t, p, low, high = _t_inference(z, se_z, n_clusters - 1, 0.0, confidence_level, alternative)
+    core = {k: v[0] for k, v in _correlation_core(*_correlation_inputs(xv[None], yv[None],
+                                                                        clusters)).items()}
+    r, n, n_clusters = float(core["estimate"]), int(core["n"]), int(core["n_clusters"])
+    if core["reason"]:
+        return _nan(_REASONS[int(core["reason"])], r, n, n_clusters, 0.0, confidence_level,
+                    alternative, se=0.0 if core["reason"] == 6 else np.nan)
+    se_z = float(core["se"])
+    t, p, low, high = _t_inference(float(core["z"]), se_z, n_clusters - 1, 0.0,
+                                   confidence_level, alternative)
     return ClusteredEstimate(r, se_z * (1 - r**2), float(np.tanh(low)), float(np.tanh(high)),
                              0.0, t, n_clusters - 1, p, n, n_clusters, confidence_level,
                              alternative, test=CORRELATION_TEST)
+
+
+def _correlation_inputs(xv: np.ndarray, yv: np.ndarray, clusters):
+    if xv.shape != yv.shape or xv.ndim != 2:
+        raise InputError(f"x and y must be of one shape (R, n); got {xv.shape} and {yv.shape}")
+    if not (np.isfinite(xv).all() and np.isfinite(yv).all()):
+        raise InputError("x and y must be finite (drop missing units first)")
+    codes, n_clusters = _codes(clusters, xv.shape[1])
+    return xv, yv, codes, n_clusters
+
+
+def _correlation_core(xv: np.ndarray, yv: np.ndarray, codes: np.ndarray,
+                      n_clusters: int) -> dict[str, np.ndarray]:
+    """r, Fisher z and its jackknife standard error of R data sets; ``x, y`` (R, n)."""
+    n_sets, n = xv.shape
+    # centre first (numerically stable moments), then leave-one-cluster-out correlations
+    xc = xv - xv.mean(axis=1, keepdims=True)
+    yc = yv - yv.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.sum(xc * yc, axis=1) / np.sqrt(np.sum(xc**2, axis=1) * np.sum(yc**2, axis=1))
+        sums = _cluster_sums(np.stack([np.ones_like(xc), xc, yc, xc * xc, yc * yc, xc * yc],
+                                      axis=2), codes, n_clusters)
+        m, sx, sy, sxx, syy, sxy = np.moveaxis(sums.sum(axis=1)[:, None, :] - sums, 2, 0)
+        r_loo = (sxy - sx * sy / m) / np.sqrt((sxx - sx**2 / m) * (syy - sy**2 / m))
+        z_loo = np.arctanh(r_loo)
+        se_z = np.sqrt((n_clusters - 1) / n_clusters
+                       * np.sum((z_loo - z_loo.mean(axis=1, keepdims=True))**2, axis=1))
+        z = np.arctanh(r)
+    flat = (xv.std(axis=1) == 0) | (yv.std(axis=1) == 0)
+    bad = ~(np.isfinite(r_loo).all(axis=1) & (np.abs(r) < 1) & (np.abs(r_loo) < 1).all(axis=1))
+    reason = np.where((n < 3) | flat, 4, np.where(n_clusters < 2, 2, np.where(
+        bad, 5, np.where(~(se_z > 0), 6, 0))))
+    r = np.where(reason == 4, np.nan, r)
+    return {"estimate": r, "z": z, "se": se_z, "se_out": se_z * (1 - r**2),
+            "n": np.full(n_sets, n), "n_clusters": np.full(n_sets, n_clusters),
+            "reason": reason}
+
+
+def clustered_correlations(x, y, *, clusters=None, confidence_level: float = 0.95,
+                           alternative: str = "two-sided") -> pd.DataFrame:
+    """`clustered_correlation` of many data sets on the same units and clusters, vectorised.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (R, n)
+        Data set r's per-unit values.
+    clusters, confidence_level, alternative
+        As in `clustered_correlation`.
+
+    Returns
+    -------
+    DataFrame
+        One row per data set, the columns of `ratio_contrasts` (``estimate`` is r, ``se``
+        the standard error of r, the interval transformed back from Fisher's z).
+
+    Notes
+    -----
+    The computation of `clustered_correlation` (which calls it with R = 1) without a loop
+    over data sets; validated against it (tests/test_bias_inference.py).
+    """
+    _check(confidence_level, alternative)
+    core = _correlation_core(*_correlation_inputs(np.asarray(x, dtype=np.float64),
+                                                  np.asarray(y, dtype=np.float64), clusters))
+    return _frame(core, 0.0, confidence_level, alternative, CORRELATION_TEST, scale=np.tanh)

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["residual_length_truth", "simulate_ratings", "simulate_verdicts", "verdict_truths"]
+__all__ = ["rating_arrays", "residual_length_truth", "simulate_ratings", "simulate_verdicts",
+           "verdict_arrays", "verdict_truths"]
 
 PROMPT_SD, STORY_SD, HUMAN_SD, RATER_SD, SHIFT_SD = 0.5, 0.6, 0.5, 0.6, 0.3
 SCALE, TAU = 1.5, 0.4
@@ -58,9 +59,21 @@ def simulate_ratings(n_systems: int = 8, n_prompts: int = 40, *,
     ``(system, prompt_id)``. ``self_preference``: one value for every rater, or one per rater
     (a rater left out has none).
     """
-    rng = np.random.default_rng(seed)
     raters = dict(raters) if raters is not None else {"Judge-A": n_systems // 2,
                                                       "Judge-B": n_systems // 2 + 1}
+    cols = rating_arrays(n_systems, n_prompts, np.random.default_rng(seed), raters=raters,
+                         self_preference=self_preference, length_effect=length_effect,
+                         offset=offset)
+    index = pd.MultiIndex.from_product([[f"sys-{s}" for s in range(n_systems)],
+                                        range(n_prompts)], names=["system", "prompt_id"])
+    return pd.DataFrame({k: v.T.ravel() for k, v in cols.items()}, index=index)
+
+
+def rating_arrays(n_systems: int, n_prompts: int, rng: np.random.Generator, *,
+                  raters: Mapping[str, int], self_preference: float | Mapping[str, float] = 0.0,
+                  length_effect: float = 0.0, offset: float = 0.0) -> dict[str, np.ndarray]:
+    """The arrays behind `simulate_ratings`: ``human``, one per rater and ``length``, each of
+    shape (prompts, systems), drawn from ``rng`` in the order `simulate_ratings` draws them."""
     q, z = _stories(n_systems, n_prompts, rng)
     cols = {"human": 3 + q + rng.normal(0, SHIFT_SD, (n_prompts, 1))
             + rng.normal(0, HUMAN_SD, q.shape)}
@@ -73,9 +86,7 @@ def simulate_ratings(n_systems: int = 8, n_prompts: int = 40, *,
                       + rng.normal(0, SHIFT_SD, (n_prompts, 1))
                       + rng.normal(0, RATER_SD, q.shape))
     cols["length"] = np.round(600 + 150 * z)
-    index = pd.MultiIndex.from_product([[f"sys-{s}" for s in range(n_systems)],
-                                        range(n_prompts)], names=["system", "prompt_id"])
-    return pd.DataFrame({k: v.T.ravel() for k, v in cols.items()}, index=index)
+    return cols
 
 
 def residual_length_truth(n_systems: int, self_preference: float, length_effect: float,
@@ -115,31 +126,63 @@ def simulate_verdicts(n_systems: int = 8, n_prompts: int = 40, *, own: int | Non
     tables as `storyeval.pairwise.verdicts` (story ids ``sys-S/P``); lengths a Series by
     story id.
     """
-    rng = np.random.default_rng(seed)
+    arr = verdict_arrays(n_systems, n_prompts, np.random.default_rng(seed), own=own,
+                         self_preference=self_preference, length_bias=length_bias,
+                         position_bias=position_bias, both_orders=both_orders)
+    ia, ib = arr["pairs"]
+    frames = [_frame(outcome, first, ia, ib, n_prompts, judge)
+              for outcome, first in zip(arr["judge_outcome"], arr["judge_first"])]
+    human = _frame(arr["human_outcome"], arr["human_first"], ia, ib, n_prompts, "human")
+    story = [f"sys-{s}/{p}" for s in range(n_systems) for p in range(n_prompts)]
+    lengths = pd.Series(arr["length"].T.ravel(), index=story)
+    return pd.concat(frames, ignore_index=True), human, lengths
+
+
+def verdict_arrays(n_systems: int, n_prompts: int, rng: np.random.Generator, *,
+                   own: int | None = None, self_preference: float = 0.0,
+                   length_bias: float = 0.0, position_bias: float = 0.0,
+                   both_orders: bool = True) -> dict:
+    """The arrays behind `simulate_verdicts`, drawn from ``rng`` in its order.
+
+    Returns
+    -------
+    dict
+        ``pairs`` (ia, ib: the systems of stories a and b of every pair, ia < ib);
+        ``judge_outcome`` and ``judge_first``: one (prompts, pairs) array per presentation
+        (a shown first, then b first; or one random order), outcome +1 a won, -1 b won, 0 a
+        tie, first True when a was shown first; ``human_outcome``, ``human_first``; ``length``
+        (prompts, systems) in words.
+    """
     own = n_systems // 2 if own is None else own
     q, z = _stories(n_systems, n_prompts, rng)
     ia, ib = _pair_index(n_systems)
     mine = np.zeros(n_systems)
     mine[own] = 1.0
     base = _eta(q, z, ia, ib, mine, length_bias, self_preference)
-    frames = []
+    outcomes, firsts = [], []
     orders = [True, False] if both_orders else [None]
     for a_first in orders:
         first = (rng.random(base.shape) < 0.5) if a_first is None else np.full(base.shape,
                                                                                a_first)
         eta = base + position_bias * np.where(first, 0.5, -0.5)
-        frames.append(_draw(eta, first, ia, ib, n_prompts, rng, judge))
+        outcomes.append(_draw(eta, rng))
+        firsts.append(first)
     human_first = rng.random(base.shape) < 0.5
-    human = _draw(SCALE * (q[:, ia] - q[:, ib]), human_first, ia, ib, n_prompts, rng, "human")
-    story = [f"sys-{s}/{p}" for s in range(n_systems) for p in range(n_prompts)]
-    lengths = pd.Series(np.round(600 + 150 * z).T.ravel(), index=story)
-    return pd.concat(frames, ignore_index=True), human, lengths
+    human = _draw(SCALE * (q[:, ia] - q[:, ib]), rng)
+    return {"pairs": (ia, ib), "judge_outcome": outcomes, "judge_first": firsts,
+            "human_outcome": human, "human_first": human_first,
+            "length": np.round(600 + 150 * z)}
 
 
-def _draw(eta, first, ia, ib, n_prompts, rng, judge) -> pd.DataFrame:
+def _draw(eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """+1 (a wins), -1 (b wins) or 0 (tie) under the ordered logit of ``eta``."""
     pa, pb = _probs(eta)
     u = rng.random(eta.shape)
-    verdict = np.where(u < pa, "A", np.where(u < pa + pb, "B", "same"))
+    return np.where(u < pa, 1, np.where(u < pa + pb, -1, 0))
+
+
+def _frame(outcome, first, ia, ib, n_prompts, judge) -> pd.DataFrame:
+    verdict = np.where(outcome == 1, "A", np.where(outcome == -1, "B", "same"))
     prompt = np.repeat(np.arange(n_prompts), len(ia))
     sa, sb = np.tile(ia, n_prompts), np.tile(ib, n_prompts)
     pid = prompt.astype(str)
