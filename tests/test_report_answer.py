@@ -1,0 +1,94 @@
+"""The answer index.html opens with (storyeval.report.answer): the same p-values as the
+clusters and the matrices of the run, oriented values of the best measure(s), ties spelled out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storyeval.data.load import read_dataset
+from storyeval.meta import meta_evaluate
+from storyeval.meta.wmt import DECISION_P, cluster_tables
+from storyeval.report.answer import answer_notes, answer_table
+from storyeval.report.tables import journal_p
+
+
+def _frame(seed: int = 7, systems: int = 6, prompts: int = 25) -> pd.DataFrame:
+    """Criterion 'verdict'; crisp (h + noise), loss = -(h + noise) declared lower-is-better,
+    mirror = -loss (oriented, loss and mirror tie exactly), weak, and a mid measure."""
+    rng = np.random.default_rng(seed)
+    n = systems * prompts
+    h = np.repeat(np.linspace(0, 2, systems), prompts) + rng.normal(0, 1, n)
+    loss = -(h + rng.normal(0, 0.5, n))
+    return pd.DataFrame({"maker": np.repeat([f"m{k}" for k in range(systems)], prompts),
+                         "task": np.tile(np.arange(prompts), systems), "verdict": h,
+                         "crisp": h + rng.normal(0, 0.9, n), "loss": loss, "mirror": -loss,
+                         "middling": h + rng.normal(0, 2.0, n),
+                         "weak": 0.1 * h + rng.normal(0, 1.5, n)})
+
+
+def _run(frame: pd.DataFrame, measures: list[str], **kw):
+    data = read_dataset(frame, id="system=maker,prompt_id=task", criteria=["verdict"])
+    return meta_evaluate(data, criteria=["verdict"], measures=measures,
+                         lower_is_better=["loss"], n_permutations=400, **kw)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return _run(_frame(), ["crisp", "loss", "middling", "weak"])
+
+
+def test_answer_reads_the_same_p_values_as_the_clusters(result):
+    answer = answer_table(result)
+    clusters, _ = cluster_tables(result)
+    assert (clusters["p_column"] == DECISION_P).all()
+    for row in answer.itertuples():
+        part = clusters[(clusters["level"] == row.level)
+                        & (clusters["criterion"] == row.criterion)]
+        ranked = part[part["rank"].notna()]
+        # top group = cluster 1 of clusters.csv, "p vs next" = its p_vs_next, both read from
+        # the same column of the comparison table
+        top = ranked.loc[ranked["rank"] == 1, "display_name"].tolist()
+        assert row._8.split(", ") == top, (row.level, row._8, top)
+        # "p vs next": the adjusted p of each best measure against the next, the largest
+        tests = result.comparisons[result.comparisons["level"] == row.level]
+        best = [b.split(" (")[0] for b in row._3.removeprefix("tied: ").split(" = ")]
+        ps = [tests.loc[((tests["measure_a"] == b) & (tests["measure_b"] == row._5))
+                        | ((tests["measure_a"] == row._5) & (tests["measure_b"] == b)),
+                        DECISION_P].iloc[0] for b in best]
+        assert row._7 == journal_p(max(ps))
+        if len(best) == 1:  # clusters.csv's p_vs_next of the best is the same number
+            assert row._7 == journal_p(ranked["p_vs_next"].iloc[0])
+    note = answer_notes(result)[0]
+    assert "BH-adjusted p-values" in note and "clusters.csv" in note
+
+
+def test_answer_and_clusters_use_unadjusted_p_under_adjust_none():
+    res = _run(_frame(), ["crisp", "loss", "middling", "weak"], adjust="none")
+    assert np.allclose(res.comparisons["p"], res.comparisons["p_adjusted"], equal_nan=True)
+    assert "unadjusted p-values (--adjust none)" in answer_notes(res)[0]
+
+
+def test_a_lower_is_better_best_is_printed_oriented():
+    from storyeval.meta.resampling import add_bootstrap_ci
+
+    res = add_bootstrap_ci(_run(_frame(), ["loss", "middling", "weak"]), n_resamples=100)
+    answer = answer_table(res).set_index("level")
+    corr = res.correlations.set_index(["level", "measure"])
+    for level in ("overall", "system"):
+        r, low, high = corr.loc[(level, "loss"), ["value", "ci_low", "ci_high"]]
+        assert r < 0
+        want = f"{-r:.3f} [{-high:.3f}, {-low:.3f}] (r = {r:.3f}; lower is better)"
+        assert answer.loc[level, "correlation"] == want.replace("-0.000", "0.000")
+        assert answer.loc[level, "best measure"] == "loss (lower is better)"
+
+
+def test_a_tie_is_spelled_out_with_each_members_oriented_value():
+    res = _run(_frame(), ["crisp", "loss", "mirror", "weak"])
+    overall = answer_table(res).set_index("level").loc["overall"]
+    r = res.correlations.set_index(["level", "measure"]).loc[("overall", "mirror"), "value"]
+    assert overall["best measure"] == "tied: loss (lower is better) = mirror"
+    assert overall["correlation"] == (f"loss: {r:.3f} (r = {-r:.3f}; lower is better); "
+                                      f"mirror: {r:.3f}")
+    assert {"loss", "mirror"} <= set(overall["top group"].split(", "))
