@@ -92,3 +92,48 @@ def test_a_tie_is_spelled_out_with_each_members_oriented_value():
     assert overall["correlation"] == (f"loss: {r:.3f} (r = {-r:.3f}; lower is better); "
                                       f"mirror: {r:.3f}")
     assert {"loss", "mirror"} <= set(overall["top group"].split(", "))
+
+
+def _cli(tmp_path, capsys, *extra: str) -> str:
+    from storyeval.cli import main
+
+    frame = _frame()
+    frame["steady"] = 3.0  # a constant measure: every correlation with it is undefined
+    frame.to_csv(tmp_path / "wide.csv", index=False)
+    capsys.readouterr()
+    assert main(["meta", "--data", str(tmp_path / "wide.csv"), "--id",
+                 "system=maker,prompt_id=task", "--criteria", "verdict", "--metrics",
+                 "crisp,loss,weak,steady", "--lower-is-better", "loss", "--nan-policy",
+                 "propagate", *extra]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore::storyeval.exceptions.UndefinedStatisticWarning")
+def test_meta_prints_the_seed_whenever_a_random_procedure_ran(tmp_path, capsys):
+    # no --ci: the system level's default test is a permutation test, seeded by default
+    text = _cli(tmp_path, capsys)
+    assert "# seed 0: the random procedures of the comparisons (system: permutation-midp " \
+           "test)" in text
+    assert "seed 5: the random procedures" in _cli(tmp_path, capsys, "--seed", "5")
+    # only closed-form tests: nothing random, no seed line
+    assert "seed" not in _cli(tmp_path, capsys, "--levels", "overall").replace("seed's", "")
+
+
+@pytest.mark.filterwarnings("ignore::storyeval.exceptions.UndefinedStatisticWarning")
+def test_comparisons_with_a_constant_measure_say_why_they_have_no_p(tmp_path, capsys):
+    out = tmp_path / "res"
+    _cli(tmp_path, capsys, "--clusters", "--out", str(out), "--no-figures")
+    table = pd.read_csv(out / "comparisons.csv", keep_default_na=False,
+                        na_values=[""])
+    with_steady = (table["measure_a"] == "steady") | (table["measure_b"] == "steady")
+    assert table.loc[with_steady, "p"].isna().all() and with_steady.sum() == 6
+    for level in ("overall", "system"):
+        reasons = table.loc[with_steady & (table["level"] == level), "reason"]
+        assert reasons.str.startswith("correlation undefined (r(h,").all(), reasons
+        assert reasons.str.contains("left out of the adjustment family and the clusters").all()
+    assert table.loc[~with_steady, "reason"].isna().all()
+    # the adjustment family counts the defined comparisons only (m = 3 of 6 per level)
+    assert table["family"].str.endswith("(m=3)").all()
+    clusters = pd.read_csv(out / "clusters.csv")
+    steady = clusters[clusters["measure"] == "steady"]
+    assert steady["rank"].isna().all() and steady["reason"].str.contains("undefined").all()

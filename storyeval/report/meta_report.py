@@ -235,7 +235,39 @@ def comparison_lines(result: MetaResult) -> list[str]:
                 "--lower-is-better)")
         lines.append(f"effect size: delta = {delta} with a {cl:.0%} interval: "
                      + "; ".join(f"{lev}: {m}" for lev, m in methods.items()))
+    seeded = random_procedures(result)
+    if seeded:
+        seed = w.get("effect_size", {}).get("random_state")
+        lines.append(f"seed {seed}: the random procedures of the comparisons "
+                     f"({'; '.join(seeded)}) drew from it (--seed; the same seed, the same "
+                     "numbers)")
     return lines
+
+
+#: Comparison tests whose p-value is a Monte Carlo estimate (they draw from the seed).
+RANDOM_TESTS = ("permutation", "permutation-random", "permutation-midp", "bootstrap")
+
+
+def random_procedures(result: MetaResult) -> list[str]:
+    """The comparisons' random procedures, "level: what" (a resampling test, or an interval by
+    resampling), for the line that prints their seed."""
+    w = result.settings["comparisons"]
+    out = []
+    methods = (result.comparisons.groupby("level", sort=False)["ci_method"].first()
+               if "ci_method" in result.comparisons and not result.comparisons.empty
+               else pd.Series(dtype=object))
+    for level in w["levels"]:
+        what = []
+        test = level_test(result, level)
+        if test in RANDOM_TESTS:
+            what.append(f"{test} test")
+        method = str(methods.get(level, "") or "")
+        if test not in RANDOM_TESTS and any(k in method.lower()
+                                            for k in ("bootstrap", "permutation", "resampl")):
+            what.append(f"{method.split(':')[0].split(' (')[0]} interval")
+        if what:
+            out.append(f"{level}: {', '.join(what)}")
+    return out
 
 
 def _clusters_line(b: dict) -> str:
