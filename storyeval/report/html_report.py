@@ -36,7 +36,8 @@ section.answer { background: #f3f8ff; border: 1px solid #c9dcf2; padding: 0.2em 
 section.answer h2 { margin-top: 0.6em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right;
+         overflow-wrap: normal; word-break: normal; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .caption { font-size: 0.9em; color: #444; margin: 0.3em 0; }
@@ -46,6 +47,14 @@ dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 .warnings li { color: #8a4b00; }
+table.answer th, table.answer td { text-align: left; vertical-align: top; }
+table.answer td.num { white-space: nowrap; }
+@media (max-width: 600px) {
+  table.answer, table.answer tbody, table.answer tr, table.answer td { display: block; }
+  table.answer thead { display: none; }
+  table.answer tr { border: 1px solid #c9dcf2; margin: 0 0 0.8em; background: #fff; }
+  table.answer td { border: 0; border-bottom: 1px solid #eee; white-space: normal; }
+  table.answer td::before { content: attr(data-label) ": "; font-weight: 600; } }
 """
 
 
@@ -120,7 +129,8 @@ def render_page(page: Page, *, digits: int = 3) -> str:
            f"<h1>{esc(page.title)}</h1>"]
     if page.answer:
         out.append("<section class='answer' id='answer'>")
-        out += [_block_html(block, digits) for block in page.answer]
+        out += [_answer_html(block, digits) if block.kind == "table" and block.table is not None
+                else _block_html(block, digits) for block in page.answer]
         out.append("</section>")
     out.append("<dl class='facts'>")
     out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in page.facts]
@@ -156,6 +166,45 @@ def _block_html(block: Block, digits: int) -> str:
     if block.kind == "list":
         return "<ul>" + "".join(f"<li>{esc(i)}</li>" for i in block.items) + "</ul>"
     return f"<p>{esc(block.text)}</p>"
+
+
+def _answer_html(block: Block, digits: int) -> str:
+    """An answer table: text cells left-aligned, each cell labelled with its column
+    (``data-label``) so that below 600 px every row stacks into a card of "column: value" lines
+    instead of squeezing nine columns into a phone's width; above, a table whose words never
+    break (it scrolls inside its box when wider than the page)."""
+    import re
+
+    esc = html.escape
+    assert block.table is not None
+    shown = _strings(block.table, digits, block.pvalues)
+    head = "".join(f"<th>{esc(str(c))}</th>" for c in shown.columns)
+    numeric = re.compile(r"^[-<>= .0-9\[\],]+$")
+    rows = []
+    for values in shown.itertuples(index=False):
+        num = " class='num'"
+        cells = "".join(
+            f"<td data-label='{esc(str(c))}'{num if numeric.match(str(v)) else ''}>"
+            f"{esc(str(v))}</td>" for c, v in zip(shown.columns, values))
+        rows.append(f"<tr>{cells}</tr>")
+    caption = f"<p class='caption'>{esc(block.text)}</p>" if block.text else ""
+    return (f"{caption}<div class='scroll'><table class='answer'><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _strings(table: pd.DataFrame, digits: int, pvalues: bool) -> pd.DataFrame:
+    """The cells as `table_html` prints them (p-values as a journal does, missing blank)."""
+    from storyeval.report.tables import journal_p
+
+    shown = table.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            if pvalues or _is_p_column(str(column)):
+                shown[column] = shown[column].map(journal_p)
+            else:
+                shown[column] = shown[column].map(
+                    lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
+    return shown.astype(object).where(shown.notna(), "")
 
 
 def image_name(stem: str, formats: Sequence[str]) -> str | None:
