@@ -137,3 +137,84 @@ def test_comparisons_with_a_constant_measure_say_why_they_have_no_p(tmp_path, ca
     clusters = pd.read_csv(out / "clusters.csv")
     steady = clusters[clusters["measure"] == "steady"]
     assert steady["rank"].isna().all() and steady["reason"].str.contains("undefined").all()
+
+
+# ---- small things a reader trips over ----
+
+def test_no_negative_zero_and_counts_in_the_right_number():
+    from storyeval.report.tables import count, fixed, format_table
+
+    assert [fixed(v, 3) for v in (-0.0002, -0.0, 0.0, -0.0006, 0.25)] == \
+        ["0.000", "0.000", "0.000", "-0.001", "0.250"]
+    assert fixed(-0.4, 0) == "0" and fixed(-0.6, 0) == "-1"
+    table = format_table(pd.DataFrame({"delta": [-0.0001, -0.2]}), "table")
+    assert "-0.000" not in table and "-0.200" in table
+    assert [count(1, "system"), count(3, "system"), count(1, "story", "stories"),
+            count(2, "story", "stories")] == ["1 system", "3 systems", "1 story", "2 stories"]
+
+
+def test_excluded_comparisons_are_counted_per_matrix(tmp_path):
+    from storyeval.report.meta_report import comparison_caption
+
+    frame = _frame()
+    frame["calm"] = 2.0  # a constant criterion: every comparison under it is undefined
+    data = read_dataset(frame, id="system=maker,prompt_id=task", criteria=["verdict", "calm"])
+    with pytest.warns(Warning):
+        res = meta_evaluate(data, criteria=["verdict", "calm"], measures=["crisp", "weak", "loss"],
+                            nan_policy="propagate", levels=["overall"])
+    verdict = comparison_caption(res, "overall", "verdict")
+    calm = comparison_caption(res, "overall", "calm")
+    assert "without a p-value" not in verdict  # all three defined in this matrix
+    assert "3 comparisons of calm without a p-value left out of the adjustment" in calm
+
+
+def test_undefined_statistic_warnings_point_at_the_users_call():
+    from storyeval.exceptions import UndefinedStatisticWarning
+    from storyeval.meta.resampling import add_bootstrap_ci
+
+    frame = _frame()
+    frame["steady"] = 1.0
+    data = read_dataset(frame, id="system=maker,prompt_id=task", criteria=["verdict"])
+    with pytest.warns(UndefinedStatisticWarning) as caught:
+        res = meta_evaluate(data, criteria=["verdict"], measures=["crisp", "steady"],
+                            nan_policy="propagate")
+        add_bootstrap_ci(res, n_resamples=20)
+    undefined = [w for w in caught if issubclass(w.category, UndefinedStatisticWarning)]
+    assert len(undefined) >= 4
+    assert {w.filename for w in undefined} == {__file__}, {w.filename for w in undefined}
+
+
+def test_agreement_out_prints_full_paths_and_a_summary(tmp_path, capsys, monkeypatch):
+    from storyeval.cli import main
+
+    rng = np.random.default_rng(8)
+    pd.DataFrame({"item": np.repeat(np.arange(20), 3), "rater": np.tile(["ann", "bea", "cal"], 20),
+                  "label": rng.choice(["fine", "flawed"], 60)}).to_csv(tmp_path / "l.csv",
+                                                                        index=False)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["agreement", "--labels", "l.csv", "--resamples", "50", "--out", "rel"]) == 0
+    got = capsys.readouterr()
+    folder = tmp_path / "rel"
+    assert got.out.split() == [str(folder / "labels.txt"), str(folder / "index.html")]
+    assert f"wrote 2 files to {folder}; open {folder / 'index.html'}" in got.err
+
+
+@pytest.mark.filterwarnings("ignore::storyeval.exceptions.UndefinedStatisticWarning")
+def test_meta_page_shows_the_clusters_and_the_effect_sizes(tmp_path, capsys):
+    import io
+
+    out = tmp_path / "res"
+    _cli(tmp_path, capsys, "--clusters", "--out", str(out), "--no-figures")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "Significance clusters: average rank over criteria" in page
+    assert "Significance clusters of every measure (clusters.csv" in page
+    tables = pd.read_html(io.StringIO(page))
+    every = next(t for t in tables if "p_vs_cluster_top" in t.columns)
+    clusters = pd.read_csv(out / "clusters.csv")
+    assert sorted(every["display_name"]) == sorted(clusters["display_name"])
+    # per level, the matrix of "delta [low, high]" beside the matrix of p-values
+    assert page.count("difference of correlations with the human criterion") == 2
+    effect = pd.read_csv(out / "comparisons_overall_verdict_effect.csv")
+    cell = effect.set_index("id").loc["crisp", "weak"]
+    assert f"<td>{cell}</td>" in page

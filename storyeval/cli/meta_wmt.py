@@ -204,12 +204,14 @@ def _write_mteval(args: argparse.Namespace, sel) -> None:
 
 
 def extras(args: argparse.Namespace, dataset, result=None,
-           ) -> tuple[list[tuple[str, pd.DataFrame]], Callable | None]:
+           ) -> tuple[list[tuple[str, pd.DataFrame]], Callable | None,
+                      list[tuple[str, pd.DataFrame]]]:
     """The ``--clusters`` / ``--length`` / ``--mteval-out`` work beside the correlation tables:
-    (titled tables for standard output, a writer of their files for ``--out``). The clusters
-    read the p-values of ``result``'s comparison table (the same run)."""
+    (titled tables for standard output, a writer of their files for ``--out``, titled tables
+    for index.html: those of standard output and every measure's cluster). The clusters read
+    the p-values of ``result``'s comparison table (the same run)."""
     if not (args.clusters or args.length or args.mteval_out is not None):
-        return [], None
+        return [], None, []
     from storyeval.meta.wmt import cluster_tables, length_tables
 
     sel = selection(args, dataset)
@@ -249,7 +251,16 @@ def extras(args: argparse.Namespace, dataset, result=None,
                                            formats=formats):
                     folder.file(path.name)
 
-    return shown, files if tables else None
+    page = list(shown)
+    if clusters is not None:
+        columns = ["display_name", "criterion", "level", "value", "oriented", "rank",
+                   "cluster_size", "p_vs_cluster_top", "p_vs_next", "better_than_next",
+                   "pairs_near_alpha", "reason"]
+        page.insert(1, (f"Significance clusters of every measure (clusters.csv; p-values: "
+                        f"column {clusters['p_column'].iloc[0]} of the comparison table, "
+                        f"alpha {args.cluster_alpha:g})",
+                        clusters[[c for c in columns if c in clusters]]))
+    return shown, files if tables else None, page
 
 
 def p_values_text(result) -> str:

@@ -52,7 +52,7 @@ from storyeval.data.selection import (
     select_criteria,
     select_measures,
 )
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, user_stacklevel
 from storyeval.meta.baseline import human_baseline
 
 COEFFICIENT_DESCRIPTIONS = {
@@ -516,7 +516,7 @@ def _levels_with_systems(levels: list[str], n_systems: int) -> tuple[list[str], 
                          "(--levels overall)")
     if skipped:
         warnings.warn(f"{' and '.join(skipped)} level skipped: {reason}",
-                      UndefinedStatisticWarning, stacklevel=3)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return kept, skipped
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.resample.clusters import (
     bootstrap_weights,
     check_confidence,
@@ -291,7 +291,7 @@ def ranking_agreement(
     undefined = out.loc[out["reason"] != "", ["level", "reason"]].drop_duplicates("level")
     for name, why in zip(undefined["level"], undefined["reason"]):
         warnings.warn(f"ranking agreement, {name}: {why}", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     return out
 
 

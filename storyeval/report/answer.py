@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.report.meta_report import TEST_LABELS
-from storyeval.report.tables import journal_p
+from storyeval.report.tables import fixed, journal_p
 
 if TYPE_CHECKING:
     from storyeval.meta.pipeline import MetaResult
@@ -49,8 +49,7 @@ def _beats(row: pd.DataFrame, winner: str, alpha: float, p_column: str) -> bool 
 
 
 def _number(value: float, digits: int) -> str:
-    text = f"{value:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
+    return fixed(value, digits)  # no "-0.000"
 
 
 def _cell(row: pd.Series, oriented: float, flipped: bool, has_ci: bool, digits: int,

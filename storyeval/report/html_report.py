@@ -100,7 +100,7 @@ def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
     """A table as HTML, numbers rounded to ``digits`` (p-values, with ``pvalues`` or in a
     column whose name starts with "p" and holds p-values, as `journal_p` prints them),
     missing values blank."""
-    from storyeval.report.tables import journal_p
+    from storyeval.report.tables import fixed, journal_p
 
     shown = table.copy()
     for column in shown.columns:
@@ -109,7 +109,7 @@ def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
                 shown[column] = shown[column].map(journal_p)
             else:
                 shown[column] = shown[column].map(
-                    lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
+                    lambda v: "" if pd.isna(v) else fixed(v, digits))
     return shown.to_html(na_rep="", border=0, escape=True, index=index)
 
 
@@ -194,7 +194,7 @@ def _answer_html(block: Block, digits: int) -> str:
 
 def _strings(table: pd.DataFrame, digits: int, pvalues: bool) -> pd.DataFrame:
     """The cells as `table_html` prints them (p-values as a journal does, missing blank)."""
-    from storyeval.report.tables import journal_p
+    from storyeval.report.tables import fixed, journal_p
 
     shown = table.copy()
     for column in shown.columns:
@@ -203,7 +203,7 @@ def _strings(table: pd.DataFrame, digits: int, pvalues: bool) -> pd.DataFrame:
                 shown[column] = shown[column].map(journal_p)
             else:
                 shown[column] = shown[column].map(
-                    lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
+                    lambda v: "" if pd.isna(v) else fixed(v, digits))
     return shown.astype(object).where(shown.notna(), "")
 
 
@@ -214,7 +214,8 @@ def image_name(stem: str, formats: Sequence[str]) -> str | None:
 
 
 def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[str],
-              warnings: Sequence[str] = (), digits: int = 3) -> Page:
+              warnings: Sequence[str] = (), digits: int = 3,
+              extra_tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> Page:
     """The page of `storyeval meta --out`: facts, per level the correlation grid (and its
     heatmap), the baseline and undefined-value notes, the comparison tables (and heatmaps),
     the warnings. ``figures`` maps a table's file stem to its image file name."""
@@ -223,8 +224,10 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
     s = result.settings
     will = s.get("comparisons", {})
     effect = will.get("effect_size", {})
-    facts = [("data", f"{s.get('dataset')}: {s.get('n_systems')} systems, "
-                      f"{s.get('n_stories')} stories"
+    from storyeval.report.tables import count
+
+    facts = [("data", f"{s.get('dataset')}: {count(s.get('n_systems'), 'system')}, "
+                      f"{count(s.get('n_stories'), 'story', 'stories')}"
                       + "".join(f"; {n}" for n in s.get("dataset_notes", []))),
              ("measures", f"{s.get('measures')} (criteria: {', '.join(s.get('criteria', []))})"),
              ("coefficient", str(s.get("coefficient_description", s.get("coefficient"))))]
@@ -260,7 +263,12 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
         if notes:
             blocks.append(Block("list", items=tuple(notes)))
         if level in will.get("levels", []):
-            blocks += _comparison_blocks(result, level, figures)
+            blocks += _comparison_blocks(result, level, figures, digits)
+    if extra_tables:  # the --clusters / --length tables of the same run
+        blocks.append(Block("heading", "Clusters and other tables of this run"))
+        for title, table in extra_tables:
+            blocks.append(Block("table", title, table, index=False))
+        blocks += _figure(figures, "clusters_overall") + _figure(figures, "clusters_system")
     return Page(title=f"storyeval meta: {s.get('dataset')}", facts=facts, blocks=blocks,
                 warnings=list(dict.fromkeys(warnings)), files=list(files),
                 answer=_answer_blocks(result, digits))
@@ -297,7 +305,8 @@ def _figure(figures: dict[str, str], stem: str) -> list[Block]:
     return [Block("figure", f"figure: {name}", items=(name,))]
 
 
-def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) -> list[Block]:
+def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str],
+                       digits: int = 3) -> list[Block]:
     from storyeval.report import meta_report as mr
 
     blocks: list[Block] = []
@@ -307,13 +316,19 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) 
             blocks.append(Block("table", mr.comparison_caption(result, level, criterion),
                                 result.comparison_matrix(level, criterion), pvalues=True))
             blocks += _figure(figures, stem)
+            effect = mr.effect_matrix(result, level, criterion, digits)
+            if effect is not None and len(effect):  # the effect sizes beside their p-values
+                blocks.append(Block("table", f"{mr.effect_caption(result, level)}, {criterion}",
+                                    effect))
+        blocks += [Block("list", items=tuple(lines))
+                   for lines in [mr.comparison_undefined_lines(result, level)] if lines]
         return blocks
     grid = result.comparison_grid(level)
     if grid.empty:
         return blocks
     blocks.append(Block("table", mr.comparison_caption(result, level), grid, pvalues=True))
     blocks += _figure(figures, f"comparisons_{level}")
-    effect = mr.effect_grid(result, level)
+    effect = mr.effect_grid(result, level, digits)
     if effect is not None and len(effect):
         blocks.append(Block("table", mr.effect_caption(result, level), effect))
     blocks += [Block("list", items=tuple(lines))
