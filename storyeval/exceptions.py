@@ -87,9 +87,10 @@ def user_stacklevel() -> int:
     ``stacklevel=user_stacklevel()`` to `warnings.warn` from the function that warns."""
     import os
     import sys
+    import types
 
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame = sys._getframe(0)  # this function's frame: one of the package's
+    frame: types.FrameType | None = sys._getframe(0)  # this function's: one of the package's
     level = 0
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
