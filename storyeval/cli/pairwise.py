@@ -1057,12 +1057,11 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
 
 def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
                  reference: pd.DataFrame) -> int:
-    from storyeval.pairwise.ranking import ranking_agreement
-    from storyeval.report.tables import format_table
-
     import warnings
 
     from storyeval.exceptions import InputError, UndefinedStatisticWarning
+    from storyeval.pairwise.ranking import ranking_agreement
+    from storyeval.report.tables import format_table
 
     _check_resampling(args, minimum=0)
     judges = sorted(set(verdicts["judge"].astype(str))) if "judge" in verdicts else []
