@@ -17,6 +17,7 @@ __all__ = [
     "StoryevalWarning",
     "SuspiciousDataWarning",
     "UndefinedStatisticWarning",
+    "user_stacklevel",
 ]
 
 
@@ -78,3 +79,19 @@ class SlowPathWarning(StoryevalWarning):
     extra) runs the NumPy fallback of the weighted counts, about 50 times slower; the warning
     gives the predicted time and the install command.
     """
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of a warning raised inside storyeval that points at the first frame
+    outside the package (the user's call), however deep the call chain: pass
+    ``stacklevel=user_stacklevel()`` to `warnings.warn` from the function that warns."""
+    import os
+    import sys
+    import types
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame: types.FrameType | None = sys._getframe(0)  # this function's: one of the package's
+    level = 0
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return max(level, 1)

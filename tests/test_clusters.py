@@ -126,12 +126,14 @@ def _naive_ranks(sorted_names, oriented, p_of, alpha):
     return ranks
 
 
-def _check_against_table(clusters: pd.DataFrame, table: pd.DataFrame, alpha: float) -> None:
-    """Every cluster decision equals the one the comparison table's own p-values give."""
+def _check_against_table(clusters: pd.DataFrame, table: pd.DataFrame, alpha: float,
+                         column: str = "p_adjusted") -> None:
+    """Every cluster decision equals the one the comparison table's own p-values give (the
+    adjusted p that meta's matrices print and its answer reads)."""
     p = {}
     for row in table.itertuples():
-        p[(row.level, row.criterion, row.measure_a, row.measure_b)] = row.p
-        p[(row.level, row.criterion, row.measure_b, row.measure_a)] = row.p
+        p[(row.level, row.criterion, row.measure_a, row.measure_b)] = getattr(row, column)
+        p[(row.level, row.criterion, row.measure_b, row.measure_a)] = getattr(row, column)
     for (level, crit), part in clusters.groupby(["level", "criterion"]):
         ranked = part[part["rank"].notna()]
         names, oriented = list(ranked["measure"]), ranked["oriented"].to_numpy()
@@ -169,7 +171,7 @@ def test_meta_clusters_follow_lower_is_better_and_the_runs_table(tmp_path, capsy
     assert np.isnan(overall.loc["const", "rank"])
     assert "undefined" in overall.loc["const", "reason"]
     text = capsys.readouterr().out
-    assert "p-values of this run's comparison table" in text
+    assert "BH-adjusted (family 'criterion') p-values of this run's comparison table" in text
 
 
 def test_meta_clusters_do_not_move_with_the_seed_beyond_monte_carlo_error():
@@ -190,19 +192,20 @@ def test_meta_clusters_do_not_move_with_the_seed_beyond_monte_carlo_error():
     # a pair whose p lies within 4 Monte Carlo standard errors of alpha may flip; no other may
     se = np.sqrt(0.05 * 0.95 / 400)
     for level in ("overall", "system"):
-        near = any(((t["level"] == level) & ((t["p"] - 0.05).abs() < 4 * se)).any()
+        near = any(((t["level"] == level) & ((t["p_adjusted"] - 0.05).abs() < 4 * se)).any()
                    for _, t in runs.values())
         ranks = [c[c["level"] == level].set_index("measure")["rank"].sort_index().tolist()
                  for c, _ in runs.values()]
         if not near:
             assert all(r == ranks[0] for r in ranks[1:]), (level, ranks)
-    assert not any(((t["level"] == "overall") & ((t["p"] - 0.05).abs() < 4 * se)).any()
+    assert not any(((t["level"] == "overall")
+                    & ((t["p_adjusted"] - 0.05).abs() < 4 * se)).any()
                    for _, t in runs.values())  # the overall level is checked for real
     # the clusters table says where the seed may matter: Monte Carlo p-values (system level,
     # permutation-random) within 3 s.e. of alpha; the overall level's ustat has none
     for clusters, table in runs.values():
         system = table[table["level"] == "system"]
-        want = int(((system["p"] - 0.05).abs() < 3 * se).sum())
+        want = int(((system["p_adjusted"] - 0.05).abs() < 3 * se).sum())
         got = clusters.loc[clusters["level"] == "system", "pairs_near_alpha"]
         assert (got == want).all()
         assert (clusters.loc[clusters["level"] == "overall", "pairs_near_alpha"] == 0).all()

@@ -182,7 +182,9 @@ def test_the_page_opens_with_the_answer(answer_reports):
     # ppl is lower-is-better: oriented, it is the best or tied with good, never last
     assert overall["best measure"] in ("ppl (lower is better)", "good")
     assert overall["test"] == "ustat (U-statistic z-test)"
-    assert re.match(r"-?0\.\d{3} \[-?0\.\d{3}, -?0\.\d{3}\]$", overall["correlation"])
+    # the oriented value and interval; a lower-is-better best shows its raw r beside it
+    assert re.match(r"0\.\d{3} \[-?0\.\d{3}, -?0\.\d{3}\]( \(r = -0\.\d{3}; lower is "
+                    r"better\))?$", overall["correlation"]), overall["correlation"]
     assert "measured type-I error" in page[:page.index("</section>")]
 
 
@@ -190,9 +192,18 @@ def test_intervals_shown_when_computed(answer_reports):
     plain = (answer_reports / "plain" / "index.html").read_text(encoding="utf-8")
     ci = (answer_reports / "ci" / "index.html").read_text(encoding="utf-8")
     cell = re.compile(r"<td>-?\d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\]</td>")
-    assert not cell.search(plain) and "run with --ci bootstrap" in plain
-    # every defined correlation of the grids carries its interval
-    assert len(cell.findall(ci)) >= 2 * 3 + 2
+
+    def grids(page: str) -> str:  # the correlation grids (the effect sizes have intervals)
+        return "".join(part for part in page.split("<p class='caption'>")
+                       if part.startswith("Kendall tau-b with human criteria"))
+
+    assert grids(plain) and not cell.search(grids(plain))
+    assert "run with --ci bootstrap" in plain
+    # every defined correlation of the grids carries its interval, and so does the answer
+    assert len(cell.findall(grids(ci))) >= 2 * 3
+    cells = re.findall(r"<td data-label='correlation'>([^<]*)</td>", ci)
+    assert len(cells) == 2 and all(re.search(r"\d\.\d{3} \[-?\d\.\d{3}, ", c)
+                                   for c in cells), cells
 
 
 def test_pvalues_are_printed_as_a_journal_would(answer_reports):
@@ -247,6 +258,55 @@ def test_report_is_readable_at_phone_and_desktop_widths(answer_reports, reports,
             assert got["wide"] == 0 and got["font"] >= 14, got
             if path.parent.name == "ci":
                 assert 0 <= got["answer"] < 300, got  # the answer is on the first screen
+    finally:
+        tools.send("Emulation.setDeviceMetricsOverride",
+                   {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+                   browser.session)
+
+
+WORDS_PROBE = """(() => {
+  const ctx = document.createElement("canvas").getContext("2d");
+  const broken = [];
+  for (const cell of document.querySelectorAll("td, th")) {
+    if (!cell.getClientRects().length) continue;  // not shown (a stacked table's header)
+    const st = getComputedStyle(cell);
+    ctx.font = st.font;
+    const room = cell.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight);
+    for (const word of cell.textContent.split(/\\s+/)) {
+      if (word && ctx.measureText(word).width > room + 0.5) broken.push(word);
+    }
+  }
+  const rows = [...document.querySelectorAll("section.answer tbody tr")];
+  return JSON.stringify({broken: broken.slice(0, 10), n: rows.length,
+    stacked: rows.filter(r => getComputedStyle(r).display === "block").length,
+    labelled: [...document.querySelectorAll("section.answer td")].every(
+      td => td.dataset.label && getComputedStyle(td, "::before").content.includes(
+        td.dataset.label))});
+})()"""
+
+
+@pytest.mark.parametrize("width", [400, 1400])
+def test_answer_table_words_never_break_and_rows_stack_on_a_phone(answer_reports, reports,
+                                                                  report_browser, width):
+    """No cell of any table breaks a word ("overal/l", "criteri/on": the page once did, at both
+    widths); below 600 px each answer row stacks into labelled lines (column: value)."""
+    browser = _need(report_browser)
+    tools = browser.tools
+    tools.send("Emulation.setDeviceMetricsOverride",
+               {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600},
+               browser.session)
+    try:
+        for path in (answer_reports / "ci" / "index.html", reports["user"] / "index.html"):
+            _, errors = _open(browser, path)
+            assert not errors, errors
+            got = json.loads(tools.send("Runtime.evaluate",
+                                        {"expression": WORDS_PROBE, "returnByValue": True},
+                                        browser.session)["result"]["value"])
+            assert got["broken"] == [], (path.parent.name, width, got)
+            assert got["n"] >= 1
+            assert got["stacked"] == (got["n"] if width < 600 else 0), got
+            if width < 600:
+                assert got["labelled"], got
     finally:
         tools.send("Emulation.setDeviceMetricsOverride",
                    {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},

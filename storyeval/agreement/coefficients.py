@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from storyeval.agreement.icc import ICCResult, icc2k, icc2k_many
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.resample._common import check_confidence
 
 __all__ = [
@@ -131,7 +131,7 @@ def _check_level(confidence_level: float) -> None:
 
 def _undefined(reason: str, what: str) -> None:
     warnings.warn(f"{what} undefined: {reason}; returned NaN", UndefinedStatisticWarning,
-                  stacklevel=3)
+                  stacklevel=user_stacklevel())
 
 
 # ----------------------------------------------------------------------------- input handling
@@ -774,7 +774,7 @@ def cohen_kappa(
     p_o, p_e = float(np.trace(p)), float(row @ col)
     if np.isclose(p_e, 1.0):
         warnings.warn("Cohen's kappa undefined: both raters used one category only",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return {**out, "statistic": math.nan, "standard_error": math.nan,
                 "standard_error_null": math.nan, "pvalue": math.nan, "ci_low": math.nan,
                 "ci_high": math.nan, "percent_agreement": p_o, "chance_agreement": p_e}

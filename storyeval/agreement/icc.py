@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = ["ICCResult", "icc2k", "icc2k_many"]
 
@@ -280,7 +280,7 @@ def icc2k_many(
             f"ICC(2,k) undefined for {int(undefined.sum())} of {n_groups} group(s) "
             f"(first: {label!r}: {reasons[first]}); returned NaN",
             UndefinedStatisticWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     frame = pd.DataFrame(
         {
@@ -391,7 +391,7 @@ def icc2k(
     reason = str(row["reason"].iloc[0])
     if reason:
         warnings.warn(f"ICC(2,k) undefined: {reason}; returned NaN", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     n_eff = int(row["n_items"].iloc[0])
     msr, msc, mse, _ = _mean_squares(y[None], ~np.isnan(y[None]).any(axis=2))
     return ICCResult(

@@ -19,6 +19,7 @@ from storyeval.cli.common import (
     add_format_option,
     add_out_option,
     load_dataset_args,
+    print_written,
 )
 
 if TYPE_CHECKING:
@@ -181,8 +182,10 @@ def _estimate(value: float, low: float = math.nan, high: float = math.nan,
               digits: int = 3) -> str:
     if math.isnan(value):
         return ""
-    interval = "" if math.isnan(low) else f" [{low:.{digits}f}, {high:.{digits}f}]"
-    return f"{value:.{digits}f}{interval}"
+    from storyeval.report.tables import fixed
+
+    interval = "" if math.isnan(low) else f" [{fixed(low, digits)}, {fixed(high, digits)}]"
+    return f"{fixed(value, digits)}{interval}"
 
 
 def display_annotators(table: pd.DataFrame, confidence_level: float) -> pd.DataFrame:
@@ -267,7 +270,7 @@ def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: lis
     from storyeval._atomic import OutputFolder
     from storyeval.cli import RUN_WARNINGS
     from storyeval.report.html_report import INDEX, render_page, tables_page
-    from storyeval.report.tables import FILE_SUFFIX
+    from storyeval.report.tables import FILE_SUFFIX, count
 
     with OutputFolder(args.out, overwrite=args.overwrite, command="agreement") as folder:
         for name, df in tables.items():
@@ -275,16 +278,15 @@ def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: lis
             folder.write_text(f"{name}.{FILE_SUFFIX[args.format]}",
                               text if text.endswith("\n") else text + "\n")
         facts = [("data", "embedded HANNA data" if dataset is None or args.data is None
-                  else f"{args.data}: {len(dataset.systems)} systems, "
-                       f"{len(dataset.story_ids)} stories"),
+                  else f"{args.data}: {count(len(dataset.systems), 'system')}, "
+                       f"{count(len(dataset.story_ids), 'story', 'stories')}"),
                  ("confidence level", f"{args.confidence_level:g}"),
                  ("missing ratings", str(args.nan_policy))]
         page = tables_page("storyeval agreement", facts, tables, notes=notes,
                            files=list(folder.names))
         page.warnings = list(RUN_WARNINGS) + page.warnings
         folder.write_text(INDEX, render_page(page))
-    for path in folder.published:
-        print(path)
+    print_written(folder.published, args.out)
     return 0
 
 

@@ -98,8 +98,9 @@ def run_labels(args: argparse.Namespace) -> int:
                                           f"its {args.confidence_level:g} interval")
         page.warnings = list(dict.fromkeys(RUN_WARNINGS))
         folder.write_text(INDEX, render_page(page))
-    for path in folder.published:
-        print(path)
+    from storyeval.cli.common import print_written
+
+    print_written(folder.published, args.out)
     return 0
 
 

@@ -156,3 +156,17 @@ def write_tables_report(args: argparse.Namespace, *, command: str, title: str,
         page.warnings = list(dict.fromkeys(RUN_WARNINGS))
         folder.write_text(INDEX, render_page(page, digits=digits))
     print(f"wrote {len(folder.published)} files to {args.out}", file=sys.stderr)
+
+
+def print_written(paths, out) -> None:
+    """What an ``--out`` run wrote: every file's full path on standard output (one a line,
+    for scripts), and one summary line on standard error naming the folder and its page."""
+    import sys
+    from pathlib import Path
+
+    folder = Path(out).absolute()
+    for path in paths:
+        print(Path(path).absolute())
+    index = folder / "index.html"
+    print(f"wrote {len(paths)} files to {folder}"
+          + (f"; open {index}" if index.exists() else ""), file=sys.stderr)

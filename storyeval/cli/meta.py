@@ -292,7 +292,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
     result = _add_resampling(result, args)
     if asked:
         stages.done()
-    shown, extra_files = meta_wmt.extras(args, dataset, result)
+    shown, extra_files, page_tables = meta_wmt.extras(args, dataset, result)
     sys.stdout.write(render(result, args.format, digits=args.digits))
     sys.stdout.write(meta_wmt.render_extras(shown, args.format, args.digits))
     if args.out is not None:
@@ -300,6 +300,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
         paths = write_report(result, args.out, figures=not args.no_figures, digits=args.digits,
                              overwrite=args.overwrite, figure_formats=args.figure_format,
                              figure_workers=workers, extra=extra_files,
+                             extra_tables=page_tables,
                              warnings=_run_warnings())
         stages.done()
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)

@@ -204,12 +204,14 @@ def _write_mteval(args: argparse.Namespace, sel) -> None:
 
 
 def extras(args: argparse.Namespace, dataset, result=None,
-           ) -> tuple[list[tuple[str, pd.DataFrame]], Callable | None]:
+           ) -> tuple[list[tuple[str, pd.DataFrame]], Callable | None,
+                      list[tuple[str, pd.DataFrame]]]:
     """The ``--clusters`` / ``--length`` / ``--mteval-out`` work beside the correlation tables:
-    (titled tables for standard output, a writer of their files for ``--out``). The clusters
-    read the p-values of ``result``'s comparison table (the same run)."""
+    (titled tables for standard output, a writer of their files for ``--out``, titled tables
+    for index.html: those of standard output and every measure's cluster). The clusters read
+    the p-values of ``result``'s comparison table (the same run)."""
     if not (args.clusters or args.length or args.mteval_out is not None):
-        return [], None
+        return [], None, []
     from storyeval.meta.wmt import cluster_tables, length_tables
 
     sel = selection(args, dataset)
@@ -222,7 +224,8 @@ def extras(args: argparse.Namespace, dataset, result=None,
                                            weights=_resolved_weights(args, sel))
         tables["clusters"] = clusters
         tables["clusters_average"] = average
-        shown.append((cluster_title(clusters, args.cluster_alpha), average))
+        shown.append((cluster_title(clusters, args.cluster_alpha,
+                                    adjustment=p_values_text(result)), average))
     if args.length:
         pairs, partial = length_tables(sel, args.length, levels=_levels(args),
                                        method=args.coef, tie_rtol=args.tie_rtol)
@@ -248,18 +251,40 @@ def extras(args: argparse.Namespace, dataset, result=None,
                                            formats=formats):
                     folder.file(path.name)
 
-    return shown, files if tables else None
+    page = list(shown)
+    if clusters is not None:
+        columns = ["display_name", "criterion", "level", "value", "oriented", "rank",
+                   "cluster_size", "p_vs_cluster_top", "p_vs_next", "better_than_next",
+                   "pairs_near_alpha", "reason"]
+        page.insert(1, (f"Significance clusters of every measure (clusters.csv; p-values: "
+                        f"column {clusters['p_column'].iloc[0]} of the comparison table, "
+                        f"alpha {args.cluster_alpha:g})",
+                        clusters[[c for c in columns if c in clusters]]))
+    return shown, files if tables else None, page
 
 
-def cluster_title(clusters: pd.DataFrame, alpha: float) -> str:
+def p_values_text(result) -> str:
+    """Which p-values a run's decisions read (clusters, answer): "BH-adjusted (family
+    'criterion')" or "unadjusted (--adjust none)"."""
+    chosen = result.settings.get("comparisons", {})
+    method = str(chosen.get("adjustment", "bh"))
+    if method == "none":
+        return "unadjusted (--adjust none)"
+    return f"{method.upper()}-adjusted (family {chosen.get('family', '?')!r})"
+
+
+def cluster_title(clusters: pd.DataFrame, alpha: float, *,
+                  adjustment: str = "BH-adjusted") -> str:
     """The heading of the average-rank table: which tests' p-values made the clusters."""
     from storyeval.compare.clusters import CLUSTER_TIE_RULE
 
     tests = ", ".join(f"{lev}: {t}" for lev, t in
                       clusters.drop_duplicates("level").set_index("level")["test"].items())
     undefined = int(clusters["rank"].isna().sum())
-    text = (f"Significance clusters: average rank over criteria (1 = top group; unadjusted "
-            f"p-values of this run's comparison table ({tests}) at alpha {alpha:g}; "
+    text = (f"Significance clusters: average rank over criteria (1 = top group; {adjustment} "
+            f"p-values of this run's comparison table ({tests}; column "
+            f"{clusters['p_column'].iloc[0]}, as the matrices and the answer of index.html) at "
+            f"alpha {alpha:g}; "
             f"{CLUSTER_TIE_RULE.format(rtol=1e-12)}")
     if undefined:
         text += f"; {undefined} measure-criterion entries with an undefined correlation unranked"

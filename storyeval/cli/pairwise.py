@@ -992,7 +992,8 @@ def _accuracy_note(args: argparse.Namespace) -> str:
 
 
 _COMPARE_NOTE = ("difference = accuracy_a - accuracy_b (pooled over the verdicts both judged); "
-                 "p-values two-sided\n")
+                 "p-values two-sided\ngroups: accuracy k/n with the interval pairwise accuracy "
+                 "prints for it (same method, resamples and seed; column interval)\n")
 
 
 def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
@@ -1017,11 +1018,17 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                            tie_credit=args.tie_credit, cluster=args.cluster, test=args.test,
                            confidence_level=args.confidence_level, n_resamples=reps,
                            random_state=rng)
+    # each judge's accuracy interval exactly as `pairwise accuracy` prints it (same method,
+    # resamples and seed: one estimand, one interval), not drawn after the comparisons' draws
     acc = judge_accuracy_inference(verdicts, reference, dimension=args.dimension,
                                    tie_credit=args.tie_credit, cluster=args.cluster,
                                    confidence_level=args.confidence_level, n_resamples=reps,
-                                   random_state=rng)
+                                   random_state=args.seed)
     groups = significance_groups(acc, pairs, alpha=args.alpha)
+    if "ci_low" in groups and "method" in acc:  # which interval each row printed
+        where = acc.set_index(["judge", "dimension"])["method"]
+        groups.insert(groups.columns.get_loc("ci_high") + 1, "interval", [
+            where.get((j, d), "") for j, d in zip(groups["judge"], groups["dimension"])])
     pairs = with_seed(pairs, args.seed)
     _report(args, "storyeval pairwise compare", {"comparisons": pairs, "groups": groups},
             _COMPARE_NOTE + seed_note(args.seed),
@@ -1050,16 +1057,29 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
 
 def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
                  reference: pd.DataFrame) -> int:
+    import warnings
+
+    from storyeval.exceptions import InputError, UndefinedStatisticWarning
     from storyeval.pairwise.ranking import ranking_agreement
     from storyeval.report.tables import format_table
 
     _check_resampling(args, minimum=0)
-    result = ranking_agreement(verdicts, reference, judge=args.judge, strength=args.strength,
-                               n_resamples=args.resamples,
-                               confidence_level=args.confidence_level, random_state=args.seed)
+    judges = sorted(set(verdicts["judge"].astype(str))) if "judge" in verdicts else []
+    if args.judge is None and len(judges) > 1:
+        raise InputError(f"{args.verdicts} holds several judges {judges}; choose one with "
+                         "--judge NAME")
+    with warnings.catch_warnings():  # an undefined row says why in its reason column
+        warnings.simplefilter("ignore", UndefinedStatisticWarning)
+        result = ranking_agreement(verdicts, reference, judge=args.judge,
+                                   strength=args.strength, n_resamples=args.resamples,
+                                   confidence_level=args.confidence_level,
+                                   random_state=args.seed)
     if args.resamples:
         result = with_seed(result, args.seed, args.format)
-    sys.stdout.write(format_table(result, args.format, digits=args.digits))
+    shown = result
+    if args.format in ("table", "md") and (result["reason"] == "").all():
+        shown = result.drop(columns="reason")  # every row defined: nothing to explain
+    sys.stdout.write(format_table(shown, args.format, digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write("\nsystems: judge's vs humans' system strengths (pooled over systems x "
                          "dimensions, then per dimension); items: -1/0/+1 verdicts on the pairs "

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = [
     "ContaminationRate",
@@ -118,7 +118,7 @@ def roc_auc(scores, is_member) -> float:
     y = _as_labels(is_member, s.shape[0])
     if y.all() or not y.any():
         warnings.warn("ROC AUC is undefined: only one class present", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         return math.nan
     return float(_auc_matrix(s[y][None, :], s[~y][None, :])[0])
 
@@ -170,12 +170,12 @@ def tpr_at_fpr(scores, is_member, *, fpr: float = 0.01, comparison: str = "<") -
     _check_comparison(comparison)
     if y.all() or not y.any():
         warnings.warn("TPR at FPR is undefined: only one class present",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return math.nan
     if _allowed_false_positives(fpr, int((~y).sum()), comparison) < 0:
         warnings.warn(f"TPR at FPR {comparison} {fpr:g} is undefined: no threshold has a "
                       f"false-positive rate {comparison} {fpr:g}", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         return math.nan
     return float(_tpr_matrix(s[y][None, :], s[~y][None, :], fpr, comparison)[0])
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.contamination._lm import BosPolicy, TokenStatistics, token_statistics
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = ["COUNT_RULES", "min_k_plus_plus", "min_k_prob", "n_lowest", "score_texts"]
 
@@ -120,7 +120,7 @@ def min_k_prob(logprob: Sequence[float] | np.ndarray, *, k: float = 0.2,
     score, reason = _mean_of_lowest(np.asarray(logprob, dtype=float), _check_k(k),
                                     _check_rule(count_rule))
     if reason:
-        warnings.warn(reason, UndefinedStatisticWarning, stacklevel=2)
+        warnings.warn(reason, UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return score
 
 
@@ -176,7 +176,7 @@ def min_k_plus_plus(logprob: Sequence[float] | np.ndarray, mu: Sequence[float] |
                          f"log-probability is undefined")
     score, reason = _mean_of_lowest((lp - m_) / s_, _check_k(k), _check_rule(count_rule))
     if reason:
-        warnings.warn(reason, UndefinedStatisticWarning, stacklevel=2)
+        warnings.warn(reason, UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return score
 
 
@@ -355,5 +355,5 @@ def score_texts(
     n_bad = int((table["reason"] != "").sum())
     if n_bad:
         warnings.warn(f"{n_bad} of {len(table)} text(s) have no Min-K% score; see the "
-                      f"'reason' column", UndefinedStatisticWarning, stacklevel=2)
+                      f"'reason' column", UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return table

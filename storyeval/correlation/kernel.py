@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.correlation.kendall import dense_ranks, kendall_counts
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = [
     "METHODS",
@@ -589,7 +589,7 @@ def pairwise_correlations(
             warnings.warn(
                 f"{method}: {len(idx)} correlation(s) undefined (constant input or fewer than 2 "
                 f"observations) and returned as NaN: {examples}{more}",
-                UndefinedStatisticWarning, stacklevel=2)
+                UndefinedStatisticWarning, stacklevel=user_stacklevel())
 
     if not batched:
         stat, n, reason = stat[0], n[0], reason[0]

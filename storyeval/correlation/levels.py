@@ -30,7 +30,7 @@ from storyeval.correlation.kernel import (
 )
 from storyeval.correlation.ties import TIE_RTOL, snap_ties, tie_values  # noqa: F401 (re-exported)
 from storyeval.data.level_names import canonical_level
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
            "level_data"]
@@ -292,7 +292,7 @@ def _correlate_arrays(
             f"prompt level, {method}: the correlation is undefined (constant across systems or "
             f"fewer than 2 systems) in some prompts, which are left out of the average "
             f"(n_groups reports the prompts averaged): {examples}{more}",
-            UndefinedStatisticWarning, stacklevel=3)
+            UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return value, n_min.astype(np.int64), n_groups.astype(np.int64), out_reason
 
 
@@ -316,7 +316,7 @@ def _warn_undefined(res: CorrelationMatrix, xm: list[str], ym: list[str], level:
         more = f" and {len(where) - 3} more" if len(where) > 3 else ""
         warnings.warn(f"{level} level, {res.method}: {len(where)} correlation(s) undefined "
                       f"(constant input or fewer than 3 observations), returned as NaN: "
-                      f"{examples}{more}", UndefinedStatisticWarning, stacklevel=4)
+                      f"{examples}{more}", UndefinedStatisticWarning, stacklevel=user_stacklevel())
 
 
 def correlate(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = ["SeparationResult", "criterion_separation", "silhouette_samples_precomputed"]
 
@@ -154,7 +154,7 @@ def criterion_separation(
     n, g = lab.shape[0], groups.shape[0]
     if g < 2 or n < 3 or g >= n:
         warnings.warn(f"silhouette undefined: {n} item(s) in {g} group(s) after excluding "
-                      f"{list(exclude)}", UndefinedStatisticWarning, stacklevel=2)
+                      f"{list(exclude)}", UndefinedStatisticWarning, stacklevel=user_stacklevel())
         empty = pd.DataFrame(columns=["criterion", "n", "silhouette", "null_mean", "pvalue"])
         return SeparationResult(math.nan, math.nan, math.nan, math.nan, math.nan, n, g,
                                 int((~keep).sum()), n_permutations, metric, random_state, empty)

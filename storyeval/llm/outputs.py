@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = [
     "FAILURE_STATUSES",
@@ -310,7 +310,7 @@ def judge_systems(ratings: pd.DataFrame, *, confidence_level: float = 0.95,
     if undefined.any():
         warnings.warn(f"t-interval undefined for {int(undefined.sum())} system x criterion cell(s) "
                       "with fewer than 2 rated stories; returned NaN", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     order = {c: i for i, c in enumerate(dict.fromkeys(df["criterion"]))}
     out = out.assign(_c=out["criterion"].map(order)).sort_values(
         ["model", "eval_prompt", "_c", "mean"], ascending=[True, True, True, False],

@@ -27,7 +27,7 @@ from storyeval.correlation.levels import (
     _index_levels,
     _plain,
 )
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
 __all__ = ["VARIANTS", "human_baseline"]
 
@@ -241,7 +241,7 @@ def human_baseline(
         warnings.warn("human baseline: " + "; ".join(
             f"{r['criterion']}, {r['level']}, {r['variant']}: {r['reason']}"
             for r in left_out[:4]) + (f" and {len(left_out) - 4} more" if len(left_out) > 4
-                                      else ""), UndefinedStatisticWarning, stacklevel=2)
+                                      else ""), UndefinedStatisticWarning, stacklevel=user_stacklevel())
     order = {crit: i for i, crit in enumerate(annotators)}
     rows.sort(key=lambda r: (order[r["criterion"]], levels.index(r["level"])))
     return pd.DataFrame(rows, columns=_COLUMNS)

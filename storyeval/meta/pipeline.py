@@ -52,7 +52,7 @@ from storyeval.data.selection import (
     select_criteria,
     select_measures,
 )
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, user_stacklevel
 from storyeval.meta.baseline import human_baseline
 
 COEFFICIENT_DESCRIPTIONS = {
@@ -516,7 +516,7 @@ def _levels_with_systems(levels: list[str], n_systems: int) -> tuple[list[str], 
                          "(--levels overall)")
     if skipped:
         warnings.warn(f"{' and '.join(skipped)} level skipped: {reason}",
-                      UndefinedStatisticWarning, stacklevel=3)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return kept, skipped
 
 
@@ -798,7 +798,7 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
     extra = np.asarray(out.pop("ci_reason"), dtype=object).astype(str)
     joined = np.where((reason != "") & (extra != ""), np.char.add(np.char.add(reason, "; "), extra),
                       np.where(reason != "", reason, extra))
-    out["reason"] = joined.astype(object)
+    out["reason"] = _undefined_reasons(joined.astype(object), out["p"], comp)
     rater = info["rater"].to_numpy(dtype=object)
     return {
         **comp, **out,
@@ -810,6 +810,30 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
         "sided": _constant("two-sided" if alternative == "two-sided" else "one-sided", size),
         "convention": _constant(options.convention(level), size),
     }
+
+
+#: The reason of a comparison whose p-value is undefined because a correlation is.
+UNDEFINED_COMPARISON = ("correlation undefined ({which}: constant input or too few "
+                        "observations): not tested; left out of the adjustment family and the "
+                        "clusters")
+
+
+def _undefined_reasons(reason: np.ndarray, p: np.ndarray, comp: dict[str, np.ndarray],
+                       ) -> np.ndarray:
+    """A row with an undefined p-value and no reason yet says why: which correlation is
+    undefined (r(h,a), r(h,b) or r(a,b)), and that the row is in no family nor cluster."""
+    p = np.asarray(p, dtype=float)
+    out = reason.copy()
+    generic = ("", "coefficient undefined (constant input)")  # the tests' own words
+    for k in np.flatnonzero(np.isnan(p)):
+        which = [name for name, key in (("r(h,a)", "r_a"), ("r(h,b)", "r_b"), ("r(a,b)", "r_ab"))
+                 if key in comp and not np.isfinite(comp[key][k])]
+        if which and reason[k] in generic:
+            out[k] = UNDEFINED_COMPARISON.format(which=", ".join(which))
+        elif reason[k] == "":
+            out[k] = ("p-value undefined: not tested; left out of the adjustment family and "
+                      "the clusters")
+    return out
 
 
 def _declared_signs(comp: dict[str, np.ndarray], options: _TestOptions,

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.compare.multitest import adjust_frame
-from storyeval.exceptions import FewClustersWarning, InputError
+from storyeval.exceptions import FewClustersWarning, InputError, user_stacklevel
 from storyeval.meta.pipeline import MetaResult
 from storyeval.resample.bootstrap import (
     bootstrap_correlations,
@@ -90,7 +90,7 @@ def add_bootstrap_ci(
 
         reason = f"{' and '.join(single)}: {ONE_CLUSTER_REASON}"
         warnings.warn(f"bootstrap intervals undefined: {reason}", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         correlations[["ci_low", "ci_high", "se"]] = np.nan
         if "ci_low" in baseline.columns:
             baseline = baseline.assign(ci_low=np.nan, ci_high=np.nan)

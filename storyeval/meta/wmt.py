@@ -23,7 +23,7 @@ import pandas as pd
 from storyeval.data import Dataset, load_hanna
 from storyeval.exceptions import InputError
 
-__all__ = ["WMT_COEFS", "WmtSelection", "cluster_tables", "length_tables", "select", "wmt_table"]
+__all__ = ["DECISION_P", "WMT_COEFS", "WmtSelection", "cluster_tables", "length_tables", "select", "wmt_table"]
 
 WMT_COEFS = ("acc_eq", "tau23", "spa")
 COEF_DESCRIPTIONS = {
@@ -146,11 +146,18 @@ def _few_systems(table: pd.DataFrame, wide: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def cluster_tables(result, *, alpha: float = 0.05, p_column: str = "p",
+#: The comparison table's column every decision of a ``storyeval meta`` run reads: the
+#: clusters, the answer of index.html and the printed matrices (one run, one set of p-values:
+#: the adjusted p, equal to the unadjusted p under ``--adjust none``, WMT's convention).
+DECISION_P = "p_adjusted"
+
+
+def cluster_tables(result, *, alpha: float = 0.05, p_column: str = DECISION_P,
                    weights: dict[str, float] | None = None,
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(clusters, average ranks) of a `MetaResult`'s measures at its tested levels, from the
-    p-values of its own comparison table (one run, one set of p-values;
+    p-values of its own comparison table (one run, one set of p-values: by default its
+    adjusted ``p_adjusted``, the column the printed matrices and the answer of index.html read;
     `storyeval.compare.clusters.clusters_from_comparisons`), oriented as its tests were
     (sign convention, ``lower_is_better``). ``weights``: criterion weights of the average
     (`average_ranks`).

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval._progress import progress_bar
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.metrics.base import Measure, Metric
 from storyeval.metrics.cache import ScoreCache, text_key
 from storyeval.metrics.registry import get_metric, resolve_metrics
@@ -270,7 +270,7 @@ def score(
             reasons[undefined] = REASON_UNDEFINED
             warnings.warn(f"{metric.name}: {int(undefined.sum())} value(s) undefined for their "
                           f"text (NaN, reason {REASON_UNDEFINED!r})", UndefinedStatisticWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
         n, k = values.shape
         frames.append(pd.DataFrame({
             "story_id": np.repeat(df["story_id"].to_numpy(), k),

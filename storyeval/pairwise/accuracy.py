@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.pairwise.inference import (
     AGGREGATES,
     ESTIMANDS,
@@ -126,7 +126,7 @@ def judge_accuracy(
         elif np.isnan(acc1) or np.isnan(acc2):
             warnings.warn(f"judge_accuracy ({jname!r}, {dim!r}): no verdict in one of the two "
                           "orders; the order-balanced accuracy is undefined (NaN)",
-                          UndefinedStatisticWarning, stacklevel=2)
+                          UndefinedStatisticWarning, stacklevel=user_stacklevel())
         rows.append({"judge": jname, "dimension": dim,
                      "accuracy": float(score.mean()) if len(score) else np.nan,
                      "estimand": ESTIMANDS[aggregate],
@@ -178,7 +178,7 @@ def _accuracy_frame(
     if (n_pairs == 0).any():
         warnings.warn("pairwise accuracy undefined (no human-decided pair with scores) for "
                       f"{[tuple(pairs[k]) for k in np.flatnonzero(n_pairs == 0)][:3]}",
-                      UndefinedStatisticWarning, stacklevel=3)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     frame = pd.DataFrame({
         "measure": [p[0] for p in pairs], "criterion": [p[1] for p in pairs],
         "accuracy": acc.astype(float), "n_pairs": n_pairs.astype(np.int64),

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.pairwise.arena import bootstrap_counts, count_battles, fit_counts
 from storyeval.pairwise.winmatrix import select_verdicts
 
@@ -204,7 +204,7 @@ def fit_bradley_terry(
         raise InputError(f"items has {len(labels)} labels for {w.shape[0]} items")
     theta, nu, ll, conv, reason = _fit_arrays(w, t, ties_model, float(regularization))
     if reason:
-        warnings.warn(f"Bradley-Terry: {reason}", UndefinedStatisticWarning, stacklevel=2)
+        warnings.warn(f"Bradley-Terry: {reason}", UndefinedStatisticWarning, stacklevel=user_stacklevel())
     n = round(float(w.sum() + t.sum() / 2))
     return BradleyTerryResult(list(labels), theta, nu, ll, n, ties_model, conv, reason)
 
@@ -304,7 +304,7 @@ def bradley_terry(
         if n_valid < n_resamples:
             warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
                           f"{n_resamples - n_valid} of {n_resamples} prompt resamples (left out)",
-                          UndefinedStatisticWarning, stacklevel=2)
+                          UndefinedStatisticWarning, stacklevel=user_stacklevel())
     fr = fit.to_frame()
 
     def _count(x: np.ndarray) -> np.ndarray:  # verdict counts are whole numbers

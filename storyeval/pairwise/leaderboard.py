@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.compare.multitest import adjust_pvalues
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.pairwise.arena import BattleCounts, bootstrap_counts, count_battles, fit_counts
 
 __all__ = [
@@ -173,7 +173,7 @@ def leaderboard_from_counts(
     theta, nu, _, _, reason = fit_counts(counts.wins, counts.ties, ties_model=ties,
                                          regularization=regularization)
     if reason:
-        warnings.warn(f"Bradley-Terry: {reason}", UndefinedStatisticWarning, stacklevel=3)
+        warnings.warn(f"Bradley-Terry: {reason}", UndefinedStatisticWarning, stacklevel=user_stacklevel())
     samples = np.full((n_resamples, s), np.nan)
     if n_resamples and np.isfinite(theta).all():
         samples = bootstrap_counts(counts, n_resamples=n_resamples, ties_model=ties,
@@ -184,7 +184,7 @@ def leaderboard_from_counts(
     if n_resamples and n_valid < n_resamples:
         warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
                       f"{n_resamples - n_valid} of {n_resamples} resamples (left out)",
-                      UndefinedStatisticWarning, stacklevel=3)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     a = (1 - confidence_level) / 2
     nan = np.full(s, np.nan)
     low, high, r_low, r_high = nan, nan, nan, nan

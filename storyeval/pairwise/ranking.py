@@ -12,12 +12,13 @@ table of the few distinct verdict values at the item level).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.resample.clusters import (
     bootstrap_weights,
     check_confidence,
@@ -229,7 +230,10 @@ def ranking_agreement(
         of the judge correlated with the humans', pooled as in Agents' Room), ``"systems:
         DIM"`` per dimension when there are several, and ``"items"`` (pairs x dimensions both
         judged); coefficient ``spearman`` or ``kendall_tau_b``. Columns ``statistic, ci_low,
-        ci_high, n_points, n_prompts, n_resamples, strength``.
+        ci_high, n_points, n_prompts, n_resamples, strength, reason``: a row whose side holds
+        one value only (a judge that always picks the story shown first gives one item
+        verdict everywhere) has no statistic nor interval, ``reason`` says why, and an
+        `UndefinedStatisticWarning` is raised.
 
     Notes
     -----
@@ -247,7 +251,8 @@ def ranking_agreement(
             raise InputError(f"judge {judge!r} not in judge_verdicts; judges are {judges}")
         jv = jv[jv["judge"] == judge]
     elif len(judges) > 1:
-        raise InputError(f"judge_verdicts holds several judges {judges}; choose one (judge=...)")
+        raise InputError(f"judge_verdicts holds several judges {judges}; choose one with "
+                         "judge=NAME (storyeval pairwise ranking: --judge NAME)")
     systems, dims, prompts = _layout(jv, hv, None, dimensions)
     jw, jt = _prompt_counts(jv, systems, prompts, dims)
     hw, ht = _prompt_counts(hv, systems, prompts, dims)
@@ -272,15 +277,36 @@ def ranking_agreement(
         blocks += [(f"systems: {dim}", js[:, d], hs[:, d]) for d, dim in enumerate(dims)]
     rows = []
     for name, x, y in blocks:
+        why = _constant_reason(x[0], y[0], "system strengths")
         for coef, fn in (("spearman", _spearman_rows), ("kendall_tau_b", _kendall_rows)):
             rows.append(_row(name, coef, fn(x, y), x.shape[1], level, len(prompts),
-                             n_resamples, strength))
+                             n_resamples, strength, why))
     rho, tau = _item_draws(jx, hy, item_prompt, weights)
+    why = _constant_reason(jx, hy, "item verdicts")
     rows.append(_row("items", "spearman", rho, len(common), level, len(prompts), n_resamples,
-                     strength))
+                     strength, why))
     rows.append(_row("items", "kendall_tau_b", tau, len(common), level, len(prompts),
-                     n_resamples, strength))
-    return pd.DataFrame(rows)
+                     n_resamples, strength, why))
+    out = pd.DataFrame(rows)
+    undefined = out.loc[out["reason"] != "", ["level", "reason"]].drop_duplicates("level")
+    for name, why in zip(undefined["level"], undefined["reason"]):
+        warnings.warn(f"ranking agreement, {name}: {why}", UndefinedStatisticWarning,
+                      stacklevel=user_stacklevel())
+    return out
+
+
+def _constant_reason(judge: np.ndarray, human: np.ndarray, what: str) -> str:
+    """Why a correlation of the judge's and the humans' values is undefined (one side holds
+    a single value), or "" when both vary."""
+    sides = [side for side, v in (("the judge's", judge), ("the humans'", human))
+             if np.unique(v[np.isfinite(v)]).size < 2]
+    if not sides:
+        return ""
+    hint = (" (a judge that always picks the same position, e.g. the story shown first, "
+            "gives one verdict everywhere)" if what == "item verdicts" and
+            sides[0] == "the judge's" else "")
+    return (f"{' and '.join(sides)} {what} are all equal{hint}: the correlation is "
+            "undefined (no variance), so no value and no interval")
 
 
 def _resampled_strengths(wins: np.ndarray, ties: np.ndarray, weights: np.ndarray,
@@ -294,7 +320,6 @@ def _resampled_strengths(wins: np.ndarray, ties: np.ndarray, weights: np.ndarray
         return _win_rates(w, t)
     if strength not in _STRENGTHS:
         raise InputError(f"strength must be one of {_STRENGTHS}, got {strength!r}")
-    import warnings
 
     from storyeval.exceptions import UndefinedStatisticWarning
 
@@ -317,11 +342,13 @@ def _item_draws(x: np.ndarray, y: np.ndarray, item_prompt: np.ndarray, weights: 
 
 
 def _row(level_name: str, coef: str, draws: np.ndarray, n_points: int, level: float,
-         n_prompts: int, n_resamples: int, strength: str) -> dict:
+         n_prompts: int, n_resamples: int, strength: str, reason: str = "") -> dict:
     low = high = math.nan
-    if n_resamples:
+    if reason:
+        draws = np.full_like(draws, np.nan)
+    elif n_resamples and np.isfinite(draws[1:]).any():
         lo, hi = percentile_interval(draws[1:, None], level)
         low, high = float(lo[0]), float(hi[0])
     return {"level": level_name, "coefficient": coef, "statistic": float(draws[0]),
             "ci_low": low, "ci_high": high, "n_points": int(n_points), "n_prompts": n_prompts,
-            "n_resamples": n_resamples, "strength": strength}
+            "n_resamples": n_resamples, "strength": strength, "reason": reason}

@@ -22,6 +22,7 @@ import pandas as pd
 
 from storyeval._figure_io import _pyplot, save_figure  # noqa: F401 (re-exported)
 from storyeval.exceptions import InputError
+from storyeval.report.tables import fixed
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
 DEFAULT_FIGURE_FORMATS: tuple[str, ...] = ("png",)
@@ -137,7 +138,7 @@ def _write_values(ax, image, values: np.ndarray, marked: np.ndarray, digits: int
     for i, j in zip(*np.nonzero(np.isfinite(values))):
         star = "*" if marked[i, j] else ""
         # in_layout=False: the texts lie inside the axes; nothing needs to measure them
-        ax.text(j, i, f"{values[i, j]:.{digits}f}{star}", ha="center", va="center",
+        ax.text(j, i, f"{fixed(values[i, j], digits)}{star}", ha="center", va="center",
                 fontsize=6, color="black" if luminance[i, j] > 0.5 else "white",
                 in_layout=False)
 

@@ -36,7 +36,8 @@ section.answer { background: #f3f8ff; border: 1px solid #c9dcf2; padding: 0.2em 
 section.answer h2 { margin-top: 0.6em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right;
+         overflow-wrap: normal; word-break: normal; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .caption { font-size: 0.9em; color: #444; margin: 0.3em 0; }
@@ -46,6 +47,14 @@ dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 .warnings li { color: #8a4b00; }
+table.answer th, table.answer td { text-align: left; vertical-align: top; }
+table.answer td.num { white-space: nowrap; }
+@media (max-width: 600px) {
+  table.answer, table.answer tbody, table.answer tr, table.answer td { display: block; }
+  table.answer thead { display: none; }
+  table.answer tr { border: 1px solid #c9dcf2; margin: 0 0 0.8em; background: #fff; }
+  table.answer td { border: 0; border-bottom: 1px solid #eee; white-space: normal; }
+  table.answer td::before { content: attr(data-label) ": "; font-weight: 600; } }
 """
 
 
@@ -91,7 +100,7 @@ def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
     """A table as HTML, numbers rounded to ``digits`` (p-values, with ``pvalues`` or in a
     column whose name starts with "p" and holds p-values, as `journal_p` prints them),
     missing values blank."""
-    from storyeval.report.tables import journal_p
+    from storyeval.report.tables import fixed, journal_p
 
     shown = table.copy()
     for column in shown.columns:
@@ -100,7 +109,7 @@ def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
                 shown[column] = shown[column].map(journal_p)
             else:
                 shown[column] = shown[column].map(
-                    lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
+                    lambda v: "" if pd.isna(v) else fixed(v, digits))
     return shown.to_html(na_rep="", border=0, escape=True, index=index)
 
 
@@ -120,7 +129,8 @@ def render_page(page: Page, *, digits: int = 3) -> str:
            f"<h1>{esc(page.title)}</h1>"]
     if page.answer:
         out.append("<section class='answer' id='answer'>")
-        out += [_block_html(block, digits) for block in page.answer]
+        out += [_answer_html(block, digits) if block.kind == "table" and block.table is not None
+                else _block_html(block, digits) for block in page.answer]
         out.append("</section>")
     out.append("<dl class='facts'>")
     out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in page.facts]
@@ -158,6 +168,45 @@ def _block_html(block: Block, digits: int) -> str:
     return f"<p>{esc(block.text)}</p>"
 
 
+def _answer_html(block: Block, digits: int) -> str:
+    """An answer table: text cells left-aligned, each cell labelled with its column
+    (``data-label``) so that below 600 px every row stacks into a card of "column: value" lines
+    instead of squeezing nine columns into a phone's width; above, a table whose words never
+    break (it scrolls inside its box when wider than the page)."""
+    import re
+
+    esc = html.escape
+    assert block.table is not None
+    shown = _strings(block.table, digits, block.pvalues)
+    head = "".join(f"<th>{esc(str(c))}</th>" for c in shown.columns)
+    numeric = re.compile(r"^[-<>= .0-9\[\],]+$")
+    rows = []
+    for values in shown.itertuples(index=False):
+        num = " class='num'"
+        cells = "".join(
+            f"<td data-label='{esc(str(c))}'{num if numeric.match(str(v)) else ''}>"
+            f"{esc(str(v))}</td>" for c, v in zip(shown.columns, values))
+        rows.append(f"<tr>{cells}</tr>")
+    caption = f"<p class='caption'>{esc(block.text)}</p>" if block.text else ""
+    return (f"{caption}<div class='scroll'><table class='answer'><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _strings(table: pd.DataFrame, digits: int, pvalues: bool) -> pd.DataFrame:
+    """The cells as `table_html` prints them (p-values as a journal does, missing blank)."""
+    from storyeval.report.tables import fixed, journal_p
+
+    shown = table.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            if pvalues or _is_p_column(str(column)):
+                shown[column] = shown[column].map(journal_p)
+            else:
+                shown[column] = shown[column].map(
+                    lambda v: "" if pd.isna(v) else fixed(v, digits))
+    return shown.astype(object).where(shown.notna(), "")
+
+
 def image_name(stem: str, formats: Sequence[str]) -> str | None:
     """The file a page shows for a figure drawn in ``formats`` (PNG or SVG), if any."""
     fmt = next((f for f in formats if f in _IMAGE_FORMATS), None)
@@ -165,7 +214,8 @@ def image_name(stem: str, formats: Sequence[str]) -> str | None:
 
 
 def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[str],
-              warnings: Sequence[str] = (), digits: int = 3) -> Page:
+              warnings: Sequence[str] = (), digits: int = 3,
+              extra_tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> Page:
     """The page of `storyeval meta --out`: facts, per level the correlation grid (and its
     heatmap), the baseline and undefined-value notes, the comparison tables (and heatmaps),
     the warnings. ``figures`` maps a table's file stem to its image file name."""
@@ -174,8 +224,10 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
     s = result.settings
     will = s.get("comparisons", {})
     effect = will.get("effect_size", {})
-    facts = [("data", f"{s.get('dataset')}: {s.get('n_systems')} systems, "
-                      f"{s.get('n_stories')} stories"
+    from storyeval.report.tables import count
+
+    facts = [("data", f"{s.get('dataset')}: {count(s.get('n_systems'), 'system')}, "
+                      f"{count(s.get('n_stories'), 'story', 'stories')}"
                       + "".join(f"; {n}" for n in s.get("dataset_notes", []))),
              ("measures", f"{s.get('measures')} (criteria: {', '.join(s.get('criteria', []))})"),
              ("coefficient", str(s.get("coefficient_description", s.get("coefficient"))))]
@@ -211,7 +263,12 @@ def meta_page(result: MetaResult, *, figures: dict[str, str], files: Sequence[st
         if notes:
             blocks.append(Block("list", items=tuple(notes)))
         if level in will.get("levels", []):
-            blocks += _comparison_blocks(result, level, figures)
+            blocks += _comparison_blocks(result, level, figures, digits)
+    if extra_tables:  # the --clusters / --length tables of the same run
+        blocks.append(Block("heading", "Clusters and other tables of this run"))
+        for title, table in extra_tables:
+            blocks.append(Block("table", title, table, index=False))
+        blocks += _figure(figures, "clusters_overall") + _figure(figures, "clusters_system")
     return Page(title=f"storyeval meta: {s.get('dataset')}", facts=facts, blocks=blocks,
                 warnings=list(dict.fromkeys(warnings)), files=list(files),
                 answer=_answer_blocks(result, digits))
@@ -248,7 +305,8 @@ def _figure(figures: dict[str, str], stem: str) -> list[Block]:
     return [Block("figure", f"figure: {name}", items=(name,))]
 
 
-def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) -> list[Block]:
+def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str],
+                       digits: int = 3) -> list[Block]:
     from storyeval.report import meta_report as mr
 
     blocks: list[Block] = []
@@ -258,13 +316,19 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str]) 
             blocks.append(Block("table", mr.comparison_caption(result, level, criterion),
                                 result.comparison_matrix(level, criterion), pvalues=True))
             blocks += _figure(figures, stem)
+            effect = mr.effect_matrix(result, level, criterion, digits)
+            if effect is not None and len(effect):  # the effect sizes beside their p-values
+                blocks.append(Block("table", f"{mr.effect_caption(result, level)}, {criterion}",
+                                    effect))
+        blocks += [Block("list", items=tuple(lines))
+                   for lines in [mr.comparison_undefined_lines(result, level)] if lines]
         return blocks
     grid = result.comparison_grid(level)
     if grid.empty:
         return blocks
     blocks.append(Block("table", mr.comparison_caption(result, level), grid, pvalues=True))
     blocks += _figure(figures, f"comparisons_{level}")
-    effect = mr.effect_grid(result, level)
+    effect = mr.effect_grid(result, level, digits)
     if effect is not None and len(effect):
         blocks.append(Block("table", mr.effect_caption(result, level), effect))
     blocks += [Block("list", items=tuple(lines))

@@ -53,7 +53,8 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
                  digits: int = 3, overwrite: bool = False,
                  figure_formats: str | Sequence[str] = DEFAULT_FIGURE_FORMATS,
                  figure_workers: FigureWorkers | None = None,
-                 extra: Callable | None = None, warnings: Sequence[str] = ()) -> list[Path]:
+                 extra: Callable | None = None, warnings: Sequence[str] = (),
+                 extra_tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> list[Path]:
     """Write tidy CSVs, grids in Markdown/LaTeX/CSV, settings and the figures to ``out_dir``,
     and ``index.html``, one page that ties them together (header facts, tables, figures and
     ``warnings``, the run's warning messages; `storyeval.report.html_report`).
@@ -71,7 +72,8 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     ``comparisons_{level}_effect.*`` / ``comparisons_{level}_{criterion}_effect.*``, cells
     "delta [low, high]" (the difference of the two correlations and its interval). Warns like
     [`render`][storyeval.report.meta_report.render]. ``extra(folder, figure_formats)`` stages further files in the same folder
-    (the ``--clusters`` / ``--length`` tables of ``storyeval meta``).
+    (the ``--clusters`` / ``--length`` tables of ``storyeval meta``); ``extra_tables``, titled
+    tables, are shown in index.html after the levels (the clusters, the length tables).
 
     Every ``comparisons*.csv`` is also written under its old name ``williams*.csv`` for one
     release (`LEGACY_NOTE`): the tests are named in each row's ``test`` column and are Williams'
@@ -99,12 +101,14 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
         for future in pending:  # the figures drawn by workers, staged before the move
             for path in future.result():
                 folder.file(path.name)
-        _write_index(result, folder, formats if figures else (), digits, warnings)
+        _write_index(result, folder, formats if figures else (), digits, warnings,
+                     extra_tables)
     return folder.published
 
 
 def _write_index(result: MetaResult, folder: OutputFolder, figure_formats: tuple[str, ...],
-                 digits: int, warnings: Sequence[str]) -> None:
+                 digits: int, warnings: Sequence[str],
+                 extra_tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> None:
     """``index.html``, written last: it links every other file of the run."""
     from storyeval.report.html_report import INDEX, image_name, meta_page, render_page
 
@@ -118,7 +122,8 @@ def _write_index(result: MetaResult, folder: OutputFolder, figure_formats: tuple
             figures[stem] = name
             if stem.startswith(f"{coef}_"):  # the heatmap of correlations_{level}
                 figures[f"correlations_{stem[len(coef) + 1:]}"] = name
-    page = meta_page(result, figures=figures, files=files, warnings=warnings, digits=digits)
+    page = meta_page(result, figures=figures, files=files, warnings=warnings, digits=digits,
+                     extra_tables=extra_tables)
     folder.write_text(INDEX, render_page(page, digits=digits))
 
 

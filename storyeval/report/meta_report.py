@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
-from storyeval.report.tables import format_table
+from storyeval.report.tables import count, fixed, format_table
 
 if TYPE_CHECKING:
     pass
@@ -57,9 +57,10 @@ def level_caption(result: MetaResult, level: str) -> str:
     if level == "overall":
         what = f"{s['n_stories']} stories pooled"
     elif level == "system":
-        what = f"means of {s['n_systems']} systems"
+        what = f"means of {count(s['n_systems'], 'system')}"
     else:
-        what = f"within each prompt across {s['n_systems']} systems, averaged over prompts"
+        what = (f"within each prompt across {count(s['n_systems'], 'system')}, averaged over "
+                "prompts")
     return f"{coef} with human criteria, {level} level ({what})"
 
 
@@ -88,18 +89,20 @@ def comparison_caption(result: MetaResult, level: str, criterion: str | None = N
     label = TEST_LABELS[level_test(result, level)]
     what = (f"{w['adjustment'].upper()}-adjusted {label} p" if w["adjustment"] != "none"
             else f"{label} p (not adjusted)")
-    text = (f"{what} ({_per_level(w['p_value'], level)}, {family_text(result, level)}), "
-            f"{w['comparison']}, {level} level")
+    text = (f"{what} ({_per_level(w['p_value'], level)}, "
+            f"{family_text(result, level, criterion)}), {w['comparison']}, {level} level")
     if criterion is None:
         return text
     return (f"{text}, {criterion}; cell (row, column): row measure tested against column "
             "measure, each pair once (upper triangle; lower triangle and diagonal blank)")
 
 
-def family_text(result: MetaResult, level: str | None = None) -> str:
+def family_text(result: MetaResult, level: str | None = None,
+                criterion: str | None = None) -> str:
     """The adjustment family and its size, e.g. ``"family 'paper': 24 families of m = 6
     tests"`` (at ``level``; every tested level when None), with a warning in words when every
-    family holds one test (adjusting then changes nothing)."""
+    family holds one test (adjusting then changes nothing). The comparisons without a p-value
+    are counted where the text is read: at ``level`` and, for one matrix, ``criterion``."""
     w = result.settings["comparisons"]
     text = f"family {w['family']!r}"
     sizes = result.family_sizes()
@@ -110,30 +113,34 @@ def family_text(result: MetaResult, level: str | None = None) -> str:
     parts = [_sizes_text(size) + ("" if level is not None else f" ({lev} level)")
              for lev, size in sizes.items()]
     text += ": " + ", ".join(parts)
-    untested = _untested(result, level)
+    untested = _untested(result, level, criterion)
     if untested:
-        text += (f"; {untested} comparison{'s' if untested > 1 else ''} without a p-value "
-                 "left out of the adjustment")
+        where = f" of {criterion}" if criterion is not None else ""
+        text += (f"; {count(untested, 'comparison')}{where} without a p-value left out of "
+                 "the adjustment")
     if max(size["m_max"] for size in sizes.values()) == 1:
         text += ("; m = 1: the adjustment changes nothing; choose --family "
                  "criterion/level/all")
     return text
 
 
-def _untested(result: MetaResult, level: str | None) -> int:
-    """Comparisons (at ``level``, or all) whose p-value is undefined: not adjusted, not in m."""
+def _untested(result: MetaResult, level: str | None, criterion: str | None = None) -> int:
+    """Comparisons (at ``level``, or all; of ``criterion``, or all) whose p-value is
+    undefined: not adjusted, not in m."""
     tests = result.comparisons
     if level is not None:
         tests = tests[tests["level"] == level]
+    if criterion is not None:
+        tests = tests[tests["criterion"] == criterion]
     return int(tests["p"].isna().sum())
 
 
 def _sizes_text(size: dict[str, int]) -> str:
     """"24 families of m = 6 tests", "1 family of m = 2-5 tests"."""
-    count = size["n_families"]
+    n = size["n_families"]
     m = (str(size["m_min"]) if size["m_min"] == size["m_max"]
          else f"{size['m_min']}-{size['m_max']}")
-    return (f"{count} {'family' if count == 1 else 'families'} of m = {m} "
+    return (f"{n} {'family' if n == 1 else 'families'} of m = {m} "
             f"{'test' if m == '1' else 'tests'}")
 
 
@@ -153,7 +160,8 @@ def settings_lines(result: MetaResult) -> list[str]:
     s, w = result.settings, result.settings["comparisons"]
     own = "their own criterion" if s["llm_criteria"] == "matched" else "every criterion"
     lines = [
-        (f"dataset: {s['dataset']}; {s['n_systems']} systems, {s['n_stories']} stories"
+        (f"dataset: {s['dataset']}; {count(s['n_systems'], 'system')}, "
+         f"{count(s['n_stories'], 'story', 'stories')}"
          f"{_stories_text(s)}"),
         # what the reader decided about the data (e.g. how human scores were formed)
         *(f"data: {note}" for note in s.get("dataset_notes", ())),
@@ -235,7 +243,39 @@ def comparison_lines(result: MetaResult) -> list[str]:
                 "--lower-is-better)")
         lines.append(f"effect size: delta = {delta} with a {cl:.0%} interval: "
                      + "; ".join(f"{lev}: {m}" for lev, m in methods.items()))
+    seeded = random_procedures(result)
+    if seeded:
+        seed = w.get("effect_size", {}).get("random_state")
+        lines.append(f"seed {seed}: the random procedures of the comparisons "
+                     f"({'; '.join(seeded)}) drew from it (--seed; the same seed, the same "
+                     "numbers)")
     return lines
+
+
+#: Comparison tests whose p-value is a Monte Carlo estimate (they draw from the seed).
+RANDOM_TESTS = ("permutation", "permutation-random", "permutation-midp", "bootstrap")
+
+
+def random_procedures(result: MetaResult) -> list[str]:
+    """The comparisons' random procedures, "level: what" (a resampling test, or an interval by
+    resampling), for the line that prints their seed."""
+    w = result.settings["comparisons"]
+    out = []
+    methods = (result.comparisons.groupby("level", sort=False)["ci_method"].first()
+               if "ci_method" in result.comparisons and not result.comparisons.empty
+               else pd.Series(dtype=object))
+    for level in w["levels"]:
+        what = []
+        test = level_test(result, level)
+        if test in RANDOM_TESTS:
+            what.append(f"{test} test")
+        method = str(methods.get(level, "") or "")
+        if test not in RANDOM_TESTS and any(k in method.lower()
+                                            for k in ("bootstrap", "permutation", "resampl")):
+            what.append(f"{method.split(':')[0].split(' (')[0]} interval")
+        if what:
+            out.append(f"{level}: {', '.join(what)}")
+    return out
 
 
 def _clusters_line(b: dict) -> str:
@@ -452,7 +492,7 @@ def with_intervals(result: MetaResult, level: str, grid: pd.DataFrame,
         cells.update(zip(zip(ids, base["criterion"]),
                          _interval_cells(base["value"], base["ci_low"], base["ci_high"],
                                          digits)))
-    text = grid.map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}").astype(object)
+    text = grid.map(lambda v: "" if pd.isna(v) else fixed(v, digits)).astype(object)
     position = {key: i for i, key in enumerate(grid.attrs["ids"])}
     for (key, crit), cell in cells.items():
         if key in position and crit in text.columns:
@@ -467,8 +507,8 @@ def _interval_cells(values: pd.Series, lows: pd.Series, highs: pd.Series,
         if pd.isna(v):
             return ""
         if pd.isna(lo) or pd.isna(hi):
-            return f"{v:.{digits}f}"
-        return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+            return fixed(v, digits)
+        return f"{fixed(v, digits)} [{fixed(lo, digits)}, {fixed(hi, digits)}]"
 
     return [cell(v, lo, hi) for v, lo, hi in zip(values, lows, highs)]
 
@@ -528,12 +568,12 @@ def comparison_undefined_lines(result: MetaResult, level: str) -> list[str]:
     label = TEST_LABELS.get(level_test(result, level), "Williams")
     what = "comparison test(s)" if label == "Williams" else f"comparison(s) ({label})"
     lines = []
-    for reason, count in rows["reason"].value_counts(sort=False).items():
+    for reason, n in rows["reason"].value_counts(sort=False).items():
         if reason.startswith("interval: "):
-            lines.append(f"{count} interval(s) of the difference undefined: "
+            lines.append(f"{n} interval(s) of the difference undefined: "
                          f"{reason[len('interval: '):]}")
         else:
-            lines.append(f"{count} {what} undefined: {reason}")
+            lines.append(f"{n} {what} undefined: {reason}")
     return lines
 
 

@@ -89,7 +89,7 @@ def _display_cells(frame: pd.DataFrame, digits: int) -> list[list[str]]:
     for col in frame.columns:
         series = frame[col]
         if pd.api.types.is_float_dtype(series):
-            columns.append(["" if pd.isna(v) else f"{v:.{digits}f}" for v in series])
+            columns.append(["" if pd.isna(v) else fixed(v, digits) for v in series])
         else:
             columns.append(["" if (v is None or v is pd.NA or (isinstance(v, float) and
                                                                  math.isnan(v))) else str(v)
@@ -155,6 +155,22 @@ def _latex(frame: pd.DataFrame, cells: list[list[str]], *, caption: str | None,
 
 
 FILE_SUFFIX = {"table": "txt", "md": "md", "csv": "csv", "latex": "tex", "json": "json"}
+
+
+def count(n: object, noun: str, nouns: str | None = None) -> str:
+    """``"1 system"``, ``"3 systems"``: a count with its noun in the right number (``nouns``:
+    an irregular plural, e.g. "stories"); a count that is not a number keeps the plural."""
+    plural = nouns or f"{noun}s"
+    return f"{n} {noun if isinstance(n, (int, np.integer)) and n == 1 else plural}"
+
+
+def fixed(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` decimals, a negative zero printed as zero: -0.0002 at three
+    decimals is ``0.000``, never ``-0.000`` (a sign without a digit to carry it)."""
+    text = f"{value:.{digits}f}"
+    if text.startswith("-") and not text.strip("-0."):
+        return text[1:]
+    return text
 
 
 def journal_p(p: float) -> str:

@@ -14,7 +14,12 @@ from storyeval._progress import progress_bar
 from storyeval.correlation.resampled import level_statistic
 from storyeval.correlation.resampled_overall import OverallKernel
 from storyeval.correlation.ties import TIE_RTOL
-from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
+from storyeval.exceptions import (
+    FewClustersWarning,
+    InputError,
+    UndefinedStatisticWarning,
+    user_stacklevel,
+)
 from storyeval.resample._common import (
     RESAMPLE_BY,
     check_confidence,
@@ -314,19 +319,19 @@ def bootstrap_correlations(
         warnings.warn(f"{level} level, {method}: {int(bad_point.sum())} correlation(s) undefined "
                       f"on the original data (constant input), returned as NaN: "
                       f"{[pairs[k] for k in np.flatnonzero(bad_point)][:3]}",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     partial = (n_valid < n_resamples) & ~bad_point
     if partial.any():
         warnings.warn(f"{level} level, {method}: the coefficient is undefined in some resamples "
                       f"(left out of the interval; see n_resamples_valid) for "
                       f"{int(partial.sum())} pair(s), e.g. {pairs[int(np.argmax(partial))]}",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     no_ci = ~(np.isfinite(low) & np.isfinite(high)) & ~bad_point
     if ci_method == "bca" and no_ci.any():
         warnings.warn(f"BCa interval undefined for {int(no_ci.sum())} pair(s) (degenerate "
                       "bootstrap or jackknife distribution, e.g. a coefficient that is constant "
                       f"across resamples), e.g. {pairs[int(np.argmax(no_ci))]}; returned as NaN",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     frame = pd.DataFrame({
         "measure": [p[0] for p in pairs],
         "criterion": [p[1] for p in pairs],

@@ -12,7 +12,7 @@ import pandas as pd
 
 from storyeval.correlation.resampled import _chunks, _prompt_mean, direct
 from storyeval.correlation.ties import TIE_RTOL
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.resample._common import check_confidence, check_method, check_positive_int
 from storyeval.resample._data import check_level
 
@@ -156,7 +156,7 @@ def chance_distribution(
     if z.ndim == 1:
         if len(np.unique(z)) < 2:
             warnings.warn("chance_distribution: the criterion is constant, every coefficient is "
-                          "undefined (NaN)", UndefinedStatisticWarning, stacklevel=2)
+                          "undefined (NaN)", UndefinedStatisticWarning, stacklevel=user_stacklevel())
             return np.full(n_draws, np.nan)
         return _vector_chance(z, method, n_draws, rng)
     P, S = z.shape
@@ -167,7 +167,7 @@ def chance_distribution(
     if constant.all():
         warnings.warn("chance_distribution: the criterion is constant within every prompt, the "
                       "prompt-level coefficient is undefined (NaN)", UndefinedStatisticWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         return np.full(n_draws, np.nan)
     for sl in _chunks(n_draws, P * S * S * 2 * 8 * 4):
         d = sl.stop - sl.start

@@ -8,7 +8,12 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from storyeval.exceptions import FewClustersWarning, InputError, UndefinedStatisticWarning
+from storyeval.exceptions import (
+    FewClustersWarning,
+    InputError,
+    UndefinedStatisticWarning,
+    user_stacklevel,
+)
 from storyeval.resample._common import check_confidence  # noqa: F401 (re-exported)
 
 #: Below this many clusters a cluster bootstrap or sign-flip test is unreliable (warned).
@@ -100,7 +105,7 @@ def single_cluster(n_clusters: int, what: str) -> bool:
     reason instead of a zero-width interval and the smallest possible p-value."""
     if n_clusters >= 2:
         return False
-    warnings.warn(f"{what}: {ONE_CLUSTER_REASON}", UndefinedStatisticWarning, stacklevel=3)
+    warnings.warn(f"{what}: {ONE_CLUSTER_REASON}", UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return True
 
 

@@ -19,7 +19,7 @@ from storyeval.correlation.resampled import (
     direct,
 )
 from storyeval.correlation.ties import TIE_RTOL, tie_values
-from storyeval.exceptions import InputError, UndefinedStatisticWarning
+from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.resample._common import ALTERNATIVES, check_method, check_positive_int
 from storyeval.resample._data import check_level, make_grid
 
@@ -354,7 +354,7 @@ def paired_permutation_test(
     if undefined.any():
         warnings.warn(f"permutation test: correlation undefined (constant measure) for "
                       f"{[measures_b[k] for k in np.flatnonzero(undefined)][:3]}; p-value NaN",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     bh = np.full(Kb, np.nan)
     ok = np.isfinite(pvalue)
     if ok.any():
