@@ -118,6 +118,8 @@ RANGES: dict[str, Range] = {
     "--annotators": AT_LEAST_1,
     "--judgments-per-pair": AT_LEAST_1,
     "--per-sitting": AT_LEAST_1,
+    "pairwise bias --bins": Range(1, hint="length bins of the balanced subset"),
+    "ppi --folds": Range(1, hint="1: no cross-fitting (ppi-python's PPI++)"),
 }
 
 
