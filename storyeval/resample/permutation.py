@@ -176,7 +176,7 @@ def paired_permutation_test(
     alternative: str = "greater",
     orient: bool = True,
     standardize: bool = True,
-    random_state: int | np.random.Generator | None = None,
+    random_state: int | np.random.Generator | None = 0,
     show_progress: bool | None = None,
     tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame:
@@ -210,7 +210,8 @@ def paired_permutation_test(
     standardize : bool, default True
         z-score each measure over all stories (mean 0, standard deviation 1) before swapping,
         so that swapped scores are on one scale.
-    random_state : int or Generator, optional
+    random_state : int or Generator, default 0
+        Seeded by default (as `storyeval meta`); ``None`` draws fresh entropy.
         ``numpy.random.default_rng(random_state).random((n_permutations, n_units)) < 0.5`` are
         the swap masks, shared by every measure b.
     show_progress : bool, optional
@@ -453,7 +454,7 @@ def permutation_pvalues(
     alternative: str = "greater",
     orient: bool = True,
     standardize: bool = True,
-    random_state: int | None = None,
+    random_state: int | None = 0,
     tie_rtol: float = TIE_RTOL,
 ) -> pd.DataFrame:
     """Permutation p-values for a table of comparisons (e.g. the rows of the Williams tests).
@@ -470,8 +471,8 @@ def permutation_pvalues(
         The swapping unit, or one per level. Default: ``"prompt"`` at the overall and prompt
         levels, ``"prompt"`` at the system level too (swapping whole systems with 10 systems
         gives only 2^10 distinct permutations).
-    random_state : int, optional
-        Every (criterion, measure_a, level) group uses this seed, so the swap masks are shared
+    random_state : int, default 0
+        Seeded by default (as `storyeval meta`). Every (criterion, measure_a, level) group uses this seed, so the swap masks are shared
         across groups of the same level.
     tie_rtol : float, default 1e-12
         The tie rule of the system means (`storyeval.correlation.ties`).
