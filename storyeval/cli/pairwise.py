@@ -11,7 +11,7 @@ Sub-commands:
     storyeval pairwise strengths --matrix W.csv [--ties-matrix T.csv]
     storyeval pairwise consistency VERDICTS
     storyeval pairwise accuracy VERDICTS --reference HUMAN_VERDICTS [--tie-credit 0]
-                                [--interval auto|exact|wilson|cluster-bootstrap|none]
+                                [--interval auto|exact|wilson|cluster-bootstrap|cluster-t|none]
                                 [--cluster auto|prompt|pair|none] [--chance P]
     storyeval pairwise counts K/N [K/N ...] [--chance 0.5] [--alternative two-sided]
     storyeval pairwise compare VERDICTS --reference HUMAN_VERDICTS
@@ -341,10 +341,12 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
     g = p.add_argument_group("inference")
     if interval:
         g.add_argument("--interval", default="auto",
-                       choices=["auto", "exact", "wilson", "cluster-bootstrap", "none"],
+                       choices=["auto", "exact", "wilson", "cluster-bootstrap", "cluster-t",
+                                "none"],
                        help="interval and test against chance: exact (Clopper-Pearson) or "
                             "Wilson with the exact binomial test for independent pairs, a "
-                            "cluster bootstrap for clustered pairs; auto: the cluster "
+                            "cluster bootstrap or the cluster-robust t (cluster-t, G - 1 df: "
+                            "holds its level down to 10 prompts) for clustered pairs; auto: the cluster "
                             "bootstrap when a cluster holds several verdicts, else Wilson "
                             "(default); none: the accuracy table only")
         g.add_argument("--chance", type=float, default=None,

@@ -802,7 +802,7 @@ def judge_accuracy_inference(
         Dependent verdicts: those of one prompt (``"prompt"``), the two orders of one pair
         (``"pair"``), or none. ``"auto"``: ``"prompt"`` when some prompt has more than one
         verdict of a judge (several pairs or both orders), else ``"none"``.
-    method : {"auto", "exact", "wilson", "cluster-bootstrap"}
+    method : {"auto", "exact", "wilson", "cluster-bootstrap", "cluster-t"}
         See [`accuracy_inference`][]; ``"auto"`` bootstraps clusters when there are any.
     chance : float, optional
         Default: the tie-aware chance level of the judge (its own share of "same" answers
