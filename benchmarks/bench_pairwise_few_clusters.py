@@ -7,7 +7,9 @@ Design "clustered by prompt" of `bench_pairwise_calibration.py` (a prompt effect
 `storyeval.pairwise.inference.accuracy_inference` with ``method="cluster-bootstrap"`` (2,000
 resamples, the default) and ``method="cluster-t"``: the level of the test of accuracy =
 chance on data whose accuracy is 0.5 (``mu = 0``) and the coverage of the 95% interval of the
-true accuracy (``mu = logit(0.7)``). Fixed seed; Monte Carlo s.e. ``sqrt(p (1 - p) / reps)``.
+true accuracy (``mu = logit(0.7)``); and the level of `compare_accuracies` (two judges of
+equal accuracy, judge-specific prompt effects) with ``test="bootstrap"``, ``"cluster-t"`` and
+the default sign-flip ``"permutation"``. Fixed seed; Monte Carlo s.e. ``sqrt(p (1 - p) / reps)``.
 
 Run: ``nice -n 10 python benchmarks/bench_pairwise_few_clusters.py --reps 1000``.
 """
@@ -27,10 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_pairwise_calibration as bp  # noqa: E402
 
-from storyeval.pairwise.inference import accuracy_inference  # noqa: E402
+from storyeval.pairwise.inference import accuracy_inference, compare_accuracies  # noqa: E402
 
 SIZES = (10, 12, 20, 60)
 METHODS = ("cluster-bootstrap", "cluster-t")
+# the judge comparison's tests: the default (sign-flip permutation), the bootstrap, cluster t
+COMPARE = {"cluster-bootstrap": "bootstrap", "cluster-t": "cluster-t",
+           "cluster-permutation": "permutation"}
 
 
 def run(reps: int, seed: int) -> list[dict]:
@@ -42,9 +47,15 @@ def run(reps: int, seed: int) -> list[dict]:
         rng = np.random.default_rng([seed, G])
         reject = dict.fromkeys(METHODS, 0)
         cover = dict.fromkeys(METHODS, 0)
+        differ = dict.fromkeys(COMPARE, 0)
         for _ in range(reps):
             null, _, cluster, _ = design.draw(rng, mu=0.0)
-            alt, _, _, _ = design.draw(rng)
+            alt, other, _, _ = design.draw(rng)  # two judges of equal accuracy
+            for name, test in COMPARE.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    differ[name] += compare_accuracies(
+                        alt, other, clusters=cluster, test=test).pvalue < bp.ALPHA
             for method in METHODS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -52,9 +63,12 @@ def run(reps: int, seed: int) -> list[dict]:
                         null, clusters=cluster, method=method).pvalue < bp.ALPHA
                     res = accuracy_inference(alt, clusters=cluster, method=method)
                 cover[method] += res.ci_low <= truth <= res.ci_high
+        for method in (*METHODS, "cluster-permutation"):
+            rows.append({"prompts": G, "method": method,
+                         "level": reject[method] / reps if method in METHODS else math.nan,
+                         "coverage": cover[method] / reps if method in METHODS else math.nan,
+                         "compare": differ[method] / reps, "reps": reps})
         for method in METHODS:
-            rows.append({"prompts": G, "method": method, "level": reject[method] / reps,
-                         "coverage": cover[method] / reps, "reps": reps})
             print(f"# {G} prompts {method}: level {reject[method] / reps:.3f}, coverage "
                   f"{cover[method] / reps:.3f}", flush=True)
     return rows
@@ -63,11 +77,13 @@ def run(reps: int, seed: int) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     reps = rows[0]["reps"]
     se = lambda p: math.sqrt(max(p * (1 - p), 1e-12) / reps)  # noqa: E731
-    lines = ["| prompts | method | level (accuracy = chance) | coverage (95% interval) |",
-             "| ---: | --- | ---: | ---: |"]
+    lines = ["| prompts | method | level (accuracy = chance) | coverage (95% interval) | "
+             "level (two judges compared) |",
+             "| ---: | --- | ---: | ---: | ---: |"]
+    cell = lambda v: "" if v != v else f"{v:.3f} +- {se(v):.3f}"  # noqa: E731
     for r in rows:
-        lines.append(f"| {r['prompts']} | `{r['method']}` | {r['level']:.3f} +- "
-                     f"{se(r['level']):.3f} | {r['coverage']:.3f} +- {se(r['coverage']):.3f} |")
+        lines.append(f"| {r['prompts']} | `{r['method']}` | {cell(r['level'])} | "
+                     f"{cell(r['coverage'])} | {cell(r['compare'])} |")
     return "\n".join(lines) + f"\n\nReplications per cell: {reps}.\n"
 
 

@@ -87,3 +87,36 @@ def test_level_and_coverage_with_ten_prompts():
         cover += res.ci_low <= truth <= res.ci_high
     assert 0.02 <= reject / reps <= 0.09
     assert cover / reps >= 0.9
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_difference_matches_statsmodels(seed):
+    from storyeval.pairwise.inference import compare_accuracies
+
+    a, cluster = _data(seed)
+    b, _ = _data(seed + 100)
+    res = compare_accuracies(a, b, clusters=cluster, test="cluster-t")
+    fit = sm.OLS(a - b, np.ones((len(a), 1))).fit(
+        cov_type="cluster", cov_kwds={"groups": cluster}, use_t=True)
+    assert res.difference == pytest.approx(float(fit.params[0]), abs=1e-12)
+    assert res.pvalue == pytest.approx(float(fit.pvalues[0]), rel=1e-9)
+    low, high = fit.conf_int(alpha=0.05)[0]
+    assert (res.ci_low, res.ci_high) == pytest.approx((max(-1, low), min(1, high)), rel=1e-9)
+    assert res.test == "cluster-t" and res.interval == "cluster-t"
+
+
+def test_difference_level_with_ten_prompts():
+    """400 null data sets (equal accuracies, judge-specific prompt effects), 10 prompts x 15
+    pairs: the cluster-t comparison rejects in [0.02, 0.09]."""
+    from storyeval.pairwise.inference import compare_accuracies
+
+    rng = np.random.default_rng(21)
+    G, per, reps = 10, 15, 400
+    cluster = np.repeat(np.arange(G), per)
+    reject = 0
+    for _ in range(reps):
+        base = 0.85 + rng.normal(0, 0.5, G)[cluster] + rng.normal(0, 1, G * per)
+        a, b = ((rng.random(G * per) < 1 / (1 + np.exp(-(base + rng.normal(0, 0.5, G)[cluster]))))
+                .astype(float) for _ in range(2))
+        reject += compare_accuracies(a, b, clusters=cluster, test="cluster-t").pvalue < 0.05
+    assert 0.02 <= reject / reps <= 0.09

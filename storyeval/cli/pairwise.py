@@ -265,10 +265,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--dimension", help="keep one dimension (default: each dimension)")
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
-    p.add_argument("--test", choices=["auto", "mcnemar", "permutation", "bootstrap"],
+    p.add_argument("--test", choices=["auto", "mcnemar", "permutation", "bootstrap",
+                                      "cluster-t"],
                    default="auto",
                    help="paired test: exact McNemar (independent pairs), cluster sign-flip "
-                        "permutation or paired cluster bootstrap (clustered pairs); auto: "
+                        "permutation, paired cluster bootstrap or cluster-robust t (cluster-t, "
+                        "G - 1 df; few prompts) (clustered pairs); auto: "
                         "McNemar without clusters, else permutation (default)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="false discovery rate of the significance groups (BH over all judge "

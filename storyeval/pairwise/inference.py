@@ -67,7 +67,7 @@ __all__ = [
 
 _ALTERNATIVES = ("two-sided", "greater", "less")
 _ACC_METHODS = ("auto", "exact", "wilson", "cluster-bootstrap", "cluster-t")
-_TESTS = ("auto", "mcnemar", "permutation", "bootstrap")
+_TESTS = ("auto", "mcnemar", "permutation", "bootstrap", "cluster-t")
 _CLUSTERS = ("auto", "prompt", "pair", "none")
 
 
@@ -912,7 +912,10 @@ def compare_accuracies(
         within a cluster; exact enumeration when 2^C <= ``n_resamples``).
         ``"bootstrap"``: paired cluster bootstrap, p from the centred distribution.
         Permutation and bootstrap give the cluster-bootstrap percentile interval of the
-        difference. ``"auto"``: McNemar for independent 0/1 units, else permutation.
+        difference. ``"cluster-t"``: the cluster-robust (CR1) t test of the difference with
+        ``clusters - 1`` df and the t interval it inverts (holds its level with 10-20 prompts;
+        measured by benchmarks/bench_pairwise_few_clusters.py). ``"auto"``: McNemar for
+        independent 0/1 units, else permutation.
 
     Notes
     -----
@@ -920,7 +923,10 @@ def compare_accuracies(
     of order-averaged accuracies when every pair is judged in both orders). Sign flip:
     T = sum_c D_c with D_c the cluster sums of a - b; p = (1 + #{|T*| >= |T|}) / (1 + B) for
     T* = sum_c e_c D_c with random signs e_c. Measured type-I error in
-    ``benchmarks/bench_pairwise_calibration.py``.
+    ``benchmarks/bench_pairwise_calibration.py``. Cluster t: ``d = sum_c D_c / n``,
+    ``se^2 = C / (C - 1) sum_c (D_c - d n_c)^2 / n^2`` (n_c the units of cluster c),
+    ``t = d / se`` against Student's t with C - 1 df, interval ``d +- q se`` clipped to
+    [-1, 1] (statsmodels' cluster-robust OLS of a - b on a constant; tested).
     """
     test = _check_choice(test, _TESTS, "test")
     level = check_confidence(confidence_level)
@@ -955,9 +961,11 @@ def compare_accuracies(
         return JudgeComparison(ci_low=math.nan, ci_high=math.nan, pvalue=math.nan,
                                test="none", interval="none", reason=ONE_CLUSTER_REASON,
                                **common)
+    sums = cluster_sums(np.column_stack([a - b, np.ones(n)]), codes, n_clusters)
+    if test == "cluster-t":
+        return _cluster_t_difference(sums, diff, n, level, common)
     if n_clusters < n:  # sign flips with few clusters are exact but coarse: warn for both
         warn_few_clusters(n_clusters, f"{test} comparison of two judges")
-    sums = cluster_sums(np.column_stack([a - b, np.ones(n)]), codes, n_clusters)
     boot = bootstrap_weights(n_clusters, reps, rng) @ sums
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = boot[:, 0] / boot[:, 1]
@@ -977,6 +985,24 @@ def compare_accuracies(
                            pvalue=float(min(1.0, p)),
                            test=name, interval="cluster-bootstrap-percentile",
                            n_resamples=reps, **common)
+
+
+def _cluster_t_difference(sums: np.ndarray, diff: float, n: int, level: float,
+                          common: dict[str, Any]) -> JudgeComparison:
+    """`compare_accuracies`' cluster-robust t test and interval of the difference, from the
+    cluster sums (C, 2) of a - b and of the units."""
+    G = len(sums)
+    resid = sums[:, 0] - diff * sums[:, 1]
+    se = math.sqrt(G / (G - 1) * float(resid @ resid)) / n
+    if not se > 0:
+        return JudgeComparison(ci_low=math.nan, ci_high=math.nan, pvalue=math.nan,
+                               test="cluster-t", interval="cluster-t",
+                               reason="cluster-robust standard error is 0", **common)
+    dist = stats.t(G - 1)
+    q = float(dist.ppf(0.5 + level / 2))
+    return JudgeComparison(ci_low=max(-1.0, diff - q * se), ci_high=min(1.0, diff + q * se),
+                           pvalue=float(min(1.0, 2 * dist.sf(abs(diff) / se))),
+                           test="cluster-t", interval="cluster-t", **common)
 
 
 def compare_judges(
