@@ -17,7 +17,10 @@ its coverage of E[delta | these systems] at 50 prompts under the alternatives (t
 * ``jack5-t``: delete-a-group jackknife over 5 groups of prompts, t with 4 df;
 * ``midp-h``: the mid-p shift interval widened to ``sqrt(c^2 + se_h^2)``, ``se_h`` the
   jackknife standard error of delta when only the human system means are perturbed (the
-  variance the swaps miss: they hold the human scores fixed); its test is its inversion.
+  variance the swaps miss: they hold the human scores fixed); its test is its inversion;
+* ``midp-hd``: the same with the human-score part debiased, ``sqrt(c^2 + 1.96^2 max(0,
+  se_h^2 - mean* se_h*^2))``, the mean over the first 100 swaps (where a and b are
+  exchangeable and that part of the variance is 0 in expectation).
 
 Correlations from `storyeval.correlation.kernel.pairwise_correlations` (Kendall tau-b and
 Pearson of the system means; measures z-scored over stories as the default test does).
@@ -47,7 +50,7 @@ from storyeval.correlation.kernel import pairwise_correlations  # noqa: E402
 
 NULL_DGPS = ("base", "weak", "heavy-tails", "likert-1")
 ALT_DGPS = ("alt-base", "alt-weak", "alt-heavy-tails", "alt-likert-1", "alt-system-bias")
-CANDIDATES = ("midp-shift", "boot-z", "jack-t", "jack5-t", "midp-h")
+CANDIDATES = ("midp-shift", "boot-z", "jack-t", "jack5-t", "midp-h", "midp-hd")
 NULL_SIZES, ALT_SIZES = (5, 10, 20), (5, 10)
 
 
@@ -76,6 +79,27 @@ def _jackknife_se(x: np.ndarray, method: str, groups: int, columns=(0, 1, 2)) ->
     return np.sqrt((groups - 1) / groups * ((th - th.mean(0)) ** 2).sum(0))
 
 
+SWAPS_FOR_BIAS = 100
+
+
+def _swapped_human_variance(x: np.ndarray, swapped: np.ndarray, method: str,
+                            chunk: int = 20) -> np.ndarray:
+    """Mean over the given swaps (n, R, S, 3 system means) of the human-only jackknife
+    variance of delta, (R,)."""
+    R, S, P, _ = x.shape
+    h_loo = ((x[..., 0].sum(2)[..., None] - x[..., 0]) / (P - 1)).transpose(2, 0, 1)  # (P,R,S)
+    out = np.empty(R)
+    for start in range(0, R, chunk):
+        part = slice(start, min(R, start + chunk))
+        X = np.broadcast_to(swapped[:, None, part], (len(swapped), P) + swapped[:, part].shape[1:]
+                            ).copy()  # (n, P, r, S, 3)
+        X[..., 0] = h_loo[None, :, part]
+        th = deltas(X, method)  # (n, P, r)
+        v = (P - 1) / P * ((th - th.mean(1, keepdims=True)) ** 2).sum(1)  # (n, r)
+        out[part] = v.mean(0)
+    return out
+
+
 def procedures(h: np.ndarray, m: np.ndarray, method: str, rng: np.random.Generator,
                n_perm: int, n_boot: int) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(delta, reject at 0.05, (low, high)) of every candidate for R data sets
@@ -99,6 +123,12 @@ def procedures(h: np.ndarray, m: np.ndarray, method: str, rng: np.random.Generat
     se_h = _jackknife_se(x, method, P, columns=(0,))
     wide = np.sqrt(c**2 + se_h**2)
     out["midp-h"] = (d, d - wide, d + wide)
+    # the same, debiased: minus the mean of se_h^2 over the first swaps (where a and b are
+    # exchangeable and the human-driven part of delta's variance is 0 in expectation)
+    se_h_perm = _swapped_human_variance(x, swapped[:SWAPS_FOR_BIAS], method)
+    extra = np.maximum(se_h**2 - se_h_perm, 0.0)
+    wide = np.sqrt(c**2 + stats.norm.ppf(0.975) ** 2 * extra)
+    out["midp-hd"] = (d, d - wide, d + wide)
     # bootstrap s.e. over prompts
     idx = rng.integers(0, P, (n_boot, P))
     W = np.zeros((n_boot, P))
