@@ -20,7 +20,9 @@ its coverage of E[delta | these systems] at 50 prompts under the alternatives (t
   variance the swaps miss: they hold the human scores fixed); its test is its inversion;
 * ``midp-hd``: the same with the human-score part debiased, ``sqrt(c^2 + 1.96^2 max(0,
   se_h^2 - mean* se_h*^2))``, the mean over the first 100 swaps (where a and b are
-  exchangeable and that part of the variance is 0 in expectation).
+  exchangeable and that part of the variance is 0 in expectation);
+* ``midp-hp``: ``midp-hd`` widened only where ``se_h^2`` exceeds the 95th percentile of the
+  100 swaps' values (a pre-test: under exchangeability about 5% of data sets are widened).
 
 Correlations from `storyeval.correlation.kernel.pairwise_correlations` (Kendall tau-b and
 Pearson of the system means; measures z-scored over stories as the default test does).
@@ -50,7 +52,8 @@ from storyeval.correlation.kernel import pairwise_correlations  # noqa: E402
 
 NULL_DGPS = ("base", "weak", "heavy-tails", "likert-1")
 ALT_DGPS = ("alt-base", "alt-weak", "alt-heavy-tails", "alt-likert-1", "alt-system-bias")
-CANDIDATES = ("midp-shift", "boot-z", "jack-t", "jack5-t", "midp-h", "midp-hd")
+CANDIDATES = ("midp-shift", "boot-z", "jack-t", "jack5-t", "midp-h", "midp-hd",
+              "midp-hp")
 NULL_SIZES, ALT_SIZES = (5, 10, 20), (5, 10)
 
 
@@ -84,19 +87,18 @@ SWAPS_FOR_BIAS = 100
 
 def _swapped_human_variance(x: np.ndarray, swapped: np.ndarray, method: str,
                             chunk: int = 20) -> np.ndarray:
-    """Mean over the given swaps (n, R, S, 3 system means) of the human-only jackknife
-    variance of delta, (R,)."""
+    """The human-only jackknife variance of delta of each given swap (n, R, S, 3 system
+    means), (n, R)."""
     R, S, P, _ = x.shape
     h_loo = ((x[..., 0].sum(2)[..., None] - x[..., 0]) / (P - 1)).transpose(2, 0, 1)  # (P,R,S)
-    out = np.empty(R)
+    out = np.empty((len(swapped), R))
     for start in range(0, R, chunk):
         part = slice(start, min(R, start + chunk))
         X = np.broadcast_to(swapped[:, None, part], (len(swapped), P) + swapped[:, part].shape[1:]
                             ).copy()  # (n, P, r, S, 3)
         X[..., 0] = h_loo[None, :, part]
         th = deltas(X, method)  # (n, P, r)
-        v = (P - 1) / P * ((th - th.mean(1, keepdims=True)) ** 2).sum(1)  # (n, r)
-        out[part] = v.mean(0)
+        out[:, part] = (P - 1) / P * ((th - th.mean(1, keepdims=True)) ** 2).sum(1)
     return out
 
 
@@ -125,10 +127,15 @@ def procedures(h: np.ndarray, m: np.ndarray, method: str, rng: np.random.Generat
     out["midp-h"] = (d, d - wide, d + wide)
     # the same, debiased: minus the mean of se_h^2 over the first swaps (where a and b are
     # exchangeable and the human-driven part of delta's variance is 0 in expectation)
-    se_h_perm = _swapped_human_variance(x, swapped[:SWAPS_FOR_BIAS], method)
-    extra = np.maximum(se_h**2 - se_h_perm, 0.0)
+    v_perm = _swapped_human_variance(x, swapped[:SWAPS_FOR_BIAS], method)
+    extra = np.maximum(se_h**2 - v_perm.mean(0), 0.0)
     wide = np.sqrt(c**2 + stats.norm.ppf(0.975) ** 2 * extra)
     out["midp-hd"] = (d, d - wide, d + wide)
+    # the same, widened only where se_h^2 exceeds the 95th percentile of the swaps' values
+    # (under exchangeability in about 5% of data sets)
+    extra = np.where(se_h**2 > np.quantile(v_perm, 0.95, axis=0), extra, 0.0)
+    wide = np.sqrt(c**2 + stats.norm.ppf(0.975) ** 2 * extra)
+    out["midp-hp"] = (d, d - wide, d + wide)
     # bootstrap s.e. over prompts
     idx = rng.integers(0, P, (n_boot, P))
     W = np.zeros((n_boot, P))
