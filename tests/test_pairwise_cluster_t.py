@@ -120,3 +120,39 @@ def test_difference_level_with_ten_prompts():
                 .astype(float) for _ in range(2))
         reject += compare_accuracies(a, b, clusters=cluster, test="cluster-t").pvalue < 0.05
     assert 0.02 <= reject / reps <= 0.09
+
+
+def test_cli_cluster_t_on_stored_judges(tmp_path, capsys):
+    """`pairwise accuracy --interval cluster-t` and `pairwise compare --test cluster-t` on
+    HANNA's Beluga-13B / Mistral-7B Relevance verdicts (clustered by prompt, 96 prompts) equal
+    the library calls."""
+    import json
+
+    import pandas as pd
+
+    from storyeval.cli import main
+    from storyeval.data import load_hanna
+    from storyeval.pairwise.from_scores import verdicts_from_scores
+    from storyeval.pairwise.inference import compare_judges, judge_accuracy_inference
+
+    wide = load_hanna().select_systems(exclude=["Human"]).wide()
+    humans = pd.concat([verdicts_from_scores(wide, f"Human {i} RE", judge=f"annotator {i}",
+                                             dimension="Relevance") for i in (1, 2, 3)])
+    judges = pd.concat([verdicts_from_scores(wide, f"{m} RE 1", judge=m, dimension="Relevance")
+                        for m in ("Beluga-13B", "Mistral-7B")])
+    jp, hp = tmp_path / "judges.csv", tmp_path / "humans.csv"
+    judges.to_csv(jp, index=False)
+    humans.to_csv(hp, index=False)
+    assert main(["pairwise", "accuracy", str(jp), "--reference", str(hp), "--interval",
+                 "cluster-t", "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    lib = judge_accuracy_inference(judges, humans, method="cluster-t")
+    assert {r["method"] for r in rec} == {"cluster-t"}
+    assert [r["ci_low"] for r in rec] == pytest.approx(lib["ci_low"].tolist(), rel=1e-12)
+    assert (lib["n_clusters"] == 96).all()
+    assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--test", "cluster-t",
+                 "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    cmp = compare_judges(judges, humans, test="cluster-t")
+    assert payload["comparisons"][0]["test"] == "cluster-t"
+    assert payload["comparisons"][0]["pvalue"] == pytest.approx(cmp.loc[0, "pvalue"], rel=1e-12)
