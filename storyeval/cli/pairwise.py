@@ -11,7 +11,7 @@ Sub-commands:
     storyeval pairwise strengths --matrix W.csv [--ties-matrix T.csv]
     storyeval pairwise consistency VERDICTS
     storyeval pairwise accuracy VERDICTS --reference HUMAN_VERDICTS [--tie-credit 0]
-                                [--interval auto|exact|wilson|cluster-bootstrap|none]
+                                [--interval auto|exact|wilson|cluster-bootstrap|cluster-t|none]
                                 [--cluster auto|prompt|pair|none] [--chance P]
     storyeval pairwise counts K/N [K/N ...] [--chance 0.5] [--alternative two-sided]
     storyeval pairwise compare VERDICTS --reference HUMAN_VERDICTS
@@ -265,10 +265,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--dimension", help="keep one dimension (default: each dimension)")
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
-    p.add_argument("--test", choices=["auto", "mcnemar", "permutation", "bootstrap"],
+    p.add_argument("--test", choices=["auto", "mcnemar", "permutation", "bootstrap",
+                                      "cluster-t"],
                    default="auto",
                    help="paired test: exact McNemar (independent pairs), cluster sign-flip "
-                        "permutation or paired cluster bootstrap (clustered pairs); auto: "
+                        "permutation, paired cluster bootstrap or cluster-robust t (cluster-t, "
+                        "G - 1 df; few prompts) (clustered pairs); auto: "
                         "McNemar without clusters, else permutation (default)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="false discovery rate of the significance groups (BH over all judge "
@@ -341,10 +343,12 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
     g = p.add_argument_group("inference")
     if interval:
         g.add_argument("--interval", default="auto",
-                       choices=["auto", "exact", "wilson", "cluster-bootstrap", "none"],
+                       choices=["auto", "exact", "wilson", "cluster-bootstrap", "cluster-t",
+                                "none"],
                        help="interval and test against chance: exact (Clopper-Pearson) or "
                             "Wilson with the exact binomial test for independent pairs, a "
-                            "cluster bootstrap for clustered pairs; auto: the cluster "
+                            "cluster bootstrap or the cluster-robust t (cluster-t, G - 1 df: "
+                            "holds its level down to 10 prompts) for clustered pairs; auto: the cluster "
                             "bootstrap when a cluster holds several verdicts, else Wilson "
                             "(default); none: the accuracy table only")
         g.add_argument("--chance", type=float, default=None,

@@ -1,0 +1,240 @@
+"""Candidate system-level intervals and their tests (issue 35): level and coverage.
+
+The default system-level comparison (`permutation-midp`) holds its level but its interval, a
+location shift of the swaps' distribution, covers E[delta | these systems] less often than 0.95
+when the measures differ (docs "Which test?"). This script measures, on the data-generating
+processes of `bench_calibration.py` (5, 10, 20 systems x 50 prompts; fixed seeds), each
+candidate procedure as one test and the interval that inverts it (so they agree by
+construction), and prints its level under the null (P(p < 0.05), exchangeable measures) and
+its coverage of E[delta | these systems] at 50 prompts under the alternatives (the target from
+`bench_calibration.system_targets`, ``--inner`` new draws of the prompts):
+
+* ``midp-shift``: the default (`permutation-midp`: mid-p over prompt swaps, the interval
+  `storyeval.compare.procedures._midp_interval`; without the system tie rule);
+* ``boot-z``: ``delta / se`` against N(0, 1), ``se`` the standard deviation of delta over
+  ``--boot`` bootstrap resamples of prompts (h, a and b together);
+* ``jack-t``: delete-one-prompt jackknife standard error, t with P - 1 df;
+* ``jack5-t``: delete-a-group jackknife over 5 groups of prompts, t with 4 df;
+* ``midp-h``: the mid-p shift interval widened to ``sqrt(c^2 + se_h^2)``, ``se_h`` the
+  jackknife standard error of delta when only the human system means are perturbed (the
+  variance the swaps miss: they hold the human scores fixed); its test is its inversion;
+* ``midp-hd``: the same with the human-score part debiased, ``sqrt(c^2 + 1.96^2 max(0,
+  se_h^2 - mean* se_h*^2))``, the mean over the first 100 swaps (where a and b are
+  exchangeable and that part of the variance is 0 in expectation);
+* ``midp-hp``: ``midp-hd`` widened only where ``se_h^2`` exceeds the 95th percentile of the
+  100 swaps' values (a pre-test: under exchangeability about 5% of data sets are widened).
+
+Correlations from `storyeval.correlation.kernel.pairwise_correlations` (Kendall tau-b and
+Pearson of the system means; measures z-scored over stories as the default test does).
+
+Run: ``nice -n 10 python benchmarks/bench_system_intervals.py --reps 300 [--page
+docs/which-test.md]`` (the table goes between the page's ``system-intervals`` markers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_calibration as bc  # noqa: E402
+
+from storyeval.compare.procedures import _midp_interval  # noqa: E402
+from storyeval.correlation.kernel import pairwise_correlations  # noqa: E402
+
+NULL_DGPS = ("base", "weak", "heavy-tails", "likert-1")
+ALT_DGPS = ("alt-base", "alt-weak", "alt-heavy-tails", "alt-likert-1", "alt-system-bias")
+CANDIDATES = ("midp-shift", "boot-z", "jack-t", "jack5-t", "midp-h", "midp-hd",
+              "midp-hp")
+NULL_SIZES, ALT_SIZES = (5, 10, 20), (5, 10)
+
+
+def deltas(X: np.ndarray, method: str) -> np.ndarray:
+    """``r(h, a) - r(h, b)`` of X (..., S, 3) (columns h, a, b)."""
+    shape = X.shape[:-2]
+    flat = X.reshape(-1, *X.shape[-2:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        R = pairwise_correlations(flat, method=method, warn=False).statistic
+    return (R[:, 0, 1] - R[:, 0, 2]).reshape(shape)
+
+
+def _jackknife_se(x: np.ndarray, method: str, groups: int, columns=(0, 1, 2)) -> np.ndarray:
+    """Delete-a-group jackknife s.e. of delta, (R,), over ``groups`` groups of prompts; only
+    ``columns`` are recomputed without the group (the others keep their full means)."""
+    R, S, P, _ = x.shape
+    g = np.arange(P) % groups
+    full = x.mean(2)
+    out = np.broadcast_to(full, (groups,) + full.shape).copy()
+    tot = x.sum(2)
+    for k in range(groups):
+        part = (tot - x[:, :, g == k].sum(2)) / (P - np.sum(g == k))
+        out[k][..., list(columns)] = part[..., list(columns)]
+    th = deltas(out, method)  # (G, R)
+    return np.sqrt((groups - 1) / groups * ((th - th.mean(0)) ** 2).sum(0))
+
+
+SWAPS_FOR_BIAS = 100
+
+
+def _swapped_human_variance(x: np.ndarray, swapped: np.ndarray, method: str,
+                            chunk: int = 20) -> np.ndarray:
+    """The human-only jackknife variance of delta of each given swap (n, R, S, 3 system
+    means), (n, R)."""
+    R, S, P, _ = x.shape
+    h_loo = ((x[..., 0].sum(2)[..., None] - x[..., 0]) / (P - 1)).transpose(2, 0, 1)  # (P,R,S)
+    out = np.empty((len(swapped), R))
+    for start in range(0, R, chunk):
+        part = slice(start, min(R, start + chunk))
+        X = np.broadcast_to(swapped[:, None, part], (len(swapped), P) + swapped[:, part].shape[1:]
+                            ).copy()  # (n, P, r, S, 3)
+        X[..., 0] = h_loo[None, :, part]
+        th = deltas(X, method)  # (n, P, r)
+        out[:, part] = (P - 1) / P * ((th - th.mean(1, keepdims=True)) ** 2).sum(1)
+    return out
+
+
+def procedures(h: np.ndarray, m: np.ndarray, method: str, rng: np.random.Generator,
+               n_perm: int, n_boot: int) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(delta, reject at 0.05, (low, high)) of every candidate for R data sets
+    (h (R, S, P), m (R, S, P, 2))."""
+    R, S, P, _ = m.shape
+    z = (m - m.mean((1, 2), keepdims=True)) / m.std((1, 2), keepdims=True)
+    x = np.concatenate([h[..., None], z], -1)  # (R, S, P, 3)
+    base = x.mean(2)
+    d = deltas(base, method)
+    out = {}
+    # permutation (prompt swaps), mid-p, and its shift interval
+    masks = (rng.random((n_perm, P)) < 0.5).astype(float)
+    move = (masks @ (x[..., 2] - x[..., 1]).transpose(2, 0, 1).reshape(P, -1) / P)
+    swapped = np.broadcast_to(base, (n_perm,) + base.shape).copy()
+    swapped[..., 1] += move.reshape(n_perm, R, S)
+    swapped[..., 2] -= move.reshape(n_perm, R, S)
+    perm = deltas(swapped, method)  # (N, R)
+    lo, hi = _midp_interval(d, perm, 0.05)
+    out["midp-shift"] = (d, lo, hi)
+    c = hi - d
+    se_h = _jackknife_se(x, method, P, columns=(0,))
+    wide = np.sqrt(c**2 + se_h**2)
+    out["midp-h"] = (d, d - wide, d + wide)
+    # the same, debiased: minus the mean of se_h^2 over the first swaps (where a and b are
+    # exchangeable and the human-driven part of delta's variance is 0 in expectation)
+    v_perm = _swapped_human_variance(x, swapped[:SWAPS_FOR_BIAS], method)
+    extra = np.maximum(se_h**2 - v_perm.mean(0), 0.0)
+    wide = np.sqrt(c**2 + stats.norm.ppf(0.975) ** 2 * extra)
+    out["midp-hd"] = (d, d - wide, d + wide)
+    # the same, widened only where se_h^2 exceeds the 95th percentile of the swaps' values
+    # (under exchangeability in about 5% of data sets)
+    extra = np.where(se_h**2 > np.quantile(v_perm, 0.95, axis=0), extra, 0.0)
+    wide = np.sqrt(c**2 + stats.norm.ppf(0.975) ** 2 * extra)
+    out["midp-hp"] = (d, d - wide, d + wide)
+    # bootstrap s.e. over prompts
+    idx = rng.integers(0, P, (n_boot, P))
+    W = np.zeros((n_boot, P))
+    np.add.at(W, (np.repeat(np.arange(n_boot), P), idx.ravel()), 1.0)
+    boot = deltas((W @ x.transpose(2, 0, 1, 3).reshape(P, -1) / P).reshape(n_boot, R, S, 3),
+                  method)
+    se = np.nanstd(boot, axis=0, ddof=1)
+    q = stats.norm.ppf(0.975)
+    out["boot-z"] = (d, d - q * se, d + q * se)
+    for name, groups in (("jack-t", P), ("jack5-t", 5)):
+        se = _jackknife_se(x, method, groups)
+        q = stats.t.ppf(0.975, groups - 1)
+        out[name] = (d, d - q * se, d + q * se)
+    return out
+
+
+def run(reps: int, seed: int, methods: tuple[str, ...], inner: int, n_perm: int,
+        n_boot: int) -> list[dict]:
+    rows = []
+    for method in methods:
+        for null, dgps, sizes in ((True, NULL_DGPS, NULL_SIZES), (False, ALT_DGPS, ALT_SIZES)):
+            for name in dgps:
+                for S in sizes:
+                    t0 = time.time()
+                    dgp = (bc.DGPS if null else bc.COVERAGE_DGPS)[name]
+                    rng = np.random.default_rng([seed, S, bc.hash_name(name)])
+                    h, m, eff = bc.simulate_full(dgp, reps, S, bc.PROMPTS, 2, rng, True)
+                    res = procedures(h, m, method, rng, n_perm, n_boot)
+                    target = (None if null else bc.system_targets(
+                        dgp, eff, bc.PROMPTS, (method,), inner, rng)[method]["at_prompts"])
+                    for cand, (d, lo, hi) in res.items():
+                        reject = float(np.mean((lo > 0) | (hi < 0)))
+                        cover = (math.nan if target is None
+                                 else float(np.mean((lo <= target) & (target <= hi))))
+                        rows.append({"method": method, "dgp": name, "systems": S,
+                                     "candidate": cand, "reject": reject, "cover": cover,
+                                     "width": float(np.mean(hi - lo)), "reps": reps})
+                    print(f"# {method} {name} {S}: " + ", ".join(
+                        f"{r['candidate']} {r['cover'] if not null else r['reject']:.3f}"
+                        for r in rows[-len(res):]) + f" ({time.time() - t0:.0f} s)", flush=True)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    lines = []
+    for method, part in frame.groupby("method", sort=False):
+        null = part[part["dgp"].isin(NULL_DGPS)]
+        alt = part[part["dgp"].isin(ALT_DGPS)]
+        lines += [f"**{method}**: level under the null, P(p < 0.05), min-max over "
+                  f"{', '.join(NULL_DGPS)}; coverage of E[delta | these systems], min-max over "
+                  f"{', '.join(ALT_DGPS)}:", "",
+                  "| candidate | " + " | ".join(f"level {s}" for s in NULL_SIZES) + " | "
+                  + " | ".join(f"coverage {s}" for s in ALT_SIZES) + " |",
+                  "| --- |" + " ---: |" * (len(NULL_SIZES) + len(ALT_SIZES))]
+        for cand in CANDIDATES:
+            cells = []
+            for S in NULL_SIZES:
+                v = null[(null["candidate"] == cand) & (null["systems"] == S)]["reject"]
+                cells.append(f"{v.min():.3f}-{v.max():.3f}")
+            for S in ALT_SIZES:
+                v = alt[(alt["candidate"] == cand) & (alt["systems"] == S)]["cover"]
+                cells.append(f"{v.min():.3f}-{v.max():.3f}")
+            lines.append(f"| `{cand}` | " + " | ".join(cells) + " |")
+        lines.append("")
+    reps = int(frame["reps"].iloc[0])
+    lines.append(f"Replications per cell: {reps} (Monte Carlo s.e. about "
+                 f"{math.sqrt(0.05 * 0.95 / reps):.3f} for a level of 0.05 or a coverage of "
+                 "0.95).")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", default="kendall_b,pearson")
+    parser.add_argument("--inner", type=int, default=100)
+    parser.add_argument("--permutations", type=int, default=1000)
+    parser.add_argument("--boot", type=int, default=400)
+    parser.add_argument("--page", help="put the table into this page between its "
+                                       "system-intervals markers")
+    args = parser.parse_args(argv)
+    t0 = time.time()
+    rows = run(args.reps, args.seed, tuple(args.methods.split(",")), args.inner,
+               args.permutations, args.boot)
+    text = markdown(rows)
+    footer = (f"Generated by `nice -n 10 python benchmarks/bench_system_intervals.py --reps "
+              f"{args.reps} --seed {args.seed} --methods {args.methods} --inner {args.inner} "
+              f"--permutations {args.permutations} --boot {args.boot}` (in "
+              f"{time.time() - t0:.0f} s on a shared, busy 2-core machine).")
+    print(text + "\n" + footer)
+    if args.page:
+        bc.write_page(args.page, text + "\n" + footer + "\n",
+                      ("<!-- system-intervals:start -->", "<!-- system-intervals:end -->"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
