@@ -32,6 +32,7 @@ __all__ = [
     "ShardInfo",
     "check_coverage",
     "ids_fingerprint",
+    "make_shard_info",
     "merge_shard_tables",
     "merge_tables",
     "pair_ids",
@@ -148,13 +149,21 @@ class ShardInfo:
 def write_shard_info(sidecar: str | Path, *, command: str, shard: Shard | str,
                      settings: Mapping[str, Any], all_ids: Sequence[str],
                      extra: Mapping[str, Any] | None = None) -> ShardInfo:
-    """Write the sidecar of a shard (atomically) and return it.
-
-    ``all_ids`` are the unit ids of the whole input, in input order; the sidecar records their
-    number, their `ids_fingerprint`, and this shard's ids with their positions.
-    """
+    """Write the sidecar of a shard (atomically) and return it (see `make_shard_info`)."""
     from storyeval._atomic import atomic_write_text
 
+    info = make_shard_info(sidecar, command=command, shard=shard, settings=settings,
+                           all_ids=all_ids, extra=extra)
+    atomic_write_text(sidecar, info.to_json())
+    return info
+
+
+def make_shard_info(sidecar: str | Path, *, command: str, shard: Shard | str,
+                    settings: Mapping[str, Any], all_ids: Sequence[str],
+                    extra: Mapping[str, Any] | None = None) -> ShardInfo:
+    """The metadata of a shard: ``all_ids`` are the unit ids of the whole input, in input
+    order; it records their number, their `ids_fingerprint`, and this shard's ids with their
+    positions; ``settings`` are the options shards of one run must share."""
     shard = Shard.parse(shard)
     ids = [str(i) for i in all_ids]
     rows = shard_rows(ids, shard)
@@ -163,7 +172,6 @@ def write_shard_info(sidecar: str | Path, *, command: str, shard: Shard | str,
                      total=len(ids), fingerprint=ids_fingerprint(ids),
                      units=[ids[i] for i in rows], positions=rows.tolist(),
                      extra=dict(extra or {}), path=Path(sidecar))
-    atomic_write_text(sidecar, info.to_json())
     return info
 
 
