@@ -274,3 +274,27 @@ def test_rate_shard_dry_run_plans_only_its_stories_and_has_its_own_cache(tmp_pat
                                       "--cache", "mine.sqlite"])
     shard_from_args(args)
     assert str(args.cache) == "mine.sqlite"
+
+
+def test_scale_page_datasets_recipe_runs_on_a_dataset_saved_to_disk(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    stories = hanna_stories().sample(12, random_state=2)
+    ds = datasets.Dataset.from_pandas(
+        stories.rename(columns={"story_id": "id", "story": "text"}), preserve_index=False)
+    ds.save_to_disk("my_stories")
+    page = (Path(__file__).parent.parent / "docs" / "scale.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"^```python\n(.*?)^```", page, flags=re.DOTALL | re.M)
+              if "load_from_disk" in b]
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(compile(blocks[0], "scale.md", "exec"), namespace)  # noqa: S102
+    read = pd.read_parquet("stories.parquet")
+    assert read["story_id"].tolist() == stories["story_id"].tolist()
+    parts = [namespace["part"],
+             score(read, "bleu,surface", shard="2/2", show_progress=False)]
+    got = sorted(pd.concat(parts)["story_id"].unique())
+    assert got == sorted(stories["story_id"])
+    assert not set(parts[0]["story_id"]) & set(parts[1]["story_id"])
