@@ -5,8 +5,8 @@ pivoted to the wide table without building a Python string per row.
 
 It returns what `storyeval.data.scores.scores_to_dataset` builds from the same file, or None
 whenever the file is not a plain valid table of that shape (another layout, a ``story_id``
-column, a value pyarrow cannot read as a number, an empty or duplicated cell, a byte-order
-mark, ...): the caller then reads the file the general way, whose errors name the file, row and
+column, a CSV column besides the four, a value pyarrow cannot read as a number, an empty or
+duplicated cell, a byte-order mark, text that is not UTF-8, ...): the caller then reads the file the general way, whose errors name the file, row and
 column. So the fast path changes no result and no message; it only skips work on valid input.
 """
 
@@ -88,8 +88,8 @@ def _read_csv(path: Path, fmt: str):
                                              .split("\n")[0]), delimiter=sep))
     except (UnicodeDecodeError, StopIteration, csv.Error):
         return None
-    if not _plain_header(header):
-        return None
+    if not _plain_header(header) or len(header) != len(LONG_COLUMNS):
+        return None  # other columns would go unread, their encoding unchecked
     text = pa.dictionary(pa.int32(), pa.string())
 
     def read(prompt_type):
