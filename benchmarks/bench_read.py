@@ -39,6 +39,7 @@ from bench_scale import CRITERIA, SYSTEMS, make_wide  # noqa: E402
 PAGE_TABLE = ROOT / "docs" / "generated" / "scale_read.md"
 JSON_PATH = ROOT / "benchmarks" / "bench_read.json"
 TARGETS = {"csv": 4.0, "parquet": 2.0}  # seconds, issue 40
+NAMES = {"csv": "CSV", "parquet": "Parquet"}
 
 READ_BODY = """
 import sys, time, hashlib
@@ -93,18 +94,18 @@ def _median(values: list[float]) -> float:
 def table(result: dict) -> str:
     """The Markdown table of the scale page."""
     lines = ["| file | code | wall, median (min-max) | CPU time, median | peak RSS, median "
-             f"| target |",
+             "| target |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     for fmt in ("csv", "parquet"):
         for code in ("old", "new"):
             runs = result["runs"][fmt][code]
             walls = [r["wall_s"] for r in runs]
             lines.append(
-                f"| {fmt.upper()} ({result['size_mb'][fmt]:,.0f} MB) | {code} "
+                f"| {NAMES[fmt]} ({result['size_mb'][fmt]:,.0f} MB) | {code} "
                 f"| {_median(walls):.1f} s ({min(walls):.1f}-{max(walls):.1f}) "
                 f"| {_median([r['cpu_s'] for r in runs]):.1f} s "
                 f"| {_median([r['peak_mb'] for r in runs]):,.0f} MB "
-                f"| {'< %g s' % TARGETS[fmt] if code == 'new' else ''} |")
+                f"| {f'< {TARGETS[fmt]:g} s' if code == 'new' else ''} |")
     load = result["load_average"]
     return ("\n".join(lines) + "\n\n"
             f"{result['stories']:,} stories x {result['measures']} measures "

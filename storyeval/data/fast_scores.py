@@ -140,10 +140,30 @@ def _codes(column) -> tuple[np.ndarray, np.ndarray] | None:
     if column.num_chunks == 0:
         return None
     dictionary = column.chunk(0).dictionary.to_numpy(zero_copy_only=False)
-    indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False)
-                              for c in column.chunks])
-    codes, seen = first_seen_codes(indices, len(dictionary))
-    return codes, dictionary[seen]
+    chunks = [c.indices.to_numpy(zero_copy_only=False) for c in column.chunks]
+    seen = _first_seen(chunks, len(dictionary))
+    indices = np.concatenate(chunks)
+    del chunks
+    if len(seen) < len(dictionary) or (seen != np.arange(len(seen))).any():
+        rank = np.full(len(dictionary), -1, dtype=np.int64)
+        rank[seen] = np.arange(len(seen))
+        indices = rank[indices]  # codes in order of first appearance
+    return indices, dictionary[seen]
+
+
+def _first_seen(chunks: list[np.ndarray], top: int) -> np.ndarray:
+    """The distinct keys of ``chunks`` (integers below ``top``) in order of first appearance,
+    chunk by chunk, stopping once all ``top`` have appeared."""
+    order: list[int] = []
+    have: set[int] = set()
+    for chunk in chunks:
+        for key in pd.unique(chunk).tolist():
+            if key not in have:
+                have.add(key)
+                order.append(key)
+        if len(order) == top:
+            break
+    return np.asarray(order, dtype=np.int64)
 
 
 def first_seen_codes(keys: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -154,23 +174,33 @@ def first_seen_codes(keys: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray
     n = len(keys)
     if n == 0:
         return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
-    record = np.maximum.accumulate(keys)
-    if record[0] == 0 and (n == 1 or np.diff(record).max() <= 1):
-        return keys, np.arange(int(record[-1]) + 1, dtype=np.int64)
-    del record
+    if keys[0] == 0 and _in_record_order(keys):
+        return keys, np.arange(int(keys.max()) + 1, dtype=np.int64)
     first = np.full(top, n, dtype=np.int64)
     first[keys[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)  # the last write wins
     seen = np.flatnonzero(first < n)
     seen = seen[np.argsort(first[seen], kind="stable")]
-    rank = np.empty(top, dtype=np.int64)
-    rank[seen] = np.arange(len(seen), dtype=np.int64)
+    rank = np.empty(top, dtype=keys.dtype)
+    rank[seen] = np.arange(len(seen))
     return rank[keys], seen
+
+
+def _in_record_order(keys: np.ndarray) -> bool:
+    """Whether every key is at most one more than the largest key before it (so each new key
+    is the next number), with one running maximum and no other large temporary."""
+    record = np.maximum.accumulate(keys)
+    record += 1
+    ok = bool(np.less_equal(keys[1:], record[:-1]).all())
+    del record
+    return ok
 
 
 def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`first_seen_codes` when the keys span a small range, else ``pd.factorize``."""
     low, high = (int(keys.min()), int(keys.max())) if len(keys) else (0, -1)
     if low >= 0 and high < 8 * len(keys) + 2**20:
+        if high < 2**31 - 1 and keys.dtype != np.int32:
+            keys = keys.astype(np.int32)  # half the memory traffic
         return first_seen_codes(keys, high + 1)
     codes, seen = pd.factorize(keys)
     return codes, np.asarray(seen)
@@ -197,8 +227,11 @@ def _prompt_values(column) -> tuple[np.ndarray, list, object] | None:
     if pa.types.is_integer(column.type):
         values = column.to_numpy().astype(np.int64, copy=False)
         low = int(values.min()) if len(values) else 0
-        codes, seen = _factorize(values - low)
-        return codes, (seen + low).tolist(), np.dtype(np.int64)
+        if low:
+            values = values - low
+        codes, seen = _factorize(values)
+        del values
+        return codes, (np.asarray(seen, dtype=np.int64) + low).tolist(), np.dtype(np.int64)
     if pa.types.is_floating(column.type):
         return None  # decimal ids: the general reader's rule
     if not pa.types.is_dictionary(column.type):
@@ -243,8 +276,17 @@ def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
     if np.isinf(value).any():
         return None
     width = max(len(prompts), 1)
-    story_codes, pairs = _factorize(sys_codes.astype(np.int64) * width + prompt_codes)
-    key = story_codes.astype(np.int64) * len(measures) + measure_codes
+    wide_keys = len(sys_values) * width >= 2**31 or len(measures) * len(sys_values) * width \
+        >= 2**31
+    kind = np.int64 if wide_keys else np.int32
+    pair_key = sys_codes.astype(kind)
+    pair_key *= width
+    pair_key += prompt_codes
+    story_codes, pairs = _factorize(pair_key)
+    del pair_key
+    key = story_codes.astype(kind)
+    key *= len(measures)
+    key += measure_codes
     if np.bincount(key, minlength=len(pairs) * len(measures)).max(initial=0) > 1:
         return None  # a (story, measure) twice
     wide = np.full((len(pairs), len(measures)), np.nan)
