@@ -170,3 +170,21 @@ def test_first_seen_codes_is_factorize(keys):
     codes, seen = first_seen_codes(keys, int(keys.max(initial=-1)) + 1)
     want_codes, want_seen = pd.factorize(keys)
     assert codes.tolist() == want_codes.tolist() and seen.tolist() == list(want_seen)
+
+
+def test_scale_page_table_is_the_benchmarks_json():
+    # docs/generated/scale_read.md is what benchmarks/bench_read.py renders from its JSON
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("bench_read", root / "benchmarks" /
+                                                  "bench_read.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    import json
+
+    result = json.loads((root / "benchmarks" / "bench_read.json").read_text())
+    assert (root / "docs" / "generated" / "scale_read.md").read_text() == bench.table(result)
+    assert result["stories"] == 10**6 and result["measures"] == 16
+    assert '--8<-- "generated/scale_read.md"' in (root / "docs" / "scale.md").read_text()
