@@ -279,14 +279,14 @@ def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
     wide_keys = len(sys_values) * width >= 2**31 or len(measures) * len(sys_values) * width \
         >= 2**31
     kind = np.int64 if wide_keys else np.int32
-    pair_key = sys_codes.astype(kind)
-    pair_key *= width
-    pair_key += prompt_codes
+    pair_key = sys_codes.astype(kind)  # in place below: no 16M-row temporaries
+    np.multiply(pair_key, width, out=pair_key, casting="same_kind")
+    np.add(pair_key, prompt_codes, out=pair_key, casting="same_kind")
     story_codes, pairs = _factorize(pair_key)
     del pair_key
     key = story_codes.astype(kind)
-    key *= len(measures)
-    key += measure_codes
+    np.multiply(key, len(measures), out=key, casting="same_kind")
+    np.add(key, measure_codes, out=key, casting="same_kind")
     if np.bincount(key, minlength=len(pairs) * len(measures)).max(initial=0) > 1:
         return None  # a (story, measure) twice
     wide = np.full((len(pairs), len(measures)), np.nan)
