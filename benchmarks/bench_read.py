@@ -12,7 +12,7 @@ peak resident memory (VmHWM). The load average of the machine is printed with th
 on a shared machine the wall time of one process grows with the others' load; the CPU time
 does much less.
 
-Writes ``benchmarks/bench_read.json`` and the table ``docs/generated/scale_read.md`` that the
+Writes ``benchmarks/bench_read.json`` and the table ``docs/generated/scale/read.md`` that the
 scale page shows.
 
     python benchmarks/bench_read.py                   # about 10 minutes on 2 cores
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from bench_scale import CRITERIA, SYSTEMS, make_wide  # noqa: E402
 
-PAGE_TABLE = ROOT / "docs" / "generated" / "scale_read.md"
+PAGE_TABLE = ROOT / "docs" / "generated" / "scale" / "read.md"
 JSON_PATH = ROOT / "benchmarks" / "bench_read.json"
 TARGETS = {"csv": 4.0, "parquet": 2.0}  # seconds, issue 40
 NAMES = {"csv": "CSV", "parquet": "Parquet"}

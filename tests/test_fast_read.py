@@ -173,7 +173,7 @@ def test_first_seen_codes_is_factorize(keys):
 
 
 def test_scale_page_table_is_the_benchmarks_json():
-    # docs/generated/scale_read.md is what benchmarks/bench_read.py renders from its JSON
+    # docs/generated/scale/read.md is what benchmarks/bench_read.py renders from its JSON
     import importlib.util
     from pathlib import Path
 
@@ -185,6 +185,6 @@ def test_scale_page_table_is_the_benchmarks_json():
     import json
 
     result = json.loads((root / "benchmarks" / "bench_read.json").read_text())
-    assert (root / "docs" / "generated" / "scale_read.md").read_text() == bench.table(result)
+    assert (root / "docs" / "generated" / "scale" / "read.md").read_text() == bench.table(result)
     assert result["stories"] == 10**6 and result["measures"] == 16
-    assert '--8<-- "generated/scale_read.md"' in (root / "docs" / "scale.md").read_text()
+    assert '--8<-- "generated/scale/read.md"' in (root / "docs" / "scale.md").read_text()
