@@ -98,6 +98,22 @@ def test_three_shards_merge_into_the_bytes_of_one_run(tmp_path, story_file, suff
     assert "3 shards of `storyeval score` (36 stories)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_empty_shards_merge_too(tmp_path, story_file, suffix):
+    # 3 stories in 5 shards: at least two shards hold no story and write an empty table
+    small = tmp_path / "small.csv"
+    pd.read_csv(story_file).head(3).to_csv(small, index=False)
+    args = ["score", "--input", str(small), "--metrics", "bleu", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / f"one{suffix}")]) == 0
+    parts = [tmp_path / f"p{k}{suffix}" for k in range(1, 6)]
+    for k, out in enumerate(parts, start=1):
+        assert main([*args, "--shard", f"{k}/5", "--out", str(out)]) == 0
+    empty = [json.loads(Path(f"{p}.shard.json").read_text())["positions"] == [] for p in parts]
+    assert sum(empty) >= 2
+    assert main(["merge", *map(str, parts), "--out", str(tmp_path / f"m{suffix}")]) == 0
+    assert (tmp_path / f"m{suffix}").read_bytes() == (tmp_path / f"one{suffix}").read_bytes()
+
+
 def test_library_shards_hold_the_rows_of_one_run(story_file):
     stories = pd.read_csv(story_file)
     full = score(stories, "bleu,surface", options={"surface": {"tokenizer": "regex"}},

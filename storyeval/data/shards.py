@@ -258,7 +258,8 @@ def read_table_raw(path: str | Path, fmt: str) -> pd.DataFrame:
         return pd.read_csv(path, sep="," if fmt == "csv" else "\t", dtype=str,
                            keep_default_na=False, na_filter=False)
     if fmt == "jsonl":
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = [x for x in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                 if x.strip()]  # an empty shard's file holds one blank line
         fields = pd.DataFrame.from_records([json.loads(x) for x in lines]) if lines \
             else pd.DataFrame()
         fields["_line"] = lines
@@ -309,7 +310,8 @@ def merge_tables(tables: Sequence[pd.DataFrame], infos: Sequence[ShardInfo], *,
         keys_pos.append(np.fromiter((position[u] for u in ids), dtype=np.int64, count=len(ids)))
         keys_block.append(np.zeros(len(table), dtype=np.int64) if block is None
                           else np.asarray(block(table), dtype=np.int64))
-    merged = pd.concat(list(tables), ignore_index=True)
+    rows = [t for t in tables if len(t)] or list(tables[:1])  # an empty shard's types may differ
+    merged = pd.concat(rows, ignore_index=True)
     order = np.lexsort((np.concatenate(keys_pos), np.concatenate(keys_block)))  # stable
     return merged.iloc[order].reset_index(drop=True)
 
