@@ -314,3 +314,32 @@ def test_scale_page_datasets_recipe_runs_on_a_dataset_saved_to_disk(tmp_path, mo
     got = sorted(pd.concat(parts)["story_id"].unique())
     assert got == sorted(stories["story_id"])
     assert not set(parts[0]["story_id"]) & set(parts[1]["story_id"])
+
+
+def test_rate_and_judge_shards_without_a_story_merge_too(tmp_path, capsys):
+    stories = tmp_path / "stories.csv"
+    _stories(n_prompts=2, systems=("S0", "S1")).to_csv(stories, index=False)  # 4 stories
+    ids = _stories(n_prompts=2, systems=("S0", "S1"))["story_id"].tolist()
+    n = 5
+    assert 0 in [len(shard_rows(ids, f"{k}/{n}")) for k in range(1, n + 1)]
+    with StubServer(Script(answer=_judge_answer)) as srv:
+        assert main(_rate(srv, stories, tmp_path / "one.sqlite", "--out",
+                          str(tmp_path / "one"))) == 0
+        assert main(_judge(srv, stories, tmp_path / "j.sqlite", "--out",
+                           str(tmp_path / "one.csv"))) == 0
+        for k in range(1, n + 1):
+            assert main(_rate(srv, stories, tmp_path / f"c{k}.sqlite", "--shard", f"{k}/{n}",
+                              "--out", str(tmp_path / f"part{k}"))) == 0
+            assert main(_judge(srv, stories, tmp_path / f"j{k}.sqlite", "--shard",
+                               f"{k}/{n}", "--out", str(tmp_path / f"v{k}.csv"))) == 0
+    assert "holds none of the stories" in capsys.readouterr().out
+    assert main(["merge", *[str(tmp_path / f"part{k}") for k in range(1, n + 1)], "--out",
+                 str(tmp_path / "merged")]) == 0
+    for name in ("ratings.csv", "scores.csv", "judge_systems.csv", "consistency.csv"):
+        assert (tmp_path / "merged" / name).read_bytes() == \
+            (tmp_path / "one" / name).read_bytes(), name
+    assert main(["merge", *[str(tmp_path / f"v{k}.csv") for k in range(1, n + 1)], "--out",
+                 str(tmp_path / "merged.csv")]) == 0
+    assert (tmp_path / "merged.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert (tmp_path / "merged.failures.csv").read_bytes() == \
+        (tmp_path / "one.failures.csv").read_bytes()

@@ -567,6 +567,15 @@ def _run_judge(args: argparse.Namespace) -> int:
     pairs = make_pairs(stories, systems=_split(args.systems) if args.systems else None,
                        limit=args.limit)
     pairs, shard_info = _judge_shard(args, shard, pairs)
+    if shard is not None and len(pairs) == 0:
+        print(f"shard {shard} holds none of the pairs: nothing to judge")
+        if shard_info is not None and not args.dry_run:  # empty outputs for `storyeval merge`
+            from storyeval._atomic import atomic_write_bytes, atomic_write_text
+
+            for name in (f["name"] for f in shard_info.extra["files"]):
+                atomic_write_bytes(args.out.with_name(name), b"")
+            atomic_write_text(shard_info.path, shard_info.to_json())
+        return 0
     common = {"dimensions": _split(args.dimensions) if args.dimensions else None,
               "overall": not args.no_overall, "both_orders": not args.one_order,
               "tries": args.tries, "sampling": sampling, "judge": args.judge,

@@ -159,13 +159,14 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
               "failures.csv": fails, "failed_requests.csv": outputs.failed_requests(ratings)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables["judge_systems.csv"] = outputs.judge_systems(ratings,
-                                                            on_unparsed=args.on_unparsed)
-        if args.paired:
-            tables["judge_systems_paired.csv"] = outputs.judge_systems(
-                ratings, on_unparsed=args.on_unparsed, paired=True)
-        if args.tries >= 2:
-            tables["consistency.csv"] = outputs.self_consistency(ratings)
+        if shard_info is None:  # set-level tables: a shard leaves them to `storyeval merge`
+            tables["judge_systems.csv"] = outputs.judge_systems(ratings,
+                                                                on_unparsed=args.on_unparsed)
+            if args.paired:
+                tables["judge_systems_paired.csv"] = outputs.judge_systems(
+                    ratings, on_unparsed=args.on_unparsed, paired=True)
+            if args.tries >= 2:
+                tables["consistency.csv"] = outputs.self_consistency(ratings)
     for w in caught:
         print(f"storyeval rate: warning: {w.message}", file=sys.stderr)
     files = {}
@@ -181,6 +182,22 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
             json.dumps(settings, indent=2, default=str) + "\n", encoding="utf-8")
         (out / "settings.json").unlink(missing_ok=True)  # the folder is incomplete until the end
     return [*files, "settings.json"]
+
+
+def _empty_shard(args: argparse.Namespace, shard, shard_info) -> int:
+    """A shard that holds no story: nothing to send; with --out, an empty ratings.csv and the
+    shard's metadata, for `storyeval merge`."""
+    print(f"shard {shard} holds none of the stories: nothing to rate")
+    if args.out is not None and not args.dry_run:
+        from storyeval._atomic import OutputFolder
+
+        with OutputFolder(Path(args.out), overwrite=args.overwrite, command="rate") as folder:
+            folder.file("ratings.csv").write_bytes(b"")
+            folder.file("shard.json").write_text(shard_info.to_json(), encoding="utf-8")
+            folder.file("settings.json").write_text(json.dumps(
+                {"shard": str(shard), "sent": 0, "answered": 0, "request_failures": 0,
+                 "cache": str(args.cache)}, indent=2) + "\n", encoding="utf-8")
+    return 0
 
 
 def _print_failed(failed, out: Path | None, shown: int = 5) -> None:
@@ -233,6 +250,8 @@ def run(args: argparse.Namespace) -> int:
                 extra={"format": "folder", "files": [{"role": "ratings", "name": "ratings.csv",
                                                       "format": "csv", "unit": "story_id"}]})
             stories = stories.iloc[shard_rows(ids, shard)].reset_index(drop=True)
+            if len(stories) == 0:
+                return _empty_shard(args, shard, shard_info)
         common = {"model_name": args.model_name, "eval_prompts": args.eval_prompts,
                       "criteria": args.criteria, "tries": args.tries, "sampling": sampling,
                       "templates": args.templates, "guidelines": args.guidelines,

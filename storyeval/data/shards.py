@@ -254,6 +254,8 @@ def read_table_raw(path: str | Path, fmt: str) -> pd.DataFrame:
     stay ``""``), JSON lines kept as the line text (column ``_line``) next to their parsed
     fields, Parquet with the types it stores."""
     path = Path(path)
+    if path.stat().st_size == 0:
+        return pd.DataFrame()  # the output of a shard that holds no story
     if fmt in ("csv", "tsv"):
         return pd.read_csv(path, sep="," if fmt == "csv" else "\t", dtype=str,
                            keep_default_na=False, na_filter=False)
@@ -310,7 +312,8 @@ def merge_tables(tables: Sequence[pd.DataFrame], infos: Sequence[ShardInfo], *,
         keys_pos.append(np.fromiter((position[u] for u in ids), dtype=np.int64, count=len(ids)))
         keys_block.append(np.zeros(len(table), dtype=np.int64) if block is None
                           else np.asarray(block(table), dtype=np.int64))
-    rows = [t for t in tables if len(t)] or list(tables[:1])  # an empty shard's types may differ
+    # an empty shard's types may differ; with no row at all, the table that has the columns
+    rows = [t for t in tables if len(t)] or [max(tables, key=lambda t: len(t.columns))]
     merged = pd.concat(rows, ignore_index=True)
     order = np.lexsort((np.concatenate(keys_pos), np.concatenate(keys_block)))  # stable
     return merged.iloc[order].reset_index(drop=True)
