@@ -37,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "score",
     "rate",
     "pairwise",
+    "merge",
     "bias",
     "contamination",
     "explain",

@@ -109,3 +109,37 @@ def backend_from_args(args: argparse.Namespace):
         raise InputError("--tensor-parallel-size must be >= 1")
     return make_backend("vllm", args.model,
                         engine_kwargs={"tensor_parallel_size": args.tensor_parallel_size})
+
+
+#: Options of `rate` and `pairwise judge` that shards merged together must share.
+LLM_SHARD_SETTINGS = ("backend", "model", "temperature", "top_p", "max_tokens", "seed",
+                      "no_seed", "dtype")
+DEFAULT_CACHE = "storyeval-llm-cache.sqlite"
+
+
+def add_shard_option(group, unit: str) -> None:
+    """``--shard K/N`` of `rate` and `pairwise judge`."""
+    group.add_argument("--shard", metavar="K/N",
+                       help=f"only shard K of N (K = 1..N) of the {unit}, split by a stable "
+                            "hash of their ids; the output records the shard for `storyeval "
+                            "merge`; the default --cache becomes "
+                            "storyeval-llm-cache.shard-K-of-N.sqlite")
+
+
+def shard_from_args(args):
+    """The parsed ``--shard`` (None without it); a shard's default cache is its own file."""
+    from pathlib import Path
+
+    from storyeval.data.shards import Shard
+
+    if getattr(args, "shard", None) is None:
+        return None
+    shard = Shard.parse(args.shard)
+    if str(args.cache) == DEFAULT_CACHE:
+        args.cache = Path(f"storyeval-llm-cache.shard-{shard.index}-of-{shard.count}.sqlite")
+    return shard
+
+
+def shard_settings(args, names: tuple[str, ...]) -> dict:
+    """The options of ``args`` that shards of one run must share."""
+    return {k: getattr(args, k, None) for k in (*LLM_SHARD_SETTINGS, *names)}

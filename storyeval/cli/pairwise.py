@@ -51,9 +51,16 @@ from storyeval.cli.common import (
 from storyeval.cli.llm_options import (
     add_backend_model_options,
     add_sampling_and_transport_options,
+    add_shard_option,
     backend_from_args,
     sampling_from_args,
+    shard_from_args,
+    shard_settings,
 )
+
+#: Options of `pairwise judge` that shards merged together must share.
+JUDGE_SHARD_SETTINGS = ("judge", "dataset", "systems", "limit", "dimensions", "no_overall",
+                        "one_order", "tries", "template", "dimensions_file")
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -491,10 +498,31 @@ def _add_judge_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--out", type=Path, metavar="FILE",
                    help="verdict table to write (.csv, .tsv or .jsonl; required unless "
                         "--dry-run); failures go to FILE's stem + '.failures' + suffix")
+    add_shard_option(c, "pairs")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     return p
+
+
+def _judge_shard(args: argparse.Namespace, shard, pairs):
+    """The pairs of ``shard`` (all without one) and the shard's metadata."""
+    if shard is None:
+        return pairs, None
+    from storyeval.data.shards import make_shard_info, pair_ids, shard_rows, sidecar_path
+
+    ids = pair_ids(pairs["story_a"].astype(str), pairs["story_b"].astype(str))
+    rows = shard_rows(ids, shard)
+    if args.out is None:  # a dry run: the shard's requests only
+        return pairs.iloc[rows].reset_index(drop=True), None
+    fmt = "jsonl" if args.out.suffix.lower() in (".jsonl", ".json") else args.out.suffix[1:]
+    fail_name = args.out.stem + ".failures" + args.out.suffix
+    files = [{"role": "main", "name": args.out.name, "format": fmt, "unit": "pair"},
+             {"role": "failures", "name": fail_name, "format": fmt, "unit": "pair"}]
+    info = make_shard_info(sidecar_path(args.out), command="pairwise judge", shard=shard,
+                           settings=shard_settings(args, JUDGE_SHARD_SETTINGS), all_ids=ids,
+                           extra={"format": fmt, "files": files})
+    return pairs.iloc[rows].reset_index(drop=True), info
 
 
 def _write_table(frame, path: Path) -> None:
@@ -536,11 +564,22 @@ def _run_judge(args: argparse.Namespace) -> int:
         check_out_file(args.out)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1, got {args.limit}")
+    shard = shard_from_args(args)
     sampling = sampling_from_args(args)
     backend = backend_from_args(args)
     stories = load_stories(args.stories if args.stories is not None else (args.dataset or "hanna"))
     pairs = make_pairs(stories, systems=_split(args.systems) if args.systems else None,
                        limit=args.limit)
+    pairs, shard_info = _judge_shard(args, shard, pairs)
+    if shard is not None and len(pairs) == 0:
+        print(f"shard {shard} holds none of the pairs: nothing to judge")
+        if shard_info is not None and not args.dry_run:  # empty outputs for `storyeval merge`
+            from storyeval._atomic import atomic_write_bytes, atomic_write_text
+
+            for name in (f["name"] for f in shard_info.extra["files"]):
+                atomic_write_bytes(args.out.with_name(name), b"")
+            atomic_write_text(shard_info.path, shard_info.to_json())
+        return 0
     common = {"dimensions": _split(args.dimensions) if args.dimensions else None,
               "overall": not args.no_overall, "both_orders": not args.one_order,
               "tries": args.tries, "sampling": sampling, "judge": args.judge,
@@ -568,12 +607,16 @@ def _run_judge(args: argparse.Namespace) -> int:
     j = result.judgments
     ok = j["status"] == "ok"
     fail_path = args.out.with_name(args.out.stem + ".failures" + args.out.suffix)
-    if ok.any():
+    if ok.any() or shard_info is not None:  # a shard writes its file, even an empty one
         _write_table(result.verdicts, args.out)
     else:
         print("storyeval pairwise judge: warning: no usable verdict; the verdict file is not "
               "written", file=sys.stderr)
     _write_table(j[~ok], fail_path)
+    if shard_info is not None:
+        from storyeval._atomic import atomic_write_text
+
+        atomic_write_text(shard_info.path, shard_info.to_json())
     fails = result.failures()
     summary = {"plan": result.plan.to_dict(), "sent": result.n_sent,
                "answered": result.n_answered, "request_failures": result.n_request_failures,

@@ -15,9 +15,17 @@ from pathlib import Path
 from storyeval.cli.llm_options import (
     add_backend_model_options,
     add_sampling_and_transport_options,
+    add_shard_option,
     backend_from_args,
     sampling_from_args,
+    shard_from_args,
+    shard_settings,
 )
+
+#: Options of `rate` that shards merged together must share (besides LLM_SHARD_SETTINGS).
+SHARD_SETTINGS = ("model_name", "dataset", "systems", "limit", "eval_prompts", "criteria",
+                  "tries", "templates", "guidelines", "criteria_file", "parser",
+                  "on_unparsed", "paired")
 
 DESCRIPTION = """\
 Rate every story on each criterion with each Eval-Prompt, `--tries` times, through an
@@ -101,6 +109,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.add_argument("--paired", action="store_true",
                    help="also write judge_systems_paired.csv: by-prompt paired differences "
                         "between every two systems (paired t, BH per measure)")
+    add_shard_option(c, "stories")
     c.add_argument("--json", action="store_true", help="print the run summary as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.add_argument("-v", "--verbose", action="store_true", help="log every retry")
@@ -131,7 +140,7 @@ def _stories(args: argparse.Namespace):
 
 
 def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
-                   summary: dict) -> list[str]:
+                   summary: dict, shard_info=None) -> list[str]:
     """Write the run's files into ``out`` together (staged, then moved into place; see
     ``storyeval._atomic.OutputFolder``).
 
@@ -150,13 +159,14 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
               "failures.csv": fails, "failed_requests.csv": outputs.failed_requests(ratings)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables["judge_systems.csv"] = outputs.judge_systems(ratings,
-                                                            on_unparsed=args.on_unparsed)
-        if args.paired:
-            tables["judge_systems_paired.csv"] = outputs.judge_systems(
-                ratings, on_unparsed=args.on_unparsed, paired=True)
-        if args.tries >= 2:
-            tables["consistency.csv"] = outputs.self_consistency(ratings)
+        if shard_info is None:  # set-level tables: a shard leaves them to `storyeval merge`
+            tables["judge_systems.csv"] = outputs.judge_systems(ratings,
+                                                                on_unparsed=args.on_unparsed)
+            if args.paired:
+                tables["judge_systems_paired.csv"] = outputs.judge_systems(
+                    ratings, on_unparsed=args.on_unparsed, paired=True)
+            if args.tries >= 2:
+                tables["consistency.csv"] = outputs.self_consistency(ratings)
     for w in caught:
         print(f"storyeval rate: warning: {w.message}", file=sys.stderr)
     files = {}
@@ -165,11 +175,29 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
             data = table.to_csv(index=False, lineterminator="\n").encode("utf-8")
             folder.file(name).write_bytes(data)
             files[name] = {"rows": len(table), "sha256": hashlib.sha256(data).hexdigest()}
+        if shard_info is not None:  # what `storyeval merge` reads
+            folder.file("shard.json").write_text(shard_info.to_json(), encoding="utf-8")
         settings = {**summary, "files": files}
         folder.file("settings.json").write_text(
             json.dumps(settings, indent=2, default=str) + "\n", encoding="utf-8")
         (out / "settings.json").unlink(missing_ok=True)  # the folder is incomplete until the end
     return [*files, "settings.json"]
+
+
+def _empty_shard(args: argparse.Namespace, shard, shard_info) -> int:
+    """A shard that holds no story: nothing to send; with --out, an empty ratings.csv and the
+    shard's metadata, for `storyeval merge`."""
+    print(f"shard {shard} holds none of the stories: nothing to rate")
+    if args.out is not None and not args.dry_run:
+        from storyeval._atomic import OutputFolder
+
+        with OutputFolder(Path(args.out), overwrite=args.overwrite, command="rate") as folder:
+            folder.file("ratings.csv").write_bytes(b"")
+            folder.file("shard.json").write_text(shard_info.to_json(), encoding="utf-8")
+            folder.file("settings.json").write_text(json.dumps(
+                {"shard": str(shard), "sent": 0, "answered": 0, "request_failures": 0,
+                 "cache": str(args.cache)}, indent=2) + "\n", encoding="utf-8")
+    return 0
 
 
 def _print_failed(failed, out: Path | None, shown: int = 5) -> None:
@@ -207,9 +235,23 @@ def run(args: argparse.Namespace) -> int:
     log.addHandler(handler)
     log.setLevel(logging.INFO if args.verbose else logging.WARNING)
     try:
+        shard = shard_from_args(args)
         sampling = sampling_from_args(args)
         backend = backend_from_args(args)
         stories = _stories(args)
+        shard_info = None
+        if shard is not None:
+            from storyeval.data.shards import make_shard_info, shard_rows
+
+            ids = stories["story_id"].astype(str).tolist()
+            shard_info = make_shard_info(
+                Path(args.out or ".") / "shard.json", command="rate", shard=shard,
+                settings=shard_settings(args, SHARD_SETTINGS), all_ids=ids,
+                extra={"format": "folder", "files": [{"role": "ratings", "name": "ratings.csv",
+                                                      "format": "csv", "unit": "story_id"}]})
+            stories = stories.iloc[shard_rows(ids, shard)].reset_index(drop=True)
+            if len(stories) == 0:
+                return _empty_shard(args, shard, shard_info)
         common = {"model_name": args.model_name, "eval_prompts": args.eval_prompts,
                       "criteria": args.criteria, "tries": args.tries, "sampling": sampling,
                       "templates": args.templates, "guidelines": args.guidelines,
@@ -245,9 +287,11 @@ def run(args: argparse.Namespace) -> int:
             "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
             "parser": args.parser, "on_unparsed": args.on_unparsed, "cache": str(args.cache),
         }
+        if shard is not None:
+            summary["shard"] = str(shard)
         written: list[str] = []
         if args.out is not None:
-            written = _write_outputs(Path(args.out), args, ratings, fails, summary)
+            written = _write_outputs(Path(args.out), args, ratings, fails, summary, shard_info)
             summary["out"] = str(args.out)
         if args.json:
             print(json.dumps(summary, indent=2, default=str))
@@ -266,3 +310,41 @@ def run(args: argparse.Namespace) -> int:
         return 1 if result.n_request_failures else 0
     finally:
         log.removeHandler(handler)
+
+
+def _typed_ratings(raw):
+    """The ratings table as `storyeval.llm.rate` returns it, from the text of ratings.csv."""
+    import io
+
+    import pandas as pd
+
+    text = raw.to_csv(index=False, lineterminator="\n")
+    strings = ("story_id", "system", "model", "criterion", "code", "status", "explanation",
+               "error", "key", "parser")
+    return pd.read_csv(io.StringIO(text), dtype={c: str for c in strings if c in raw.columns})
+
+
+def write_merged(out: Path, tables: dict, infos: list, *, overwrite: bool) -> None:
+    """`storyeval merge` of `rate` shards: the merged ratings (in the order of one run) and
+    every table computed from them, written as one run writes its folder; settings.json names
+    the shards merged."""
+    from storyeval.llm import outputs
+
+    settings = infos[0].settings
+    args = argparse.Namespace(on_unparsed=settings["on_unparsed"], tries=settings["tries"],
+                              paired=settings["paired"], overwrite=overwrite)
+    ratings = _typed_ratings(tables["ratings"][0])
+    shards = []
+    for info in infos:
+        folder = Path(info.path).parent
+        run = json.loads((folder / "settings.json").read_text(encoding="utf-8")) \
+            if (folder / "settings.json").is_file() else {}
+        shards.append({"shard": str(info.shard), "folder": str(folder),
+                       **{k: run.get(k) for k in ("sent", "answered", "request_failures",
+                                                   "cache")}})
+    first = json.loads((Path(infos[0].path).parent / "settings.json").read_text(
+        encoding="utf-8")) if (Path(infos[0].path).parent / "settings.json").is_file() else {}
+    summary = {"merged_shards": shards, "settings": first.get("settings"),
+               "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
+               "parser": settings["parser"], "on_unparsed": settings["on_unparsed"]}
+    _write_outputs(out, args, ratings, outputs.failure_rates(ratings), summary)

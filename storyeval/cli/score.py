@@ -79,6 +79,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="precision of the bertscore / bartscore models (default: float32; "
                      "the deviation of the others is on the metric-fidelity page)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--shard", metavar="K/N",
+                     help="score only shard K of N (K = 1..N; a story's shard is a stable hash "
+                     "of its story_id), write it to --out with OUT.shard.json beside it; "
+                     "`storyeval merge` joins the N outputs into the file one run writes")
     run.add_argument("--surface-tokenizer", choices=["spacy", "regex"], default="spacy",
                      help="words of the surface and diversity measures: spaCy's English "
                      "tokenizer, as HANNA's released columns (spacy, default; the metrics "
@@ -198,6 +202,40 @@ def _check_outputs(args: argparse.Namespace) -> None:
             check_out_file(path, option)
 
 
+#: Options that change the values of a run; shards merged together must agree on them.
+SHARD_SETTINGS = ("dataset", "subset", "metrics", "batch_size", "dtype", "surface_tokenizer",
+                  "self_reference", "bertscore_model", "bertscore_layers", "long_texts",
+                  "bertscore_idf", "rescale", "baseline_path", "bartscore_model",
+                  "bartscore_directions", "max_length")
+
+
+def _check_shard(args: argparse.Namespace):
+    """The parsed ``--shard`` (None without it); its usage errors before scoring."""
+    from storyeval.data.shards import Shard
+    from storyeval.exceptions import InputError
+
+    if args.shard is None:
+        return None
+    shard = Shard.parse(args.shard)
+    if args.out is None:
+        raise InputError("--shard needs --out FILE (each shard writes its own file)")
+    if args.diversity_out is not None:
+        raise InputError("--diversity-out is a set-level table of all the stories: write it "
+                         "in a run without --shard")
+    return shard
+
+
+def _write_shard_info(args: argparse.Namespace, shard, stories, table) -> None:
+    from storyeval.data.shards import sidecar_path, write_shard_info
+
+    files = [{"role": "main", "name": args.out.name, "format": _out_format(args.out),
+              "unit": "story_id", "blocks": table.attrs["metric_blocks"]}]
+    write_shard_info(sidecar_path(args.out), command="score", shard=shard,
+                     settings={k: getattr(args, k) for k in SHARD_SETTINGS},
+                     all_ids=stories["story_id"].astype(str).tolist(),
+                     extra={"format": _out_format(args.out), "files": files})
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``storyeval score``; returns the exit code."""
     from storyeval.exceptions import InputError
@@ -206,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise InputError(f"--batch-size: must be >= 1, got {args.batch_size}")
     _check_outputs(args)
+    shard = _check_shard(args)
     if args.dataset == "hanna":
         stories = hanna_stories(include=args.subset)
         source = "hanna"
@@ -221,8 +260,10 @@ def run(args: argparse.Namespace) -> int:
     table, catalogue = score(
         stories, args.metrics, options=metric_options(args), cache=args.cache,
         batch_size=args.batch_size, self_reference=args.self_reference,
-        show_progress=False if args.no_progress else None, return_catalogue=True)
+        show_progress=False if args.no_progress else None, return_catalogue=True, shard=shard)
     _write(table, args.out)
+    if shard is not None:
+        _write_shard_info(args, shard, stories, table)
     if args.catalogue is not None:
         _write_csv(catalogue, args.catalogue)
     if args.diversity_out is not None:
@@ -232,7 +273,9 @@ def run(args: argparse.Namespace) -> int:
                    args.diversity_out)
     nan = table[table["value"].isna()]
     by_reason = "; ".join(f"{r}: {n}" for r, n in nan["reason"].value_counts().items())
-    print(f"storyeval score: {len(stories)} stories from {source}, "
+    n_scored = len(stories) if shard is None else table["story_id"].nunique()
+    print(f"storyeval score: {n_scored} stories from {source}"
+          + (f" (shard {shard} of {len(stories)})" if shard is not None else "") + ", "
           f"{table['measure'].nunique()} measures, {len(table)} rows"
           + (f" to {args.out}" if args.out else "")
           + f" in {time.perf_counter() - start:.1f} s"

@@ -74,6 +74,12 @@ def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mod
         if is_hanna_wide(path):
             hanna = read_hanna_wide(path)
             return check_dataset_scales(hanna, scales, str(path)) if scales else hanna
+        if id is None and not annotators:  # a large plain long score table: pyarrow's path
+            dataset = _read_long_scores_fast(path, format, criteria=criteria,
+                                             reference_system=reference_system,
+                                             require_same_prompts=require_same_prompts)
+            if dataset is not None:
+                return check_dataset_scales(dataset, scales, str(path))
         frame, fmt = read_table(path, format=format)
         name, source = path.stem, str(path)
     # --id maps the user's column names to storyeval's roles, in any layout
@@ -105,6 +111,24 @@ def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mod
                               reference_system=reference_system,
                               require_same_prompts=require_same_prompts, **common)
     return check_dataset_scales(dataset, scales, source)
+
+
+def _read_long_scores_fast(path: Path, format: str | None, *, criteria, reference_system,
+                           require_same_prompts: bool) -> Dataset | None:
+    """`storyeval.data.fast_scores.read_long_scores` of a file as a Dataset, or None when the
+    file needs the general reader (which then names the file, row and column of a problem)."""
+    from storyeval.data.fast_scores import read_long_scores
+    from storyeval.data.io import _format_of
+    from storyeval.data.scores import dataset_from_pivot
+
+    got = read_long_scores(path, _format_of(path, format))
+    if got is None:
+        return None
+    table, systems, prompts, _ = got
+    dataset = dataset_from_pivot(table, systems, prompts, name=path.stem, source=str(path),
+                                 require_same_prompts=require_same_prompts,
+                                 criteria=_declared(criteria, None))
+    return _with_reference(dataset, reference_system)
 
 
 def check_dataset_scales(dataset: Dataset, scales, source: str) -> Dataset:

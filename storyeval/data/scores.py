@@ -40,9 +40,20 @@ def scores_to_dataset(
     Ratings of individual annotators are read with [`storyeval.data.ratings_to_dataset`][].
     """
     frame, codes = _validate_scores(frame, source, fmt, ("system", "prompt_id", "measure", "value"))
-    table = _pivot_scores(frame, codes)
-    table = sort_stories(table, pd.unique(frame["system"]).tolist(),
-                         pd.unique(frame["prompt_id"]).tolist())
+    return dataset_from_pivot(_pivot_scores(frame, codes), pd.unique(frame["system"]).tolist(),
+                              pd.unique(frame["prompt_id"]).tolist(), name=name, source=source,
+                              require_same_prompts=require_same_prompts, catalogue=catalogue,
+                              criteria=criteria)
+
+
+def dataset_from_pivot(table: pd.DataFrame, systems: list, prompts: list, *, name: str,
+                       source: str, require_same_prompts: bool = True,
+                       catalogue: pd.DataFrame | None = None,
+                       criteria: Sequence[str] = ()) -> Dataset:
+    """The [`Dataset`][] of a validated wide table (one row per story, as
+    `storyeval.data.io._pivot_scores` or `storyeval.data.fast_scores.read_long_scores` give
+    it) and the systems and prompts in order of first appearance."""
+    table = sort_stories(table, systems, prompts)
     if require_same_prompts:
         _check_same_prompts(table, source)
     dataset = Dataset(table, catalogue, name)

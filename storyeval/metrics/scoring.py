@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval._progress import progress_bar
+from storyeval.data.shards import Shard, shard_rows
 from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.metrics.base import Measure, Metric
 from storyeval.metrics.cache import ScoreCache, text_key
@@ -158,6 +159,7 @@ def score(
     self_reference: str = "exclude",
     show_progress: bool | None = None,
     return_catalogue: bool = False,
+    shard: str | Shard | None = None,
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Score stories with metrics; return the tidy score table.
 
@@ -183,12 +185,20 @@ def score(
         Progress bars (default: only on a terminal).
     return_catalogue : bool
         Also return the measure catalogue (default False).
+    shard : str or Shard, optional
+        Score only the stories of shard ``"K/N"`` (`storyeval.data.shards.shard_rows` of the
+        story ids). Everything set-level is taken from all the stories (which measures apply,
+        BERTScore's idf weights and rescaling baseline, the inter-story repetition), so the
+        rows of the N shards together are the rows of one run (`storyeval merge`).
 
     Returns
     -------
     DataFrame
         Columns ``story_id, system, prompt_id, measure, value, reason``; one row per story and
         measure; ``reason`` is empty where ``value`` is a number and says why where it is NaN.
+        Rows are ordered by metric, then story (input order), then measure;
+        ``attrs["metric_blocks"]`` lists each metric's measures (what `storyeval merge` needs
+        to restore that order).
     catalogue : DataFrame
         Only with ``return_catalogue=True``: `measure_catalogue` of the measures
         (taxonomy of each measure, as ``docs/design.md`` describes).
@@ -214,6 +224,8 @@ def score(
     [['a', 'BLEU']]
     """
     df = validate_stories(stories)
+    rows = (np.arange(len(df)) if shard is None
+            else shard_rows(df["story_id"].tolist(), Shard.parse(shard)))
     if self_reference not in ("exclude", "keep"):
         raise InputError(f"self_reference: expected 'exclude' or 'keep', got {self_reference!r}")
     if int(batch_size) < 1:
@@ -250,11 +262,11 @@ def score(
     systems = df["system"].tolist()
     systems = None if df["system"].isna().all() else ["" if pd.isna(s) else s for s in systems]
 
-    frames, all_measures = [], []
+    frames, all_measures, blocks = [], [], []
     for metric in metric_objs:
         values, measures = _score_one(metric, texts, refs, prompts, systems, has_ref, has_prompt,
                                       cache=cache, batch_size=int(batch_size),
-                                      show_progress=show_progress)
+                                      show_progress=show_progress, rows=rows)
         reasons = np.full(values.shape, "", dtype=object)
         for j, m in enumerate(measures):  # precedence: empty story, then missing inputs
             col = np.full(len(texts), "", dtype=object)
@@ -264,6 +276,7 @@ def score(
                 col[no_ref] = ref_reason_arr[no_ref]
             col[empty] = REASON_EMPTY
             reasons[:, j] = col
+        values, reasons = values[rows], reasons[rows]
         values[reasons != ""] = np.nan
         undefined = np.isnan(values) & (reasons == "")
         if undefined.any():
@@ -273,14 +286,15 @@ def score(
                           stacklevel=user_stacklevel())
         n, k = values.shape
         frames.append(pd.DataFrame({
-            "story_id": np.repeat(df["story_id"].to_numpy(), k),
-            "system": np.repeat(df["system"].to_numpy(), k),
-            "prompt_id": np.repeat(df["prompt_id"].to_numpy(), k),
+            "story_id": np.repeat(df["story_id"].to_numpy()[rows], k),
+            "system": np.repeat(df["system"].to_numpy()[rows], k),
+            "prompt_id": np.repeat(df["prompt_id"].to_numpy()[rows], k),
             "measure": np.tile([m.name for m in measures], n),
             "value": values.reshape(-1).astype(float),
             "reason": reasons.reshape(-1),
         }))
         all_measures.extend(measures)
+        blocks.append(measures)
     names = [m.name for m in all_measures]
     dups = sorted({x for x in names if names.count(x) > 1})
     if dups:
@@ -290,13 +304,14 @@ def score(
     out["system"] = out["system"].astype("string")
     out["prompt_id"] = out["prompt_id"].astype(df["prompt_id"].dtype)
     out["reason"] = out["reason"].astype(str)
+    out.attrs["metric_blocks"] = [[m.name for m in block] for block in blocks]
     if return_catalogue:
         return out, measure_catalogue(all_measures)
     return out
 
 
 def _score_one(metric: Metric, texts, refs, prompts, systems, has_ref, has_prompt, *, cache,
-               batch_size, show_progress) -> tuple[np.ndarray, list[Measure]]:
+               batch_size, show_progress, rows) -> tuple[np.ndarray, list[Measure]]:
     context = {"stories": texts, "references": refs, "prompts": prompts, "systems": systems}
     metric.prepare(context)
     measures = metric.measures(has_reference=has_ref, has_prompt=has_prompt)
@@ -319,33 +334,35 @@ def _score_one(metric: Metric, texts, refs, prompts, systems, has_ref, has_promp
         store = ScoreCache(cache, metric=metric.name, config_key=metric.config_key(),
                            config=metric.config(), measures=[m.name for m in measures])
     try:
-        known = store.get_many(k for k in keys if k is not None) if store else {}
+        known = (store.get_many(keys[i] for i in rows.tolist() if keys[i] is not None)
+                 if store else {})
         first_row: dict[str, int] = {}
-        for i, k in enumerate(keys):
+        for i in rows.tolist():  # only the stories of this shard (all without one)
+            k = keys[i]
             if k is not None and k not in known and k not in first_row:
                 first_row[k] = i
         todo = list(first_row.values())
         with progress_bar(total=len(todo), desc=metric.name, unit="story",
                           show=show_progress) as bar:
             for b in range(0, len(todo), batch_size):
-                rows = todo[b:b + batch_size]
+                batch = todo[b:b + batch_size]
                 vals = np.asarray(metric.score_batch(
-                    [texts[i] for i in rows], [refs[i] for i in rows],
-                    [prompts[i] for i in rows], measures), dtype=float)
-                if vals.shape != (len(rows), len(measures)):
+                    [texts[i] for i in batch], [refs[i] for i in batch],
+                    [prompts[i] for i in batch], measures), dtype=float)
+                if vals.shape != (len(batch), len(measures)):
                     raise RuntimeError(f"metric {metric.name!r} returned shape {vals.shape}, "
-                                       f"expected {(len(rows), len(measures))}")
-                new = {keys[i]: vals[r].tolist() for r, i in enumerate(rows)}
+                                       f"expected {(len(batch), len(measures))}")
+                new = {keys[i]: vals[r].tolist() for r, i in enumerate(batch)}
                 known.update(new)
                 if store is not None:
                     store.put_many(new.items())
-                bar.update(len(rows))
+                bar.update(len(batch))
     finally:
         if store is not None:
             store.close()
-    for i, k in enumerate(keys):
-        if k is not None:
-            values[i] = known[k]
+    for i in rows.tolist():
+        if keys[i] is not None:
+            values[i] = known[keys[i]]
     values, measures = metric.finalize(values, measures, context)
     return np.asarray(values, dtype=float), list(measures)
 

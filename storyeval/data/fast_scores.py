@@ -1,0 +1,300 @@
+"""A fast path for large long score tables (``system, prompt_id, measure, value``) in CSV, TSV
+or Parquet: read by pyarrow (multi-threaded CSV reader; Parquet row groups in parallel) with
+the text columns dictionary-encoded, validated on their integer codes and distinct values, and
+pivoted to the wide table without building a Python string per row.
+
+It returns what `storyeval.data.scores.scores_to_dataset` builds from the same file, or None
+whenever the file is not a plain valid table of that shape (another layout, a ``story_id``
+column, a CSV column besides the four, a value pyarrow cannot read as a number, an empty or
+duplicated cell, a byte-order mark, text that is not UTF-8, ...): the caller then reads the file the general way, whose errors name the file, row and
+column. So the fast path changes no result and no message; it only skips work on valid input.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FAST_MIN_BYTES", "LONG_COLUMNS", "read_long_scores"]
+
+#: The columns of the tables this path reads (any other column is ignored, as by the pivot).
+LONG_COLUMNS = ("system", "prompt_id", "measure", "value")
+#: Files from this size take the fast path (smaller ones are read in well under a second).
+FAST_MIN_BYTES = 8 * 2**20
+
+
+def read_long_scores(path: str | Path, fmt: str
+                     ) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+    """The wide table of a long score file and the file's systems, prompts and measures in
+    order of first appearance, or None (then read it with `storyeval.data.io.read_table`).
+
+    Returns
+    -------
+    table : DataFrame
+        One row per (system, prompt_id) (a MultiIndex in order of first appearance of the
+        story), one float column per measure in file order, NaN where a story lacks a measure:
+        what `storyeval.data.io._pivot_scores` gives for the validated table.
+    systems, prompts, measures : lists
+        Distinct values in order of first appearance (prompt ids as ``int``).
+
+    Notes
+    -----
+    Checks done on codes, each sending the file to the general reader when it fails: no
+    missing or blank system, prompt or measure; prompt ids all whole numbers; systems and
+    measures not all numbers (pandas would type them); values finite numbers or pandas' missing
+    markers; no (system, prompt_id, measure) twice. Validated against the general reader on
+    valid and invalid files in ``tests/test_fast_read.py``.
+    """
+    path = Path(path)
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    if fmt not in ("csv", "tsv", "parquet") or not path.is_file() \
+            or path.stat().st_size < FAST_MIN_BYTES:
+        return None
+    try:
+        table = _read_csv(path, fmt) if fmt != "parquet" else _read_parquet(path)
+    except (pa.ArrowException, ValueError, OSError):
+        return None
+    if table is None or table.num_rows == 0:
+        return None
+    try:
+        return _pivot(table)
+    finally:
+        del table
+        from storyeval.data.io import release_arrow_memory
+
+        release_arrow_memory()
+
+
+def _read_csv(path: Path, fmt: str):
+    import pyarrow as pa
+    from pyarrow import csv as pa_csv
+
+    from storyeval.data.io import _PANDAS_NA
+
+    sep = "," if fmt == "csv" else "\t"
+    with path.open("rb") as handle:
+        head = handle.read(2**16)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head[:3] == b"\xef\xbb\xbf":
+        return None  # byte-order marks: the general reader's decoding
+    try:
+        header = next(csv.reader(io.StringIO(head.decode("utf-8", errors="strict")
+                                             .split("\n")[0]), delimiter=sep))
+    except (UnicodeDecodeError, StopIteration, csv.Error):
+        return None
+    if not _plain_header(header) or len(header) != len(LONG_COLUMNS):
+        return None  # other columns would go unread, their encoding unchecked
+    text = pa.dictionary(pa.int32(), pa.string())
+
+    def read(prompt_type):
+        types = {"system": text, "measure": text, "value": pa.float64()}
+        return pa_csv.read_csv(path, parse_options=pa_csv.ParseOptions(delimiter=sep),
+                               convert_options=pa_csv.ConvertOptions(
+                                   column_types=types, include_columns=list(LONG_COLUMNS),
+                                   null_values=list(_PANDAS_NA), strings_can_be_null=True))
+
+    return read(None)  # prompt ids typed as pyarrow infers them (see _prompt_values)
+
+
+def _read_parquet(path: Path):
+    import pyarrow as pa
+    from pyarrow import parquet as pq
+
+    schema = pq.read_schema(path)
+    if not _plain_header([str(n) for n in schema.names]):
+        return None
+
+    def is_text(t) -> bool:
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+    types = {n: schema.field(n).type for n in LONG_COLUMNS}
+    if not (is_text(types["system"]) and is_text(types["measure"])
+            and (is_text(types["prompt_id"]) or pa.types.is_integer(types["prompt_id"]))
+            and (pa.types.is_floating(types["value"]) or pa.types.is_integer(types["value"]))):
+        return None
+    text = [n for n in ("system", "measure", "prompt_id") if is_text(types[n])]
+    return pq.read_table(path, columns=list(LONG_COLUMNS), read_dictionary=text)
+
+
+def _plain_header(names: list[str]) -> bool:
+    """Columns of a plain long score table: the four, no story_id (own ids are checked the
+    general way), no column named twice, not a ratings table."""
+    return (len(set(names)) == len(names) and set(LONG_COLUMNS) <= set(names)
+            and "story_id" not in names and not {"criterion", "annotator"} & set(names))
+
+
+def _codes(column) -> tuple[np.ndarray, np.ndarray] | None:
+    """Integer codes (order of first appearance) and distinct values of a dictionary column;
+    None when a cell is missing."""
+    if column.null_count:
+        return None
+    column = column.unify_dictionaries()
+    if column.num_chunks == 0:
+        return None
+    dictionary = column.chunk(0).dictionary.to_numpy(zero_copy_only=False)
+    chunks = [c.indices.to_numpy(zero_copy_only=False) for c in column.chunks]
+    seen = _first_seen(chunks, len(dictionary))
+    indices = np.concatenate(chunks)
+    del chunks
+    if len(seen) < len(dictionary) or (seen != np.arange(len(seen))).any():
+        rank = np.full(len(dictionary), -1, dtype=np.int64)
+        rank[seen] = np.arange(len(seen))
+        indices = rank[indices]  # codes in order of first appearance
+    return indices, dictionary[seen]
+
+
+def _first_seen(chunks: list[np.ndarray], top: int) -> np.ndarray:
+    """The distinct keys of ``chunks`` (integers below ``top``) in order of first appearance,
+    chunk by chunk, stopping once all ``top`` have appeared."""
+    order: list[int] = []
+    have: set[int] = set()
+    for chunk in chunks:
+        for key in pd.unique(chunk).tolist():
+            if key not in have:
+                have.add(key)
+                order.append(key)
+        if len(order) == top:
+            break
+    return np.asarray(order, dtype=np.int64)
+
+
+def first_seen_codes(keys: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of non-negative integer keys below ``top``: codes numbered in order of
+    first appearance and the key of each code, without hashing: the keys themselves when each
+    new key is the next number (as pyarrow's dictionaries and sorted files give them), else by
+    one scatter and one gather."""
+    n = len(keys)
+    if n == 0:
+        return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
+    if keys[0] == 0 and _in_record_order(keys):
+        return keys, np.arange(int(keys.max()) + 1, dtype=np.int64)
+    first = np.full(top, n, dtype=np.int64)
+    first[keys[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)  # the last write wins
+    seen = np.flatnonzero(first < n)
+    seen = seen[np.argsort(first[seen], kind="stable")]
+    rank = np.empty(top, dtype=keys.dtype)
+    rank[seen] = np.arange(len(seen))
+    return rank[keys], seen
+
+
+def _in_record_order(keys: np.ndarray) -> bool:
+    """Whether every key is at most one more than the largest key before it (so each new key
+    is the next number), with one running maximum and no other large temporary."""
+    record = np.maximum.accumulate(keys)
+    record += 1
+    ok = bool(np.less_equal(keys[1:], record[:-1]).all())
+    del record
+    return ok
+
+
+def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`first_seen_codes` when the keys span a small range, else ``pd.factorize``."""
+    low, high = (int(keys.min()), int(keys.max())) if len(keys) else (0, -1)
+    if low >= 0 and high < 8 * len(keys) + 2**20:
+        if high < 2**31 - 1 and keys.dtype != np.int32:
+            keys = keys.astype(np.int32)  # half the memory traffic
+        return first_seen_codes(keys, high + 1)
+    codes, seen = pd.factorize(keys)
+    return codes, np.asarray(seen)
+
+
+def _text_values(values: np.ndarray) -> list[str] | None:
+    """Distinct system or measure names, or None when one is blank or all are numbers (pandas
+    would read such a column as numbers and write them back differently)."""
+    names = pd.Series(values, dtype=object)
+    if (names.str.strip() == "").any():
+        return None
+    if pd.to_numeric(names, errors="coerce").notna().all():
+        return None
+    return names.tolist()
+
+
+def _prompt_values(column) -> tuple[np.ndarray, list, object] | None:
+    """Codes (order of first appearance), values and pandas dtype of the prompt ids as the
+    general reader types them (whole numbers as int64, else stripped text), or None."""
+    import pyarrow as pa
+
+    if column.null_count:
+        return None
+    if pa.types.is_integer(column.type):
+        values = column.to_numpy().astype(np.int64, copy=False)
+        low = int(values.min()) if len(values) else 0
+        if low:
+            values = values - low
+        codes, seen = _factorize(values)
+        del values
+        return codes, (np.asarray(seen, dtype=np.int64) + low).tolist(), np.dtype(np.int64)
+    if pa.types.is_floating(column.type):
+        return None  # decimal ids: the general reader's rule
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    got = _codes(column)
+    if got is None:
+        return None
+    codes, distinct = got
+    names = pd.Series(distinct, dtype=object)
+    numeric = pd.to_numeric(names, errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isnan(numeric).any():  # numbers: whole ones are integers, as pandas reads them
+        if (numeric != np.round(numeric)).any() or np.abs(numeric).max(initial=0) >= 2**53:
+            return None
+        ids, dtype = numeric.astype(np.int64), np.dtype(np.int64)
+    else:  # text ids, stripped
+        ids = names.astype(str).str.strip()
+        if (ids == "").any():
+            return None
+        dtype = ids.dtype
+        ids = ids.to_numpy(dtype=object)
+    same, distinct_ids = pd.factorize(ids)  # "7" and "07", "a" and " a" are one prompt
+    if len(distinct_ids) == len(ids):
+        return codes, list(ids), dtype
+    codes, seen = first_seen_codes(same[codes], len(distinct_ids))
+    return codes, list(np.asarray(distinct_ids, dtype=object)[seen]), dtype
+
+
+def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+    got_s, got_m = _codes(table.column("system")), _codes(table.column("measure"))
+    got_p = _prompt_values(table.column("prompt_id"))
+    if got_s is None or got_m is None or got_p is None:
+        return None
+    (sys_codes, sys_values), (measure_codes, measure_values) = got_s, got_m
+    prompt_codes, prompts, prompt_dtype = got_p
+    systems, measures = _text_values(sys_values), _text_values(measure_values)
+    if systems is None or measures is None:
+        return None
+    value = table.column("value").to_numpy()
+    if value.dtype.kind not in "fiu":
+        return None
+    value = value.astype(np.float64, copy=False)
+    if np.isinf(value).any():
+        return None
+    width = max(len(prompts), 1)
+    wide_keys = len(sys_values) * width >= 2**31 or len(measures) * len(sys_values) * width \
+        >= 2**31
+    kind = np.int64 if wide_keys else np.int32
+    pair_key = sys_codes.astype(kind)  # in place below: no 16M-row temporaries
+    np.multiply(pair_key, width, out=pair_key, casting="same_kind")
+    np.add(pair_key, prompt_codes, out=pair_key, casting="same_kind")
+    story_codes, pairs = _factorize(pair_key)
+    del pair_key
+    key = story_codes.astype(kind)
+    np.multiply(key, len(measures), out=key, casting="same_kind")
+    np.add(key, measure_codes, out=key, casting="same_kind")
+    if np.bincount(key, minlength=len(pairs) * len(measures)).max(initial=0) > 1:
+        return None  # a (story, measure) twice
+    wide = np.full((len(pairs), len(measures)), np.nan)
+    wide[story_codes, measure_codes] = value
+    string = pd.Series([], dtype=object).astype(str).dtype  # what the general reader gives
+    index = pd.MultiIndex.from_arrays(
+        [pd.Index(np.asarray(systems, dtype=object)[pairs // width], dtype=string),
+         pd.Index(np.asarray(prompts, dtype=prompt_dtype if prompt_dtype == np.int64
+                             else object)[pairs % width], dtype=prompt_dtype)],
+        names=["system", "prompt_id"])
+    return pd.DataFrame(wide, index=index, columns=pd.Index(measures)), systems, prompts, measures
