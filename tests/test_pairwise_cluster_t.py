@@ -56,7 +56,11 @@ def test_hand_case():
 
 
 def test_degenerate_and_refused():
-    one = accuracy_inference(np.array([1, 0, 1.0]), clusters=np.zeros(3), method="cluster-t")
+    from storyeval.exceptions import UndefinedStatisticWarning
+
+    with pytest.warns(UndefinedStatisticWarning, match="single cluster"):
+        one = accuracy_inference(np.array([1, 0, 1.0]), clusters=np.zeros(3),
+                                 method="cluster-t")
     assert math.isnan(one.pvalue) and one.reason
     flat = accuracy_inference(np.array([1, 0, 1, 0.0]), clusters=np.array([0, 0, 1, 1]),
                               method="cluster-t")
@@ -156,3 +160,42 @@ def test_cli_cluster_t_on_stored_judges(tmp_path, capsys):
     cmp = compare_judges(judges, humans, test="cluster-t")
     assert payload["comparisons"][0]["test"] == "cluster-t"
     assert payload["comparisons"][0]["pvalue"] == pytest.approx(cmp.loc[0, "pvalue"], rel=1e-12)
+
+
+def test_columns_match_statsmodels_per_column_with_unscored_units():
+    """`accuracy_columns(method="cluster-t")` (pairwise accuracy of several measures) runs the
+    cluster t on each column's scored units: equal to statsmodels' cluster OLS on that subset,
+    not a bootstrap under the name cluster-t."""
+    from storyeval.pairwise.inference import accuracy_columns
+
+    rng = np.random.default_rng(5)
+    cluster = np.repeat(np.arange(12), 10)
+    scores = (rng.random((120, 3)) < 0.65).astype(float)
+    scored = rng.random((120, 3)) < 0.9
+    scored[cluster == 3, 2] = False  # column 2 has 11 clusters
+    got = accuracy_columns(scores, scored, clusters=cluster, method="cluster-t")
+    assert (got["method"] == "cluster-t").all() and (got["n_resamples"] == 0).all()
+    for j in range(3):
+        m = scored[:, j]
+        fit = sm.OLS(scores[m, j], np.ones((m.sum(), 1))).fit(
+            cov_type="cluster", cov_kwds={"groups": cluster[m]}, use_t=True)
+        low, high = fit.conf_int(alpha=0.05)[0]
+        assert got.loc[j, "n_clusters"] == len(np.unique(cluster[m]))
+        assert got.loc[j, ["ci_low", "ci_high"]].tolist() == pytest.approx([low, high], rel=1e-9)
+        t = (scores[m, j].mean() - 0.5) / float(fit.bse[0])
+        p = 2 * stats.t.sf(abs(t), len(np.unique(cluster[m])) - 1)
+        assert got.loc[j, "pvalue"] == pytest.approx(p, rel=1e-9)
+
+
+@pytest.mark.parametrize("prompts, expected", [(10, "cluster-t"), (29, "cluster-t"),
+                                               (30, "cluster-bootstrap")])
+def test_auto_takes_the_cluster_t_below_30_prompts(prompts, expected):
+    from storyeval.pairwise.inference import CLUSTER_T_BELOW, accuracy_columns
+
+    assert CLUSTER_T_BELOW == 30
+    scores, cluster = _data(0, prompts=prompts, per=4)
+    assert accuracy_inference(scores, clusters=cluster).method == expected
+    cols = accuracy_columns(scores[:, None], np.ones((len(scores), 1), bool), clusters=cluster)
+    assert cols.loc[0, "method"] == expected
+    # independent verdicts stay binomial
+    assert accuracy_inference(scores).method == "wilson"

@@ -341,7 +341,8 @@ def test_preference_accuracy_intervals_independent_or_by_prompt():
     assert ind.loc[0, "pvalue"] == pytest.approx(binomial_accuracy(k, 100).pvalue, abs=1e-12)
     clu = preference_accuracy(wide, prefs, ["rm"], interval="auto", random_state=0,
                               n_resamples=300)
-    assert clu.loc[0, "method"] == "cluster-bootstrap" and clu.loc[0, "n_clusters"] == 25
+    # 25 prompts: below CLUSTER_T_BELOW, auto takes the cluster-robust t
+    assert clu.loc[0, "method"] == "cluster-t" and clu.loc[0, "n_clusters"] == 25
 
 
 # ------------------------------------------------ one cluster: nothing to resample

@@ -355,9 +355,10 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
                        help="interval and test against chance: exact (Clopper-Pearson) or "
                             "Wilson with the exact binomial test for independent pairs, a "
                             "cluster bootstrap or the cluster-robust t (cluster-t, G - 1 df: "
-                            "holds its level down to 10 prompts) for clustered pairs; auto: the cluster "
-                            "bootstrap when a cluster holds several verdicts, else Wilson "
-                            "(default); none: the accuracy table only")
+                            "holds its level down to 10 prompts) for clustered pairs; auto: when a "
+                            "cluster holds several verdicts, cluster-t below 30 clusters and the "
+                            "cluster bootstrap from 30 on, else Wilson (default); none: the "
+                            "accuracy table only")
         g.add_argument("--chance", type=float, default=None,
                        help="chance level of the test (default: tie-aware, 0.5 for a judge "
                             "that never says 'same')")
@@ -428,11 +429,13 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
                       help="credit for a measure tie on a human-decided pair (default 0.5)")
     inf = p.add_argument_group("inference")
     inf.add_argument("--interval", default="none",
-                     choices=["none", "auto", "cluster-bootstrap", "wilson", "exact"],
+                     choices=["none", "auto", "cluster-bootstrap", "cluster-t", "wilson",
+                              "exact"],
                      help="add an interval and a test against the tie-aware chance level: "
-                          "auto = cluster bootstrap over prompts (pairs of one prompt share "
-                          "stories; for --preferences: over their prompt_id column, else "
-                          "Wilson with the exact binomial test); default none")
+                          "auto = clustered by prompt (pairs of one prompt share stories; for "
+                          "--preferences: by their prompt_id column, else Wilson with the "
+                          "exact binomial test): cluster-t below 30 prompts, the cluster "
+                          "bootstrap from 30 on; default none")
     inf.add_argument("--resamples", type=int, default=2000,
                      help="cluster-bootstrap resamples (default 2000)")
     inf.add_argument("--confidence-level", type=float, default=0.95)

@@ -121,7 +121,13 @@ def _read_long_scores_fast(path: Path, format: str | None, *, criteria, referenc
     from storyeval.data.io import _format_of
     from storyeval.data.scores import dataset_from_pivot
 
-    got = read_long_scores(path, _format_of(path, format))
+    if not path.is_file():  # the general reader names what it is (a folder, missing, ...)
+        return None
+    try:
+        fmt = _format_of(path, format)
+    except InputError:  # an unknown suffix: the general reader gives the message
+        return None
+    got = read_long_scores(path, fmt)
     if got is None:
         return None
     table, systems, prompts, _ = got

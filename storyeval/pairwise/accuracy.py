@@ -251,10 +251,11 @@ def pointwise_pairwise_accuracy(
         acc_eq without tie calibration).
     tie_credit : float, default 0.5
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
-    interval : {"none", "auto", "cluster-bootstrap", "wilson", "exact"}, default "none"
+    interval : {"none", "auto", "cluster-bootstrap", "cluster-t", "wilson", "exact"}, default "none"
         Add an interval and a test against the tie-aware chance level (see
         `storyeval.pairwise.inference.accuracy_columns`). The pairs of one prompt share its
-        stories, so ``"auto"`` is the cluster bootstrap over prompts.
+        stories, so ``"auto"`` clusters by prompt: the cluster-robust t below 30 prompts, the
+        cluster bootstrap from 30 on.
     confidence_level, n_resamples, random_state
         Of the interval (two-sided) and the bootstrap.
 
@@ -431,10 +432,10 @@ def preference_accuracy(
         Credit for a measure tie on a human-decided pair (``human_ties="exclude"`` only).
     source, fmt : str
         The file the preferences come from and its format, for error messages.
-    interval : {"none", "auto", "cluster-bootstrap", "wilson", "exact"}, default "none"
+    interval : {"none", "auto", "cluster-bootstrap", "cluster-t", "wilson", "exact"}, default "none"
         Add an interval and a test against the tie-aware chance level. Clusters: the
-        ``prompt_id`` of the preferences when given (``"auto"``: cluster bootstrap when a
-        prompt holds several pairs), else the pairs are independent (``"auto"``: Wilson with
+        ``prompt_id`` of the preferences when given (``"auto"``, when a prompt holds several
+        pairs: the cluster-robust t below 30 prompts, the cluster bootstrap from 30 on), else the pairs are independent (``"auto"``: Wilson with
         the exact binomial test).
     confidence_level, n_resamples, random_state
         Of the interval (two-sided) and the bootstrap.
