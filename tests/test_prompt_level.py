@@ -76,3 +76,62 @@ def test_bad_input():
         compare_prompt_level(wide, "Overall", "METEOR", "my-metric", alternative="bigger")
     with pytest.raises(InputError):
         compare_prompt_level(wide, "Overall", ["METEOR", "my-metric"], ["a", "b", "c"])
+
+
+# ------------------------------------------- meta_evaluate runs it at the prompt level
+def _meta_data(seed: int = 4, systems: int = 6, prompts: int = 20, names=None):
+    from storyeval.data import scores_to_dataset
+
+    g = np.random.default_rng(seed)
+    q = g.normal(size=(systems, prompts))
+    cols = {"quality": np.clip(np.rint(3 + q + g.normal(0, 0.8, q.shape)), 1, 5),
+            "good": q + g.normal(size=q.shape), "weak": q + 3 * g.normal(size=q.shape),
+            "inverse": -q + g.normal(size=q.shape)}
+    sys_, prm = np.meshgrid(range(systems), range(prompts), indexing="ij")
+    long = pd.concat([pd.DataFrame({"system": [f"S{s}" for s in sys_.ravel()],
+                                    "prompt_id": prm.ravel(),
+                                    "measure": (names or {}).get(name, name),
+                                    "value": v.ravel()}) for name, v in cols.items()])
+    return scores_to_dataset(long, criteria=["quality"], name="mine"), cols
+
+
+def test_meta_prompt_level_rows_are_the_paired_t_of_scipy_with_declared_orientation():
+    from storyeval import meta_evaluate
+
+    data, cols = _meta_data()
+    res = meta_evaluate(data, levels="prompt", reference="all", lower_is_better="inverse",
+                        adjust="none")
+    comp = res.comparisons
+    assert set(comp["test"]) == {"prompt-t"} and set(comp["level"]) == {"prompt"}
+    h = cols["quality"]
+    for _, row in comp.iterrows():
+        sign = {m: (-1.0 if m == "inverse" else 1.0) for m in ("good", "weak", "inverse")}
+        d = np.array([sign[row["measure_a"]] * stats.kendalltau(h[:, p], cols[row["measure_a"]][:, p]).statistic
+                      - sign[row["measure_b"]] * stats.kendalltau(h[:, p], cols[row["measure_b"]][:, p]).statistic
+                      for p in range(h.shape[1])])
+        ref = stats.ttest_1samp(d, 0.0)
+        assert row["delta"] == pytest.approx(d.mean(), abs=1e-12)
+        assert row["p"] == pytest.approx(ref.pvalue, rel=1e-9)
+        ci = ref.confidence_interval(0.95)
+        assert [row["ci_low"], row["ci_high"]] == pytest.approx([ci.low, ci.high], rel=1e-9)
+    # a function of the data: renaming the measures changes no p-value
+    other, _ = _meta_data(names={"good": "zz-good", "weak": "aa-weak"})
+    renamed = meta_evaluate(other, levels="prompt", reference="all",
+                            lower_is_better="inverse", adjust="none").comparisons
+    back = {"zz-good": "good", "aa-weak": "weak", "inverse": "inverse"}
+    key = lambda f: {frozenset((back.get(a, a), back.get(b, b))): p  # noqa: E731
+                     for a, b, p in zip(f["measure_a"], f["measure_b"], f["p"])}
+    mine, theirs = key(comp), key(renamed)
+    assert mine.keys() == theirs.keys() and len(mine) == 3
+    for pair in mine:
+        assert theirs[pair] == pytest.approx(mine[pair], rel=1e-12)
+
+
+def test_meta_prompt_level_refuses_tests_that_do_not_run_there():
+    from storyeval import meta_evaluate
+
+    data, _ = _meta_data()
+    with pytest.raises(InputError, match="prompt level"):
+        meta_evaluate(data, levels="prompt", reference="all", test={"prompt": "ustat"})
+    with pytest.raises(InputError, match="prompt level only"):
+        meta_evaluate(data, levels="overall", reference="all", test="prompt-t")

@@ -67,7 +67,9 @@ __all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS",
            "orientation", "resolve_sign_convention", "resolve_tests"]
 
 TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
-         "permutation-random", "permutation-midp")
+         "permutation-random", "permutation-midp", "prompt-t")
+# the tests that run at the prompt level (within-prompt correlations averaged over prompts)
+PROMPT_LEVEL_TESTS = ("prompt-t", "permutation")
 # the system-level tests that swap whole prompts (`system_permutation`)
 SYSTEM_PERMUTATION_TESTS = ("permutation-random", "permutation-midp")
 CALIBRATED = {
@@ -79,6 +81,9 @@ CALIBRATED = {
     # tie-break was a hash of the names, so one user's level was 0.02-0.21 at 5 systems)
     "system": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"),
                             "permutation-midp"),
+    # the paired t over prompts of the within-prompt differences (`compare_prompt_level`);
+    # whatever the dataset's default test: the paper tested no prompt-level difference
+    "prompt": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"), "prompt-t"),
 }
 TEST_DESCRIPTIONS = {
     "paper": "Williams t (Steiger 1980 form), one-sided, in the direction of the larger |r| "
@@ -94,6 +99,9 @@ TEST_DESCRIPTIONS = {
     "permutation-midp": "paired permutation test swapping whole prompts, mid-p: ties with the "
                         "observed difference count one half (a function of the data and the "
                         "seed's swaps only)",
+    "prompt-t": "paired t-test over prompts of the within-prompt differences r_p(h,a) - "
+                "r_p(h,b), prompts - 1 df (the prompt level's estimand: the mean within-prompt "
+                "difference over prompts, systems fixed)",
 }
 # Measured P(p < 0.05) under the null, (lowest, highest, where) over the cells of a level:
 # the earlier benchmarks/bench_calibration.py (--reps 10000 --seed 0; "Other tests" on the
@@ -113,10 +121,12 @@ PAPER_LEVEL = {
 # jackknife and permutation-random rows come from the earlier benchmark (30 and 100 stories only;
 # its leave-one-out ranks cost O(n^2) per replication).
 CALIBRATED_LEVEL = {
-    "kendall_b": {"overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
+    "kendall_b": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
+                  "overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
                   "system": (0.028, 0.067, "5-20 systems, 5 simulated data types, 600 per "
                                            "cell")},
-    "pearson": {"overall": (0.039, 0.061, "30-1,000 stories, 5 simulated data types"),
+    "pearson": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
+                "overall": (0.039, 0.061, "30-1,000 stories, 5 simulated data types"),
                 "system": (0.038, 0.068, "5-20 systems, 5 simulated data types, 600 per "
                                          "cell")},
     "spearman": {"overall": (0.036, 0.045, "30-100 stories"),
@@ -154,15 +164,21 @@ def resolve_tests(test: str | Mapping[str, str], levels: list[str], method: str,
     name; ``"auto"`` becomes the dataset's ``default_test`` when it has one (the embedded HANNA
     data: ``"paper"``, its reproduction), else `calibrated_test`."""
     chosen = dict(test) if isinstance(test, Mapping) else dict.fromkeys(levels, test)
-    unknown = [lev for lev in chosen if lev not in ("overall", "system")]
+    unknown = [lev for lev in chosen if lev not in ("overall", "system", "prompt")]
     if unknown:
-        raise InputError(f"test: comparisons are run at the overall and system levels, not "
-                         f"{unknown}")
+        raise InputError(f"test: comparisons are run at the overall, system and prompt levels, "
+                         f"not {unknown}")
     out = {}
     for level in levels:
         name = chosen.get(level, "auto")
         if name == "auto":
-            name = default_test or calibrated_test(level, method)
+            name = (calibrated_test(level, method) if level == "prompt"
+                    else default_test or calibrated_test(level, method))
+        if level == "prompt" and name not in PROMPT_LEVEL_TESTS:
+            raise InputError(f"test {name!r} does not run at the prompt level; use "
+                             f"{' or '.join(repr(n) for n in PROMPT_LEVEL_TESTS)}")
+        if name == "prompt-t" and level != "prompt":
+            raise InputError("test 'prompt-t' runs at the prompt level only")
         if name not in TESTS or name == "auto":
             raise InputError(f"unknown test {name!r}; use one of {', '.join(TESTS)}")
         if name == "ustat" and method != "kendall_b":
@@ -293,6 +309,9 @@ def _compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str
         out.update(_permutation(wide, comp, level, method, permutation_unit, n_permutations,
                                 alternative, random_state, tie_rtol, sign_convention,
                                 lower_is_better))
+    elif test == "prompt-t":
+        out.update(_prompt_t(wide, comp, sa, sb, method, alternative, confidence_level))
+        return out
     elif test in SYSTEM_PERMUTATION_TESTS:
         try:
             perm = system_permutation(wide, comp, sa, sb, method, alternative, n_permutations,
@@ -317,6 +336,42 @@ def _compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str
                             random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol,
                             estimate=est, lower_is_better=lower_is_better))
     return out
+
+
+PROMPT_T_INTERVAL = "t interval over prompts (prompts - 1 df; the interval the test inverts)"
+
+
+def _prompt_t(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.ndarray, sb: np.ndarray,
+              method: str, alternative: str, confidence_level: float) -> dict[str, np.ndarray]:
+    """`compare_prompt_level` of the rows, each measure taken with its row's orientation (a
+    reversed measure is its negation: every coefficient here changes sign exactly)."""
+    from storyeval.compare.prompt_level import compare_prompt_level
+
+    cols = {}
+    def named(measures: np.ndarray, signs: np.ndarray) -> list[str]:
+        out = []
+        for m, s in zip(measures, signs):
+            key = str(m) if s > 0 else f"\x1freversed {m}"
+            if key not in cols:
+                cols[key] = wide[m] if s > 0 else -wide[m]
+            out.append(key)
+        return out
+
+    a, b = named(comp["measure_a"], sa), named(comp["measure_b"], sb)
+    crit = [str(c) for c in comp["criterion"]]
+    for c in crit:
+        cols.setdefault(c, wide[c])
+    res = compare_prompt_level(pd.DataFrame(cols, index=wide.index), crit, a, b,
+                               method=method, confidence_level=confidence_level,
+                               alternative=alternative)
+    size = len(res)
+    return {"t": res["t"].to_numpy(float), "p": res["p"].to_numpy(float),
+            "statistic_kind": np.full(size, "t(prompts-1)", dtype=object),
+            "test_reason": res["reason"].to_numpy(object),
+            "delta": res["delta"].to_numpy(float), "ci_low": res["ci_low"].to_numpy(float),
+            "ci_high": res["ci_high"].to_numpy(float),
+            "ci_method": np.full(size, PROMPT_T_INTERVAL, dtype=object),
+            "ci_reason": np.full(size, "", dtype=object)}
 
 
 def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str, method: str,

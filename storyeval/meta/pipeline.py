@@ -61,7 +61,7 @@ COEFFICIENT_DESCRIPTIONS = {
     "pearson": "Pearson r",
     "spearman": "Spearman rho (Pearson r of average ranks)",
 }
-WILLIAMS_LEVELS = ("overall", "system")
+WILLIAMS_LEVELS = ("overall", "system", "prompt")
 FAMILIES = ("auto", "paper", "criterion", "level", "all")
 WILLIAMS_COLUMNS = [
     "level", "criterion", "measure_a", "measure_b", "r_a", "r_b", "r_ab", "n", "t", "p",
@@ -356,7 +356,7 @@ def meta_evaluate(
     levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
         Correlation levels, as a sequence or a comma-separated string (``"overall,system"``,
         as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); comparison tests are run
-        at the overall and system levels only.
+        at every level (the prompt level: a paired t over prompts, ``"prompt-t"``).
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
     reference : str or None, default "auto"
@@ -985,8 +985,9 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
             "permutation_unit": options.permutation_unit,
             "adjustment": adjust,
             "family": family if isinstance(family, str) else list(family),
-            "prompt_level": "not tested (averaged per-prompt correlations)"
-            if "prompt" in levels else "",
+            "prompt_level": ("paired t over prompts of the within-prompt differences"
+                             if options.tests.get("prompt") == "prompt-t" else
+                             options.tests.get("prompt", "")),
         },
     }
 

@@ -67,7 +67,8 @@ def level_caption(result: MetaResult, level: str) -> str:
 TEST_LABELS = {"paper": "Williams", "williams": "Williams", "ustat": "U-statistic z-test",
                "jackknife": "jackknife z-test", "bootstrap": "paired bootstrap",
                "permutation": "paired permutation", "permutation-random": "paired permutation "
-               "(random tie-breaking)", "permutation-midp": "paired permutation (mid-p)"}
+               "(random tie-breaking)", "permutation-midp": "paired permutation (mid-p)",
+               "prompt-t": "paired t over prompts"}
 
 
 def _per_level(value, level: str):
@@ -181,8 +182,7 @@ def settings_lines(result: MetaResult) -> list[str]:
         tests = {level_test(result, lev) for lev in w["levels"]}
         kind = "Williams tests" if tests <= {"paper", "williams"} else "comparison tests"
         lines.append(
-            f"{kind} ({where} level; prompt-level values are averages of per-prompt "
-            f"correlations and are not tested): {w['comparison']}; sign convention "
+            f"{kind} ({where} level): {w['comparison']}; sign convention "
             f"{w['sign_convention']!r}; {_adjustment_text(result)}")
         lines += comparison_lines(result)
         if w["note"]:
