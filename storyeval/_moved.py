@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: The release after which the old paths are removed.
-REMOVED_IN = "0.3"
+REMOVED_IN = "0.4"
 
 
 def forward(old: str, new: str) -> Callable[[str], Any]:

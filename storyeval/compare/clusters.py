@@ -41,7 +41,9 @@ from storyeval.exceptions import InputError
 __all__ = ["assign_clusters", "average_ranks", "clusters_from_comparisons",
            "significance_clusters", "tested_better", "tie_blocks"]
 
-CLUSTER_LEVELS = ("overall", "system")
+CLUSTER_LEVELS = ("overall", "system", "prompt")
+#: The levels `significance_clusters` ranks unless told otherwise.
+DEFAULT_CLUSTER_LEVELS = ("overall", "system")
 CLUSTER_TIE_RULE = ("equal oriented correlations (relative tolerance {rtol:g}) are one block, "
                     "ranked as a unit: it starts a new cluster when some member of the current "
                     "cluster is significantly better than some member of the block")
@@ -279,7 +281,7 @@ def significance_clusters(
     measures: Sequence[str],
     criteria: Sequence[str],
     *,
-    levels: Sequence[str] = CLUSTER_LEVELS,
+    levels: Sequence[str] = DEFAULT_CLUSTER_LEVELS,
     method: str = "kendall_b",
     test: str | Mapping[str, str] = "auto",
     alternative: str = "two-sided",
@@ -315,8 +317,8 @@ def significance_clusters(
     corr_rows, comp_frames = [], []
     for level in levels:
         if level not in CLUSTER_LEVELS:
-            raise InputError(f"significance clusters are computed at the overall and system "
-                             f"levels, not {level!r}")
+            raise InputError(f"significance clusters are computed at the overall, system and "
+                             f"prompt levels, not {level!r}")
         name = chosen.get(level, "auto")
         name = calibrated_test(level, method) if name == "auto" else name
         if name not in TESTS or name in ("paper", "williams", "auto"):

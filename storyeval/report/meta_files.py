@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["LEGACY_NOTE", "figure_title", "fitted_limits", "measure_rows", "write_report"]
 
 #: What index.html says about the old file names.
-LEGACY_NOTE = ("williams*.csv: the old names of comparisons*.csv (same content), written until "
-               "storyeval 0.3; the test that ran is named in each row's 'test' column")
+LEGACY_NOTE = ("williams*.csv: the old names of comparisons*.csv (same content), written up to "
+               "storyeval 0.3 (removed in 0.4); the test that ran is named in each row's "
+               "'test' column")
 
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
