@@ -28,6 +28,7 @@ the same choice (the smallest epsilon reaching the maximum), without its O(n^2) 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -133,7 +134,7 @@ def _window_end(pool: _Pool, eps: float, strict: bool = False) -> np.ndarray:
     ``strict``), the difference computed in float64 as the pairwise code computes it."""
     n = len(pool.m)
     k = np.arange(n, dtype=np.int64)
-    side = "left" if strict else "right"
+    side: Literal["left", "right"] = "left" if strict else "right"
     if pool.keys is None:
         hi = np.searchsorted(pool.m, pool.m + eps, side=side)
     else:
@@ -337,7 +338,7 @@ def search_best_epsilon(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> TieS
         search.evaluate(0.0)
     while intervals:
         best, best_eps = search.incumbent()
-        survivors = []
+        survivors: list[tuple[_Point, _Point]] = []
         for a, b in intervals:
             bound = search.bound(a, b)
             if bound < best - search.tolerance(best) or (a.eps >= best_eps and bound <= best):
