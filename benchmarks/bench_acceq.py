@@ -15,8 +15,8 @@ Each measurement runs in a fresh process (wall time of the call, peak RSS = VmHW
   pairs at the search's epsilon and at the 64 candidates around it and at 64 epsilons spread over
   the range: the search's value must equal its count and no other epsilon may do better.
 
-Prints a Markdown table, writes ``benchmarks/bench_acceq.json`` and the table between the
-``acceq`` markers of ``docs/scale.md``.
+Prints a Markdown table, writes ``benchmarks/bench_acceq.json`` and renders it to
+``docs/generated/scale/acceq.md`` (included by ``docs/scale.md``; `render` of the JSON).
 
     python benchmarks/bench_acceq.py                 # 10^4 and 10^5 (about 10 minutes)
     python benchmarks/bench_acceq.py --million       # and 10^6 stories of the "meta" data (search)
@@ -35,8 +35,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "scale.md"
-START, END = "<!-- acceq:start -->", "<!-- acceq:end -->"
+PAGE = ROOT / "docs" / "generated" / "scale" / "acceq.md"
 
 
 def make_data(n: int, case: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -157,13 +156,12 @@ def table(rows: list[dict]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def write_page(text: str) -> None:
-    page = PAGE.read_text(encoding="utf-8")
-    if START not in page:
-        return
-    before, rest = page.split(START, 1)
-    after = rest.split(END, 1)[1]
-    PAGE.write_text(f"{before}{START}\n{text}{END}{after}", encoding="utf-8")
+def render(result: dict) -> str:
+    """The page's table and its provenance line from the JSON this script writes."""
+    million = any(row["n"] >= 10**6 for row in result["rows"])
+    return (table(result["rows"]) + f"\n`python benchmarks/bench_acceq.py"
+            f"{' --million' if million else ''}`, {result['date']}, the shared 2-core "
+            "development machine (other sessions running).\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,19 +191,17 @@ def main(argv: list[str] | None = None) -> int:
               f"{ {k: v for k, v in row.get('reference', {}).items() if k != 'thresholds'} }",
               flush=True)
         rows.append(row)
-    text = table(rows)
-    stamp = time.strftime("%Y-%m-%d", time.gmtime())
-    text += (f"\n`python benchmarks/bench_acceq.py{' --million' if args.million else ''}`, "
-             f"{stamp}, the shared 2-core development machine (other sessions running).\n")
-    print(text)
     for row in rows:
         for part in ("search", "reference"):
             if part in row:
                 row[part].pop("thresholds", None)
-    Path(args.json).write_text(json.dumps({"date": stamp, "rows": rows}, indent=1) + "\n",
-                               encoding="utf-8")
+    result = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "rows": rows}
+    text = render(result)
+    print(text)
+    Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     if not args.no_page:
-        write_page(text)
+        PAGE.parent.mkdir(parents=True, exist_ok=True)
+        PAGE.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -47,3 +47,25 @@ def test_search_quadratic_and_brute_agree_small(bench):
     text = bench.table([{"n": 2100, "case": "flat", "search": search, "reference": quad},
                         {"n": 2100, "case": "flat", "search": search, "reference": check}])
     assert "value and epsilon equal" in text and "count equal, none better" in text
+
+
+def test_scale_page_table_is_the_benchmarks_json(bench):
+    # docs/generated/scale/acceq.md is what the benchmark renders from its JSON
+    import json
+
+    root = BENCH.parents[1]
+    result = json.loads((root / "benchmarks" / "bench_acceq.json").read_text(encoding="utf-8"))
+    page = root / "docs" / "generated" / "scale" / "acceq.md"
+    assert page.read_text(encoding="utf-8") == bench.render(result)
+    assert '--8<-- "generated/scale/acceq.md"' in (root / "docs" / "scale.md").read_text(
+        encoding="utf-8")
+    # the targets on the 2-core machine, and every reference agreed
+    for row in result["rows"]:
+        s, ref = row["search"], row.get("reference")
+        limit = {10_000: (5, 1024), 100_000: (60, 2048)}.get(row["n"])
+        if limit:
+            assert s["seconds"] < limit[0] and s["peak_mb"] < limit[1]
+        if ref and ref["method"] == "quadratic":
+            assert (ref["value"], ref["epsilon"]) == (s["value"], s["epsilon"])
+        elif ref:
+            assert ref["equal"] and ref["no_better"]
