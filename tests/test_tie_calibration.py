@@ -163,10 +163,11 @@ def test_overall_bootstrap_weights_match_explicit_copies():
     assert got == pytest.approx(best, abs=1e-12)
 
 
-def test_too_many_pairs_is_an_error(monkeypatch):
+def test_too_many_pairs_is_an_error_for_the_interval_only(monkeypatch, hanna_wide):
     import storyeval.compare.tie_calibration as tc
 
     monkeypatch.setattr(tc, "MAX_PAIRS", 5)
-    with pytest.raises(InputError, match="use the prompt level"):
-        tc.tie_calibrated([1, 2, 3, 4], [1, 2, 3, 4])  # 6 pairs
-    assert tc.tie_calibrated([1, 2, 3, 4], [1, 2, 3, 4], [0, 0, 1, 1]).n_pairs == 2
+    with pytest.raises(InputError, match="point estimate has no such limit"):
+        tc.tie_calibrated_ci(hanna_wide, "Beluga-13B RE 1", "Relevance", level="overall",
+                             n_resamples=5)
+    assert tc.tie_calibrated([1, 2, 3, 4], [1, 2, 3, 4]).n_pairs == 6  # 6 pairs > 5: no limit

@@ -20,12 +20,17 @@ Grouping (the WMT "average_by" choice):
   the statistic computed per group and averaged over the groups that have a pair, with one
   epsilon shared by all groups.
 
-Pairs are enumerated once, sorted once by ``|m_i - m_j|``; the value at every candidate is a
-cumulative sum of per-pair changes (O(P log P) for P pairs, memory O(P), P = n(n-1)/2 for one
-pool; at most `MAX_PAIRS`). When every group has the same number of pairs (a single pool, or a
-complete system x prompt grid) the counts are integers and candidates are compared exactly;
-otherwise the values are floats and candidates within 1e-12 of the best count as equal (the
-smallest wins).
+Up to `EXACT_CURVE_PAIRS` pairs, they are enumerated once, sorted once by ``|m_i - m_j|``, and
+the value at every candidate is a cumulative sum of per-pair changes (O(P log P) for P pairs,
+memory O(P), P = n(n-1)/2 for one pool); the result then holds the whole curve. Beyond, the
+same best epsilon and value are found without enumerating every pair
+(`storyeval.compare.tie_search`: O(n log n) per evaluated epsilon, branch and bound over
+epsilon intervals), and the result holds the candidates evaluated. When every group has the
+same number of pairs (a single pool, or a complete system x prompt grid) the counts are
+integers and candidates are compared exactly; otherwise the values are floats and candidates
+within 1e-12 of the best count as equal (the smallest wins). Bootstrap intervals
+(`tie_calibrated_ci`) weigh every pair in every resample and still enumerate the pairs: at
+most `MAX_PAIRS`.
 
 Checked against google-research/mt-metrics-eval ``stats.KendallWithTiesOpt(variant='acc23' /
 '23', sample_rate=1.0)`` on the embedded HANNA data (tests/test_tie_calibration.py).
@@ -42,6 +47,7 @@ import pandas as pd
 from storyeval.exceptions import InputError
 
 __all__ = [
+    "EXACT_CURVE_PAIRS",
     "VARIANTS",
     "TieCalibration",
     "kendall_23",
@@ -51,9 +57,12 @@ __all__ = [
 
 VARIANTS = ("acc23", "tau23")
 _FLOAT_TIE = 1e-12
-#: Most pairs one call enumerates (about 40 bytes each: 2 GiB); the best epsilon needs every
-#: pair's difference, so memory grows as n^2 in one pool.
+#: Most pairs a bootstrap interval (`tie_calibrated_ci`, overall and prompt levels) enumerates
+#: (about 40 bytes each: 2 GiB); its resamples weigh every pair, so memory grows as n^2.
 MAX_PAIRS = 50_000_000
+#: Most pairs `tie_calibrated` enumerates to return the whole curve; larger inputs go through
+#: `storyeval.compare.tie_search` (same value and epsilon, no n^2 memory).
+EXACT_CURVE_PAIRS = 2**21
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,8 @@ class TieCalibration:
         The statistic at epsilon 0 (only exactly equal metric scores tie).
     thresholds, values : ndarray
         Every candidate epsilon (0 and the distinct pair differences, increasing) and the
-        statistic there.
+        statistic there; beyond `EXACT_CURVE_PAIRS` pairs, the candidates the exact search
+        evaluated (0, the best epsilon and the others it needed), increasing.
     n_pairs : int
         Pairs counted (within groups when grouped).
     n_groups : int
@@ -157,13 +167,22 @@ class _SortedPairs:
     codes: np.ndarray      # group code of every kept observation
 
 
-def _sorted_pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray, variant: str) -> _SortedPairs:
+def _count_pairs(codes: np.ndarray) -> int:
     sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=np.int64)
-    n_pairs = int(np.sum(sizes * (sizes - 1) // 2))
+    return int(np.sum(sizes * (sizes - 1) // 2))
+
+
+def _check_bootstrap_pairs(codes: np.ndarray) -> None:
+    n_pairs = _count_pairs(codes)
     if n_pairs > MAX_PAIRS:
-        raise InputError(f"tie calibration enumerates every pair ({n_pairs:,} here, about "
+        raise InputError(f"the bootstrap interval of tie-calibrated accuracy weighs every pair "
+                         f"in every resample ({n_pairs:,} pairs here, about "
                          f"{n_pairs * 40 / 2**30:.1f} GiB); the limit is {MAX_PAIRS:,}: use the "
-                         "prompt level (pairs within prompts) or a sample of the stories")
+                         "prompt level (pairs within prompts), a sample of the stories, or no "
+                         "interval (the point estimate has no such limit)")
+
+
+def _sorted_pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray, variant: str) -> _SortedPairs:
     i, j = _pairs(codes)
     if len(i) == 0:
         raise InputError("tie-calibrated accuracy needs at least one pair of observations "
@@ -251,6 +270,8 @@ def tie_calibrated(
     """
     variant = _check_variant(variant)
     h, m, codes, _ = _prepare(human, metric, groups)
+    if _count_pairs(codes) > EXACT_CURVE_PAIRS:
+        return _searched(h, m, codes, variant, calibrate)
     sp = _sorted_pairs(h, m, codes, variant)
     thresholds, _ = _candidates(sp.diff)
     numerators, exact = _curve(sp, None)
@@ -265,11 +286,36 @@ def tie_calibrated(
         n_pairs=len(sp.diff), n_groups=len(sp.per_group), variant=variant)
 
 
+def _searched(h: np.ndarray, m: np.ndarray, codes: np.ndarray, variant: str,
+              calibrate: bool) -> TieCalibration:
+    """`tie_calibrated` through `storyeval.compare.tie_search` (no enumeration of all pairs)."""
+    from storyeval.compare.tie_search import search_best_epsilon
+
+    found = search_best_epsilon(h, m, codes)
+    total = float(found.pairs[0] * len(found.pairs))
+    if found.exact:  # integer counts of correct pairs over a common denominator
+        numerators = found.correct if variant == "acc23" else 2 * found.correct - total
+        values = numerators / total
+    else:  # weighted means of the groups' accuracies
+        values = found.correct if variant == "acc23" else 2 * found.correct - 1
+    pick = found.best if calibrate else 0
+    return TieCalibration(
+        value=float(values[pick]), epsilon=float(found.thresholds[pick]),
+        value_no_calibration=float(values[0]), thresholds=found.thresholds, values=values,
+        n_pairs=int(found.pairs.sum()), n_groups=len(found.pairs), variant=variant)
+
+
 def kendall_23(human, metric, groups=None, *, epsilon: float = 0.0) -> float:
     """Kendall's tau_23 at a given tie threshold ``epsilon`` (not optimised)."""
-    res = tie_calibrated(human, metric, groups, variant="tau23", calibrate=False)
     if epsilon < 0:
         raise InputError(f"epsilon must be >= 0, got {epsilon}")
+    h, m, codes, _ = _prepare(human, metric, groups)
+    if _count_pairs(codes) > EXACT_CURVE_PAIRS:
+        from storyeval.compare.tie_search import counts_at
+
+        correct, pairs = counts_at(h, m, codes, float(epsilon))
+        return float(np.mean((2 * correct - pairs) / pairs))
+    res = tie_calibrated(human, metric, groups, variant="tau23", calibrate=False)
     k = int(np.searchsorted(res.thresholds, epsilon, side="right")) - 1
     return float(res.values[max(k, 0)])
 
@@ -400,6 +446,10 @@ def tie_calibrated_ci(
     of stories from prompts p and q counts ``c_p * c_q`` times (copies of one story are not
     paired with each other); prompt level: a prompt counts once per draw; system level: the
     system means are recomputed from the drawn prompts.
+
+    The overall and prompt levels weigh every pair in every resample, so they enumerate the
+    pairs (memory O(pairs)): more than `MAX_PAIRS` (about 10^4 stories in one pool) is an
+    `InputError`; `tie_calibrated` itself has no such limit.
     """
     from storyeval.resample._common import check_confidence
     from storyeval.resample.bootstrap import draw_resamples
@@ -428,6 +478,7 @@ def tie_calibrated_ci(
     else:
         h, m, codes, keep = _prepare(values[:, 0], values[:, 1],
                                      prompt_codes if level == "prompt" else None)
+        _check_bootstrap_pairs(codes)
         sp = _sorted_pairs(h, m, codes, variant)
         draws = _story_resamples(sp, prompt_codes[keep], level == "prompt", cP)
     finite = draws[np.isfinite(draws)]
