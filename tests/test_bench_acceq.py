@@ -3,26 +3,18 @@ every-pair count agree, and the table says so."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _bench import load_bench
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_acceq.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("storyeval_bench_acceq", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+    yield from load_bench("bench_acceq")
 
 
 def test_brute_counts_match_a_direct_count(bench):

@@ -4,28 +4,20 @@ E[h | q_s] it uses agrees with simulated human scores."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _bench import load_bench
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_calibration.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("storyeval_bench_calibration", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+    yield from load_bench("bench_calibration")
 
 
 def test_coverage_mode_runs_small(bench, tmp_path, monkeypatch):

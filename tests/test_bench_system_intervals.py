@@ -3,12 +3,11 @@ scipy, and the script runs on a tiny configuration and fills its page markers.""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _bench import load_bench
 from scipy import stats
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_system_intervals.py"
@@ -16,14 +15,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_system_inter
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("storyeval_bench_system_intervals", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+    yield from load_bench("bench_system_intervals")
 
 
 @pytest.mark.parametrize("method", ["pearson", "kendall_b"])

@@ -100,17 +100,8 @@ def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
     """A table as HTML, numbers rounded to ``digits`` (p-values, with ``pvalues`` or in a
     column whose name starts with "p" and holds p-values, as `journal_p` prints them),
     missing values blank."""
-    from storyeval.report.tables import fixed, journal_p
-
-    shown = table.copy()
-    for column in shown.columns:
-        if pd.api.types.is_float_dtype(shown[column]):
-            if pvalues or _is_p_column(str(column)):
-                shown[column] = shown[column].map(journal_p)
-            else:
-                shown[column] = shown[column].map(
-                    lambda v: "" if pd.isna(v) else fixed(v, digits))
-    return shown.to_html(na_rep="", border=0, escape=True, index=index)
+    return _strings(table, digits, pvalues).to_html(na_rep="", border=0, escape=True,
+                                                    index=index)
 
 
 def _is_p_column(name: str) -> bool:
