@@ -873,7 +873,7 @@ def measured_level_text(test: str, method: str, level: str) -> str:
         table = CALIBRATED_LEVEL
     else:
         return ""
-    if method not in table:
+    if level not in table.get(method, {}):  # not measured for this coefficient and level
         return ""
     low, high, where = table[method][level]
     return (f"measured type-I error {low:.3f}-{high:.3f} at nominal 0.05 ({where}, simulated "
