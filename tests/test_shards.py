@@ -161,6 +161,9 @@ def test_merge_refuses_output_without_metadata_or_of_another_format(score_shards
     plain.write_text("story_id\n")
     assert main(["merge", str(plain), "--out", str(tmp_path / "m.csv")]) == 2
     assert "no shard metadata" in capsys.readouterr().err
+    absent = tmp_path / "p9.csv"  # a typo in a shard's name: said as such
+    assert main(["merge", str(absent), "--out", str(tmp_path / "m.csv")]) == 2
+    assert f"{absent}: no such file or folder" in capsys.readouterr().err
     assert main(["merge", *[str(score_shards / f"p{k}.csv") for k in (1, 2, 3)], "--out",
                  str(tmp_path / "m.parquet")]) == 2
     assert "the shards are csv files" in capsys.readouterr().err

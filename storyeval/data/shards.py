@@ -333,6 +333,10 @@ def merge_shard_tables(outputs: Sequence[str | Path]) -> tuple[list[ShardInfo],
         role, file name beside the sidecar, format, unit column(s) and, for score tables, the
         measures of each metric); write them with `write_table_raw`.
     """
+    missing = [str(p) for p in outputs if not Path(p).exists()]
+    if missing:
+        raise InputError(f"{', '.join(missing)}: no such file or folder (the output of a "
+                         "--shard K/N run)")
     infos = [read_shard_info(sidecar_path(p)) for p in outputs]
     check_coverage(infos)
     merged: dict[str, tuple[pd.DataFrame, str]] = {}
