@@ -124,3 +124,24 @@ def test_pairwise_bias_cli(tmp_path, capsys):
     assert main(["pairwise", "bias", str(tmp_path / "judge.csv"), "--own", "Judge-A=sys-2"]) == 2
     assert "needs a reference" in capsys.readouterr().err
     assert not np.isnan(first["se"])
+
+
+def test_bias_on_own_data_declares_the_human_column_with_criteria(tmp_path, capsys):
+    """`bias --data human.csv --criteria NAME` reads NAME as the human score column of a
+    per-story table, as `meta --criteria` does (it was an error: no human criteria)."""
+    rng = np.random.default_rng(5)
+    systems, prompts = [f"model-{c}" for c in "ABCDEF"], [f"p{k:02d}" for k in range(20)]
+    grid = pd.MultiIndex.from_product([systems, prompts], names=["system", "prompt_id"])
+    human = pd.DataFrame(index=grid).reset_index()
+    human["fluency"] = rng.integers(1, 6, len(human)).astype(float)
+    own = (human["system"] == "model-C").to_numpy()
+    judge = human[["system", "prompt_id"]].assign(
+        measure="judgeX", value=np.clip(np.rint(human["fluency"] + rng.normal(0, 0.5, len(human))
+                                                + 1.0 * own), 1, 5))
+    human.to_csv(tmp_path / "human.csv", index=False)
+    judge.to_csv(tmp_path / "judge.csv", index=False)
+    assert main(["bias", "--data", str(tmp_path / "human.csv"), "--scores",
+                 str(tmp_path / "judge.csv"), "--criteria", "fluency",
+                 "--own", "judgeX=model-C", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert "judgeX" in out and "model-C" in out

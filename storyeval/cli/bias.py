@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         dataset = raters_only_dataset(pd.concat(frames, ignore_index=True),
                                       name=", ".join(p.name for p in args.scores))
     else:
-        dataset = load_dataset_args(args)
+        dataset = load_dataset_args(args, criteria=args.criteria)
         ref = dataset.reference_system
         if ref in dataset.systems and not args.include_human_stories:
             dataset = dataset.select_systems(exclude=[ref])
