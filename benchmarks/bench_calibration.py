@@ -202,6 +202,8 @@ def default_path(wide, comp, level: str, method: str, seed: int,
     test = test or calibrated_test(level, method)
     shared = {"level": level, "method": method, "sign_convention": "raw",
               "random_state": seed}
+    if test == "bootstrap-both":  # `--test bootstrap --resample-by both`
+        test, shared["resample_by"] = "bootstrap", "both"
     if test == "williams":
         res = williams_test(comp["r_a"], comp["r_b"], comp["r_ab"], comp["n"],
                             alternative="two-sided", direction="fixed", sign_convention="raw")
@@ -589,6 +591,90 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+STABILITY_DGPS = ("base", "weak", "heavy-tails", "likert-1")
+
+
+def _renamed(wide: pd.DataFrame, crit: list[str], meas: list[list[str]]
+             ) -> tuple[pd.DataFrame, list[str], list[list[str]], dict[str, np.ndarray]]:
+    """The same table with realistic names (criterion ``Overall-r``, measures ``METEOR-r`` and
+    ``my-metric-r``), its columns in another order, and the comparison rows' correlations
+    unchanged."""
+    names = {c: f"Overall-{r}" for r, c in enumerate(crit)}
+    for r, (a, b) in enumerate(meas):
+        names[a], names[b] = f"METEOR-{r}", f"my-metric-{r}"
+    other = wide.rename(columns=names)
+    other = other[list(reversed(other.columns))]
+    return other, [names[c] for c in crit], [[names[a], names[b]] for a, b in meas], names
+
+
+def run_seed_stability(reps: int, seed: int, methods: tuple[str, ...],
+                       sizes: tuple[int, ...] | None = None) -> list[dict]:
+    """The default system-level test on null data sets under two seeds (``seed``, ``seed +
+    1``) and under other names and column order: its level under each seed, the share of
+    data sets whose decision at 0.05 differs between the seeds, and the largest change of a
+    p-value and of an interval end when the measures are renamed and the columns reordered
+    (a p-value is a function of the data: 0 expected)."""
+    rows = []
+    for method in methods:
+        for dgp in STABILITY_DGPS:
+            for size in sizes or SYSTEM_SIZES:
+                t0 = time.time()
+                rng = np.random.default_rng([seed, hash_name(dgp), size, 3])
+                h, m = simulate(DGPS[dgp], reps, size, PROMPTS, 2, rng, True)
+                wide, crit, meas = wide_table(h, m)
+                comp = comparisons(wide, crit, meas, "system", method)
+                runs = [default_path(wide, comp, "system", method, s) for s in (seed, seed + 1)]
+                other, crit2, meas2, _ = _renamed(wide, crit, meas)
+                comp2 = dict(comp, criterion=np.array(crit2, dtype=object),
+                             measure_a=np.array([m[0] for m in meas2], dtype=object),
+                             measure_b=np.array([m[1] for m in meas2], dtype=object))
+                renamed = default_path(other, comp2, "system", method, seed)
+                rejects = [r["p"] < ALPHA for r in runs]
+                rows.append({
+                    "dgp": dgp, "size": size, "method": method, "reps": reps,
+                    "level_seed0": float(rejects[0].mean()),
+                    "level_seed1": float(rejects[1].mean()),
+                    "flips": float(np.mean(rejects[0] != rejects[1])),
+                    "rename_p": float(np.nanmax(np.abs(renamed["p"] - runs[0]["p"]))),
+                    "rename_ci": float(np.nanmax(np.abs(np.r_[
+                        renamed["ci_low"] - runs[0]["ci_low"],
+                        renamed["ci_high"] - runs[0]["ci_high"]]))),
+                    "seconds": time.time() - t0})
+                r = rows[-1]
+                print(f"# {method} {dgp} system {size}: level {r['level_seed0']:.3f} / "
+                      f"{r['level_seed1']:.3f}, flips {r['flips']:.4f}, renamed max |dp| "
+                      f"{r['rename_p']:.2g} ({r['seconds']:.1f} s)", flush=True)
+    return rows
+
+
+def markdown_stability(rows: list[dict]) -> str:
+    frame = pd.DataFrame(rows)
+    lines = []
+    for method, part in frame.groupby("method", sort=False):
+        sizes = sorted({int(s) for s in part["size"]})
+        lines += [(f"**{method}, system level** (`{_test('system', method)}`, 1,000 "
+                   "permutations): P(p < 0.05) with seed 0 / seed 1 +- Monte Carlo standard "
+                   "error; share of data sets whose decision at 0.05 differs between the two "
+                   "seeds:"), "",
+                  "| data | " + " | ".join(f"level {s}" for s in sizes) + " | "
+                  + " | ".join(f"seed changes decision {s}" for s in sizes) + " |",
+                  "| --- |" + " ---: |" * (2 * len(sizes))]
+        for dgp, cells in part.groupby("dgp", sort=False):
+            by = {int(r["size"]): r for r in cells.to_dict("records")}
+            lv = [f"{by[s]['level_seed0']:.3f} / {by[s]['level_seed1']:.3f} +- "
+                  f"{mc_se(by[s]['level_seed0'], by[s]['reps']):.3f}" for s in sizes]
+            fl = [f"{by[s]['flips']:.4f}" for s in sizes]
+            lines.append(f"| {dgp} | " + " | ".join(lv + fl) + " |")
+        lines.append("")
+    reps = sorted({int(r) for r in frame["reps"]})
+    lines.append(f"Replications per cell: {', '.join(map(str, reps))}. Renaming the criterion "
+                 "and measures (`Overall-r`, `METEOR-r`, `my-metric-r`) and reversing the "
+                 "column order changed a p-value by at most "
+                 f"{frame['rename_p'].max():.2g} and an interval end by at most "
+                 f"{frame['rename_ci'].max():.2g}.")
+    return "\n".join(lines) + "\n"
+
+
 def _test(level: str, method: str) -> str:
     from storyeval.compare.procedures import calibrated_test
 
@@ -615,10 +701,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="--coverage: the overall level only")
     parser.add_argument("--system-only", action="store_true",
                         help="--coverage: the system level only")
-    parser.add_argument("--system-test", choices=["bootstrap"],
+    parser.add_argument("--system-test", choices=["bootstrap", "bootstrap-both"],
                         help="--coverage: the interval of this test at the system level instead "
                              "of the default one (bootstrap: percentile, 1,000 resamples of "
-                             "prompts)")
+                             "prompts; bootstrap-both: of prompts and systems, --resample-by "
+                             "both)")
+    parser.add_argument("--seed-stability", action="store_true",
+                        help="measure the default system-level test under two seeds and other "
+                             "names instead (level, decisions changed by the seed, renaming)")
     parser.add_argument("--coverage-markers", default="coverage",
                         help="--coverage --page: the name in the page's markers "
                              "(<!-- NAME:start -->; default: coverage)")
@@ -632,6 +722,8 @@ def main(argv: list[str] | None = None) -> int:
     methods = tuple(args.methods.split(","))
     if args.from_csv:
         rows = pd.read_csv(args.from_csv).to_dict("records")
+    elif args.seed_stability:
+        rows = run_seed_stability(args.reps, args.seed, methods)
     elif args.coverage:
         sizes = {k: tuple(int(v) for v in getattr(args, k).split(","))
                  for k in ("overall_sizes", "system_sizes") if getattr(args, k)}
@@ -644,11 +736,13 @@ def main(argv: list[str] | None = None) -> int:
                             system_test=args.system_test, **sizes)
     else:
         rows = run(args.reps, args.seed, methods, not args.no_fwer)
-    text = markdown_coverage(rows) if args.coverage else markdown(rows)
+    text = (markdown_coverage(rows) if args.coverage else markdown_stability(rows)
+            if args.seed_stability else markdown(rows))
     seconds = (sum(float(r.get("seconds", 0)) for r in rows) if args.from_csv
                else time.time() - t0)
     took = (f"cells of {seconds:.0f} s in all" if args.from_csv else f"in {seconds:.0f} s")
     command = (f"--coverage --reps {args.reps} --inner {args.inner}" if args.coverage
+               else f"--seed-stability --reps {args.reps}" if args.seed_stability
                else f"--reps {args.reps}")
     for flag in ("dgps", "system_sizes", "overall_sizes", "system_test"):
         if args.coverage and getattr(args, flag):
@@ -666,8 +760,9 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(args.markdown, text + "\n" + footer + "\n")
     if args.page:
         name = args.coverage_markers
-        markers = (f"<!-- {name}:start -->", f"<!-- {name}:end -->") if args.coverage else (
-            START, END)
+        markers = ((f"<!-- {name}:start -->", f"<!-- {name}:end -->") if args.coverage
+                   else ("<!-- seed-stability:start -->", "<!-- seed-stability:end -->")
+                   if args.seed_stability else (START, END))
         write_page(args.page, text + "\n" + footer + "\n", markers)
     return 0
 

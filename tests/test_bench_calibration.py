@@ -80,3 +80,33 @@ def test_expected_human_matches_simulated_ratings(bench):
     # symmetric around 3 (the scale's midpoint) and increasing
     e = bench.expected_human(np.array([-1.0, 0.0, 1.0]))
     assert e[1] == pytest.approx(3.0, abs=1e-12) and e[0] + e[2] == pytest.approx(6.0, abs=1e-12)
+
+
+def test_seed_stability_mode_runs_small(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "STABILITY_DGPS", ("base",))
+    monkeypatch.setattr(bench, "SYSTEM_SIZES", (5,))
+    csv, page = tmp_path / "stability.csv", tmp_path / "page.md"
+    page.write_text("a\n<!-- seed-stability:start -->\nold\n<!-- seed-stability:end -->\nb\n",
+                    encoding="utf-8")
+    rows = bench.run_seed_stability(12, 0, ("pearson",), sizes=(5,))
+    assert len(rows) == 1 and rows[0]["reps"] == 12
+    # the p-values and intervals do not depend on the names or the column order
+    assert rows[0]["rename_p"] == 0.0 and rows[0]["rename_ci"] == 0.0
+    assert 0.0 <= rows[0]["flips"] <= 1.0
+    assert bench.main(["--seed-stability", "--reps", "8", "--methods", "kendall_b",
+                       "--csv", str(csv), "--page", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "old" not in text and "seed changes decision 5" in text
+    assert "--seed-stability --reps 8" in text and len(pd.read_csv(csv)) == 1
+
+
+def test_renamed_table_keeps_every_value(bench):
+    rng = np.random.default_rng(0)
+    h, m = bench.simulate(bench.DGPS["base"], 3, 5, 4, 2, rng, True)
+    wide, crit, meas = bench.wide_table(h, m)
+    other, crit2, meas2, names = bench._renamed(wide, crit, meas)
+    assert list(other.columns) == list(reversed([names[c] for c in wide.columns]))
+    assert crit2 == ["Overall-0", "Overall-1", "Overall-2"]
+    assert meas2[1] == ["METEOR-1", "my-metric-1"]
+    for old, new in names.items():
+        assert (other[new].to_numpy() == wide[old].to_numpy()).all()

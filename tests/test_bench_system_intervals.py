@@ -56,5 +56,26 @@ def test_runs_small_and_fills_the_page(bench, tmp_path, monkeypatch):
                        "--methods", "pearson", "--page", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
     assert "old" not in text and text.startswith("a\n") and text.endswith("b\n")
-    for cand in bench.CANDIDATES:
-        assert f"| `{cand}` |" in text
+    for cand in bench.CANDIDATES:  # the studentised ones only with --studentised-sizes
+        assert (f"| `{cand}` |" in text) == (not cand.startswith("stud-")), cand
+    assert bench.main(["--reps", "3", "--inner", "3", "--permutations", "39", "--boot", "20",
+                       "--methods", "kendall_b", "--sizes", "5", "--studentised-sizes", "5",
+                       "--markers", "system-intervals", "--page", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert all(f"| `{cand}` |" in text for cand in bench.CANDIDATES)
+    assert "--sizes 5 --studentised-sizes 5" in text and "| level 5 | coverage 5 |" in text
+
+
+def test_default_candidate_is_the_library_interval(bench):
+    # hyb-boot0 is storyeval's compatible_interval; its hand-rolled twin (clip at 1e-9) agrees
+    rng = np.random.default_rng(1)
+    d = rng.normal(0, 0.3, 50)
+    c = rng.uniform(0.1, 0.4, 50)
+    se = rng.uniform(0.05, 0.3, 50)
+    from storyeval.compare.procedures import compatible_interval
+
+    lo, hi = compatible_interval(d, d - c, d + c, se, 0.95)
+    lo2, hi2 = bench._compatible(d, d - c, d + c, 1.959963984540054 * se, clip_at_zero=True)
+    np.testing.assert_allclose(lo, lo2, atol=2e-9)
+    np.testing.assert_allclose(hi, hi2, atol=2e-9)
+    assert np.array_equal((lo > 0) | (hi < 0), (d - c > 0) | (d + c < 0))

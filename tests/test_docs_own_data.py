@@ -19,6 +19,8 @@ import pytest
 from _docs_compare import describe, read_markdown, stale_files
 from _docs_scripts import load_docs_script
 
+from storyeval.compare.procedures import MIDP_INTERVAL, TEST_PERMUTATIONS
+
 pytestmark = pytest.mark.slow  # the generation runs about ten storyeval commands (5-15 s)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +120,8 @@ def test_meta_numbers_quoted_on_the_page():
     p_title = ("BH-adjusted U-statistic z-test p (two-sided, 2 P(Z > |z|), family 'criterion': "
                "2 families of m = 3 tests), all pairs of selected raters, overall level, ")
     d_title = ("difference of correlations with the human criterion, delta = r(h,a) - "
-               "r(h,b) [95% CI: U-statistic normal interval], all pairs of selected raters, "
+               "r(h,b) [95% CI, per comparison (not adjusted for multiplicity): U-statistic "
+               "normal interval], all pairs of selected raters, "
                "overall level, ")
     twist_p, twist_d = _table(lines, p_title + "Plot twist"), _table(lines, d_title + "Plot twist")
     assert mine == "0.346" and length == "0.147"
@@ -140,12 +143,11 @@ def test_meta_numbers_quoted_on_the_page():
                               f"all pairs of selected raters, system level, {criterion}")
         values = [float(v) for row in cells.values() for v in row.values() if v]
         assert len(values) == 3 and min(values) >= 0.1
+        interval = MIDP_INTERVAL.format(n=TEST_PERMUTATIONS, alpha=0.05, b=1000, z=1.96)
         deltas = _table(lines, "difference of correlations with the human criterion, delta = "
-                               "r(h,a) - r(h,b) [95% CI: permutation interval inverting "
-                               "the mid-p test: the shifts delta0 that the test of |delta - "
-                               "delta0| over its 1000 prompt swaps does not reject at 0.05 "
-                               "(fixed systems)], all pairs of selected raters, system "
-                               f"level, {criterion}")
+                               "r(h,a) - r(h,b) [95% CI, per comparison (not adjusted for "
+                               f"multiplicity): {interval}], all pairs of selected raters, "
+                               f"system level, {criterion}")
         for cell in (v for row in deltas.values() for v in row.values() if v):
             low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(","))
             assert low <= 0 <= high, cell  # "every interval contains 0"

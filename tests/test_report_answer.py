@@ -218,3 +218,15 @@ def test_meta_page_shows_the_clusters_and_the_effect_sizes(tmp_path, capsys):
     effect = pd.read_csv(out / "comparisons_overall_verdict_effect.csv")
     cell = effect.set_index("id").loc["crisp", "weak"]
     assert f"<td>{cell}</td>" in page
+
+
+def test_interval_text_prints_an_end_beyond_zero_as_open():
+    from storyeval.report.tables import interval_text
+
+    tiny = np.nextafter(0.0, 1.0)
+    assert interval_text(0.1234, 0.5) == "[0.123, 0.500]"
+    assert interval_text(tiny, 0.5) == "(0, 0.500]"
+    assert interval_text(0.0004, 0.5) == "(0, 0.500]"  # > 0, prints as 0: still excludes 0
+    assert interval_text(0.0, 0.5) == "[0.000, 0.500]"  # closed at 0: covers it
+    assert interval_text(-0.5, -tiny) == "[-0.500, 0)"
+    assert interval_text(-0.0002, 0.5) == "[0.000, 0.500]"

@@ -153,3 +153,65 @@ def test_rows_with_fewer_than_five_systems_say_the_level_is_not_held():
     five = _run(_wide(*_null(rng, S=5, P=10)), "Overall", "METEOR", "my-metric", n=99)
     assert "fewer than 5 systems" in four["note"][0] and np.isfinite(four["p"][0])
     assert five["note"][0] == ""
+
+
+def test_compatible_interval_by_hand():
+    from storyeval.compare.procedures import compatible_interval
+
+    tiny = np.nextafter(0.0, 1.0)
+    d = np.array([0.1, 0.5, -0.5, 0.5, 0.5, np.nan])
+    low, high = d - np.array([0.2, 0.3, 0.3, 0.3, 0.3, 0.3]), d + 0.3
+    low[0], high[0] = -0.1, 0.3  # the test does not reject
+    se = np.array([0.2, 0.4, 0.4, 0.1, np.nan, 0.4])
+    lo, hi = compatible_interval(d, low, high, se, 0.95)
+    z = stats.norm.ppf(0.975)
+    # not rejected: d +- max(c, z se), around 0
+    assert lo[0] == pytest.approx(0.1 - z * 0.2) and hi[0] == pytest.approx(0.1 + z * 0.2)
+    # rejected, d > 0: the far side widened, the near side cut at 0 (open: the smallest float)
+    assert lo[1] == tiny and hi[1] == pytest.approx(0.5 + z * 0.4)
+    assert hi[2] == -tiny and lo[2] == pytest.approx(-0.5 - z * 0.4)
+    # a bootstrap narrower than the test's interval, or undefined: the test's interval
+    assert (lo[3], hi[3]) == pytest.approx((0.2, 0.8))
+    assert (lo[4], hi[4]) == pytest.approx((0.2, 0.8))
+    assert np.isnan(lo[5]) and np.isnan(hi[5])
+    assert compatible_interval(d, low, high, None) == (low, high)
+
+
+def _alternative(rng, S=5, P=30):
+    q = rng.normal(0, 0.3, (S, 1)) + rng.normal(size=(S, P))
+    h = np.clip(np.rint(3 + q + rng.normal(0, 0.8, (S, P))), 1, 5)
+    shared = 0.5 * rng.normal(size=(S, P))
+    return h, q + shared + rng.normal(size=(S, P)), 0.6 * q + shared + rng.normal(size=(S, P))
+
+
+@pytest.mark.parametrize("method", ["kendall_b", "pearson"])
+@pytest.mark.parametrize("seed", [17, 18])
+def test_interval_carries_the_bootstrap_spread_of_delta(method, seed, monkeypatch):
+    # independent reference: a bootstrap of prompts with scipy's coefficients (other draws)
+    import storyeval.compare.procedures as procedures
+
+    rng = np.random.default_rng(seed)
+    h, a, b = _alternative(rng)
+    coef = {"kendall_b": lambda x, y: stats.kendalltau(x, y).statistic,
+            "pearson": lambda x, y: stats.pearsonr(x, y).statistic}[method]
+    g = np.random.default_rng(99)
+    boot = []
+    for _ in range(2000):
+        idx = g.integers(0, h.shape[1], h.shape[1])
+        H, A, B = h[:, idx].mean(1), a[:, idx].mean(1), b[:, idx].mean(1)
+        boot.append(coef(H, A) - coef(H, B))
+    seen = {}
+    original = procedures.compatible_interval
+
+    def spy(observed, low, high, se, confidence_level=0.95):
+        seen.update(low=low.copy(), high=high.copy(), se=se.copy())
+        return original(observed, low, high, se, confidence_level)
+
+    monkeypatch.setattr(procedures, "compatible_interval", spy)
+    res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method)
+    assert seen["se"][0] == pytest.approx(np.nanstd(boot, ddof=1), rel=0.1)
+    d = res["delta"][0]
+    c = max(seen["high"][0] - d, d - seen["low"][0])
+    assert res["p"][0] >= 0.05  # not rejected: symmetric, max of the two half-widths
+    assert res["ci_high"][0] - d == pytest.approx(max(c, 1.959964 * seen["se"][0]))
+    assert d - res["ci_low"][0] == pytest.approx(res["ci_high"][0] - d)

@@ -110,8 +110,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     tests.add_argument("--direction", choices=["larger", "fixed"],
                        help="test in the direction of the larger |r| (paper; Williams tests "
                             "only) or always a vs b (default: the test's)")
-    tests.add_argument("--test-permutations", type=int, default=1000, metavar="N",
-                       help="permutations of the permutation tests (default: 1000)")
+    tests.add_argument("--test-permutations", type=int, metavar="N",
+                       help="permutations of the permutation tests (default: 2000 for the "
+                            "comparison tests, 1000 for --coef spa)")
     tests.add_argument("--sign-convention", choices=["auto", "paper", "raw"], default="auto",
                        help="raw: compare signed correlations; paper: compare |r|, each measure "
                             "oriented by the sign of its sample correlation (chosen after "
@@ -220,6 +221,10 @@ def run(args: argparse.Namespace) -> int:
     check_out_args(args)
     from storyeval.cli import meta_wmt
 
+    if args.test_permutations is None:  # the library's default of each use
+        from storyeval.compare.procedures import TEST_PERMUTATIONS
+
+        args.test_permutations = 1000 if meta_wmt.uses_wmt_coef(args) else TEST_PERMUTATIONS
     meta_wmt.check(args)
     if args.sentinels and meta_wmt.uses_wmt_coef(args):
         raise InputError("--sentinels works with the correlation coefficients (not acc_eq, "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
-from storyeval.report.tables import count, fixed, format_table
+from storyeval.report.tables import count, fixed, format_table, interval_text
 
 if TYPE_CHECKING:
     pass
@@ -427,7 +427,8 @@ def effect_caption(result: MetaResult, level: str) -> str:
              if result.settings["comparisons"].get("sign_convention", "paper") == "paper"
              else "r(h,a) - r(h,b)")
     return (f"difference of correlations with the human criterion, delta = {delta} "
-            f"[{cl:.0%} CI: {method}], {result.settings['comparisons']['comparison']}, "
+            f"[{cl:.0%} CI, per comparison (not adjusted for multiplicity): {method}], "
+            f"{result.settings['comparisons']['comparison']}, "
             f"{level} level")
 
 
@@ -508,7 +509,7 @@ def _interval_cells(values: pd.Series, lows: pd.Series, highs: pd.Series,
             return ""
         if pd.isna(lo) or pd.isna(hi):
             return fixed(v, digits)
-        return f"{fixed(v, digits)} [{fixed(lo, digits)}, {fixed(hi, digits)}]"
+        return f"{fixed(v, digits)} {interval_text(lo, hi, digits)}"
 
     return [cell(v, lo, hi) for v, lo, hi in zip(values, lows, highs)]
 

@@ -173,6 +173,18 @@ def fixed(value: float, digits: int = 3) -> str:
     return text
 
 
+def interval_text(low: float, high: float, digits: int = 3) -> str:
+    """``"[low, high]"`` with `fixed` ends; an end that lies strictly beyond 0 but prints as
+    zero is printed as an open 0: ``"(0, 0.412]"``, ``"[-0.412, 0)"`` (a test-compatible
+    interval cut at 0 where its test rejects ends there: `storyeval.compare.procedures.
+    compatible_interval`), so that an interval that excludes 0 never reads as touching it."""
+    lo, hi = fixed(low, digits), fixed(high, digits)
+    zero = fixed(0.0, digits)
+    left = "(0" if low > 0 and lo == zero else f"[{lo}"
+    right = "0)" if high < 0 and hi == zero else f"{hi}]"
+    return f"{left}, {right}"
+
+
 def journal_p(p: float) -> str:
     """A p-value as a journal prints it: ``"< 0.001"`` below 0.001, else three significant
     digits with their trailing zeros (``0.0498``, ``0.500``, ``1.00``): never ``0.000``, and a
