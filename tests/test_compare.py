@@ -598,10 +598,10 @@ def test_permutation_interval_agrees_with_its_test_without_ties():
     assert np.all(res["ci_low"] <= res["t"]) and np.all(res["t"] <= res["ci_high"])
 
 
-def test_default_system_interval_is_the_permutation_interval():
+def test_default_system_interval_is_the_test_compatible_interval():
     res = meta_evaluate(_user_dataset(), reference="all", levels="system", n_permutations=200)
     will = res.comparisons
-    assert will["ci_method"].str.startswith("permutation interval inverting the mid-p test").all()
+    assert will["ci_method"].str.startswith("test-compatible interval (fixed systems)").all()
     assert ((will["ci_low"] <= will["delta"]) & (will["delta"] <= will["ci_high"])).all()
 
 
