@@ -2,11 +2,11 @@
 
 Every number comes from storyeval's own functions, the ones `storyeval meta` runs with its
 defaults on data without a default test (`--test auto`, sign convention ``raw``, family
-``criterion``, 1,000 permutations, 1,000 bootstrap resamples): the correlations from
+``criterion``, 2,000 test permutations, 1,000 bootstrap resamples): the correlations from
 `storyeval.correlation.kernel.pairwise_correlations` (system means by
 `storyeval.correlation.levels.level_data`, with the tie rule), the tests and intervals from
 `storyeval.compare.procedures.compare_rows` (``ustat`` at the overall level for Kendall tau-b,
-``permutation-random`` at the system level, with their default intervals), Williams' t for
+``permutation-midp`` at the system level, with their default intervals), Williams' t for
 Pearson from `storyeval.compare.williams.williams_test` with the Zou interval
 (`storyeval.compare.procedures.effect_sizes`), and the adjustment from
 `storyeval.compare.multitest.adjust_frame`. Replications are batched as rows of one call: each
@@ -73,7 +73,7 @@ import pandas as pd
 
 from storyeval._atomic import atomic_write_text
 from storyeval.compare.multitest import adjust_frame
-from storyeval.compare.procedures import compare_rows, effect_sizes
+from storyeval.compare.procedures import TEST_PERMUTATIONS, compare_rows, effect_sizes
 from storyeval.compare.williams import williams_test
 from storyeval.correlation.kernel import pairwise_correlations
 from storyeval.correlation.levels import level_data
@@ -652,10 +652,10 @@ def markdown_stability(rows: list[dict]) -> str:
     lines = []
     for method, part in frame.groupby("method", sort=False):
         sizes = sorted({int(s) for s in part["size"]})
-        lines += [(f"**{method}, system level** (`{_test('system', method)}`, 1,000 "
-                   "permutations): P(p < 0.05) with seed 0 / seed 1 +- Monte Carlo standard "
-                   "error; share of data sets whose decision at 0.05 differs between the two "
-                   "seeds:"), "",
+        lines += [(f"**{method}, system level** (`{_test('system', method)}`, "
+                   f"{TEST_PERMUTATIONS:,} permutations): P(p < 0.05) with seed 0 / seed 1 "
+                   "+- Monte Carlo standard error; share of data sets whose decision at 0.05 "
+                   "differs between the two seeds:"), "",
                   "| data | " + " | ".join(f"level {s}" for s in sizes) + " | "
                   + " | ".join(f"seed changes decision {s}" for s in sizes) + " |",
                   "| --- |" + " ---: |" * (2 * len(sizes))]
