@@ -260,41 +260,168 @@ def _prompt_values(column) -> tuple[np.ndarray, list, object] | None:
 
 
 def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
-    got_s, got_m = _codes(table.column("system")), _codes(table.column("measure"))
-    got_p = _prompt_values(table.column("prompt_id"))
-    if got_s is None or got_m is None or got_p is None:
-        return None
-    (sys_codes, sys_values), (measure_codes, measure_values) = got_s, got_m
-    prompt_codes, prompts, prompt_dtype = got_p
-    systems, measures = _text_values(sys_values), _text_values(measure_values)
-    if systems is None or measures is None:
+    """The wide table, systems, prompts and measures of a read table, or None (general
+    reader). Files whose rows repeat one order of stories for each measure (measure-major, as
+    ``DataFrame.melt`` writes them) or one order of measures for each story (story-major) are
+    pivoted by a reshape of the value column after checking that layout on the raw dictionary
+    codes; any other order goes through per-row story codes (`_pivot_rows`)."""
+    columns = [table.column(n) for n in ("system", "prompt_id", "measure")]
+    if any(c.null_count for c in columns) or table.num_rows == 0:
         return None
     value = table.column("value").to_numpy()
     if value.dtype.kind not in "fiu":
         return None
-    value = value.astype(np.float64, copy=False)
+    if value.dtype != np.float64 or not value.flags.writeable:
+        value = value.astype(np.float64)  # pyarrow's own buffer is read-only
     if np.isinf(value).any():
         return None
+    raw = [_raw_keys(c) for c in columns]
+    if any(r is None for r in raw):
+        return None
+    layout = _regular_layout(*raw)  # type: ignore[arg-type]
+    del raw
+    if layout is None:
+        return _pivot_rows(table, value)
+    return _pivot_blocks(table, value, *layout)
+
+
+def _raw_keys(column) -> np.ndarray | None:
+    """One integer per row, equal for equal cells (dictionary indices over one unified
+    dictionary, or the integers themselves): enough to compare rows, not yet codes."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(column.type):
+        return column.to_numpy()
+    if not pa.types.is_dictionary(column.type):
+        if pa.types.is_floating(column.type):
+            return None  # decimal prompt ids: the general reader's rule
+        column = column.dictionary_encode()
+    column = column.unify_dictionaries()
+    chunks = [c.indices.to_numpy(zero_copy_only=False) for c in column.chunks]
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+def _regular_layout(system: np.ndarray, prompt: np.ndarray, measure: np.ndarray
+                    ) -> tuple[str, int] | None:
+    """``("measure", n)`` when the rows are blocks of ``n`` rows, one measure per block, every
+    block listing the same (system, prompt_id) cells in the same order; ``("story", k)`` when
+    they are blocks of ``k`` rows, one story per block, every block listing the same measures
+    in the same order; else None. Cells are compared as written (raw keys), so two spellings
+    of one prompt id (``7`` and ``07``) make a file irregular, never wrong."""
+    n = len(measure)
+    first = measure[0]
+    other = measure != first
+    block = int(np.argmax(other)) if other.any() else n  # rows of the first measure
+    del other
+    if n % block == 0:
+        blocks = measure.reshape(n // block, block)
+        if bool((blocks == blocks[:, :1]).all()) and _distinct(blocks[:, 0]) and all(
+                bool((k.reshape(n // block, block)[1:] == k[:block]).all())
+                for k in (system, prompt)):
+            return "measure", block
+    again = measure[1:] == first
+    width = int(np.argmax(again)) + 1 if again.any() else n  # measures of the first story
+    del again
+    if n % width == 0 and width > 1:
+        blocks = measure.reshape(n // width, width)
+        if bool((blocks == measure[:width]).all()) and _distinct(measure[:width]) and all(
+                bool((k.reshape(n // width, width) == k[::width, None]).all())
+                for k in (system, prompt)):
+            return "story", width
+    return None
+
+
+def _distinct(keys: np.ndarray) -> bool:
+    return len(np.unique(keys)) == len(keys)
+
+
+def _pivot_blocks(table, value: np.ndarray, layout: str, size: int
+                  ) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+    """`_pivot` of a measure-major or story-major file (see `_regular_layout`): the stories
+    are those of the first block (measure-major) or the first row of each block (story-major),
+    which must be distinct stories; the values are the value column reshaped."""
+    n = table.num_rows
+    if layout == "measure":
+        stories = table.slice(0, size)
+        measure_rows = table.column("measure").take(np.arange(0, n, size))
+        wide = value.reshape(n // size, size).T  # pandas keeps a (measures, stories) block
+    else:
+        stories = table.select(["system", "prompt_id"]).take(np.arange(0, n, size))
+        measure_rows = table.column("measure").slice(0, size)
+        wide = value.reshape(n // size, size)
+    index = _story_index(stories.column("system"), stories.column("prompt_id"))
+    got_m = _codes(measure_rows)
+    if index is None or got_m is None:
+        return None
+    story_codes, index, systems, prompts = index
+    measures = _text_values(got_m[1])
+    if measures is None or len(index) != len(story_codes):
+        return None  # a (story, measure) twice
+    return (pd.DataFrame(wide, index=index, columns=pd.Index(measures), copy=False),
+            systems, prompts, measures)
+
+
+def _story_index(system, prompt) -> tuple[np.ndarray, pd.MultiIndex, list, list] | None:
+    """Per row, the code of its story (order of first appearance); the stories as the
+    general reader's MultiIndex (system, prompt_id); the distinct systems and prompts in order
+    of first appearance. None when a system or prompt id is not one the general reader
+    would read the same way."""
+    got_s, got_p = _codes(system), _prompt_values(prompt)
+    if got_s is None or got_p is None:
+        return None
+    sys_codes, sys_values = got_s
+    prompt_codes, prompts, prompt_dtype = got_p
+    systems = _text_values(sys_values)
+    if systems is None:
+        return None
     width = max(len(prompts), 1)
-    wide_keys = len(sys_values) * width >= 2**31 or len(measures) * len(sys_values) * width \
-        >= 2**31
-    kind = np.int64 if wide_keys else np.int32
+    kind = np.int64 if len(systems) * width >= 2**31 else np.int32
     pair_key = sys_codes.astype(kind)  # in place below: no 16M-row temporaries
     np.multiply(pair_key, width, out=pair_key, casting="same_kind")
     np.add(pair_key, prompt_codes, out=pair_key, casting="same_kind")
     story_codes, pairs = _factorize(pair_key)
     del pair_key
+    string = pd.Series([], dtype=object).astype(str).dtype  # what the general reader gives
+    index = _multi_index([pd.Index(np.asarray(systems, dtype=object), dtype=string),
+                          pd.Index(np.asarray(prompts, dtype=prompt_dtype if prompt_dtype
+                                              == np.int64 else object), dtype=prompt_dtype)],
+                         [pairs // width, pairs % width])
+    return story_codes, index, systems, prompts
+
+
+def _multi_index(levels: list[pd.Index], codes: list[np.ndarray]) -> pd.MultiIndex:
+    """``pd.MultiIndex.from_arrays([level[code] ...])`` (sorted levels) from distinct level
+    values and codes into them, without building and hashing one value per row."""
+    sorted_levels, sorted_codes = [], []
+    for level, code in zip(levels, codes):
+        order = level.argsort(kind="stable")
+        rank = np.empty(len(level), dtype=np.int64)
+        rank[order] = np.arange(len(level))
+        sorted_levels.append(level[order])
+        sorted_codes.append(rank[code])
+    return pd.MultiIndex(levels=sorted_levels, codes=sorted_codes,
+                         names=["system", "prompt_id"], verify_integrity=False)
+
+
+def _pivot_rows(table, value: np.ndarray) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+    """`_pivot` of rows in any order: story and measure codes per row, a duplicate check
+    by counting, and one scatter into the wide array."""
+    index = _story_index(table.column("system"), table.column("prompt_id"))
+    got_m = _codes(table.column("measure"))
+    if index is None or got_m is None:
+        return None
+    story_codes, index, systems, prompts = index
+    measure_codes, measure_values = got_m
+    measures = _text_values(measure_values)
+    if measures is None:
+        return None
+    kind = np.int64 if len(measures) * len(index) >= 2**31 else np.int32
     key = story_codes.astype(kind)
     np.multiply(key, len(measures), out=key, casting="same_kind")
     np.add(key, measure_codes, out=key, casting="same_kind")
-    if np.bincount(key, minlength=len(pairs) * len(measures)).max(initial=0) > 1:
+    if np.bincount(key, minlength=len(index) * len(measures)).max(initial=0) > 1:
         return None  # a (story, measure) twice
-    wide = np.full((len(pairs), len(measures)), np.nan)
+    del key
+    wide = np.full((len(index), len(measures)), np.nan)
     wide[story_codes, measure_codes] = value
-    string = pd.Series([], dtype=object).astype(str).dtype  # what the general reader gives
-    index = pd.MultiIndex.from_arrays(
-        [pd.Index(np.asarray(systems, dtype=object)[pairs // width], dtype=string),
-         pd.Index(np.asarray(prompts, dtype=prompt_dtype if prompt_dtype == np.int64
-                             else object)[pairs % width], dtype=prompt_dtype)],
-        names=["system", "prompt_id"])
     return pd.DataFrame(wide, index=index, columns=pd.Index(measures)), systems, prompts, measures
