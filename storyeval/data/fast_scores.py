@@ -25,6 +25,10 @@ __all__ = ["FAST_MIN_BYTES", "LONG_COLUMNS", "read_long_scores"]
 LONG_COLUMNS = ("system", "prompt_id", "measure", "value")
 #: Files from this size take the fast path (smaller ones are read in well under a second).
 FAST_MIN_BYTES = 8 * 2**20
+#: The largest block pyarrow's CSV reader parses at a time. Its default (1 MiB) makes one
+#: dictionary per block for each text column: at 16 million rows (543 blocks) that doubled the
+#: reader's CPU time (9 s against 3.4 s with 64 MiB blocks, measured on 2 cores).
+CSV_BLOCK_BYTES = 64 * 2**20
 
 
 def read_long_scores(path: str | Path, fmt: str
@@ -92,14 +96,21 @@ def _read_csv(path: Path, fmt: str):
         return None  # other columns would go unread, their encoding unchecked
     text = pa.dictionary(pa.int32(), pa.string())
 
-    def read(prompt_type):
-        types = {"system": text, "measure": text, "value": pa.float64()}
-        return pa_csv.read_csv(path, parse_options=pa_csv.ParseOptions(delimiter=sep),
-                               convert_options=pa_csv.ConvertOptions(
-                                   column_types=types, include_columns=list(LONG_COLUMNS),
-                                   null_values=list(_PANDAS_NA), strings_can_be_null=True))
+    types = {"system": text, "measure": text, "value": pa.float64()}  # prompt ids inferred
+    return pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(block_size=_block_size(path)),
+                           parse_options=pa_csv.ParseOptions(delimiter=sep),
+                           convert_options=pa_csv.ConvertOptions(
+                               column_types=types, include_columns=list(LONG_COLUMNS),
+                               null_values=list(_PANDAS_NA), strings_can_be_null=True))
 
-    return read(None)  # prompt ids typed as pyarrow infers them (see _prompt_values)
+
+def _block_size(path: Path) -> int:
+    """Two blocks per thread of pyarrow's pool (blocks are parsed in parallel), at least
+    1 MiB and at most `CSV_BLOCK_BYTES`."""
+    import pyarrow as pa
+
+    share = path.stat().st_size // (2 * max(pa.cpu_count(), 1))
+    return int(min(max(share, 2**20), max(CSV_BLOCK_BYTES, 1)))
 
 
 def _read_parquet(path: Path):
