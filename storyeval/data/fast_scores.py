@@ -97,11 +97,34 @@ def _read_csv(path: Path, fmt: str):
     text = pa.dictionary(pa.int32(), pa.string())
 
     types = {"system": text, "measure": text, "value": pa.float64()}  # prompt ids inferred
-    return pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(block_size=_block_size(path)),
-                           parse_options=pa_csv.ParseOptions(delimiter=sep),
-                           convert_options=pa_csv.ConvertOptions(
-                               column_types=types, include_columns=list(LONG_COLUMNS),
-                               null_values=list(_PANDAS_NA), strings_can_be_null=True))
+    # text cells are not matched against the missing markers one by one (32 million look-ups
+    # at 10^6 stories): the few distinct values are, in _has_missing_marker
+    table = pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(block_size=_block_size(path)),
+                            parse_options=pa_csv.ParseOptions(delimiter=sep),
+                            convert_options=pa_csv.ConvertOptions(
+                                column_types=types, include_columns=list(LONG_COLUMNS),
+                                null_values=list(_PANDAS_NA), strings_can_be_null=False))
+    if any(_has_missing_marker(table.column(n)) for n in ("system", "prompt_id", "measure")):
+        return None  # pandas reads such a cell as missing: the general reader's error
+    return table
+
+
+def _has_missing_marker(column) -> bool:
+    """Whether a text column of a CSV holds one of pandas' missing-value markers (an empty
+    cell included), checked on each block's dictionary of distinct values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from storyeval.data.io import _PANDAS_NA
+
+    markers = pa.array(list(_PANDAS_NA))
+    if pa.types.is_dictionary(column.type):
+        parts = [chunk.dictionary for chunk in column.chunks]
+    elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        parts = list(column.chunks)
+    else:
+        return False  # numbers: the markers were read as nulls
+    return any(bool(pc.any(pc.is_in(part, value_set=markers)).as_py()) for part in parts)
 
 
 def _block_size(path: Path) -> int:
@@ -110,7 +133,7 @@ def _block_size(path: Path) -> int:
     import pyarrow as pa
 
     share = path.stat().st_size // (2 * max(pa.cpu_count(), 1))
-    return int(min(max(share, 2**20), max(CSV_BLOCK_BYTES, 1)))
+    return int(max(min(max(share, 2**20), CSV_BLOCK_BYTES), 1))
 
 
 def _read_parquet(path: Path):
