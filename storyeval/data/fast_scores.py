@@ -1,13 +1,16 @@
 """A fast path for large long score tables (``system, prompt_id, measure, value``) in CSV, TSV
 or Parquet: read by pyarrow (multi-threaded CSV reader; Parquet row groups in parallel) with
 the text columns dictionary-encoded, validated on their integer codes and distinct values, and
-pivoted to the wide table without building a Python string per row.
+pivoted to the wide table without building a Python string per row. A file in one of the two
+regular orders (every measure's rows listing the stories in one order, as ``DataFrame.melt``
+writes them, or every story's rows listing the measures in one order) is pivoted by reshaping
+its value column once that order is checked on the codes; other orders by per-row codes.
 
 It returns what `storyeval.data.scores.scores_to_dataset` builds from the same file, or None
 whenever the file is not a plain valid table of that shape (another layout, a ``story_id``
 column, a CSV column besides the four, a value pyarrow cannot read as a number, an empty or
-duplicated cell, a byte-order mark, text that is not UTF-8, ...): the caller then reads the file the general way, whose errors name the file, row and
-column. So the fast path changes no result and no message; it only skips work on valid input.
+duplicated cell, a byte-order mark, text that is not UTF-8, ...): the caller then reads the
+file the general way, whose errors name the file, row and column. So the fast path changes no result and no message; it only skips work on valid input.
 """
 
 from __future__ import annotations
@@ -48,10 +51,14 @@ def read_long_scores(path: str | Path, fmt: str
     Notes
     -----
     Checks done on codes, each sending the file to the general reader when it fails: no
-    missing or blank system, prompt or measure; prompt ids all whole numbers; systems and
-    measures not all numbers (pandas would type them); values finite numbers or pandas' missing
-    markers; no (system, prompt_id, measure) twice. Validated against the general reader on
-    valid and invalid files in ``tests/test_fast_read.py``.
+    missing or blank system, prompt or measure (in a CSV, pandas' missing-value markers are
+    looked up in each block's dictionary of distinct cells, not cell by cell); prompt ids all
+    whole numbers; systems and measures not all numbers (pandas would type them); values
+    finite numbers or pandas' missing markers; no (system, prompt_id, measure) twice (in a
+    regular order: the stories of one block distinct; else a count per story and measure).
+    Validated against the general reader on valid and invalid files, in both regular orders,
+    in other orders and over several CSV blocks and Parquet row groups, in
+    ``tests/test_fast_read.py``.
     """
     path = Path(path)
     try:
