@@ -44,7 +44,8 @@ PAGE_TABLE = ROOT / "docs" / "generated" / "scale" / "read.md"
 JSON_PATH = ROOT / "benchmarks" / "bench_read.json"
 TARGETS = {"csv": 4.0, "parquet": 2.0}  # seconds, issue 40
 NAMES = {"csv": "CSV", "parquet": "Parquet"}
-LABELS = {"polars": "polars (peer)", "duckdb": "duckdb (peer)"}
+LABELS = {"polars": "polars (peer)", "polars-read": "polars reader + storyeval pivot (peer)",
+          "duckdb": "duckdb (peer)"}
 
 READ_BODY = """
 import sys, time, hashlib
@@ -105,9 +106,26 @@ prompts = long["prompt_id"].unique(maintain_order=True).to_list()
 table = wide.to_pandas().set_index(["system", "prompt_id"])
 table.index = table.index.set_levels(table.index.levels[0].astype(str), level=0)
 """,
+    # polars' CSV reader (text columns as categoricals) feeding storyeval's checks and pivot
+    # on codes: whether swapping the reader alone would pay
+    "polars-read": """
+import polars as pl
+from storyeval.data import fast_scores
+text = {"system": pl.Categorical, "measure": pl.Categorical}
+if path.endswith(".csv"):
+    long = pl.read_csv(path, schema_overrides={**text, "value": pl.Float64},
+                       null_values=list(_PANDAS_NA))
+else:
+    long = pl.read_parquet(path).with_columns(pl.col(list(text)).cast(pl.Categorical))
+arrow = long.to_arrow()
+del long
+table, systems, prompts, _ = fast_scores._pivot(arrow)
+del arrow
+""",
     "duckdb": """
 import duckdb
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 reader = (f"read_csv('{path}', nullstr={list(_PANDAS_NA)!r})" if path.endswith(".csv")
           else f"read_parquet('{path}')")
 con.execute(f"CREATE TABLE long AS SELECT *, row_number() OVER () AS row FROM {reader}")
@@ -131,7 +149,8 @@ def peer_missing(name: str) -> str | None:
     """Why the peer ``name`` cannot run here (not installed), or None."""
     import importlib.util
 
-    return None if importlib.util.find_spec(name) else f"{name} is not installed"
+    module = name.split("-")[0]
+    return None if importlib.util.find_spec(module) else f"{module} is not installed"
 
 
 def write_files(folder: Path, n_prompts: int, n_metrics: int) -> dict[str, Path]:
@@ -161,7 +180,7 @@ def read_once(code: Path, path: Path, peer: str | None = None) -> dict:
                           env=env, capture_output=True, text=True, cwd=code)
     if done.returncode:
         raise SystemExit(f"{peer or code}: reading {path} failed:\n{done.stderr[-2000:]}")
-    out = done.stdout
+    out = done.stdout.strip().splitlines()[-1]
     wall, cpu, peak, digest, rows, cols = out.split()
     return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_mb": float(peak),
             "digest": digest, "stories": int(rows), "measures": int(cols)}

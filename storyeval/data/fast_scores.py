@@ -72,14 +72,15 @@ def read_long_scores(path: str | Path, fmt: str
         table = _read_csv(path, fmt) if fmt != "parquet" else _read_parquet(path)
     except (pa.ArrowException, ValueError, OSError):
         return None
+    from storyeval.data.io import release_arrow_memory
+
+    release_arrow_memory()  # the reader's freed blocks, before NumPy allocates the pivot's
     if table is None or table.num_rows == 0:
         return None
     try:
         return _pivot(table)
     finally:
         del table
-        from storyeval.data.io import release_arrow_memory
-
         release_arrow_memory()
 
 
