@@ -207,16 +207,21 @@ def table(result: dict) -> str:
                 f"| {_median([r['peak_mb'] for r in runs]):,.0f} MB "
                 f"| {f'< {TARGETS[fmt]:g} s' if code == 'new' else ''} |")
     load = result["load_average"]
+    loads = [r["load_average"] for f in result["runs"].values() for c in f.values() for r in c
+             if "load_average" in r]
+    during = f", median {_median(loads):.1f} during the runs" if loads else ""
     skipped = "".join(f" Not run: {reason}." for reason in result.get("skipped", {}).values())
     return ("\n".join(lines) + "\n\n"
             f"{result['stories']:,} stories x {result['measures']} measures "
             f"({result['rows']:,} rows), `read_dataset(FILE, criteria=...)` in fresh processes, "
             f"{result['repeats']} runs each, old (`{result['old_ref']}`, "
             f"{result['old_commit']}), new and the peers alternating; the same table from all "
-            f"(hash {result['digest']}). The peers do the same reading, checks (no missing "
-            "key, no (system, prompt_id, measure) twice) and pivot in their own idiom, then the "
-            f"same Dataset construction.{skipped} Machine: {result['cpus']} CPUs, load average "
-            f"{load[0]:.1f} before and {load[1]:.1f} after (other processes share the cores); "
+            f"(hash {result['digest']}). The polars and duckdb peers do the same reading, "
+            "checks (no missing key, no (system, prompt_id, measure) twice) and pivot in their "
+            "own idiom; the third reads with polars (text as categoricals) and hands the table "
+            "to storyeval's checks and pivot on codes; all then build the same Dataset."
+            f"{skipped} Machine: {result['cpus']} CPUs, load average {load[0]:.1f} before and "
+            f"{load[1]:.1f} after{during} (other processes share the cores); "
             f"{result['date']}; `python benchmarks/bench_read.py`.\n")
 
 

@@ -296,3 +296,37 @@ def test_bad_regular_files_get_the_general_readers_error(tmp_path, monkeypatch, 
             _read(path, fast, monkeypatch)
         messages.append(str(error.value))
     assert messages[0] == messages[1] and str(path) in messages[0]
+
+
+def _reference_sort(table: pd.DataFrame, systems: list, prompts: list) -> pd.DataFrame:
+    # sort_stories as it was: categorical codes of the level values, one per row
+    if all(isinstance(p, (int, np.integer)) for p in prompts):
+        prompts = sorted(prompts)
+    level = table.index.get_level_values
+    sys_codes = pd.Categorical(level("system"), categories=systems).codes
+    prompt_codes = pd.Categorical(level("prompt_id"), categories=prompts).codes
+    return table.iloc[np.lexsort((prompt_codes, sys_codes))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sort_stories_and_same_prompts_on_codes_match_the_value_based_versions(seed):
+    from storyeval.data.io import _same_prompt_sets, sort_stories
+
+    rng = np.random.default_rng(seed)
+    systems = [f"s{k}" for k in rng.permutation(4)]
+    prompts = rng.permutation(12).tolist() if seed % 2 else [f"p{k}" for k in
+                                                             rng.permutation(12)]
+    pairs = [(s, p) for s in systems for p in prompts]
+    keep = rng.permutation(len(pairs))[: len(pairs) - (seed % 3) * 5]  # some stories lacking
+    rows = [pairs[k] for k in keep]
+    index = pd.MultiIndex.from_tuples(rows, names=["system", "prompt_id"])
+    if seed == 4:
+        index = index[:-6]  # unused level values
+    table = pd.DataFrame({"x": np.arange(len(index), dtype=float)}, index=index)
+    pd.testing.assert_frame_equal(sort_stories(table, systems, prompts),
+                                  _reference_sort(table, systems, prompts))
+    sets = pd.Series(index.get_level_values("prompt_id")).groupby(
+        index.get_level_values("system"), sort=False).agg(frozenset)
+    assert _same_prompt_sets(index) == (sets.nunique() == 1)
+    flat = table.reset_index().set_index("system")  # no MultiIndex: decided on the values
+    assert _same_prompt_sets(flat.index) is False
