@@ -119,7 +119,7 @@ else:
     long = pl.read_parquet(path).with_columns(pl.col(list(text)).cast(pl.Categorical))
 arrow = long.to_arrow()
 del long
-table, systems, prompts, _ = fast_scores._pivot(arrow)
+table, systems, prompts, _ = fast_scores._pivot(fast_scores._unified(arrow))
 del arrow
 """,
     "duckdb": """

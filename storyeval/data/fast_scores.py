@@ -78,6 +78,7 @@ def read_long_scores(path: str | Path, fmt: str
     if table is None or table.num_rows == 0:
         return None
     try:
+        table = _unified(table)  # the original's per-block dictionaries are freed
         return _pivot(table)
     finally:
         del table
@@ -302,8 +303,8 @@ def _prompt_values(column) -> tuple[np.ndarray, list, object] | None:
 
 
 def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
-    """The wide table, systems, prompts and measures of a read table, or None (general
-    reader). Files whose rows repeat one order of stories for each measure (measure-major, as
+    """The wide table, systems, prompts and measures of a read table (text key columns
+    dictionary-encoded over one dictionary each, see `_unified`), or None (general reader). Files whose rows repeat one order of stories for each measure (measure-major, as
     ``DataFrame.melt`` writes them) or one order of measures for each story (story-major) are
     pivoted by a reshape of the value column after checking that layout on the raw dictionary
     codes; any other order goes through per-row story codes (`_pivot_rows`)."""
@@ -325,6 +326,22 @@ def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
     if layout is None:
         return _pivot_rows(table, value)
     return _pivot_blocks(table, value, *layout)
+
+
+def _unified(table):
+    """``table`` with its text key columns dictionary-encoded over one dictionary per column
+    (pyarrow gives one per CSV block or Parquet row group): encoded and remapped once here,
+    not again by each later step."""
+    import pyarrow as pa
+
+    for name in ("system", "prompt_id", "measure"):
+        column = table.column(name)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            column = column.dictionary_encode()
+        if pa.types.is_dictionary(column.type):
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     column.unify_dictionaries())
+    return table
 
 
 def _raw_keys(column) -> np.ndarray | None:
