@@ -6,11 +6,15 @@ human criteria and 10 metrics: 16 million rows; CSV about 400 MB) is written onc
 Parquet. Each reading, ``read_dataset(FILE, criteria=...)`` (read, validate, pivot to the
 wide table, build the Dataset), runs in a fresh Python process, alternately with the code of
 this checkout (new) and with the package of ``--old-ref`` (default ``main``) extracted by
-``git archive`` (old); both must give the same table (a hash of it is compared). Each process
+``git archive`` (old); all must give the same table (a hash of it is compared). Each process
 reports its wall time (imports excluded), its CPU time (user + system, all threads) and its
 peak resident memory (VmHWM). The load average of the machine is printed with the numbers:
 on a shared machine the wall time of one process grows with the others' load; the CPU time
 does much less.
+
+Peers (issue 40: "measure polars or duckdb where they would be faster"): the same reading,
+checks and pivot done by polars and by duckdb (each when installed, else a printed reason),
+then the same Dataset construction, also in fresh processes and compared by the same hash.
 
 Writes ``benchmarks/bench_read.json`` and the table ``docs/generated/scale/read.md`` that the
 scale page shows.
@@ -40,6 +44,8 @@ PAGE_TABLE = ROOT / "docs" / "generated" / "scale" / "read.md"
 JSON_PATH = ROOT / "benchmarks" / "bench_read.json"
 TARGETS = {"csv": 4.0, "parquet": 2.0}  # seconds, issue 40
 NAMES = {"csv": "CSV", "parquet": "Parquet"}
+LABELS = {"polars": "polars (peer)", "polars-read": "polars reader + storyeval pivot (peer)",
+          "duckdb": "duckdb (peer)"}
 
 READ_BODY = """
 import sys, time, hashlib
@@ -54,6 +60,97 @@ with open("/proc/self/status") as status:
     peak = int([l.split()[1] for l in status if l.startswith("VmHWM")][0]) / 1024
 print(wall, cpu, peak, digest, ds.table.shape[0], ds.table.shape[1])
 """
+
+# The same work done by polars or duckdb (issue 40: "measure polars or duckdb where they would
+# be faster"): read the long table, refuse missing keys and a (system, prompt_id, measure)
+# twice, pivot to one row per story and one column per measure; the wide table then goes
+# through the same Dataset construction as storyeval's readers, so the hash compares tables.
+PEER_HEAD = """
+import sys, time, hashlib
+import pandas as pd
+from storyeval.data.io import _PANDAS_NA
+from storyeval.data.load import check_dataset_scales
+from storyeval.data.scores import dataset_from_pivot
+path, criteria = sys.argv[1], sys.argv[2].split(",")
+start, cpu = time.perf_counter(), time.process_time()
+"""
+
+PEER_TAIL = """
+table.columns = pd.Index([str(c) for c in table.columns])
+ds = dataset_from_pivot(table, systems, prompts, name="long", source=path, criteria=criteria)
+check_dataset_scales(ds, {}, path)
+wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+digest = hashlib.sha256(pd.util.hash_pandas_object(ds.table, index=True).to_numpy()
+                        .tobytes()).hexdigest()[:16]
+with open("/proc/self/status") as status:
+    peak = int([l.split()[1] for l in status if l.startswith("VmHWM")][0]) / 1024
+print(wall, cpu, peak, digest, ds.table.shape[0], ds.table.shape[1])
+"""
+
+PEERS = {
+    "polars": """
+import polars as pl
+if path.endswith(".csv"):
+    long = pl.read_csv(path, schema_overrides={"value": pl.Float64},
+                       null_values=list(_PANDAS_NA))
+else:
+    long = pl.read_parquet(path)
+keys = ["system", "prompt_id", "measure"]
+if long.select(pl.col(keys).null_count()).sum_horizontal().item():
+    raise SystemExit("a missing system, prompt_id or measure")
+if long.select(pl.struct(keys).is_duplicated().any()).item():
+    raise SystemExit("a (system, prompt_id, measure) twice")
+wide = long.pivot(on="measure", index=["system", "prompt_id"], values="value")
+systems = long["system"].unique(maintain_order=True).to_list()
+prompts = long["prompt_id"].unique(maintain_order=True).to_list()
+table = wide.to_pandas().set_index(["system", "prompt_id"])
+table.index = table.index.set_levels(table.index.levels[0].astype(str), level=0)
+""",
+    # polars' CSV reader (text columns as categoricals) feeding storyeval's checks and pivot
+    # on codes: whether swapping the reader alone would pay
+    "polars-read": """
+import polars as pl
+from storyeval.data import fast_scores
+text = {"system": pl.Categorical, "measure": pl.Categorical}
+if path.endswith(".csv"):
+    long = pl.read_csv(path, schema_overrides={**text, "value": pl.Float64},
+                       null_values=list(_PANDAS_NA))
+else:
+    long = pl.read_parquet(path).with_columns(pl.col(list(text)).cast(pl.Categorical))
+arrow = long.to_arrow()
+del long
+table, systems, prompts, _ = fast_scores._pivot(fast_scores._unified(arrow))
+del arrow
+""",
+    "duckdb": """
+import duckdb
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+reader = (f"read_csv('{path}', nullstr={list(_PANDAS_NA)!r})" if path.endswith(".csv")
+          else f"read_parquet('{path}')")
+con.execute(f"CREATE TABLE long AS SELECT *, row_number() OVER () AS row FROM {reader}")
+bad = con.execute("SELECT count(*) - count(system) - count(prompt_id) - count(measure) "
+                  "+ 2 * count(*), (SELECT count(*) FROM (SELECT 1 FROM long GROUP BY "
+                  "system, prompt_id, measure HAVING count(*) > 1)) FROM long").fetchone()
+if bad[0] or bad[1]:
+    raise SystemExit("a missing key or a (system, prompt_id, measure) twice")
+def first_seen(column):
+    return [r[0] for r in con.execute(f"SELECT {column} FROM long GROUP BY {column} "
+                                      "ORDER BY min(row)").fetchall()]
+systems, prompts, measures = first_seen("system"), first_seen("prompt_id"), first_seen("measure")
+table = con.execute("PIVOT long ON measure USING first(value) GROUP BY system, prompt_id"
+                    ).df().set_index(["system", "prompt_id"])[measures]
+table.index = table.index.set_levels(table.index.levels[0].astype(str), level=0)
+""",
+}
+
+
+def peer_missing(name: str) -> str | None:
+    """Why the peer ``name`` cannot run here (not installed), or None."""
+    import importlib.util
+
+    module = name.split("-")[0]
+    return None if importlib.util.find_spec(module) else f"{module} is not installed"
 
 
 def write_files(folder: Path, n_prompts: int, n_metrics: int) -> dict[str, Path]:
@@ -76,10 +173,14 @@ def old_package(ref: str, folder: Path) -> Path:
     return folder
 
 
-def read_once(code: Path, path: Path) -> dict:
+def read_once(code: Path, path: Path, peer: str | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code), "STORYEVAL_NO_PROGRESS": "1"}
-    out = subprocess.run([sys.executable, "-c", READ_BODY, str(path), ",".join(CRITERIA)],
-                         env=env, check=True, capture_output=True, text=True, cwd=code).stdout
+    body = READ_BODY if peer is None else PEER_HEAD + PEERS[peer] + PEER_TAIL
+    done = subprocess.run([sys.executable, "-c", body, str(path), ",".join(CRITERIA)],
+                          env=env, capture_output=True, text=True, cwd=code)
+    if done.returncode:
+        raise SystemExit(f"{peer or code}: reading {path} failed:\n{done.stderr[-2000:]}")
+    out = done.stdout.strip().splitlines()[-1]
     wall, cpu, peak, digest, rows, cols = out.split()
     return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_mb": float(peak),
             "digest": digest, "stories": int(rows), "measures": int(cols)}
@@ -97,23 +198,30 @@ def table(result: dict) -> str:
              "| target |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     for fmt in ("csv", "parquet"):
-        for code in ("old", "new"):
-            runs = result["runs"][fmt][code]
+        for code, runs in result["runs"][fmt].items():
             walls = [r["wall_s"] for r in runs]
             lines.append(
-                f"| {NAMES[fmt]} ({result['size_mb'][fmt]:,.0f} MB) | {code} "
+                f"| {NAMES[fmt]} ({result['size_mb'][fmt]:,.0f} MB) | {LABELS.get(code, code)} "
                 f"| {_median(walls):.1f} s ({min(walls):.1f}-{max(walls):.1f}) "
                 f"| {_median([r['cpu_s'] for r in runs]):.1f} s "
                 f"| {_median([r['peak_mb'] for r in runs]):,.0f} MB "
                 f"| {f'< {TARGETS[fmt]:g} s' if code == 'new' else ''} |")
     load = result["load_average"]
+    loads = [r["load_average"] for f in result["runs"].values() for c in f.values() for r in c
+             if "load_average" in r]
+    during = f", median {_median(loads):.1f} during the runs" if loads else ""
+    skipped = "".join(f" Not run: {reason}." for reason in result.get("skipped", {}).values())
     return ("\n".join(lines) + "\n\n"
             f"{result['stories']:,} stories x {result['measures']} measures "
             f"({result['rows']:,} rows), `read_dataset(FILE, criteria=...)` in fresh processes, "
             f"{result['repeats']} runs each, old (`{result['old_ref']}`, "
-            f"{result['old_commit']}) and new alternating; the same table from both "
-            f"(hash {result['digest']}). Machine: {result['cpus']} CPUs, load average "
-            f"{load[0]:.1f} before and {load[1]:.1f} after (other processes share the cores); "
+            f"{result['old_commit']}), new and the peers alternating; the same table from all "
+            f"(hash {result['digest']}). The polars and duckdb peers do the same reading, "
+            "checks (no missing key, no (system, prompt_id, measure) twice) and pivot in their "
+            "own idiom; the third reads with polars (text as categoricals) and hands the table "
+            "to storyeval's checks and pivot on codes; all then build the same Dataset."
+            f"{skipped} Machine: {result['cpus']} CPUs, load average {load[0]:.1f} before and "
+            f"{load[1]:.1f} after{during} (other processes share the cores); "
             f"{result['date']}; `python benchmarks/bench_read.py`.\n")
 
 
@@ -125,6 +233,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--old-ref", default="main",
                         help="git ref of the old code (default: main)")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="skip the polars and duckdb peers")
     parser.add_argument("--table-only", action="store_true",
                         help="write the page's table from benchmarks/bench_read.json")
     args = parser.parse_args()
@@ -133,23 +243,31 @@ def main() -> None:
     if args.table_only:
         atomic_write_text(PAGE_TABLE, table(json.loads(JSON_PATH.read_text())))
         return
+    skipped = {name: "--no-peers" if args.no_peers else peer_missing(name) for name in PEERS}
+    skipped = {name: why for name, why in skipped.items() if why}
+    for why in skipped.values():
+        print(f"peer not run: {why}", flush=True)
+    codes = ["old", "new", *[name for name in PEERS if name not in skipped]]
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         paths = write_files(folder, args.stories // SYSTEMS, args.metrics)
         old = old_package(args.old_ref, folder / "old")
-        runs: dict = {fmt: {"old": [], "new": []} for fmt in paths}
+        runs: dict = {fmt: {code: [] for code in codes} for fmt in paths}
         for _ in range(args.repeats):
             for fmt, path in paths.items():
-                for code, where in (("old", old), ("new", ROOT)):
-                    runs[fmt][code].append(read_once(where, path))
-                    r = runs[fmt][code][-1]
+                for code in codes:
+                    r = read_once(old if code == "old" else ROOT, path,
+                                  code if code in PEERS else None)
+                    r["load_average"] = os.getloadavg()[0]
+                    runs[fmt][code].append(r)
                     print(f"{fmt} {code}: wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s, "
-                          f"peak {r['peak_mb']:,.0f} MB", flush=True)
+                          f"peak {r['peak_mb']:,.0f} MB, load {r['load_average']:.1f}",
+                          flush=True)
         sizes = {fmt: p.stat().st_size / 2**20 for fmt, p in paths.items()}
     digests = {r["digest"] for f in runs.values() for c in f.values() for r in c}
     if len(digests) != 1:
-        raise SystemExit(f"old and new read different tables: {digests}")
+        raise SystemExit(f"the readers read different tables: {digests}")
     first = runs["csv"]["new"][0]
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.old_ref],
                             check=True, capture_output=True, text=True).stdout.strip()
@@ -157,7 +275,8 @@ def main() -> None:
               "rows": first["stories"] * first["measures"], "repeats": args.repeats,
               "old_ref": args.old_ref, "old_commit": commit, "digest": digests.pop(),
               "cpus": os.cpu_count(), "load_average": [load_before, os.getloadavg()[0]],
-              "date": time.strftime("%Y-%m-%d"), "size_mb": sizes, "runs": runs}
+              "date": time.strftime("%Y-%m-%d"), "size_mb": sizes, "skipped": skipped,
+              "runs": runs}
     atomic_write_text(JSON_PATH, json.dumps(result, indent=1) + "\n")
     text = table(result)
     atomic_write_text(PAGE_TABLE, text)

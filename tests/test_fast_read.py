@@ -188,3 +188,145 @@ def test_scale_page_table_is_the_benchmarks_json():
     assert (root / "docs" / "generated" / "scale" / "read.md").read_text() == bench.table(result)
     assert result["stories"] == 10**6 and result["measures"] == 16
     assert '--8<-- "generated/scale/read.md"' in (root / "docs" / "scale.md").read_text()
+
+
+# --- issue 40 item 2, second round: regular layouts pivoted by reshaping, missing markers
+# checked on dictionaries, several CSV blocks ----------------------------------------------
+
+def _story_major(frame: pd.DataFrame) -> pd.DataFrame:
+    order = {m: k for k, m in enumerate(pd.unique(frame["measure"]))}
+    return frame.sort_values(["system", "prompt_id"], kind="stable").sort_values(
+        ["system", "prompt_id", "measure"], key=lambda c: c.map(order) if c.name == "measure"
+        else c, kind="stable").reset_index(drop=True)
+
+
+def _layouts():
+    base = _long()
+    story = _story_major(base)
+    reordered = base.copy()  # measure-major, but one measure lists the stories in another order
+    block = reordered.index[reordered["measure"] == "metric 1"]
+    reordered.loc[block] = reordered.loc[block[::-1]].to_numpy()
+    one_measure = base[base["measure"] == "Relevance"].reset_index(drop=True)
+    text_story = _story_major(_long(prompt=lambda p: f"item-{p}"))
+    blanks = story.copy()
+    blanks.loc[[4, 61], "value"] = np.nan
+    return {"measure-major": base, "story-major": story, "reordered block": reordered,
+            "one measure": one_measure, "story-major text ids": text_story,
+            "story-major blanks": blanks}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("layout", sorted(_layouts()))
+@pytest.mark.parametrize("block", [None, 2048])
+def test_regular_layouts_and_blocks_give_the_general_readers_dataset(tmp_path, monkeypatch,
+                                                                      fmt, layout, block):
+    frame = _layouts()[layout]
+    path = tmp_path / f"scores.{fmt}"
+    if fmt == "parquet":
+        frame.to_parquet(path, index=False, row_group_size=block or 10**6)
+    else:
+        _write(frame, path, fmt)
+    if block:
+        monkeypatch.setattr(fast_scores, "CSV_BLOCK_BYTES", block)
+    criteria = ["Relevance"] if layout == "one measure" else CRITERIA
+    datasets = []
+    for fast in (True, False):
+        monkeypatch.setattr(fast_scores, "FAST_MIN_BYTES", 0 if fast else 2**62)
+        datasets.append(read_dataset(path, criteria=criteria))
+    fast, general = datasets
+    _same_dataset(fast, general)
+    monkeypatch.setattr(fast_scores, "FAST_MIN_BYTES", 0)
+    got = read_long_scores(path, fmt)
+    assert got is not None and got[0].shape == (general.table.shape[0],
+                                                 frame["measure"].nunique())
+
+
+def test_regular_layout_is_recognised_only_when_every_block_agrees():
+    from storyeval.data.fast_scores import _regular_layout
+
+    system = np.repeat([0, 0, 1, 1], 1)
+    prompt = np.array([0, 1, 0, 1])
+    tiled = [np.tile(system, 3), np.tile(prompt, 3), np.repeat([0, 1, 2], 4)]
+    assert _regular_layout(*tiled) == ("measure", 4)
+    stories = [np.repeat(system, 3), np.repeat(prompt, 3), np.tile([2, 0, 1], 4)]
+    assert _regular_layout(*stories) == ("story", 3)
+    swapped = [k.copy() for k in tiled]
+    swapped[1][8:10] = swapped[1][9:7:-1]  # the third block lists two stories the other way
+    assert _regular_layout(*swapped) is None
+    again = [k.copy() for k in tiled]
+    again[2][8:] = 0  # a measure's block split in two
+    assert _regular_layout(*again) is None
+    uneven = [k[:-1] for k in tiled]
+    assert _regular_layout(*uneven) is None
+
+
+def _duplicated(layout: str) -> pd.DataFrame:
+    """A file whose every block agrees (see `_regular_layout`) but which holds a story twice:
+    in each measure's block, or as two blocks."""
+    if layout == "story":
+        story = _story_major(_long())
+        return pd.concat([story, story.iloc[:5]], ignore_index=True)
+    return _long(prompt=lambda p: 4 if p == 5 else p)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("kind", ["duplicate measure-major", "duplicate story-major",
+                                  "NA system", "null measure", "n/a text prompt",
+                                  "empty measure"])
+def test_bad_regular_files_get_the_general_readers_error(tmp_path, monkeypatch, fmt, kind):
+    if kind.startswith("duplicate"):
+        frame = _duplicated(kind.split()[1].split("-")[0])
+    else:
+        if fmt == "parquet":
+            pytest.skip("a Parquet text cell 'NA' is text, not a missing-value marker")
+        frame = _long(prompt=lambda p: f"item-{p}" if kind == "n/a text prompt" else p)
+        column = {"NA system": "system", "null measure": "measure",
+                  "n/a text prompt": "prompt_id", "empty measure": "measure"}[kind]
+        marker = {"NA system": "NA", "null measure": "null", "n/a text prompt": "n/a",
+                  "empty measure": ""}[kind]
+        frame[column] = frame[column].astype(object)
+        frame.loc[33, column] = marker
+    path = tmp_path / f"bad.{fmt}"
+    _write(frame, path, fmt)
+    monkeypatch.setattr(fast_scores, "FAST_MIN_BYTES", 0)
+    assert read_long_scores(path, fmt) is None
+    messages = []
+    for fast in (True, False):
+        with pytest.raises(InputError) as error:
+            _read(path, fast, monkeypatch)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1] and str(path) in messages[0]
+
+
+def _reference_sort(table: pd.DataFrame, systems: list, prompts: list) -> pd.DataFrame:
+    # sort_stories as it was: categorical codes of the level values, one per row
+    if all(isinstance(p, (int, np.integer)) for p in prompts):
+        prompts = sorted(prompts)
+    level = table.index.get_level_values
+    sys_codes = pd.Categorical(level("system"), categories=systems).codes
+    prompt_codes = pd.Categorical(level("prompt_id"), categories=prompts).codes
+    return table.iloc[np.lexsort((prompt_codes, sys_codes))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sort_stories_and_same_prompts_on_codes_match_the_value_based_versions(seed):
+    from storyeval.data.io import _same_prompt_sets, sort_stories
+
+    rng = np.random.default_rng(seed)
+    systems = [f"s{k}" for k in rng.permutation(4)]
+    prompts = rng.permutation(12).tolist() if seed % 2 else [f"p{k}" for k in
+                                                             rng.permutation(12)]
+    pairs = [(s, p) for s in systems for p in prompts]
+    keep = rng.permutation(len(pairs))[: len(pairs) - (seed % 3) * 5]  # some stories lacking
+    rows = [pairs[k] for k in keep]
+    index = pd.MultiIndex.from_tuples(rows, names=["system", "prompt_id"])
+    if seed == 4:
+        index = index[:-6]  # unused level values
+    table = pd.DataFrame({"x": np.arange(len(index), dtype=float)}, index=index)
+    pd.testing.assert_frame_equal(sort_stories(table, systems, prompts),
+                                  _reference_sort(table, systems, prompts))
+    sets = pd.Series(index.get_level_values("prompt_id")).groupby(
+        index.get_level_values("system"), sort=False).agg(frozenset)
+    assert _same_prompt_sets(index) == (sets.nunique() == 1)
+    flat = table.reset_index().set_index("system")  # no MultiIndex: decided on the values
+    assert _same_prompt_sets(flat.index) is False

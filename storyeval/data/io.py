@@ -558,16 +558,36 @@ def _pivot_scores(frame: pd.DataFrame, codes: dict) -> pd.DataFrame:
 
 def sort_stories(table: pd.DataFrame, systems: list, prompts: list) -> pd.DataFrame:
     """Rows ordered by system (in the given order), then by prompt: integer ids numerically,
-    other ids in the given (file) order."""
+    other ids in the given (file) order. A table already in that order is returned as a
+    shallow copy (no rows moved)."""
     if all(isinstance(p, (int, np.integer)) for p in prompts):
         prompts = sorted(prompts)
-    level = table.index.get_level_values
-    sys_codes = pd.Categorical(level("system"), categories=systems).codes
-    prompt_codes = pd.Categorical(level("prompt_id"), categories=prompts).codes
+    sys_codes = _level_positions(table.index, "system", systems)
+    prompt_codes = _level_positions(table.index, "prompt_id", prompts)
+    key = (sys_codes.astype(np.int64) + 1) * (len(prompts) + 1) + (prompt_codes + 1)
+    if bool((key[1:] >= key[:-1]).all()):
+        return table.copy(deep=False)  # what the stable sort below would give
     return table.iloc[np.lexsort((prompt_codes, sys_codes))]
 
 
+def _level_positions(index: pd.Index, name: str, values: list) -> np.ndarray:
+    """``pd.Categorical(index.get_level_values(name), categories=values).codes``: each row's
+    position in ``values`` (-1 when absent), through a MultiIndex's codes when it has them
+    (one look-up per distinct value, not per row)."""
+    if isinstance(index, pd.MultiIndex):
+        level = index.names.index(name)
+        codes = index.codes[level]
+        if len(values) == len(set(values)):
+            rank = pd.Categorical(index.levels[level], categories=values).codes
+            return np.append(rank, -1)[codes]  # a missing value's code -1 stays -1
+    return pd.Categorical(index.get_level_values(name), categories=values).codes
+
+
 def _check_same_prompts(table: pd.DataFrame, source: str) -> None:
+    """Every system of the table has the same set of prompts (else an error naming the first
+    system that differs, the prompts it lacks and the extra ones)."""
+    if _same_prompt_sets(table.index):
+        return
     level = table.index.get_level_values
     prompts = pd.Series(level("prompt_id")).groupby(level("system"), sort=False).agg(frozenset)
     reference = prompts.iloc[0]
@@ -580,6 +600,23 @@ def _check_same_prompts(table: pd.DataFrame, source: str) -> None:
                 f"{lacking} and has extra prompts {extra} compared with {prompts.index[0]!r} "
                 "(pass require_same_prompts=False / --allow-unbalanced to accept)"
             )
+
+
+def _same_prompt_sets(index: pd.Index) -> bool:
+    """True when every system has the same prompts, decided on a MultiIndex's integer codes
+    (a systems x prompts presence table); False when not, or when undecided here (no codes,
+    a missing value, too large a table): the caller then checks on the values."""
+    if not isinstance(index, pd.MultiIndex) or list(index.names) != ["system", "prompt_id"]:
+        return False
+    sys_codes, prompt_codes = index.codes
+    shape = (len(index.levels[0]), len(index.levels[1]))
+    if len(sys_codes) == 0 or shape[0] * shape[1] > 8 * len(sys_codes) + 2**20 \
+            or sys_codes.min() < 0 or prompt_codes.min() < 0:
+        return False
+    present = np.zeros(shape, dtype=bool)
+    present[sys_codes, prompt_codes] = True
+    present = present[np.bincount(sys_codes, minlength=shape[0]) > 0]
+    return bool((present == present[:1]).all())
 
 
 def read_score_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
