@@ -83,22 +83,28 @@ def test_decision_stable_over_seeds_and_interval_inverts_the_test():
     assert flips <= 1
 
 
-def test_midp_matches_full_enumeration_of_swaps():
-    # 5 prompts: all 32 swap patterns enumerated with scipy's tau-b (independent reference)
+@pytest.mark.parametrize("method", ["kendall_b", "pearson"])
+def test_midp_matches_full_enumeration_of_swaps(method):
+    # 5 prompts: all 32 swap patterns enumerated with scipy (independent reference); Kendall's
+    # ties are ordered by the Pearson difference of the same means, then split (mid-p)
     rng = np.random.default_rng(5)
     h, a, b = _null(rng, S=6, P=5)
     za, zb = (a - a.mean()) / a.std(), (b - b.mean()) / b.std()
     H = h.mean(1)
-    deltas = []
+    tau, pear = [], []
     for m in itertools.product([0, 1], repeat=5):
         m = np.array(m, dtype=bool)
         A, B = np.where(m, zb, za).mean(1), np.where(m, za, zb).mean(1)
-        deltas.append(stats.kendalltau(H, A).statistic - stats.kendalltau(H, B).statistic)
-    deltas = np.abs(np.array(deltas))
-    obs = deltas[0]
-    exact = (np.sum(deltas > obs + 1e-12) + 0.5 * np.sum(np.abs(deltas - obs) <= 1e-12)) / 32
-    res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", n=20000)
-    assert res["p"][0] == pytest.approx(exact, abs=0.02)
+        tau.append(stats.kendalltau(H, A).statistic - stats.kendalltau(H, B).statistic)
+        pear.append(stats.pearsonr(H, A).statistic - stats.pearsonr(H, B).statistic)
+    first = np.abs(np.array(tau if method == "kendall_b" else pear))
+    second = np.abs(np.array(pear))
+    tie = np.abs(first - first[0]) <= 1e-12
+    more = (first > first[0] + 1e-12) | (tie & (second > second[0] + 1e-12))
+    same = tie & (np.abs(second - second[0]) <= 1e-12)
+    exact = (more.sum() + 0.5 * same.sum()) / 32
+    res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method, n=20000)
+    assert res["p"][0] == pytest.approx(exact, abs=0.01)
 
 
 def test_level_near_nominal_on_a_tiny_null_configuration():
@@ -175,6 +181,16 @@ def test_compatible_interval_by_hand():
     assert (lo[4], hi[4]) == pytest.approx((0.2, 0.8))
     assert np.isnan(lo[5]) and np.isnan(hi[5])
     assert compatible_interval(d, low, high, None) == (low, high)
+    # the decision given: a rejection is cut at 0, a non-rejection stretched to 0
+    d2 = np.array([0.3, 0.3])
+    lo2, hi2 = compatible_interval(d2, d2 - 0.35, d2 + 0.35, np.array([0.1, 0.1]), 0.95,
+                                   reject=np.array([True, False]))
+    assert lo2[0] == tiny and hi2[0] == pytest.approx(0.65)
+    assert lo2[1] == pytest.approx(-0.05) and hi2[1] == pytest.approx(0.65)
+    lo3, hi3 = compatible_interval(d2, d2 - 0.1, d2 + 0.1, np.array([0.05, 0.05]), 0.95,
+                                   reject=np.array([False, True]))
+    assert lo3[0] == 0.0 and hi3[0] == pytest.approx(0.4)
+    assert lo3[1] == pytest.approx(0.2) and hi3[1] == pytest.approx(0.4)
 
 
 def _alternative(rng, S=5, P=30):
@@ -203,9 +219,9 @@ def test_interval_carries_the_bootstrap_spread_of_delta(method, seed, monkeypatc
     seen = {}
     original = procedures.compatible_interval
 
-    def spy(observed, low, high, se, confidence_level=0.95):
+    def spy(observed, low, high, se, confidence_level=0.95, reject=None):
         seen.update(low=low.copy(), high=high.copy(), se=se.copy())
-        return original(observed, low, high, se, confidence_level)
+        return original(observed, low, high, se, confidence_level, reject=reject)
 
     monkeypatch.setattr(procedures, "compatible_interval", spy)
     res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method)

@@ -606,21 +606,21 @@ def _sd_columns(d: np.ndarray | str) -> np.ndarray | None:
 
 
 def compatible_interval(observed: np.ndarray, low: np.ndarray, high: np.ndarray,
-                        se: np.ndarray | None,
-                        confidence_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+                        se: np.ndarray | None, confidence_level: float = 0.95,
+                        reject: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The test's interval ``[low, high]`` (around ``observed``) widened to ``observed +- z
-    se`` wherever that does not change whether it covers 0.
+    se`` and made to agree with the test's decision ``reject`` (default: whether ``[low,
+    high]`` excludes 0).
 
-    Where ``[low, high]`` covers 0 (the test does not reject), the result is ``observed +-
-    max(c, z se)`` (``c`` the test interval's half-width): it covers 0 too. Where it excludes 0
-    (the test rejects, say ``low > 0``), the side away from 0 is widened to ``observed + max(c,
-    z se)`` and the side towards 0 to ``max(observed - z se, 0+)``: a wide interval cut at 0
-    and open there, represented by the smallest positive float (``np.nextafter(0, 1)``) so that
-    ``ci_low > 0`` stays true. The result is the intersection of the wider interval with the
-    sign the test decided, so it excludes 0 exactly when the test rejects (agreement by
-    construction) and covers the true difference whenever the wider interval does, except when
-    the test's sign is wrong (a directional error, rarer than its level). ``se`` NaN or None:
-    the test's interval unchanged.
+    The wide interval is ``observed +- max(c, z se)`` (``c`` the test interval's half-width).
+    Where the test does not reject, it is stretched to include 0 if it does not already.
+    Where the test rejects (say ``observed > 0``), the side away from 0 stays wide and the side
+    towards 0 is cut at 0, open there: ``max(observed - z se, 0+)``, represented by the
+    smallest positive float (``np.nextafter(0, 1)``) so that ``ci_low > 0`` stays true. So the
+    interval excludes 0 exactly when the test rejects (agreement by construction), and covers
+    the true difference whenever the wide interval does, except when the test's sign is wrong
+    (a directional error, rarer than its level). ``se`` None: the test's interval unchanged;
+    ``se`` NaN in a row: the wide interval is the test's interval there.
 
     Why: the test's own interval inverts a permutation test of exchangeable measures, whose
     swaps hold the human scores fixed; when the measures differ, delta varies more than the
@@ -632,15 +632,20 @@ def compatible_interval(observed: np.ndarray, low: np.ndarray, high: np.ndarray,
     """
     if se is None:
         return low, high
+    if reject is None:
+        with np.errstate(invalid="ignore"):
+            reject = (low > 0) | (high < 0)
     half_test = np.maximum(high - observed, observed - low)
-    half = np.where(np.isfinite(se), np.maximum(_z(confidence_level) * se,
-                                                half_test), half_test)
+    half = np.where(np.isfinite(se), np.maximum(_z(confidence_level) * se, half_test),
+                    half_test)
     wide_low, wide_high = observed - half, observed + half
     tiny = np.nextafter(0.0, 1.0)
     with np.errstate(invalid="ignore"):
-        pos, neg = low > 0, high < 0
-        wide_low = np.where(pos, np.maximum(wide_low, np.minimum(low, tiny)), wide_low)
-        wide_high = np.where(neg, np.minimum(wide_high, np.maximum(high, -tiny)), wide_high)
+        up, down = reject & (observed > 0), reject & (observed < 0)
+        wide_low = np.where(up, np.maximum(wide_low, tiny), wide_low)
+        wide_high = np.where(down, np.minimum(wide_high, -tiny), wide_high)
+        wide_low = np.where(~reject, np.minimum(wide_low, 0.0), wide_low)
+        wide_high = np.where(~reject, np.maximum(wide_high, 0.0), wide_high)
     keep = ~np.isfinite(observed) | ~np.isfinite(low) | ~np.isfinite(high)
     return np.where(keep, low, wide_low), np.where(keep, high, wide_high)
 
@@ -845,21 +850,29 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
             rows[start:start + step], swapped, mean, observed_means, scale, shift, H, ia, ib,
             sa, sb, tie_rtol, method)
     observed, perm = deltas[0], deltas[1:]
-    if alternative == "two-sided":
-        obs, dist = np.abs(observed), np.abs(perm)
-    elif alternative == "greater":
-        obs, dist = observed, perm
-    else:
-        obs, dist = -observed, -perm
-    more = (dist > obs + _TOL).sum(0)
-    tied = (np.abs(dist - obs) <= _TOL).sum(0)
+    obs, dist = _oriented(observed, perm, alternative)
+    more = dist > obs + _TOL
+    tied = np.abs(dist - obs) <= _TOL
+    if ties == "mid" and method != "pearson":
+        # a coefficient of few system means takes few values: swaps that tie with the data are
+        # ordered by the Pearson difference of the same means (a finer function of the data),
+        # which leaves almost no ties for the mid-p rule to split (its level at 5 systems with
+        # tau-b was 0.033-0.043 without this; docs "Which test?", "Seeds and names")
+        pearson = np.nan_to_num(_all_deltas(np.arange(size), swapped, mean, observed_means,
+                                            scale, shift, H, ia, ib, sa, sb, tie_rtol,
+                                            "pearson", n_permutations, S))
+        s_obs, s_dist = _oriented(pearson[0], pearson[1:], alternative)
+        more = more | (tied & (s_dist > s_obs + _TOL))
+        tied = tied & (np.abs(s_dist - s_obs) <= _TOL)
+    more, tied = more.sum(0), tied.sum(0)
     if ties == "mid":
         p = (more + 0.5 * (1 + tied)) / (n_permutations + 1)
         low, high = _midp_interval(observed, perm, 1.0 - confidence_level)
         boot = _bootstrap_deltas(wide, comp, sa, sb, "system", method, n_resamples, "prompts",
                                  random_state, tie_rtol)
+        reject = p < 1.0 - confidence_level if alternative == "two-sided" else None
         low, high = compatible_interval(observed, low, high, _sd_columns(boot),
-                                        confidence_level)
+                                        confidence_level, reject=reject)
     else:
         u = comparison_uniforms(comp, "system", random_state)
         p = (more + u * (1 + tied)) / (n_permutations + 1)
@@ -871,6 +884,32 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
             .astype(object)}
+
+
+def _oriented(observed: np.ndarray, perm: np.ndarray,
+              alternative: str) -> tuple[np.ndarray, np.ndarray]:
+    """The observed and permuted statistics ordered so that larger is more extreme."""
+    if alternative == "two-sided":
+        return np.abs(observed), np.abs(perm)
+    if alternative == "greater":
+        return observed, perm
+    return -observed, -perm
+
+
+def _all_deltas(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
+                observed_means: np.ndarray, scale: np.ndarray, shift: np.ndarray,
+                H: np.ndarray, ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                tie_rtol: float, method: str, n_permutations: int, S: int) -> np.ndarray:
+    """(N + 1, len(rows)) `_numpy_deltas` of the given rows, in blocks of rows of at most 256
+    MB of temporaries."""
+    out = np.empty((n_permutations + 1, len(rows)))
+    per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
+    step = max(1, int(2**28 // per_row))
+    for start in range(0, len(rows), step):
+        out[:, start:start + step] = _numpy_deltas(
+            rows[start:start + step], swapped, mean, observed_means, scale, shift, H, ia, ib,
+            sa, sb, tie_rtol, method)
+    return out
 
 
 # The NumPy engine's seconds per (row, permutation, pair of systems) of a Kendall coefficient
