@@ -102,8 +102,9 @@ TEST_DESCRIPTIONS = {
     "permutation-random": "paired permutation test swapping whole prompts, ties with the "
                           "observed difference broken at random (exact under exchangeability)",
     "permutation-midp": "paired permutation test swapping whole prompts, mid-p: ties with the "
-                        "observed difference count one half (a function of the data and the "
-                        "seed's swaps only)",
+                        "observed difference count one half, rank coefficients' ties first "
+                        "ordered by the Pearson difference of the same means (a function of the "
+                        "data and the seed's swaps only)",
     "prompt-t": "paired t-test over prompts of the within-prompt differences r_p(h,a) - "
                 "r_p(h,b), prompts - 1 df (the prompt level's estimand: the mean within-prompt "
                 "difference over prompts, systems fixed)",
@@ -771,13 +772,17 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     ``ties="mid"`` (test ``permutation-midp``, the default): the uniform is replaced by its
     mean, ``p = (#{|delta*| > |delta|} + (1 + #{|delta*| = |delta|}) / 2) / (1 + N)`` (the
     mid-p value; Lancaster 1961): a function of the data and of the seed's swaps only, never of
-    the names, whose level under exchangeability is close to, not exactly, the nominal one
-    (measured: docs "Which test?"). Its interval is `compatible_interval`: the interval that
-    inverts the mid-p test itself (`_midp_interval`, half-width ``c``) widened to ``delta +- z
-    se``, ``se`` the standard deviation of delta over ``n_resamples`` paired bootstrap
-    resamples of prompts (`storyeval.resample.bootstrap`, the same ``random_state``), wherever
-    that does not change whether it covers 0; where the test rejects, the side towards 0 is
-    cut at 0 (open there). So ``p < 1 - confidence_level`` exactly when the interval excludes 0,
+    the names. For Kendall's tau-b and tau-c and Spearman, which take few values with 5-10
+    systems, a swap whose ``|delta*|`` ties with ``|delta|`` counts as more extreme when its
+    Pearson difference of the same system means is larger (lexicographic order), and only
+    swaps tied on both are split: the mid-p rule alone left a level of 0.033-0.043 at 5 systems
+    with tau-b (measured: docs "Which test?"). Its interval is `compatible_interval` with the
+    test's decision: the interval that inverts the mid-p test of the coefficient
+    (`_midp_interval`, half-width ``c``) widened to ``delta +- z se``, ``se`` the standard
+    deviation of delta over ``n_resamples`` paired bootstrap resamples of prompts
+    (`storyeval.resample.bootstrap`, the same ``random_state``); where the test rejects, the
+    side towards 0 is cut at 0 (open there), else the interval reaches 0 at least. So ``p < 1 -
+    confidence_level`` exactly when the interval excludes 0 (two-sided tests),
     and it covers the fixed-systems difference E[delta | these systems] in 0.94-0.99 of the
     data sets of the benchmark (5-20 systems, tau-b and Pearson; the mid-p interval alone:
     0.83-0.97).
