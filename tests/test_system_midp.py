@@ -231,3 +231,14 @@ def test_interval_carries_the_bootstrap_spread_of_delta(method, seed, monkeypatc
     assert res["p"][0] >= 0.05  # not rejected: symmetric, max of the two half-widths
     assert res["ci_high"][0] - d == pytest.approx(max(c, 1.959964 * seen["se"][0]))
     assert d - res["ci_low"][0] == pytest.approx(res["ci_high"][0] - d)
+
+
+def test_default_permutations_agree_across_entry_points():
+    import inspect
+
+    from storyeval.compare.clusters import significance_clusters
+    from storyeval.compare.procedures import TEST_PERMUTATIONS, compare_rows, system_permutation
+    from storyeval.meta.pipeline import meta_evaluate
+
+    for fn in (compare_rows, system_permutation, meta_evaluate, significance_clusters):
+        assert inspect.signature(fn).parameters["n_permutations"].default == TEST_PERMUTATIONS

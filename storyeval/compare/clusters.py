@@ -287,7 +287,7 @@ def significance_clusters(
     alternative: str = "two-sided",
     alpha: float = 0.05,
     lower_is_better: Sequence[str] = (),
-    n_permutations: int = 1000,
+    n_permutations: int = 2000,
     n_resamples: int = 1000,
     random_state: int | None = 0,
     tie_rtol: float = 1e-12,
@@ -299,7 +299,8 @@ def significance_clusters(
     the level's test (``"auto"``: the calibrated one; a mapping level -> test name chooses
     others, see `storyeval.compare.procedures.TESTS`; Williams' t is not offered), on signed
     correlations with ``lower_is_better`` measures negated; then `clusters_from_comparisons`
-    ranks them. Returns its table (`CLUSTER_COLUMNS`).
+    ranks them. Returns its table (`CLUSTER_COLUMNS`). ``n_permutations`` defaults to
+    `storyeval.compare.procedures.TEST_PERMUTATIONS`, as in `storyeval.meta.meta_evaluate`.
     """
     from storyeval.compare.procedures import TESTS, calibrated_test, compare_rows
     from storyeval.correlation.kernel import resolve_method
