@@ -423,9 +423,10 @@ def meta_evaluate(
         Bootstrap resamples (test ``"bootstrap"``, the intervals of tests without one of their
         own, e.g. ``"permutation"`` at the system level, and the bootstrap spread that widens
         ``"permutation-midp"``'s interval).
-    n_permutations : int, default 2000 (`storyeval.compare.procedures.TEST_PERMUTATIONS`)
+    n_permutations : int, default 2000
         Permutations of the permutation tests (``"permutation-random"``'s interval comes from
-        the same permutations). At 2,000 the seed changes the decision at 0.05 for about 0.5%
+        the same permutations; the default is
+        `storyeval.compare.procedures.TEST_PERMUTATIONS`). At 2,000 the seed changes the decision at 0.05 for about 0.5%
         of null data sets (docs "Which test?", "Seeds and names").
     resample_by : {"prompts", "systems", "both"}, default "prompts"
         What the bootstrap resamples: ``"prompts"`` holds the systems fixed (the difference
