@@ -709,9 +709,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-stability", action="store_true",
                         help="measure the default system-level test under two seeds and other "
                              "names instead (level, decisions changed by the seed, renaming)")
-    parser.add_argument("--coverage-markers", default="coverage",
-                        help="--coverage --page: the name in the page's markers "
-                             "(<!-- NAME:start -->; default: coverage)")
+    parser.add_argument("--coverage-markers",
+                        help="--coverage/--seed-stability --page: the name in the page's "
+                             "markers (<!-- NAME:start -->; default: coverage, seed-stability)")
     parser.add_argument("--csv", help="also write the long table to this CSV file")
     parser.add_argument("--from-csv", help="skip the simulation: rows from this CSV")
     parser.add_argument("--markdown", help="write the table to this file")
@@ -723,7 +723,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_csv:
         rows = pd.read_csv(args.from_csv).to_dict("records")
     elif args.seed_stability:
-        rows = run_seed_stability(args.reps, args.seed, methods)
+        rows = run_seed_stability(args.reps, args.seed, methods, tuple(
+            int(v) for v in args.system_sizes.split(",")) if args.system_sizes else None)
     elif args.coverage:
         sizes = {k: tuple(int(v) for v in getattr(args, k).split(","))
                  for k in ("overall_sizes", "system_sizes") if getattr(args, k)}
@@ -744,6 +745,8 @@ def main(argv: list[str] | None = None) -> int:
     command = (f"--coverage --reps {args.reps} --inner {args.inner}" if args.coverage
                else f"--seed-stability --reps {args.reps}" if args.seed_stability
                else f"--reps {args.reps}")
+    if args.seed_stability and args.system_sizes:
+        command += f" --system-sizes {args.system_sizes}"
     for flag in ("dgps", "system_sizes", "overall_sizes", "system_test"):
         if args.coverage and getattr(args, flag):
             command += f" --{flag.replace('_', '-')} {getattr(args, flag)}"
@@ -759,10 +762,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         atomic_write_text(args.markdown, text + "\n" + footer + "\n")
     if args.page:
-        name = args.coverage_markers
-        markers = ((f"<!-- {name}:start -->", f"<!-- {name}:end -->") if args.coverage
-                   else ("<!-- seed-stability:start -->", "<!-- seed-stability:end -->")
-                   if args.seed_stability else (START, END))
+        name = args.coverage_markers or ("seed-stability" if args.seed_stability
+                                         else "coverage")
+        markers = ((f"<!-- {name}:start -->", f"<!-- {name}:end -->")
+                   if args.coverage or args.seed_stability else (START, END))
         write_page(args.page, text + "\n" + footer + "\n", markers)
     return 0
 
