@@ -145,13 +145,16 @@ MIN_SYSTEMS = 3
 MIN_SYSTEMS_REASON = (f"fewer than {MIN_SYSTEMS} systems: a system-level correlation is +-1 or "
                       "undefined whatever the measures, so it is not reported or tested")
 SIGN_CONVENTIONS = ("auto", "raw", "paper")
-# Below this many systems the mid-p permutation test cannot hold its level: the coefficient of
-# 3-4 system means takes so few values that P(p < 0.05) under the null was 0.015 (3 systems)
-# and 0.035 (4), tau-b, 200 null data sets each (issue 35); the row's note says so.
+# Below this many systems a system-level comparison says little: a coefficient of 3-4 system
+# means takes a handful of values. Since the tie order (issue 35) the mid-p test's level there
+# was 0.045-0.066 on the simulated null data (tau-b and Pearson, 2,000 null data sets per
+# cell: benchmarks/bench_calibration.py --seed-stability --system-sizes 3,4; before it, with
+# ties split only, 0.015 at 3 systems and 0.035 at 4); the row's note says so.
 FEW_SYSTEMS = 5
-FEW_SYSTEMS_NOTE = ("fewer than 5 systems: the system-level permutation test is conservative "
-                    "here (measured level 0.015 at 3 systems, 0.035 at 4; tau-b), its p-value "
-                    "is not comparable with larger studies'")
+FEW_SYSTEMS_NOTE = ("fewer than 5 systems: a coefficient of 3-4 system means takes a handful "
+                    "of values; the system-level test's measured level was 0.045-0.066 here "
+                    "(docs: Which test?), its power is very low, and its p-value is not "
+                    "comparable with larger studies'")
 PERMUTATION_INTERVAL = ("permutation interval: delta +- the {cl:.0%} quantile of |delta*| over "
                         "the test's {n} prompt swaps (fixed systems)")
 MIDP_INTERVAL = ("test-compatible interval (fixed systems): delta +- max(c, {z:.2f} se), c "
