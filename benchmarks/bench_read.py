@@ -47,12 +47,8 @@ NAMES = {"csv": "CSV", "parquet": "Parquet"}
 LABELS = {"polars": "polars (peer)", "polars-read": "polars reader + storyeval pivot (peer)",
           "duckdb": "duckdb (peer)"}
 
-READ_BODY = """
-import sys, time, hashlib
-import pandas as pd
-from storyeval.data import read_dataset
-start, cpu = time.perf_counter(), time.process_time()
-ds = read_dataset(sys.argv[1], criteria=sys.argv[2].split(","))
+# what every timed child process prints once its Dataset ``ds`` is built
+REPORT = """
 wall, cpu = time.perf_counter() - start, time.process_time() - cpu
 digest = hashlib.sha256(pd.util.hash_pandas_object(ds.table, index=True).to_numpy()
                         .tobytes()).hexdigest()[:16]
@@ -60,6 +56,14 @@ with open("/proc/self/status") as status:
     peak = int([l.split()[1] for l in status if l.startswith("VmHWM")][0]) / 1024
 print(wall, cpu, peak, digest, ds.table.shape[0], ds.table.shape[1])
 """
+
+READ_BODY = """
+import sys, time, hashlib
+import pandas as pd
+from storyeval.data import read_dataset
+start, cpu = time.perf_counter(), time.process_time()
+ds = read_dataset(sys.argv[1], criteria=sys.argv[2].split(","))
+""" + REPORT
 
 # The same work done by polars or duckdb (issue 40: "measure polars or duckdb where they would
 # be faster"): read the long table, refuse missing keys and a (system, prompt_id, measure)
@@ -79,13 +83,7 @@ PEER_TAIL = """
 table.columns = pd.Index([str(c) for c in table.columns])
 ds = dataset_from_pivot(table, systems, prompts, name="long", source=path, criteria=criteria)
 check_dataset_scales(ds, {}, path)
-wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-digest = hashlib.sha256(pd.util.hash_pandas_object(ds.table, index=True).to_numpy()
-                        .tobytes()).hexdigest()[:16]
-with open("/proc/self/status") as status:
-    peak = int([l.split()[1] for l in status if l.startswith("VmHWM")][0]) / 1024
-print(wall, cpu, peak, digest, ds.table.shape[0], ds.table.shape[1])
-"""
+""" + REPORT
 
 PEERS = {
     "polars": """
