@@ -245,11 +245,7 @@ def test_report_is_readable_at_phone_and_desktop_widths(answer_reports, reports,
     }))()"""
     try:
         for path in (answer_reports / "ci" / "index.html", reports["user"] / "index.html"):
-            _, errors = _open(browser, path)
-            assert not errors, errors
-            got = json.loads(tools.send("Runtime.evaluate",
-                                        {"expression": probe, "returnByValue": True},
-                                        browser.session)["result"]["value"])
+            got = _evaluate_on(browser, path, probe)
             # laid out at the device's width (the viewport tag; without it a phone lays the
             # page out at 980 px and shrinks it) and no sideways scrolling of the page (wide
             # tables scroll inside their box)
@@ -262,6 +258,15 @@ def test_report_is_readable_at_phone_and_desktop_widths(answer_reports, reports,
         tools.send("Emulation.setDeviceMetricsOverride",
                    {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
                    browser.session)
+
+
+def _evaluate_on(browser, path, expression: str) -> dict:
+    """Open ``path`` (no console errors) and return the JSON its ``expression`` evaluates to."""
+    _, errors = _open(browser, path)
+    assert not errors, errors
+    return json.loads(browser.tools.send("Runtime.evaluate",
+                                         {"expression": expression, "returnByValue": True},
+                                         browser.session)["result"]["value"])
 
 
 WORDS_PROBE = """(() => {
@@ -297,11 +302,7 @@ def test_answer_table_words_never_break_and_rows_stack_on_a_phone(answer_reports
                browser.session)
     try:
         for path in (answer_reports / "ci" / "index.html", reports["user"] / "index.html"):
-            _, errors = _open(browser, path)
-            assert not errors, errors
-            got = json.loads(tools.send("Runtime.evaluate",
-                                        {"expression": WORDS_PROBE, "returnByValue": True},
-                                        browser.session)["result"]["value"])
+            got = _evaluate_on(browser, path, WORDS_PROBE)
             assert got["broken"] == [], (path.parent.name, width, got)
             assert got["n"] >= 1
             assert got["stacked"] == (got["n"] if width < 600 else 0), got
