@@ -8,6 +8,7 @@ Exit codes: 0 ok, 1 a check failed, 2 usage or input error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import sys
@@ -47,6 +48,18 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+RAW_CSV_HELP = ("write CSV cells verbatim; by default a text cell starting with =, +, -, @, a "
+                "tab or CR (a spreadsheet formula) gets a leading single quote, which "
+                "storyeval's readers remove again (also STORYEVAL_RAW_CSV=1)")
+
+
+def add_raw_csv_option(parser: argparse.ArgumentParser) -> None:
+    """``--raw-csv`` on a command that writes CSV files (see `storyeval._csv`); the
+    top-level ``storyeval --raw-csv COMMAND`` does the same for every command."""
+    parser.add_argument("--raw-csv", action="store_true", default=argparse.SUPPRESS,
+                        help=RAW_CSV_HELP)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (``storyeval meta: error: ...``, exit code 2) instead of
     the usage block, as for every other input error; ``--help`` shows the usage."""
@@ -68,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (before the command: "
                              "storyeval --debug meta ...)")
+    parser.add_argument("--raw-csv", action="store_true", help=RAW_CSV_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -146,10 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved = warnings.showwarning
     warnings.showwarning = _short_warnings(args.command)
     try:
+        from storyeval._csv import raw_csv
         from storyeval.cli.ranges import check_numeric_options
 
         check_numeric_options(*command_parser(parser, args), args)
-        return int(args._run(args) or EXIT_OK)
+        with raw_csv(True) if getattr(args, "raw_csv", False) else contextlib.nullcontext():
+            return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError) as exc:
         if args.debug:
             raise

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from storyeval.cli import add_raw_csv_option
 from storyeval.cli.common import (
     add_data_options,
     add_format_option,
@@ -87,6 +88,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_format_option(out)
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     add_out_option(out, "the tables as CSV (full precision) and index.html")
+    add_raw_csv_option(out)
     return parser
 
 
@@ -119,6 +121,7 @@ def add_pairwise_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     add_format_option(p)
     p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     add_out_option(p, "the tables as CSV (full precision) and index.html")
+    add_raw_csv_option(p)
     return p
 
 

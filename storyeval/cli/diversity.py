@@ -28,6 +28,8 @@ Exit codes: 0 ok, 2 usage or input error.
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``storyeval diversity``."""
+    from storyeval.cli import add_raw_csv_option
+
     p = subparsers.add_parser(
         "diversity", help="distinct-n, corpus novelty, group similarity, keyness, run SD",
         description="Generation-side statistics of a set of stories.", epilog=EPILOG,
@@ -55,12 +57,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's files")
+    add_raw_csv_option(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     """Compute and write the statistics; returns the exit code."""
     from storyeval._atomic import OutputFolder
+    from storyeval._csv import write_csv
     from storyeval.data.io import read_table
     from storyeval.exceptions import InputError
     from storyeval.generation.pipeline import (
@@ -100,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         embeddings=emb, n_permutations=args.permutations, random_state=args.seed)
     with OutputFolder(args.out, overwrite=args.overwrite, command="storyeval diversity") as f:
         for name, table in res.items():
-            table.to_csv(f.file(f"{name}.csv"), index=False, lineterminator="\n")
+            write_csv(table, f.file(f"{name}.csv"))
         if args.time:
             spread = res.get("spread")
             if spread is None:

@@ -120,6 +120,7 @@ def with_seed(frame: pd.DataFrame, seed: int | None, fmt: str = "csv") -> pd.Dat
 
 def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     """`pairwise strengths`: a leaderboard from a verdict file, or strengths from a matrix."""
+    from storyeval.cli import add_raw_csv_option
     from storyeval.cli.common import add_out_option
 
     p = sub.add_parser("strengths", help="Bradley-Terry leaderboard: strengths with bootstrap "
@@ -161,7 +162,9 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
                    help="covariate control (e.g. length): columns COL_a and COL_b of the "
                         "verdicts enter the fit; prints controlled and uncontrolled strengths "
                         "side by side (ties count half)")
-    add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files")
+    add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files; "
+                      "with --matrix or --control: the strengths table as CSV and index.html")
+    add_raw_csv_option(p)
 
 
 def _run_strengths(args: argparse.Namespace) -> int:
@@ -186,6 +189,10 @@ def _run_strengths(args: argparse.Namespace) -> int:
         result = bradley_terry_matrix(wins, ties, ties_model=args.ties,
                                       confidence_level=args.confidence_level)
         sys.stdout.write(format_table(result, args.format, digits=args.digits))
+        _report(args, "Bradley-Terry strengths of a win matrix", {"strengths": result},
+                f"win matrix: {args.matrix}; ties: {args.ties_matrix or 'none'} "
+                f"({args.ties}); observed-information standard errors, Wald "
+                f"{args.confidence_level:g} intervals", None, "")
         return 0
     from storyeval.pairwise.leaderboard import leaderboard
 
@@ -201,6 +208,11 @@ def _run_strengths(args: argparse.Namespace) -> int:
         if args.format in ("table", "md"):
             sys.stdout.write("\ncoefficients (log-odds per SD of the covariate difference):\n"
                              + format_table(coef, args.format, digits=args.digits))
+        _report(args, "Bradley-Terry strengths with covariate control",
+                {"strengths": table, "coefficients": coef},
+                f"covariates: {args.control} (columns COL_a and COL_b of the verdicts); "
+                "coefficients in log-odds per SD of the covariate difference; ties count half",
+                None, "")
         return 0
     board = leaderboard(verdicts, dimension=args.dimension, by=args.by, judge=args.judge,
                         ties=args.ties, regularization=args.regularization,

@@ -25,6 +25,8 @@ Exit codes: 0 ok, 2 usage or input error.
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``storyeval perturb``."""
+    from storyeval.cli import add_raw_csv_option
+
     from storyeval.perturb.kinds import KINDS
 
     p = subparsers.add_parser(
@@ -40,12 +42,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="write only the variants (default: originals and variants)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's files")
+    add_raw_csv_option(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the suite; returns the exit code."""
     from storyeval._atomic import OutputFolder
+    from storyeval._csv import write_csv
     from storyeval.llm.stories import load_stories
     from storyeval.perturb import perturb_stories
 
@@ -54,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
     out, manifest = perturb_stories(stories, kinds, seed=args.seed,
                                     include_originals=not args.no_originals)
     with OutputFolder(args.out, overwrite=args.overwrite, command="storyeval perturb") as folder:
-        out.to_csv(folder.file("stories.csv"), index=False, lineterminator="\n")
-        manifest.to_csv(folder.file("manifest.csv"), index=False, lineterminator="\n")
+        write_csv(out, folder.file("stories.csv"))
+        write_csv(manifest, folder.file("manifest.csv"))
     print(f"storyeval perturb: {len(manifest)} variants of {len(stories)} stories, kinds "
           f"{','.join(kinds)}, seed {args.seed} -> {args.out}")
     return 0

@@ -27,6 +27,8 @@ Exit codes: 0 ok, 1 the returned study does not match its plan, 2 usage or input
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``storyeval plan`` and its sub-commands."""
+    from storyeval.cli import add_raw_csv_option
+
     parser = subparsers.add_parser(
         "plan", help="plan a pairwise or judge study: pairs needed, detectable effect, "
                      "balanced assignment plan, check of the returned study",
@@ -76,6 +78,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="comma-separated dimensions judged on every pair (default Overall)")
     assign.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     assign.add_argument("--out", required=True, metavar="FILE", help="the plan's CSV")
+    add_raw_csv_option(assign)
     check = sub.add_parser("check", help="compare a returned study with its plan")
     check.add_argument("--plan", required=True, metavar="FILE")
     check.add_argument("--returned", required=True, metavar="FILE")
@@ -130,6 +133,7 @@ def _assign(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from storyeval._atomic import atomic_write_text
+    from storyeval._csv import csv_text
     from storyeval.data.io import read_table
     from storyeval.exceptions import InputError
     from storyeval.pairwise.plan import assignment_plan
@@ -153,7 +157,7 @@ def _assign(args: argparse.Namespace) -> int:
                            per_sitting=args.per_sitting,
                            dimensions=[d.strip() for d in args.dimensions.split(",")
                                        if d.strip()], seed=args.seed)
-    atomic_write_text(args.out, plan.to_csv(index=False))
+    atomic_write_text(args.out, csv_text(plan))
     items = plan.drop_duplicates(["judge", "prompt_id", "story_a", "story_b"])
     loads = items.groupby("judge").size()
     sittings = items.groupby("judge").sitting.max()

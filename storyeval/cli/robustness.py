@@ -25,6 +25,8 @@ Exit codes: 0 ok, 2 usage or input error.
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``storyeval robustness``."""
+    from storyeval.cli import add_raw_csv_option
+
     p = subparsers.add_parser(
         "robustness", help="discrimination and invariance on a perturbation suite",
         description="Does a measure prefer the original over a perturbed story, and how much "
@@ -41,12 +43,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="measures for which a lower score is better")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's files")
+    add_raw_csv_option(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the robustness table and report section; returns the exit code."""
     from storyeval._atomic import OutputFolder
+    from storyeval._csv import write_csv
     from storyeval.data.io import read_table
     from storyeval.perturb.robustness import robustness_table, score_outcomes, verdict_outcomes
     from storyeval.report.generation_report import robustness_html
@@ -63,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     table = robustness_table(outcomes)
     with OutputFolder(args.out, overwrite=args.overwrite,
                       command="storyeval robustness") as folder:
-        table.to_csv(folder.file("robustness.csv"), index=False, lineterminator="\n")
-        outcomes.to_csv(folder.file("outcomes.csv"), index=False, lineterminator="\n")
+        write_csv(table, folder.file("robustness.csv"))
+        write_csv(outcomes, folder.file("outcomes.csv"))
         folder.write_text("robustness.html", "<!doctype html><meta charset='utf-8'>"
                           + robustness_html(table) + "\n")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -79,10 +79,16 @@ def read_long_scores(path: str | Path, fmt: str
         return None
     try:
         table = _unified(table)  # the original's per-block dictionaries are freed
-        return _pivot(table)
+        result = _pivot(table)
     finally:
         del table
         release_arrow_memory()
+    from storyeval._csv import restore_text
+
+    if result is not None and any(restore_text(str(v)) != str(v)
+                                  for v in [*result[1], *result[3]]):
+        return None  # names neutralised against spreadsheet formulas: the general reader's
+    return result
 
 
 def _read_csv(path: Path, fmt: str):

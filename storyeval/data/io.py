@@ -11,7 +11,9 @@ Long format (CSV, TSV, JSONL or Parquet), one row per (story, measure):
 Text files (CSV, TSV, JSON Lines) are read as UTF-8, with or without a byte-order mark, or as
 UTF-16 when they start with a UTF-16 byte-order mark (as spreadsheet programs write "Unicode
 text"); any other encoding (Latin-1, Windows-1252) is an error that names the file and line and
-asks to re-encode the file as UTF-8. A header naming a column twice is an error.
+asks to re-encode the file as UTF-8. A header naming a column twice is an error. Text cells
+that storyeval neutralised against spreadsheet formulas (``'-ROUGE``) are read back as they were
+(``-ROUGE``; the rule is in `storyeval._csv`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import codecs
 import csv
 import io
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from storyeval._csv import restore_frame
 from storyeval._optional import import_optional
 from storyeval.data.ids import make_story_id
 from storyeval.exceptions import InputError
@@ -126,6 +130,19 @@ def _one_line(exc: Exception) -> str:
 
 
 def _read_delimited(data: bytes, source: str, fmt: str) -> pd.DataFrame:
+    """Parse a CSV/TSV file from its UTF-8 bytes; cells that storyeval neutralised on writing
+    (``'=...``, `storyeval._csv`) are restored."""
+    frame = _parse_delimited(data, source, fmt)
+    if _NEUTRALISED.search(data):
+        frame = restore_frame(frame)
+    return frame
+
+
+# a cell (or header name) that starts with quotes and a spreadsheet trigger (storyeval._csv)
+_NEUTRALISED = re.compile(rb"(?:^|[,\t\n\"])'+[=+\-@\t\r]", re.MULTILINE)
+
+
+def _parse_delimited(data: bytes, source: str, fmt: str) -> pd.DataFrame:
     """Parse a CSV/TSV file from its UTF-8 bytes (which the parsers read about twice as fast as
     a Python string)."""
     sep = "," if fmt == "csv" else "\t"

@@ -120,7 +120,9 @@ def load_stories(source: str | Path | pd.DataFrame, *, need_reference: bool = Fa
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
-            df = pd.read_csv(p)
+            from storyeval._csv import restore_frame
+
+            df = restore_frame(pd.read_csv(p))  # cells storyeval neutralised: as they were
         elif suffix in (".jsonl", ".ndjson"):
             df = pd.read_json(p, lines=True)
         elif suffix == ".json":

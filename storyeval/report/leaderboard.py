@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from storyeval._atomic import OutputFolder
+from storyeval._csv import csv_text
 from storyeval.pairwise.leaderboard import Leaderboard
 from storyeval.report.html_report import INDEX, Block, Page, render_page, versions
 
@@ -94,8 +95,8 @@ def write_leaderboard_report(board: Leaderboard, out: str | Path, *, overwrite: 
               table=board.pairs.head(200)),
     ], files=files)
     with OutputFolder(out, overwrite=overwrite, command="pairwise strengths") as folder:
-        written = [folder.write_text("leaderboard.csv", board.table.to_csv(index=False)),
-                   folder.write_text("pairs.csv", board.pairs.to_csv(index=False)),
+        written = [folder.write_text("leaderboard.csv", csv_text(board.table)),
+                   folder.write_text("pairs.csv", csv_text(board.pairs)),
                    folder.write_text("forest.svg", forest_plot_svg(board.table)),
                    folder.write_text(INDEX, render_page(page, digits=digits))]
     return written

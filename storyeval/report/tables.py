@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from storyeval._csv import csv_text
 from storyeval.exceptions import InputError
 
 FORMATS = ("table", "md", "csv", "latex", "json")
@@ -45,8 +46,8 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {list(FORMATS)}")
     check_digits(digits)
-    if fmt == "csv":
-        return frame.to_csv(index=False)
+    if fmt == "csv":  # text cells a spreadsheet would run are neutralised (storyeval._csv)
+        return csv_text(frame)
     if fmt == "json":
         return to_json(frame)
     cells = _display_cells(frame, digits)
