@@ -52,18 +52,29 @@ def run(args: argparse.Namespace) -> int:
     from storyeval._atomic import OutputFolder
     from storyeval._csv import write_csv
     from storyeval.data.io import read_table
-    from storyeval.perturb.robustness import robustness_table, score_outcomes, verdict_outcomes
+    from storyeval.exceptions import InputError
+    from storyeval.perturb.robustness import (
+        check_manifest,
+        check_scores,
+        robustness_table,
+        score_outcomes,
+        verdict_outcomes,
+    )
     from storyeval.report.generation_report import robustness_html
 
-    manifest, _ = read_table(args.manifest)
+    manifest, fmt = read_table(args.manifest)
+    manifest = check_manifest(manifest, source=str(args.manifest), fmt=fmt)
     if args.scores is not None:
-        scores, _ = read_table(args.scores)
-        scores["story_id"] = scores["story_id"].astype(str)
+        scores, fmt = read_table(args.scores)
+        scores = check_scores(scores, source=str(args.scores), fmt=fmt)
         lower = {m.strip() for m in args.lower_is_better.split(",") if m.strip()}
         outcomes = score_outcomes(scores, manifest, lower_is_better=lower)
     else:
-        verdicts, _ = read_table(args.verdicts)
-        outcomes = verdict_outcomes(verdicts, manifest)
+        if args.lower_is_better:
+            raise InputError("--lower-is-better goes with --scores (verdicts name the better "
+                             "story)")
+        verdicts, fmt = read_table(args.verdicts)
+        outcomes = verdict_outcomes(verdicts, manifest, source=str(args.verdicts), fmt=fmt)
     table = robustness_table(outcomes)
     with OutputFolder(args.out, overwrite=args.overwrite,
                       command="storyeval robustness") as folder:

@@ -19,9 +19,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from storyeval.data.io import numeric_column, row_label, string_column
 from storyeval.exceptions import InputError
 
-__all__ = ["clustered_mean", "robustness_table", "score_outcomes", "verdict_outcomes"]
+_VERDICTS = {"a": "A", "b": "B", "same": "same", "tie": "same"}
+
+__all__ = ["check_lower_is_better", "check_manifest", "check_scores", "clustered_mean", "robustness_table",
+           "score_outcomes", "verdict_outcomes"]
 
 
 def clustered_mean(x: np.ndarray, clusters: np.ndarray, *, confidence: float = 0.95
@@ -47,10 +51,79 @@ def clustered_mean(x: np.ndarray, clusters: np.ndarray, *, confidence: float = 0
     return mean, se, mean - zc * se, mean + zc * se, p
 
 
-def _manifest_check(manifest: pd.DataFrame) -> None:
+def check_manifest(manifest: pd.DataFrame, *, source: str = "manifest",
+                   fmt: str | None = None) -> pd.DataFrame:
+    """The manifest with ``story_id``, ``original_id`` and ``kind`` as strings; a one-line
+    error naming ``source`` and the row for: a missing column, no rows, an empty cell, a
+    variant listed twice (it would be counted twice), a variant that is its own original (it
+    would be compared with itself) or a variant that is another variant's original."""
     missing = [c for c in ("story_id", "original_id", "kind") if c not in manifest.columns]
     if missing:
-        raise InputError(f"manifest: missing column(s) {missing}")
+        raise InputError(f"{source}: missing column(s) {missing}; found "
+                         f"{list(manifest.columns)}")
+    if manifest.empty:
+        raise InputError(f"{source}: no rows (a header only); give the manifest.csv that "
+                         "storyeval perturb wrote")
+    manifest = manifest.copy()
+    for c in ("story_id", "original_id", "kind"):
+        manifest[c] = string_column(manifest[c], c, source, fmt)
+    dup = manifest["story_id"].duplicated(keep=False).to_numpy()
+    if dup.any():
+        rows = np.flatnonzero(dup)
+        raise InputError(f"{row_label(source, int(rows[1]), fmt)}: variant "
+                         f"{manifest['story_id'].iloc[rows[1]]!r} is listed twice (also "
+                         f"{row_label(source, int(rows[0]), fmt).split(', ')[-1]}); each "
+                         "variant once")
+    own = np.flatnonzero((manifest["story_id"] == manifest["original_id"]).to_numpy())
+    if len(own):
+        raise InputError(f"{row_label(source, int(own[0]), fmt)}: variant "
+                         f"{manifest['story_id'].iloc[own[0]]!r} is its own original "
+                         "(original_id); a story cannot be compared with itself")
+    chained = np.flatnonzero(manifest["original_id"].isin(set(manifest["story_id"])).to_numpy())
+    if len(chained):
+        raise InputError(f"{row_label(source, int(chained[0]), fmt)}: original_id "
+                         f"{manifest['original_id'].iloc[chained[0]]!r} is itself a variant "
+                         "of the manifest; originals are unperturbed stories")
+    return manifest
+
+
+def check_scores(scores: pd.DataFrame, *, source: str = "scores",
+                 fmt: str | None = None) -> pd.DataFrame:
+    """The scores with string ids and float values; a one-line error naming ``source`` and
+    the row for: a missing column, no rows, an empty id or measure, a value that is not a
+    number or is infinite, a (story, measure) scored twice. An empty value is a missing score
+    (the pair is counted in ``n_missing``)."""
+    need = [c for c in ("story_id", "measure", "value") if c not in scores.columns]
+    if need:
+        raise InputError(f"{source}: missing column(s) {need}; found {list(scores.columns)}")
+    if scores.empty:
+        raise InputError(f"{source}: no rows (a header only)")
+    scores = scores.copy()
+    for c in ("story_id", "measure"):
+        scores[c] = string_column(scores[c], c, source, fmt)
+    scores["value"] = numeric_column(scores["value"], "value", source, fmt,
+                                     scores[["story_id", "measure"]])
+    dup = scores.duplicated(["story_id", "measure"]).to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(f"{row_label(source, i, fmt)}: story {scores['story_id'].iloc[i]!r} "
+                         f"has a second score for measure {scores['measure'].iloc[i]!r}")
+    return scores
+
+
+def check_lower_is_better(names: Collection[str], measures: Collection[str]) -> None:
+    """An error naming every ``--lower-is-better`` name that is not a measure of the scores,
+    with the closest measure names (a typo would silently flip the measure's direction)."""
+    import difflib
+
+    known = [str(m) for m in measures]
+    unknown = [n for n in names if n not in set(known)]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise InputError(f"--lower-is-better: {unknown[0]!r} is not a measure of the scores"
+                         f"{hint} (measures: {', '.join(known[:20])}"
+                         f"{', ...' if len(known) > 20 else ''})")
 
 
 def score_outcomes(scores: pd.DataFrame, manifest: pd.DataFrame, *,
@@ -59,11 +132,12 @@ def score_outcomes(scores: pd.DataFrame, manifest: pd.DataFrame, *,
     original, perturbed, change`` (perturbed - original) and ``preferred`` (1 if the original
     is better, 0.5 on a tie, 0 otherwise; "better" = higher unless the measure is in
     ``lower_is_better``). A pair with a NaN score has ``preferred`` NaN; `robustness_table`
-    leaves it out and counts it in ``n_missing``."""
-    _manifest_check(manifest)
-    need = [c for c in ("story_id", "measure", "value") if c not in scores.columns]
-    if need:
-        raise InputError(f"scores: missing column(s) {need}")
+    leaves it out and counts it in ``n_missing``. Errors: a ``lower_is_better`` name that is
+    not a measure, an infinite score, a (story, measure) scored twice, the manifest's
+    (`check_manifest`)."""
+    manifest = check_manifest(manifest)
+    scores = check_scores(scores)
+    check_lower_is_better(lower_is_better, scores["measure"].unique())
     wide = scores.pivot_table(index="story_id", columns="measure", values="value",
                               aggfunc="first", dropna=False)
     ids = set(wide.index)
@@ -77,7 +151,15 @@ def score_outcomes(scores: pd.DataFrame, manifest: pd.DataFrame, *,
         orig = wide.loc[manifest.original_id, measure].to_numpy(dtype=float)
         pert = wide.loc[manifest.story_id, measure].to_numpy(dtype=float)
         sign = -1.0 if measure in lower_is_better else 1.0
-        d = sign * (orig - pert)
+        with np.errstate(over="ignore"):
+            d = sign * (orig - pert)
+        overflow = np.flatnonzero(np.isinf(d))
+        if len(overflow):
+            i = int(overflow[0])
+            raise InputError(f"scores: measure {measure!r}: the change from original "
+                             f"{manifest.original_id.iloc[i]!r} ({orig[i]:g}) to variant "
+                             f"{manifest.story_id.iloc[i]!r} ({pert[i]:g}) overflows; rescale "
+                             "the scores")
         frames.append(pd.DataFrame({
             "measure": measure, "kind": manifest.kind.to_numpy(),
             "original_id": manifest.original_id.to_numpy(),
@@ -90,19 +172,32 @@ def score_outcomes(scores: pd.DataFrame, manifest: pd.DataFrame, *,
     return pd.concat(frames, ignore_index=True)
 
 
-def verdict_outcomes(verdicts: pd.DataFrame, manifest: pd.DataFrame) -> pd.DataFrame:
+def verdict_outcomes(verdicts: pd.DataFrame, manifest: pd.DataFrame, *,
+                     source: str = "verdicts", fmt: str | None = None) -> pd.DataFrame:
     """One row per verdict on an (original, variant) pair: ``measure`` (the judge, with the
     dimension when there is one), ``kind``, ``original_id``, ``story_id``, ``prompt_id``,
     ``preferred`` (1 when the verdict names the original, 0.5 for ``"same"``, 0 otherwise).
-    Verdicts on other pairs are ignored."""
-    _manifest_check(manifest)
+    Verdicts on other pairs are ignored; a verdict other than A, B or same (tie) is an error."""
+    manifest = check_manifest(manifest)
     need = [c for c in ("story_a", "story_b", "verdict") if c not in verdicts.columns]
     if need:
-        raise InputError(f"verdicts: missing column(s) {need}")
+        raise InputError(f"{source}: missing column(s) {need}; found {list(verdicts.columns)}")
+    if verdicts.empty:
+        raise InputError(f"{source}: no rows (a header only)")
+    dup = verdicts.duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(f"{row_label(source, i, fmt)}: the same verdict row appears twice (it "
+                         "would be counted twice); give each verdict once (a judge or annotator "
+                         "column tells raters apart)")
     pair = {(o, v): k for o, v, k in zip(manifest.original_id, manifest.story_id, manifest.kind)}
     rows = []
-    for rec in verdicts.to_dict("records"):
-        a, b, verdict = str(rec["story_a"]), str(rec["story_b"]), str(rec["verdict"])
+    for i, rec in enumerate(verdicts.to_dict("records")):
+        a, b = str(rec["story_a"]), str(rec["story_b"])
+        verdict = _VERDICTS.get(str(rec["verdict"]).strip().lower())
+        if verdict is None:
+            raise InputError(f"{row_label(source, i, fmt)}: verdict {rec['verdict']!r} is not "
+                             "one of 'A', 'B', 'same' (or 'tie')")
         if (a, b) in pair:
             orig, var, orig_side = a, b, "A"
         elif (b, a) in pair:
@@ -116,7 +211,7 @@ def verdict_outcomes(verdicts: pd.DataFrame, manifest: pd.DataFrame) -> pd.DataF
                      "prompt_id": rec.get("prompt_id", orig),
                      "preferred": 0.5 if verdict == "same" else float(verdict == orig_side)})
     if not rows:
-        raise InputError("verdicts: no verdict compares an original with one of its variants")
+        raise InputError(f"{source}: no verdict compares an original with one of its variants")
     return pd.DataFrame(rows)
 
 
