@@ -61,20 +61,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
-def _column(frame, name: str, source: str):
+def _no_column(frame, name: str, source: str):
+    import difflib
+
     from storyeval.exceptions import InputError
 
-    if name not in frame.columns:
-        raise InputError(f"{source}: no column {name!r}")
-    import pandas as pd
+    close = difflib.get_close_matches(name, [str(c) for c in frame.columns], n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; columns: {list(frame.columns)}"
+    return InputError(f"{source}: no column {name!r}{hint}")
 
-    values = pd.to_numeric(frame[name], errors="coerce")
-    bad = values.isna() & frame[name].notna() & (frame[name].astype(str).str.strip() != "")
-    if bad.any():
-        row = int(bad.to_numpy().argmax())
-        raise InputError(f"{source}: column {name!r} row {row}: {frame[name].iloc[row]!r} is "
-                         "not a number")
-    return values.to_numpy(dtype=float)
+
+def _check_columns(frame, names: list[str], source: str, fmt: str):
+    """``frame`` with its score columns ``names`` as floats; one line naming the file, the
+    row and the column for an empty table, a missing column, a value that is not a number or
+    is infinite (also a number too large for a float, e.g. 1e309)."""
+    from storyeval.data.io import numeric_column
+    from storyeval.exceptions import InputError
+
+    if frame.empty:
+        raise InputError(f"{source}: no rows (a header only)")
+    frame = frame.copy()
+    for name in names:
+        if name not in frame.columns:
+            raise _no_column(frame, name, source)
+        frame[name] = numeric_column(frame[name], name, source, fmt)
+    return frame
+
+
+def _column(frame, name: str):
+    return frame[name].to_numpy(dtype=float)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
     from storyeval.exceptions import InputError
     from storyeval.power.ppi import ppi_mean, ppi_mean_difference, ppi_win_rate
 
-    frame, _ = read_table(args.data)
+    frame, fmt = read_table(args.data)
     src = str(args.data)
+    frame = _check_columns(frame, [args.human, args.judge], src, fmt)
     estimand = args.estimand or ("difference" if args.systems else "mean")
     options = {"method": args.method, "confidence_level": args.confidence_level,
                "interval": args.interval, "folds": args.folds, "seed": args.seed}
@@ -95,15 +111,21 @@ def run(args: argparse.Namespace) -> int:
         if len(names) != 2 or names[0] == names[1]:
             raise InputError("--systems takes two distinct systems A,B")
         if args.system not in frame.columns:
-            raise InputError(f"{src}: no column {args.system!r}")
+            raise _no_column(frame, args.system, src)
+        if args.paired_by and args.paired_by not in frame.columns:
+            raise _no_column(frame, args.paired_by, src)
         parts = []
         for name in names:
             part = frame[frame[args.system].astype(str) == name]
             if part.empty:
-                raise InputError(f"{src}: no item of system {name!r} in column {args.system!r}")
+                import difflib
+
+                known = sorted(frame[args.system].astype(str).unique())
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+                hint = f"did you mean {close[0]!r}?" if close else f"systems: {known[:20]}"
+                raise InputError(f"{src}: no item of system {name!r} in column "
+                                 f"{args.system!r}; {hint}")
             if args.paired_by:
-                if args.paired_by not in frame.columns:
-                    raise InputError(f"{src}: no column {args.paired_by!r}")
                 dup = part[args.paired_by].duplicated()
                 if dup.any():
                     raise InputError(f"{src}: system {name!r} has two items for "
@@ -117,18 +139,20 @@ def run(args: argparse.Namespace) -> int:
                                  "have the same set of values")
             parts = [p.loc[common] for p in parts]
         a, b = parts
-        result = ppi_mean_difference(_column(a, args.human, src), _column(a, args.judge, src),
-                                     _column(b, args.human, src), _column(b, args.judge, src),
+        result = ppi_mean_difference(_column(a, args.human), _column(a, args.judge),
+                                     _column(b, args.human), _column(b, args.judge),
                                      paired=bool(args.paired_by), **options)
         what = f"{names[0]} - {names[1]} ({'paired' if args.paired_by else 'independent'})"
     else:
         if args.systems or args.paired_by:
             raise InputError("--systems / --paired-by go with --estimand difference")
         fn = ppi_win_rate if estimand == "win_rate" else ppi_mean
-        result = fn(_column(frame, args.human, src), _column(frame, args.judge, src), **options)
+        result = fn(_column(frame, args.human), _column(frame, args.judge), **options)
         what = args.human
     row = {k: (v.item() if hasattr(v, "item") else v)
            for k, v in result.to_frame().iloc[0].items()}
+    human_low, human_high = (float(v) for v in result.human_interval())
+    row.update(human_low=human_low, human_high=human_high)
     if args.json:
         json.dump({"data": src, "of": what, **row}, sys.stdout, indent=2)
         print()
@@ -141,9 +165,8 @@ def run(args: argparse.Namespace) -> int:
           "items")
     print(f"  prediction-powered: {result.estimate:.4f}  [{result.low:.4f}, {result.high:.4f}] "
           f"({level}), se {result.se:.4f}")
-    lo, hi = result.human_estimate - (result.estimate - result.low) / result.width_ratio, \
-        result.human_estimate + (result.high - result.estimate) / result.width_ratio
-    print(f"  human only:         {result.human_estimate:.4f}  [{lo:.4f}, {hi:.4f}], "
+    print(f"  human only:         {result.human_estimate:.4f}  [{human_low:.4f}, "
+          f"{human_high:.4f}], "
           f"se {result.human_se:.4f}")
     print(f"  width ratio {result.width_ratio:.3f}; the judge makes the {result.n_labelled} human "
           f"labels worth {result.n_eff:.1f} (effective number of human labels)")

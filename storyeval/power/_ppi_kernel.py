@@ -18,12 +18,30 @@ def tuned_lambda_rows(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> np
     equal, or with a single labelled item (no covariance), gets lambda 0.
     """
     n, big_n = y.shape[1], f_unl.shape[1]
+    f_all = np.concatenate([f_lab, f_unl], axis=1)
+    # on values divided by powers of two (exact): no overflow or underflow of the products
+    sy, sf = pow2_rows(y)[:, None], pow2_rows(f_all)[:, None]
+    y, f_lab, f_all = y / sy, f_lab / sf, f_all / sf
     cov = np.mean((y - y.mean(axis=1, keepdims=True))
                   * (f_lab - f_lab.mean(axis=1, keepdims=True)), axis=1)
-    var_f = np.var(np.concatenate([f_lab, f_unl], axis=1), axis=1, ddof=1)
+    var_f = np.var(f_all, axis=1, ddof=1)
     positive = var_f > 0
     lam = np.where(positive, cov / ((1 + n / big_n) * np.where(positive, var_f, 1.0)), 0.0)
-    return np.clip(lam, 0.0, 1.0)
+    return np.clip(lam * (sy[:, 0] / sf[:, 0]), 0.0, 1.0)
+
+
+def pow2_rows(x: np.ndarray) -> np.ndarray:
+    """Per row, the power of two just above the largest magnitude (1 for a row of zeros):
+    dividing by it is exact and brings every value into [-1, 1]."""
+    top = np.max(np.abs(x), axis=1)
+    return np.where(top > 0, np.ldexp(1.0, np.frexp(top)[1]), 1.0)
+
+
+def std_rows(x: np.ndarray, ddof: int) -> np.ndarray:
+    """``np.std(x, axis=1, ddof=ddof)`` computed on ``x`` divided by `pow2_rows` (the squares
+    neither overflow for values near 1e308 nor underflow for tiny ones)."""
+    s = pow2_rows(x)
+    return np.std(x / s[:, None], axis=1, ddof=ddof) * s
 
 
 def fold_of_position(n: int, folds: int, seed: int) -> np.ndarray:
@@ -78,6 +96,6 @@ def estimate_rows(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray, *, method
         lam_item, used = lam[:, None], 1
     rect = y - lam_item * f_lab
     estimate = lam * f_unl.mean(axis=1) + rect.mean(axis=1)
-    var = (lam**2 * np.var(f_unl, axis=1, ddof=ddof) / f_unl.shape[1]
-           + np.var(rect, axis=1, ddof=ddof) / n)
-    return estimate, np.sqrt(var), lam, used
+    se = np.hypot(lam * std_rows(f_unl, ddof) / np.sqrt(f_unl.shape[1]),
+                  std_rows(rect, ddof) / np.sqrt(n))
+    return estimate, se, lam, used

@@ -30,7 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from storyeval.exceptions import InputError
-from storyeval.power._ppi_kernel import METHODS, estimate_rows, tuned_lambda_rows
+from storyeval.power._ppi_kernel import METHODS, estimate_rows, std_rows, tuned_lambda_rows
 
 __all__ = [
     "PPIResult",
@@ -110,6 +110,14 @@ class PPIResult:
         q = _quantile(level, self.interval, self.df)
         return self.estimate - q * self.se, self.estimate + q * self.se
 
+    def human_interval(self, confidence_level: float | None = None) -> tuple[float, float]:
+        """The human-only interval ``human_estimate -/+ q * human_se`` (the same quantile q as
+        `confidence_interval`)."""
+        level = self.confidence_level if confidence_level is None else confidence_level
+        _check_level(level)
+        q = _quantile(level, self.interval, self.df)
+        return self.human_estimate - q * self.human_se, self.human_estimate + q * self.human_se
+
     def to_frame(self) -> pd.DataFrame:
         """One row, one estimand."""
         return pd.DataFrame([asdict(self)])
@@ -181,23 +189,47 @@ def tuned_lambda(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> float:
     return float(tuned_lambda_rows(*rows)[0])
 
 
+def _scale(*arrays: np.ndarray) -> np.ndarray:
+    """Per row, a power of two s such that every value / s is at most 2^480 in magnitude (1 for
+    ordinary values): squares and sums of squares of the scaled values cannot overflow, and
+    dividing by a power of two is exact, so results are unchanged."""
+    top = np.max([np.max(np.abs(a), axis=1) for a in arrays], axis=0)
+    exponent = np.frexp(top)[1]
+    return np.ldexp(1.0, np.maximum(exponent - 480, 0))
+
+
+def _check_finite(name: str, **values: np.ndarray) -> None:
+    for what, value in values.items():
+        if not np.all(np.isfinite(value)):
+            raise InputError(f"{name}: the {what} overflows (the values are too large in "
+                             "magnitude, up to about 1e308); rescale the scores")
+
+
 def _frame(estimand: str, method: str, y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray,
            *, folds: int, seed: int, level: float, interval: str) -> pd.DataFrame:
-    """Rows of PPIResult columns for dense studies ``y``, ``f_lab`` (R, n), ``f_unl`` (R, N)."""
+    """Rows of PPIResult columns for dense studies ``y``, ``f_lab`` (R, n), ``f_unl`` (R, N).
+    Computed on values divided by a power of two (`_scale`), so that huge finite values do not
+    overflow when squared; an estimate or standard error beyond the float range is an error."""
     ddof = 0 if interval == "z" else 1
     n, big_n = y.shape[1], f_unl.shape[1]
-    estimate, se, lam, used = estimate_rows(y, f_lab, f_unl, method=method, folds=folds,
-                                            seed=seed, ddof=ddof)
-    human_se = np.std(y, axis=1, ddof=ddof) / math.sqrt(n)
+    s = _scale(y, f_lab, f_unl)[:, None]
+    estimate, se, lam, used = estimate_rows(y / s, f_lab / s, f_unl / s, method=method,
+                                            folds=folds, seed=seed, ddof=ddof)
+    sy = _scale(y)[:, None]  # the humans' own scale: their interval stays exact
+    human = (y / sy).mean(axis=1) * sy[:, 0]
+    human_se = std_rows(y, ddof) / math.sqrt(n)
+    with np.errstate(over="ignore"):
+        estimate, se = estimate * s[:, 0], se * s[:, 0]
+    _check_finite(estimand, estimate=estimate, **{"standard error": se})
     df = math.nan if interval == "z" else n - 1.0
     q = _quantile(level, interval, df)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(human_se > 0, se / human_se, np.nan)
-        n_eff = np.where(se > 0, n * human_se**2 / se**2, np.nan)
+        n_eff = np.where(se > 0, n * (human_se / se) ** 2, np.nan)
     return pd.DataFrame({
         "estimand": estimand, "method": method, "estimate": estimate, "se": se,
         "low": estimate - q * se, "high": estimate + q * se, "lam": lam, "n_labelled": n,
-        "n_unlabelled": big_n, "human_estimate": y.mean(axis=1), "human_se": human_se,
+        "n_unlabelled": big_n, "human_estimate": human, "human_se": human_se,
         "n_eff": n_eff, "width_ratio": ratio, "confidence_level": level, "interval": interval,
         "folds": used, "seed": seed, "df": df}, columns=_COLUMNS)
 
@@ -392,14 +424,19 @@ def _difference_frame(a: pd.DataFrame, b: pd.DataFrame, level: float,
     n = a.n_labelled + b.n_labelled
     if interval == "z":
         df = pd.Series(np.nan, index=a.index)
-    else:  # Welch-Satterthwaite, n_a + n_b - 2 when both standard errors are 0
-        den = a.se**4 / (a.n_labelled - 1) + b.se**4 / (b.n_labelled - 1)
-        df = pd.Series(np.where(den > 0, se**4 / np.where(den > 0, den, 1.0), n - 2.0),
-                       index=a.index)
+    else:  # Welch-Satterthwaite, n_a + n_b - 2 when both standard errors are 0; on the
+        # standard errors divided by the larger one (no overflow of se^4)
+        top = np.maximum(a.se, b.se)
+        top = np.where(top > 0, top, 1.0)
+        ra, rb = a.se / top, b.se / top
+        den = ra**4 / (a.n_labelled - 1) + rb**4 / (b.n_labelled - 1)
+        df = pd.Series(np.where(den > 0, (ra**2 + rb**2) ** 2 / np.where(den > 0, den, 1.0),
+                                n - 2.0), index=a.index)
     q = _quantile(level, interval, df.to_numpy())
     estimate = a.estimate - b.estimate
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se > 0, n * human_se**2 / se**2, np.nan)
+    _check_finite("difference", estimate=estimate.to_numpy(), **{"standard error": se})
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        n_eff = np.where(se > 0, n * (human_se / se) ** 2, np.nan)
         ratio = np.where(human_se > 0, se / human_se, np.nan)
     return pd.DataFrame({
         "estimand": "difference", "method": a.method, "estimate": estimate, "se": se,
@@ -507,8 +544,16 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
         if ha.shape != hb.shape or not np.array_equal(np.isnan(ha), np.isnan(hb)):
             raise InputError("ppi_mean_difference(paired=True): the two systems must have the "
                              "same items and the same human-labelled ones (same NaN pattern)")
-        result = ppi_mean(ha - hb, np.asarray(predicted_a, dtype=float)
-                          - np.asarray(predicted_b, dtype=float), **options)
+        fa, fb = np.asarray(predicted_a, dtype=float), np.asarray(predicted_b, dtype=float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dh, df = ha - hb, fa - fb
+        for what, d, x1, x2 in (("human", dh, ha, hb), ("predicted", df, fa, fb)):
+            over = np.flatnonzero(np.isinf(d) & np.isfinite(x1) & np.isfinite(x2))
+            if over.size:
+                raise InputError(f"ppi_mean_difference(paired=True): the difference of the "
+                                 f"{what} values A - B overflows at item {over[0]} "
+                                 f"({x1[over[0]]:g} - {x2[over[0]]:g}); rescale the scores")
+        result = ppi_mean(dh, df, **options)
         return PPIResult(**{**asdict(result), "estimand": "difference"})
     a = ppi_mean(human_a, predicted_a, **options)
     b = ppi_mean(human_b, predicted_b, **options)
