@@ -26,7 +26,6 @@ Exit codes: 0 ok, 2 usage or input error.
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``storyeval perturb``."""
     from storyeval.cli import add_raw_csv_option
-
     from storyeval.perturb.kinds import KINDS
 
     p = subparsers.add_parser(

@@ -11,7 +11,7 @@ from scipy import stats
 
 from storyeval.generation.corpus import words
 
-__all__ = ["log_odds_keyness"]
+__all__ = ["keyness_from_counts", "log_odds_keyness"]
 
 
 def log_odds_keyness(texts_a: Sequence[str], texts_b: Sequence[str], *,
@@ -43,20 +43,37 @@ def log_odds_keyness(texts_a: Sequence[str], texts_b: Sequence[str], *,
     """
     ca = Counter(w for t in texts_a for w in words(t))
     cb = Counter(w for t in texts_b for w in words(t))
-    bg = Counter(w for t in prior for w in words(t)) if prior is not None else ca + cb
     vocab = sorted(set(ca) | set(cb))
-    ya = np.array([ca[w] for w in vocab], dtype=np.float64)
-    yb = np.array([cb[w] for w in vocab], dtype=np.float64)
-    bg_total = float(sum(bg.values()))
+    background = None
+    if prior is not None:
+        bg = Counter(w for t in prior for w in words(t))
+        background = (np.array([bg[w] for w in vocab], dtype=np.float64),
+                      float(sum(bg.values())))
+    return keyness_from_counts(vocab, np.array([ca[w] for w in vocab], dtype=np.float64),
+                               np.array([cb[w] for w in vocab], dtype=np.float64),
+                               background=background, prior_scale=prior_scale)
+
+
+def keyness_from_counts(vocab: Sequence[str], ya: np.ndarray, yb: np.ndarray, *,
+                        background: tuple[np.ndarray, float] | None = None,
+                        prior_scale: float | None = None) -> pd.DataFrame:
+    """`log_odds_keyness` from word counts: ``vocab`` (the words counted), ``ya`` and ``yb``
+    (their counts in the two groups) and ``background`` (the words' counts in the background
+    and its token count; default: the two groups together)."""
+    ya, yb = np.asarray(ya, dtype=np.float64), np.asarray(yb, dtype=np.float64)
+    if background is None:
+        bg_counts, bg_total = ya + yb, float(ya.sum() + yb.sum())
+    else:
+        bg_counts, bg_total = background
     a0 = bg_total if prior_scale is None else float(prior_scale)
-    alpha = np.array([bg[w] for w in vocab], dtype=np.float64) / bg_total * a0
+    alpha = np.asarray(bg_counts, dtype=np.float64) / bg_total * a0
     na, nb = ya.sum(), yb.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = (np.log((ya + alpha) / (na + a0 - ya - alpha))
                  - np.log((yb + alpha) / (nb + a0 - yb - alpha)))
         sd = np.sqrt(1.0 / (ya + alpha) + 1.0 / (yb + alpha))
         z = delta / sd
-    out = pd.DataFrame({"word": vocab, "count_a": ya.astype(int), "count_b": yb.astype(int),
+    out = pd.DataFrame({"word": list(vocab), "count_a": ya.astype(int), "count_b": yb.astype(int),
                         "delta": delta, "sd": sd, "z": z,
                         "p_value": 2 * stats.norm.sf(np.abs(z))})
     return out.sort_values(["z", "word"], ascending=[False, True], ignore_index=True)

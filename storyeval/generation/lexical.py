@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError
-from storyeval.generation.corpus import NgramIndex, words
-from storyeval.metrics.text import ngrams
+from storyeval.generation.corpus import NgramIndex, hash_ngrams
+from storyeval.generation.tokens import TokenTable
 
 __all__ = ["diversity_table", "novelty_n", "run_spread", "set_distinct_n"]
 
@@ -35,8 +35,8 @@ def set_distinct_n(texts: Sequence[str], n: int = 1) -> float:
     """
     if n < 1:
         raise InputError(f"n: must be >= 1, got {n}")
-    grams = [g for t in texts for g in ngrams(words(t), n)]
-    return _share(len(set(grams)), len(grams))
+    distinct, total = TokenTable.from_texts(list(texts)).distinct(n, np.zeros(len(texts)), 1)
+    return _share(int(distinct[0]), int(total[0]))
 
 
 def novelty_n(texts: Sequence[str], index: NgramIndex, n: int = 1) -> float:
@@ -51,10 +51,21 @@ def novelty_n(texts: Sequence[str], index: NgramIndex, n: int = 1) -> float:
     `NgramIndex`'s (64-bit hashes; collision bound in `storyeval.generation.corpus`).
     Validated against a ``collections.Counter`` computation (tests/test_generation.py).
     """
-    parts = [index.text_hashes(n, t) for t in texts]
-    hashes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    table = TokenTable.from_texts(list(texts))
+    novel, total = _novel(table, index, n, np.zeros(len(texts), dtype=np.int64), 1)
+    return _share(int(novel[0]), int(total[0]))
+
+
+def _novel(table: TokenTable, index: NgramIndex, n: int, cells: np.ndarray, n_cells: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the n-gram occurrences not in the corpus and all n-gram occurrences."""
+    pos = table.positions(n)
+    cell = cells[table.text_of_positions(n)]
+    hashes = hash_ngrams(table.word_hashes(index.word_hasher), n)[pos] if len(pos) else \
+        np.empty(0, dtype=np.uint64)
     found = index.contains_hashes(n, hashes)  # one pass over the runs for the whole set
-    return _share(int((~found).sum()), len(found))
+    return (np.bincount(cell[~found], minlength=n_cells),
+            np.bincount(cell, minlength=n_cells))
 
 
 def _check_columns(stories: pd.DataFrame, cols: Sequence[str], source: str) -> None:
@@ -65,9 +76,12 @@ def _check_columns(stories: pd.DataFrame, cols: Sequence[str], source: str) -> N
 
 def diversity_table(stories: pd.DataFrame, *, text: str = "story",
                     by: Sequence[str] = ("system",), orders: Sequence[int] = (1, 2),
-                    index: NgramIndex | None = None, source: str = "stories") -> pd.DataFrame:
+                    index: NgramIndex | None = None, source: str = "stories",
+                    tokens: TokenTable | None = None) -> pd.DataFrame:
     """distinct-n (and novelty-n with a corpus index) of each cell of ``by`` (e.g. group, time,
-    run), one row per cell and statistic.
+    run), one row per cell and statistic. ``tokens``: the stories' `TokenTable` when the
+    caller has it already (each story is tokenised once; see `storyeval.generation.tokens`
+    for the memory).
 
     Returns
     -------
@@ -81,19 +95,28 @@ def diversity_table(stories: pd.DataFrame, *, text: str = "story",
     if stories[text].isna().any():
         row = int(np.flatnonzero(stories[text].isna().to_numpy())[0])
         raise InputError(f"{source}: column {text!r} is empty in row {row + 1}")
+    if min(orders, default=1) < 1:
+        raise InputError(f"orders: expected n-gram orders >= 1, got {list(orders)}")
+    if tokens is None:
+        tokens = TokenTable.from_texts(stories[text].astype(str).tolist())
+    groups = stories.groupby(list(by), sort=True, dropna=False)
+    cells = groups.ngroup().to_numpy(dtype=np.int64)
+    sizes = groups.size()
+    keys = [k if isinstance(k, tuple) else (k,) for k in sizes.index]
+    stats = {}
+    for n in orders:
+        stats[f"distinct_{n}"] = tokens.distinct(n, cells, len(keys))
+        if index is not None:
+            stats[f"novelty_{n}"] = _novel(tokens, index, n, cells, len(keys))
     rows = []
-    for key, cell in stories.groupby(list(by), sort=True, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        texts = cell[text].astype(str).tolist()
+    for c, key in enumerate(keys):
         for n in orders:
-            n_grams = sum(max(len(words(t)) - n + 1, 0) for t in texts)
-            rows.append({**dict(zip(by, key)), "statistic": f"distinct_{n}",
-                         "value": set_distinct_n(texts, n), "n_texts": len(texts),
-                         "n_ngrams": n_grams})
-            if index is not None:
-                rows.append({**dict(zip(by, key)), "statistic": f"novelty_{n}",
-                             "value": novelty_n(texts, index, n), "n_texts": len(texts),
-                             "n_ngrams": n_grams})
+            for name in (f"distinct_{n}", f"novelty_{n}"):
+                if name in stats:
+                    part, total = stats[name]
+                    rows.append({**dict(zip(by, key)), "statistic": name,
+                                 "value": _share(int(part[c]), int(total[c])),
+                                 "n_texts": int(sizes.iloc[c]), "n_ngrams": int(total[c])})
     return pd.DataFrame(rows)
 
 
