@@ -41,6 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="write only the variants (default: originals and variants)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's files")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (also STORYEVAL_NO_PROGRESS=1; none when piped)")
     add_raw_csv_option(p)
     return p
 
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     stories = load_stories(args.stories)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     out, manifest = perturb_stories(stories, kinds, seed=args.seed,
-                                    include_originals=not args.no_originals)
+                                    include_originals=not args.no_originals,
+                                    show_progress=False if args.no_progress else None)
     with OutputFolder(args.out, overwrite=args.overwrite, command="storyeval perturb") as folder:
         write_csv(out, folder.file("stories.csv"))
         write_csv(manifest, folder.file("manifest.csv"))

@@ -17,6 +17,7 @@ Sentences are split by `storyeval.metrics.text.sentences` and joined with one sp
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +25,22 @@ from typing import Any
 import numpy as np
 
 from storyeval.exceptions import InputError
-from storyeval.metrics.text import sentences
+from storyeval.metrics.text import sentences as _split_sentences
 
 __all__ = ["KINDS", "SYNONYMS", "perturb_text"]
 
 Params = dict[str, Any]
+
+
+@functools.lru_cache(maxsize=4)
+def _sentences_of(text: str) -> tuple[str, ...]:
+    return tuple(_split_sentences(text))
+
+
+def sentences(text: str) -> list[str]:
+    """`storyeval.metrics.text.sentences`, remembered for the last few texts (the kinds of one
+    story split it once)."""
+    return list(_sentences_of(text))
 
 #: A small fixed synonym table (meaning-preserving substitutions for ``synonym``).
 SYNONYMS: dict[str, str] = {
@@ -112,6 +124,10 @@ def _synonym(text: str, rng: np.random.Generator) -> tuple[str, Params]:
     return out, {"replaced": replaced}
 
 
+#: The kinds that draw from the random generator (the others are deterministic: no generator
+#: is made for them).
+RANDOM_KINDS = frozenset({"shuffle", "negate", "typo"})
+
 #: The kinds, in the order of the ``--kinds`` help; each is (function, meaning_preserving).
 KINDS: dict[str, tuple[Callable[..., tuple[str, Params]], bool]] = {
     "shuffle": (_shuffle, False), "repeat": (_repeat, False), "truncate": (_truncate, False),
@@ -119,7 +135,8 @@ KINDS: dict[str, tuple[Callable[..., tuple[str, Params]], bool]] = {
 }
 
 
-def perturb_text(text: str, kind: str, rng: np.random.Generator) -> tuple[str, Params]:
+def perturb_text(text: str, kind: str, rng: np.random.Generator | None
+                 ) -> tuple[str, Params]:
     """The ``kind`` perturbation of ``text`` and its parameters (see the module docstring).
 
     Examples

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError
-from storyeval.perturb.kinds import KINDS, perturb_text
+from storyeval._progress import progress_bar
+from storyeval.perturb.kinds import KINDS, RANDOM_KINDS, perturb_text
 
 __all__ = ["perturb_stories"]
 
@@ -19,7 +20,8 @@ SEP = "~"
 
 
 def perturb_stories(stories: pd.DataFrame, kinds: Sequence[str], *, seed: int = 0,
-                    include_originals: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    include_originals: bool = True, show_progress: bool | None = False
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Seeded variants of every story for each kind.
 
     Parameters
@@ -35,6 +37,8 @@ def perturb_stories(stories: pd.DataFrame, kinds: Sequence[str], *, seed: int = 
         variant does not depend on the other stories or kinds of the run.
     include_originals : bool
         Keep the original stories in the output table (default True).
+    show_progress : bool or None
+        A progress bar (None: on a terminal; default False).
 
     Returns
     -------
@@ -48,21 +52,40 @@ def perturb_stories(stories: pd.DataFrame, kinds: Sequence[str], *, seed: int = 
     if unknown or not kinds:
         raise InputError(f"kinds: unknown {unknown or 'empty list'}; expected some of "
                          f"{list(KINDS)}")
+    twice = [k for i, k in enumerate(kinds) if k in kinds[:i]]
+    if twice:
+        raise InputError(f"kinds: {twice[0]!r} given twice; each kind once")
     order = list(KINDS)
-    rows, manifest = [], []
-    for rec in stories.to_dict("records"):
-        sid = str(rec["story_id"])
-        for kind in kinds:
-            rng = np.random.default_rng([seed, zlib.crc32(sid.encode("utf-8")),
-                                         order.index(kind)])
-            text, params = perturb_text(str(rec["story"]), kind, rng)
-            new_id = f"{sid}{SEP}{kind}"
-            rows.append({**rec, "story_id": new_id, "system": f"{rec['system']}{SEP}{kind}",
-                         "story": text})
-            manifest.append({"story_id": new_id, "original_id": sid, "kind": kind,
-                             "parameters": json.dumps(params, sort_keys=True), "seed": seed,
-                             "changed": text != str(rec["story"])})
-    out = pd.DataFrame(rows, columns=list(stories.columns))
+    ids = stories["story_id"].astype(str).to_numpy(dtype=object)
+    texts = stories["story"].astype(str).to_numpy(dtype=object)
+    n, k = len(stories), len(kinds)
+    new_texts = np.empty((n, k), dtype=object)
+    params = np.empty((n, k), dtype=object)
+    with progress_bar(total=n, desc="perturbing", unit="stories", show=show_progress) as bar:
+        for i, (sid, text) in enumerate(zip(ids, texts)):
+            crc = zlib.crc32(sid.encode("utf-8"))
+            for j, kind in enumerate(kinds):
+                # each (story, kind) its own generator: a variant does not depend on the
+                # other stories or kinds of the run (kinds that draw nothing get none)
+                rng = (np.random.default_rng([seed, crc, order.index(kind)])
+                       if kind in RANDOM_KINDS else None)
+                new_texts[i, j], p = perturb_text(text, kind, rng)
+                params[i, j] = json.dumps(p, sort_keys=True)
+            if i % 1000 == 999:
+                bar.update(1000)
+        bar.update(n % 1000)
+    # variants in the order story by story, kind by kind (row i * k + j)
+    rows = np.repeat(np.arange(n), k)
+    suffix = np.tile(np.array([f"{SEP}{kind}" for kind in kinds], dtype=object), n)
+    out = stories.iloc[rows].reset_index(drop=True)
+    new_ids = ids[rows] + suffix
+    out["story_id"] = new_ids
+    out["system"] = stories["system"].astype(str).to_numpy(dtype=object)[rows] + suffix
+    out["story"] = new_texts.ravel()
+    manifest = pd.DataFrame({"story_id": new_ids, "original_id": ids[rows],
+                             "kind": np.tile(np.array(kinds, dtype=object), n),
+                             "parameters": params.ravel(), "seed": seed,
+                             "changed": new_texts.ravel() != texts[rows]})
     if include_originals:
         out = pd.concat([stories, out], ignore_index=True)
-    return out, pd.DataFrame(manifest)
+    return out, manifest
