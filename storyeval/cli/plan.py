@@ -78,6 +78,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="comma-separated dimensions judged on every pair (default Overall)")
     assign.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     assign.add_argument("--out", required=True, metavar="FILE", help="the plan's CSV")
+    assign.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (also STORYEVAL_NO_PROGRESS=1; none when piped)")
     add_raw_csv_option(assign)
     check = sub.add_parser("check", help="compare a returned study with its plan")
     check.add_argument("--plan", required=True, metavar="FILE")
@@ -128,45 +130,38 @@ def _power(args: argparse.Namespace) -> int:
 
 
 def _assign(args: argparse.Namespace) -> int:
-    import itertools
-
-    import pandas as pd
-
-    from storyeval._atomic import atomic_write_text
-    from storyeval._csv import csv_text
     from storyeval.data.io import read_table
     from storyeval.exceptions import InputError
-    from storyeval.pairwise.plan import assignment_plan
+    from storyeval.pairwise.plan import write_assignment_plan
 
     if args.annotators is None:
         raise InputError("plan assign needs --annotators")
+    options = {"annotators": args.annotators, "judgments_per_pair": args.judgments_per_pair,
+               "per_sitting": args.per_sitting, "seed": args.seed,
+               "dimensions": [d.strip() for d in args.dimensions.split(",") if d.strip()],
+               "show_progress": False if args.no_progress else None}
     if args.systems is not None:
         if args.prompts is None:
             raise InputError("--systems needs --prompts")
         systems = [s.strip() for s in args.systems.split(",") if s.strip()]
         if len(systems) < 2 or len(set(systems)) != len(systems):
             raise InputError("--systems: give at least two distinct systems")
-        pairs = pd.DataFrame([(p, f"{a}/{p}", f"{b}/{p}") for p in range(args.prompts)
-                              for a, b in itertools.combinations(systems, 2)],
-                             columns=["prompt_id", "story_a", "story_b"])
+        summary = write_assignment_plan(args.out, systems=systems, prompts=args.prompts,
+                                        **options)
     else:
         if args.prompts is not None:
             raise InputError("--prompts goes with --systems, not --pairs")
         pairs, _ = read_table(args.pairs)
-    plan = assignment_plan(pairs, args.annotators, judgments_per_pair=args.judgments_per_pair,
-                           per_sitting=args.per_sitting,
-                           dimensions=[d.strip() for d in args.dimensions.split(",")
-                                       if d.strip()], seed=args.seed)
-    atomic_write_text(args.out, csv_text(plan))
-    items = plan.drop_duplicates(["judge", "prompt_id", "story_a", "story_b"])
-    loads = items.groupby("judge").size()
-    sittings = items.groupby("judge").sitting.max()
-    print(f"seed {args.seed}: {len(items)} judgments of {len(pairs)} pairs "
+        if pairs.empty:
+            raise InputError(f"{args.pairs}: no pairs (a header only)")
+        summary = write_assignment_plan(args.out, pairs=pairs, source=str(args.pairs),
+                                        **options)
+    print(f"seed {args.seed}: {summary.judgments} judgments of {summary.pairs} pairs "
           f"({args.judgments_per_pair} per pair) by {args.annotators} annotators, "
-          f"{loads.min()}-{loads.max()} pairs and {sittings.min()}-{sittings.max()} sittings "
-          f"each (at most {args.per_sitting} pairs per sitting), "
-          f"{(items.order == 'AB').sum()} shown AB and {(items.order == 'BA').sum()} BA; "
-          f"{len(plan)} rows -> {args.out}")
+          f"{summary.load_min}-{summary.load_max} pairs and {summary.sittings_min}-"
+          f"{summary.sittings_max} sittings each (at most {args.per_sitting} pairs per "
+          f"sitting), {summary.ab} shown AB and {summary.ba} BA; {summary.rows} rows -> "
+          f"{args.out}")
     return 0
 
 

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from storyeval.exceptions import InputError
 from storyeval._progress import progress_bar
+from storyeval.exceptions import InputError
 from storyeval.perturb.kinds import KINDS, RANDOM_KINDS, perturb_text
 
 __all__ = ["perturb_stories"]
