@@ -230,17 +230,24 @@ def run(args: argparse.Namespace) -> int:
 def _read_lengths(path: Path):
     import pandas as pd
 
-    from storyeval.data.io import read_table
+    from storyeval.data.io import numeric_column, read_table, row_label
     from storyeval.exceptions import InputError
 
-    frame, _ = read_table(path)
+    frame, fmt = read_table(path)
     if "story_id" not in frame.columns:
         raise InputError(f"{path}: no story_id column")
+    if frame.empty:
+        raise InputError(f"{path}: no rows (a header only)")
+    dup = frame["story_id"].astype(str).duplicated().to_numpy()
+    if dup.any():
+        raise InputError(f"{row_label(str(path), int(dup.argmax()), fmt)}: story_id "
+                         f"{frame['story_id'].iloc[int(dup.argmax())]!r} has a second length")
     if "length" in frame.columns:
-        values = pd.to_numeric(frame["length"], errors="coerce")
-        bad = values.isna().to_numpy()
+        values = numeric_column(frame["length"], "length", str(path), fmt)
+        bad = (values.isna() | (values < 0)).to_numpy()
         if bad.any():
-            raise InputError(f"{path}: row {int(bad.argmax())}: length is not a number")
+            raise InputError(f"{row_label(str(path), int(bad.argmax()), fmt)}: length "
+                             f"{frame['length'].iloc[int(bad.argmax())]!r} is not a number >= 0")
     elif "story" in frame.columns:
         values = frame["story"].astype(str).str.split().str.len()
     else:

@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         stories, fmt = read_table(args.stories)
     stories = stories.reset_index(drop=True)
-    check_stories(stories, text=args.text, id_column=args.id, source=str(args.stories),
-                  fmt=fmt)
+    check_stories(stories, text=args.text, id_column=args.id,
+                  columns=(args.group, args.time, args.run), source=str(args.stories), fmt=fmt)
     try:
         orders = [int(x) for x in args.orders.split(",") if x.strip()]
     except ValueError as exc:

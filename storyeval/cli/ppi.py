@@ -75,7 +75,7 @@ def _check_columns(frame, names: list[str], source: str, fmt: str):
     """``frame`` with its score columns ``names`` as floats; one line naming the file, the
     row and the column for an empty table, a missing column, a value that is not a number or
     is infinite (also a number too large for a float, e.g. 1e309)."""
-    from storyeval.data.io import numeric_column
+    from storyeval.data.io import numeric_column, row_label
     from storyeval.exceptions import InputError
 
     if frame.empty:
@@ -85,6 +85,11 @@ def _check_columns(frame, names: list[str], source: str, fmt: str):
         if name not in frame.columns:
             raise _no_column(frame, name, source)
         frame[name] = numeric_column(frame[name], name, source, fmt)
+    judge = frame[names[1]].isna().to_numpy()
+    if judge.any():
+        i = int(judge.argmax())
+        raise InputError(f"{row_label(source, i, fmt)}: column {names[1]!r} is empty "
+                         f"({int(judge.sum())} row(s) in all); the judge must score every item")
     return frame
 
 

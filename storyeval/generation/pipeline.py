@@ -57,14 +57,26 @@ def align_embeddings(stories: pd.DataFrame, table: pd.DataFrame, *, id_column: s
 
 
 def check_stories(stories: pd.DataFrame, *, text: str = "story", id_column: str = "story_id",
-                  source: str = "stories", fmt: str | None = None) -> None:
+                  columns: Sequence[str | None] = (), source: str = "stories",
+                  fmt: str | None = None) -> None:
     """One line naming ``source`` and the row for a table without rows, without the text
-    column, a story id (``id_column``, when the table has it) given twice, or, without ids, a
-    row given twice: a duplicated story would be counted twice in every statistic."""
+    column or one of ``columns`` (group, time, run), an empty text, a story id (``id_column``,
+    when the table has it) given twice, or, without ids, a row given twice: a duplicated story
+    would be counted twice in every statistic."""
+    import difflib
+
     if stories.empty:
         raise InputError(f"{source}: no stories (a header only)")
-    if text not in stories.columns:
-        raise InputError(f"{source}: no text column {text!r}; has {list(stories.columns)}")
+    for name in (text, *[c for c in columns if c]):
+        if name not in stories.columns:
+            close = difflib.get_close_matches(str(name), [str(c) for c in stories.columns], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"has {list(stories.columns)}"
+            raise InputError(f"{source}: no column {name!r}; {hint}")
+    empty = (stories[text].isna() | (stories[text].astype(str).str.strip() == "")).to_numpy()
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise InputError(f"{row_label(source, i, fmt)}: column {text!r} is empty "
+                         f"({int(empty.sum())} row(s) in all)")
     if id_column in stories.columns:
         dup, what = stories[id_column].astype(str).duplicated().to_numpy(), id_column
     else:

@@ -60,6 +60,8 @@ def read_win_matrix(path: str | Path) -> pd.DataFrame:
     if list(frame.index) != list(frame.columns):
         raise InputError(f"{path}: the row labels {list(frame.index)} differ from the column "
                          f"labels {list(frame.columns)}")
+    if frame.empty:
+        raise InputError(f"{path}: no rows (a header only)")
     values = frame.apply(pd.to_numeric, errors="coerce")
     diag = np.eye(len(frame), dtype=bool)
     bad = values.isna().to_numpy() & ~diag
@@ -67,6 +69,11 @@ def read_win_matrix(path: str | Path) -> pd.DataFrame:
         r, c = np.argwhere(bad)[0]
         raise InputError(f"{path}: row {frame.index[r]!r}, column {frame.columns[c]!r}: "
                          f"{frame.iat[r, c]!r} is not a number")
+    invalid = ~np.isfinite(values.fillna(0.0).to_numpy(dtype=float)) | (values.to_numpy() < 0)
+    if invalid.any():
+        r, c = np.argwhere(invalid)[0]
+        raise InputError(f"{path}: row {frame.index[r]!r}, column {frame.columns[c]!r}: "
+                         f"{frame.iat[r, c]!r} is not a finite count >= 0")
     return values.fillna(0.0)
 
 

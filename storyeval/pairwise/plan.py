@@ -44,14 +44,14 @@ def _pairs_frame(pairs: pd.DataFrame, source: str = "pairs") -> pd.DataFrame:
     if missing:
         raise InputError(f"{source}: missing column(s) {missing}; need {need}")
     out = pairs.reset_index(drop=True).copy()
-    for side in ("a", "b"):
-        if f"system_{side}" not in out.columns:
-            out[f"system_{side}"] = [s.rsplit("/", 1)[0] if "/" in s else ""
-                                     for s in out[f"story_{side}"].astype(str)]
     for col in ("prompt_id", "story_a", "story_b"):
         empty = (out[col].isna() | (out[col].astype(str).str.strip() == "")).to_numpy()
         if empty.any():
             raise InputError(f"{source}: row {int(np.argmax(empty))}: column {col!r} is empty")
+    for side in ("a", "b"):
+        if f"system_{side}" not in out.columns:
+            out[f"system_{side}"] = [s.rsplit("/", 1)[0] if "/" in s else ""
+                                     for s in out[f"story_{side}"].astype(str)]
     same = (out["story_a"].astype(str) == out["story_b"].astype(str)).to_numpy()
     if same.any():
         raise InputError(f"{source}: row {int(np.argmax(same))} compares a story with itself")

@@ -39,13 +39,19 @@ def clustered_mean(x: np.ndarray, clusters: np.ndarray, *, confidence: float = 0
     """
     x = np.asarray(x, dtype=np.float64)
     n = len(x)
-    mean = float(x.mean()) if n else np.nan
+    # on x divided by a power of two (exact) that brings it into [-1, 1]: sums and squares of
+    # huge finite values (1e308) do not overflow
+    top = float(np.max(np.abs(x))) if n else 0.0
+    scale = float(np.ldexp(1.0, np.frexp(top)[1] - 1)) if 0 < top < np.inf else 1.0
+    xs = x / scale
+    mean_s = float(xs.mean()) if n else np.nan
+    mean = mean_s * scale
     codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
     g = int(codes.max()) + 1 if n else 0
     if g < 2:
         return mean, np.nan, np.nan, np.nan, np.nan
-    sums = np.bincount(codes, weights=x - mean, minlength=g)
-    se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)) / n)
+    sums = np.bincount(codes, weights=xs - mean_s, minlength=g)
+    se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)) / n) * scale
     zc = float(stats.norm.ppf(0.5 + confidence / 2))
     p = float(2 * stats.t.sf(abs(mean / se), g - 1)) if se > 0 else (1.0 if mean == 0 else 0.0)
     return mean, se, mean - zc * se, mean + zc * se, p
