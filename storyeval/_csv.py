@@ -95,7 +95,7 @@ def _map_text(col: pd.Series, fn, candidate: str) -> pd.Series | None:
     if not changed:
         return None
     result = np.where(codes >= 0, new[np.maximum(codes, 0)], values)
-    return pd.Series(result, index=col.index, name=col.name, dtype=object)
+    return pd.Series(result, index=col.index, name=col.name, dtype=col.dtype)
 
 
 def _map_frame(frame: pd.DataFrame, fn, candidate: str, header) -> pd.DataFrame:

@@ -301,3 +301,18 @@ def test_huge_finite_scores_do_not_overflow(files, capsys):
 
     result = json.loads(capsys.readouterr().out)
     assert result["human_low"] < result["human_estimate"] < result["human_high"] < 10
+
+
+@pytest.mark.parametrize("damaged", ["returned", "plan"])
+def test_plan_check_damaged_files(files, capsys, damaged):
+    plan, returned = files["dir"] / "plan.csv", files["dir"] / "returned.csv"
+    assert main(_commands(files)["plan"]) == 0
+    text = plan.read_text(encoding="utf-8")
+    returned.write_text(_duplicate(text) if damaged == "returned" else text, encoding="utf-8")
+    if damaged == "plan":
+        plan.write_text(_header_only(text), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["plan", "check", "--plan", str(plan), "--returned", str(returned)]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{damaged}.csv" in lines[0], lines
+    assert ("row 5 repeats" if damaged == "returned" else "header") in lines[0], lines

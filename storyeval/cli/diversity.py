@@ -21,8 +21,8 @@ mean pairwise cosine, permutation p-value, seed), keyness.csv (each group agains
 log-odds with an informative Dirichlet prior, z, p), over_time.png with --time.
 The corpus is read line by line into sorted 64-bit n-gram hashes on disk (--chunk bounds the
 memory); a false match has probability at most M * N / 2^64. Each story is tokenised once
-(progress bar on a terminal); memory: about 4 bytes per word of the stories plus 24 bytes per
-word at the peak (10^6 stories of 40 words: about 1 GB).
+(progress bar on a terminal); memory: the table as read plus 4 bytes per word, and 24 bytes
+per word at the peak (10^6 stories of 40 words, a 166 MB CSV: 2.5 GB resident at the peak).
 A story id (--id) given twice, a row given twice, a header-only table, an empty text and a
 non-finite embedding are errors naming the row.
 

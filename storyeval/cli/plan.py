@@ -171,7 +171,7 @@ def _check(args: argparse.Namespace) -> int:
 
     plan, _ = read_table(args.plan)
     returned, _ = read_table(args.returned)
-    result = check_plan(returned, plan)
+    result = check_plan(returned, plan, sources=(str(args.returned), str(args.plan)))
     if result.ok:
         print(f"{args.returned}: matches {args.plan} ({len(plan)} rows)")
         return 0

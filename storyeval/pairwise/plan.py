@@ -392,7 +392,8 @@ def _keyed(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return out
 
 
-def check_plan(returned: pd.DataFrame, plan: pd.DataFrame) -> PlanCheck:
+def check_plan(returned: pd.DataFrame, plan: pd.DataFrame, *,
+               sources: tuple[str, str] = ("returned study", "plan")) -> PlanCheck:
     """Compare a returned study with its plan: missing, extra and altered assignments.
 
     Parameters
@@ -402,6 +403,8 @@ def check_plan(returned: pd.DataFrame, plan: pd.DataFrame) -> PlanCheck:
         A row with an empty ``verdict`` counts as missing.
     plan : DataFrame
         The plan of `assignment_plan`.
+    sources : (str, str)
+        Names of the two tables in messages (e.g. their files).
 
     Returns
     -------
@@ -416,8 +419,11 @@ def check_plan(returned: pd.DataFrame, plan: pd.DataFrame) -> PlanCheck:
     Validated by hand-made returns with one missing, one extra and one altered row
     (tests/test_pairwise_plan.py).
     """
-    p = _keyed(plan, "plan")
-    r = _keyed(returned, "returned study")
+    if plan.empty:
+        raise InputError(f"{sources[1]}: no rows (a header only); give the plan that "
+                         "storyeval plan assign wrote")
+    p = _keyed(plan, sources[1])
+    r = _keyed(returned, sources[0])
     if "verdict" in r.columns:
         verdict = r["verdict"]
         done = verdict.notna() & (verdict.astype(str).str.strip() != "")
