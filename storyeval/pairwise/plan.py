@@ -241,8 +241,8 @@ def assignment_plan(
     assignment overall goes to annotator ``perm[t mod A]``. A prompt's ``t_j <= A``
     assignments are consecutive, so they fall on distinct annotators; every annotator gets
     ``floor(T / A)`` or ``ceil(T / A)`` items. Each annotator's items are then shuffled and cut
-    into sittings of ``per_sitting``. Computed on integer arrays (about 40 bytes per
-    assignment); `write_assignment_plan` writes a plan of any size in chunks.
+    into sittings of ``per_sitting``. Computed on integer arrays (about 70 bytes per
+    assignment at the peak); `write_assignment_plan` writes a plan of any size in chunks.
 
     Validated by its invariants (tests/test_pairwise_plan.py): every pair judged exactly
     ``judgments_per_pair`` times by distinct annotators, no annotator sees a prompt twice,
@@ -290,8 +290,8 @@ def write_assignment_plan(path, *, pairs: pd.DataFrame | None = None,
     """`assignment_plan` of ``pairs`` (a table) or of every pair of ``systems`` on prompts
     ``0..prompts-1`` (story ids ``system/prompt``), written as CSV to ``path`` (atomically) in
     chunks of ``chunk`` assignments, with a progress bar on a terminal when ``show_progress``
-    is None. The same seed gives the same plan as `assignment_plan`. Memory: about 40 bytes per
-    assignment plus one chunk of rows; never the whole CSV."""
+    is None. The same seed gives the same plan as `assignment_plan`. Memory: about 70 bytes per
+    assignment at the peak plus one chunk of rows; never the whole CSV."""
     from storyeval._atomic import atomic_path
     from storyeval._csv import write_csv
     from storyeval._progress import progress_bar
