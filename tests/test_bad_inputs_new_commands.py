@@ -79,6 +79,20 @@ def _variant_verdicts() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _ratings() -> str:
+    rows = ["system,prompt_id,criterion,annotator,value"]
+    rows += [f"{s},{p},Overall,{a},{1 + (p * 3 + k + i) % 5}" for i, s in enumerate(SYSTEMS)
+             for p in PROMPTS for k, a in enumerate(("h1", "h2"))]
+    return "\n".join(rows) + "\n"
+
+
+def _judge_scores() -> str:
+    rows = ["story_id,measure,value"]
+    rows += [f"{s}/{p},judge,{1 + (p + 2 * i) % 5}" for i, s in enumerate(SYSTEMS)
+             for p in PROMPTS]
+    return "\n".join(rows) + "\n"
+
+
 def _lengths() -> str:
     return "story_id,length\n" + "".join(f"{s}/{p},{10 + p + 7 * SYSTEMS.index(s) % 5}\n"
                                           for s in SYSTEMS for p in PROMPTS)
@@ -86,7 +100,8 @@ def _lengths() -> str:
 
 FILES: dict[str, Callable[[], str]] = {
     "stories.csv": _stories, "manifest.csv": _manifest, "scores.csv": _scores,
-    "items.csv": _items, "rverdicts.csv": _variant_verdicts, "pairs.csv": _pairs, "verdicts.csv": _verdicts,
+    "items.csv": _items, "rverdicts.csv": _variant_verdicts, "ratings.csv": _ratings,
+    "judge.csv": _judge_scores, "pairs.csv": _pairs, "verdicts.csv": _verdicts,
     "win.csv": lambda: ",A,B,C\nA,0,5,7\nB,3,0,6\nC,2,4,0\n", "lengths.csv": _lengths,
     "embeddings.csv": lambda: "story_id,e1,e2\n" + "".join(
         f"{s}/{p},{1 + p},{ord(s) % 5 + 1}\n" for s in SYSTEMS for p in PROMPTS),
@@ -123,6 +138,8 @@ def _commands(f: dict[str, Path]) -> dict[str, list[str]]:
                  "--out", str(d / "plan.csv")],
         "strengths": ["pairwise", "strengths", str(f["verdicts.csv"]), "--resamples", "20"],
         "strengths-matrix": ["pairwise", "strengths", "--matrix", str(f["win.csv"])],
+        "bias": ["bias", "--data", str(f["ratings.csv"]), "--scores", str(f["judge.csv"]),
+                 "--metrics", "judge", "--format", "csv"],
         "pairwise-bias": ["pairwise", "bias", str(f["verdicts.csv"]), "--lengths",
                           str(f["lengths.csv"])],
     }
@@ -241,6 +258,11 @@ CASES = [
     ("pairwise-bias", "lengths.csv", _duplicate, [], "line 14"),
     ("pairwise-bias", "lengths.csv", _cell(3, 1, "inf"), [], "line 3"),
     ("pairwise-bias", "verdicts.csv", _header_only, [], None),
+    ("bias", "judge.csv", _header_only, [], None),
+    ("bias", "judge.csv", _duplicate, [], "line 14"),
+    ("bias", "judge.csv", _cell(3, 2, "inf"), [], "line 3"),
+    ("bias", "ratings.csv", _cut, [], None),
+    ("bias", "judge.csv", None, ["--own", "judge=Z"], "'Z'"),
 ]
 
 
