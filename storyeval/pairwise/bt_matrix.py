@@ -47,11 +47,16 @@ def read_win_matrix(path: str | Path) -> pd.DataFrame:
             return x == ""
         return True
 
-    if all(_num(x) for x in first):
-        frame = pd.read_csv(io.StringIO(text), header=None)
+    try:
+        labelled = not all(_num(x) for x in first)
+        frame = pd.read_csv(io.StringIO(text), header=0 if labelled else None,
+                            index_col=0 if labelled else None)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"{path}: cannot be read as a CSV win matrix: "
+                         f"{' '.join(str(exc).split())}") from None
+    if not labelled:
         frame.index = frame.columns = [str(k + 1) for k in range(frame.shape[0])]
     else:
-        frame = pd.read_csv(io.StringIO(text), index_col=0)
         frame.index = frame.index.astype(str).str.strip()
         frame.columns = frame.columns.astype(str).str.strip()
     if frame.shape[0] != frame.shape[1]:
@@ -74,6 +79,11 @@ def read_win_matrix(path: str | Path) -> pd.DataFrame:
         r, c = np.argwhere(invalid)[0]
         raise InputError(f"{path}: row {frame.index[r]!r}, column {frame.columns[c]!r}: "
                          f"{frame.iat[r, c]!r} is not a finite count >= 0")
+    self_wins = np.flatnonzero(np.diag(values.fillna(0.0).to_numpy(dtype=float)) != 0)
+    if len(self_wins):
+        r = int(self_wins[0])
+        raise InputError(f"{path}: row {frame.index[r]!r}: the diagonal (an item against "
+                         f"itself) must be 0 or empty, got {frame.iat[r, r]!r}")
     return values.fillna(0.0)
 
 
