@@ -25,6 +25,7 @@ import pandas as pd
 from storyeval.compare.multitest import adjust_frame, family_sizes, warn_single_test_families
 from storyeval.compare.procedures import (
     CALIBRATED_LEVEL,
+    FEW_SYSTEMS,
     MIN_SYSTEMS,
     MIN_SYSTEMS_REASON,
     PAPER_LEVEL,
@@ -32,6 +33,7 @@ from storyeval.compare.procedures import (
     TEST_PERMUTATIONS,
     compare_rows,
     effect_sizes,
+    few_systems_note,
     resolve_sign_convention,
     resolve_tests,
 )
@@ -138,6 +140,28 @@ class MetaResult:
     # a report renders one result several times: warn once, count the families once
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _test_groups: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def comparison_rows(self, level: str, criterion: str | None = None) -> pd.DataFrame:
+        """The comparison tests of ``level`` (and ``criterion``), grouped once per table (a
+        report takes a level's rows many times)."""
+        frame = self.comparisons
+        if self._test_groups is None or self._test_groups[0] is not frame:
+            groups: dict = {}
+            if not frame.empty and "level" in frame:
+                keys = pd.MultiIndex.from_arrays([frame["level"].to_numpy(object),
+                                                  frame["criterion"].to_numpy(object)])
+                codes, uniques = pd.factorize(keys)
+                for k, key in enumerate(uniques):
+                    groups[key] = np.flatnonzero(codes == k)
+            self._test_groups = (frame, groups)
+        groups = self._test_groups[1]
+        if criterion is not None:
+            take = groups.get((level, criterion), np.zeros(0, dtype=np.int64))
+        else:
+            parts = [v for (lev, _), v in groups.items() if lev == level]
+            take = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        return frame.iloc[take]
 
     def __repr__(self) -> str:
         from storyeval.meta.result_views import result_repr
@@ -254,8 +278,7 @@ class MetaResult:
         of first appearance in the tests, labelled with [`catalogue_labels`][]
         (``matrix.attrs["ids"]`` holds the keys).
         """
-        rows = self.comparisons[(self.comparisons["level"] == level)
-                             & (self.comparisons["criterion"] == criterion)]
+        rows = self.comparison_rows(level, criterion)
         if rows.empty:
             tested = self.comparisons.loc[self.comparisons["level"] == level, "criterion"].unique()
             raise InputError(f"no comparison tests of criterion {criterion!r} at the {level} "
@@ -783,7 +806,14 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
                    reason=np.broadcast_to(np.asarray(result.reason, dtype=object), size),
                    statistic_kind=_constant("t(n-3)", size),
                    note=_constant(WILLIAMS_NOTE if method != "pearson" else "", size))
-        out.update(effect_sizes(wide, comp, test=test, **shared))
+        # the Williams test with a fixed direction has a one-sided interval when it is
+        # one-sided; the paper's direction is chosen per row after seeing the data, so its
+        # interval stays two-sided (rows where the two disagree are marked in the reports)
+        out.update(effect_sizes(wide, comp, test=test, **shared,
+                                alternative=alternative if test == "williams" else "two-sided"))
+        out["ci_method"] = np.char.add(
+            np.asarray(out["ci_method"]).astype(str),
+            "; not the Williams test's inversion: it may disagree with p").astype(object)
     else:
         res = compare_rows(wide, comp, test=test, alternative=alternative,
                            n_permutations=options.n_permutations,
@@ -869,10 +899,16 @@ def _drop_few_systems(out: dict[str, np.ndarray], comp: dict[str, np.ndarray]) -
                                 ).astype(object)
 
 
-def measured_level_text(test: str, method: str, level: str) -> str:
+def measured_level_text(test: str, method: str, level: str,
+                        n_systems: int | None = None) -> str:
     """"measured type-I error 0.010-0.015 at nominal 0.05 (30-5,000 stories; ...)" for the
     paper's convention and the calibrated defaults (`storyeval.compare.procedures.PAPER_LEVEL`,
-    ``CALIBRATED_LEVEL``: benchmarks/bench_calibration.py), else ""."""
+    ``CALIBRATED_LEVEL``: benchmarks/bench_calibration.py), else "". With ``n_systems`` below
+    `FEW_SYSTEMS` at the system level, the level measured with that few systems
+    (`few_systems_note`), not the one of larger studies."""
+    if (level == "system" and n_systems is not None and n_systems < FEW_SYSTEMS
+            and test == calibrated_name(level, method)):
+        return few_systems_note(method)
     if test == "paper":
         table = PAPER_LEVEL
     elif test == calibrated_name(level, method):
@@ -972,7 +1008,8 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
             "reference": ref_rater,
             "test": dict(options.tests),
             "test_description": {lev: TEST_DESCRIPTIONS[t] for lev, t in options.tests.items()},
-            "measured_level": {lev: measured_level_text(t, method, lev)
+            "measured_level": {lev: measured_level_text(t, method, lev,
+                                                        len(dataset.systems))
                                for lev, t in options.tests.items()},
             "alternative": _one(options.alternative_for, williams_levels),
             "p_value": _one(lambda lev: _p_value_text(options.tests[lev],

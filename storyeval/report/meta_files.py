@@ -229,7 +229,7 @@ def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], N
         effect = effect_matrix(result, level, criterion, digits)
         if effect is not None:
             _save_grid(save, f"{stem}_effect", effect,
-                       f"{effect_caption(result, level)}, {criterion}", digits)
+                       effect_caption(result, level, criterion), digits)
         if draw is not None and len(matrix) <= meta_report.MATRIX_FIGURE_MAX:
             # as in the reference grid: * where the second measure had the larger |r|
             swapped = result.comparison_matrix(level, criterion, column="swapped")
