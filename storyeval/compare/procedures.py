@@ -39,7 +39,6 @@ the Williams tests; otherwise a paired bootstrap of prompts (percentile). The me
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Mapping
 from typing import cast
@@ -891,12 +890,16 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     # the criterion's system means under the tie rule (snapped per column: once for all rows)
     H = tie_values(observed_means[:, ih], "system", axis=0, rtol=tie_rtol)
     size = len(ih)
-    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S):
+    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S,
+                                                                      method):
         from storyeval.correlation._permutation_numba import kendall_deltas
 
         deltas, undone = kendall_deltas(swapped, mean, observed_means, scale, shift, H, ia, ib,
                                         sa, sb, tie_rtol, method)
         rows = np.flatnonzero(undone)  # a swapped mean overflowed: the NumPy engine's rules
+    elif method == "kendall_b":
+        deltas, rows = _kendall_b_deltas(swapped, mean, observed_means, scale, shift, H, ih, ia,
+                                         ib, sa, sb, tie_rtol)
     elif method == "pearson":
         deltas, rows = _pearson_deltas(swapped, mean, H, ih, ia, ib, sa, sb), np.arange(0)
         if "r_a" in comp:  # the printed difference is the tested one (the reported means)
@@ -949,6 +952,78 @@ def _oriented(observed: np.ndarray, perm: np.ndarray,
     return -observed, -perm
 
 
+def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
+                      scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
+                      ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                      tie_rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """(N + 1, rows) tau-b deltas of every swap by the NumPy engine, and the rows it leaves to
+    `_numpy_deltas`. The swapped means of a and b depend on the pair (a, b) and its
+    orientation, not on the criterion: their pair signs (S (S - 1) / 2 per swap) are computed
+    once per distinct pair and multiplied with every criterion's pair signs in one matrix
+    product. Pairs closer than the tie rule's tolerance are ties; where two swapped means are
+    near but not equal (the tie rule's chains could then join more), or not finite, the rows
+    of that pair go to `_numpy_deltas`, whose tie rule is the reported correlations' own; so
+    both engines give the same numbers."""
+    total, S = swapped.shape[0], swapped.shape[1]
+    iu, ju = np.triu_indices(S, k=1)
+    crit, hrow = np.unique(ih, return_inverse=True)
+    first = np.array([np.flatnonzero(ih == c)[0] for c in crit])
+    h_sign = np.sign(H[iu][:, first] - H[ju][:, first])  # (pairs, C); H is snapped already
+    h_den = (h_sign != 0).sum(0).astype(np.float64)
+    keys = np.stack([ia, ib, sa, sb], 1)
+    groups, grow = np.unique(keys, axis=0, return_inverse=True)
+    grow = grow.ravel()
+    out = np.empty((total, len(ia)))
+    fallback = np.zeros(len(groups), dtype=bool)
+    step = max(1, int(2**25 // (8 * total * max(len(iu), 1))))
+
+    def signs(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pair signs under the tie rule, untied pairs per swap, and the groups whose swaps
+        hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: the exact
+        per-pair tolerance is evaluated on those candidates only (rare)."""
+        d = V[..., iu] - V[..., ju]
+        sign = np.sign(d)
+        with np.errstate(invalid="ignore"):
+            candidate = np.abs(d) <= tie_rtol * np.abs(V).max(axis=-1, keepdims=True)
+        near = ~np.isfinite(V).all(axis=(0, 2))
+        untied = np.full(d.shape[:-1], float(len(iu)))
+        if candidate.any():
+            n, g, k = np.nonzero(candidate)
+            x, y = V[n, g, iu[k]], V[n, g, ju[k]]
+            tied = np.abs(x - y) <= tie_rtol * np.maximum(np.abs(x), np.abs(y))
+            sign[n[tied], g[tied], k[tied]] = 0.0
+            np.subtract.at(untied, (n[tied], g[tied]), 1.0)
+            near[np.unique(g[tied & (x != y)])] = True
+        return sign, untied, near
+
+    for lo in range(0, len(groups), step):
+        g = groups[lo:lo + step]
+        ga, gb = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
+        gsa, gsb = g[:, 2], g[:, 3]
+        with np.errstate(over="ignore", invalid="ignore"):
+            move = swapped[:, :, gb] * gsb - swapped[:, :, ga] * gsa  # (N+1, S, G)
+            A = (mean[:, ga] * gsa + move) * scale[ga] + gsa * shift[ga]
+            B = (mean[:, gb] * gsb - move) * scale[gb] + gsb * shift[gb]
+        A[0], B[0] = observed_means[:, ga] * gsa, observed_means[:, gb] * gsb
+        A, B = np.ascontiguousarray(A.transpose(0, 2, 1)), np.ascontiguousarray(
+            B.transpose(0, 2, 1))  # (N+1, G, S)
+        a_sign, a_den, a_near = signs(A)
+        b_sign, b_den, b_near = signs(B)
+        fallback[lo:lo + step] = a_near | b_near
+        num_a = a_sign @ h_sign  # (N+1, G, C): exact integer sums
+        num_b = b_sign @ h_sign
+        den_a, den_b = a_den[..., None], b_den[..., None]
+        mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
+        gi, ci = grow[mine] - lo, hrow[mine]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ta = num_a[:, gi, ci] / np.sqrt(h_den[ci] * den_a[:, gi, 0])
+            tb = num_b[:, gi, ci] / np.sqrt(h_den[ci] * den_b[:, gi, 0])
+        ta = np.where(h_den[ci] * den_a[:, gi, 0] > 0, ta, np.nan)
+        tb = np.where(h_den[ci] * den_b[:, gi, 0] > 0, tb, np.nan)
+        out[:, mine] = ta - tb
+    return out, np.flatnonzero(fallback[grow])
+
+
 def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np.ndarray,
                     ia: np.ndarray, ib: np.ndarray, sa: np.ndarray,
                     sb: np.ndarray) -> np.ndarray:
@@ -996,24 +1071,27 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
     return np.clip(ra, -1.0, 1.0) - np.clip(rb, -1.0, 1.0)
 
 
-# The NumPy engine's seconds per (row, permutation, pair of systems) of a Kendall coefficient
-# (1.8 s for 2,610 rows x 1,001 permutations x 45 pairs on the 2-core development machine), and
-# the one-off cost of importing numba and loading cached machine code in a process that has
-# not (as `storyeval.correlation.kendall` counts it).
-_NUMPY_PAIR_SECONDS = 1.5e-8
-_LOAD_NUMBA_SECONDS = 0.8
+# The NumPy engines' seconds per (row, permutation, pair of systems) of a Kendall coefficient:
+# tau-b by pair signs shared over criteria (`_kendall_b_deltas`: 1.7 s of CPU for 2,610 rows x
+# 2,001 permutations x 45 pairs, loaded machine), tau-c by `_numpy_deltas` (1.8 s for 2,610 x
+# 1,001 x 45); the compiled kernel takes about a third of tau-b's.
+_NUMPY_PAIR_SECONDS = {"kendall_b": 7e-9, "kendall_c": 1.5e-8}
+_COMPILED_SHARE = 0.35
 
 
-def _compiled_permutation(rows: int, total: int, systems: int) -> bool:
+def _compiled_permutation(rows: int, total: int, systems: int,
+                          method: str = "kendall_c") -> bool:
     """Whether `system_permutation` runs its Kendall coefficients on the compiled kernel:
-    numba installed and not switched off, and either loaded already or the NumPy engine's
-    predicted time above the cost of loading it (a few rows of a small test stay on NumPy)."""
-    from storyeval.correlation.kendall_sorted import engine
+    numba installed and not switched off, and the time it saves over the NumPy engine above
+    what loading it costs here (`numba_load_seconds`: nothing when loaded, a second with a warm
+    cache, several on a first run that compiles it)."""
+    from storyeval.correlation.kendall_sorted import engine, numba_load_seconds
 
     if engine() != "numba":
         return False
-    work = _NUMPY_PAIR_SECONDS * rows * total * systems * (systems - 1) / 2
-    return "numba" in sys.modules or work > _LOAD_NUMBA_SECONDS
+    work = _NUMPY_PAIR_SECONDS[method] * rows * total * systems * (systems - 1) / 2
+    saved = work * (1.0 - _COMPILED_SHARE)
+    return saved > numba_load_seconds("storyeval.correlation._permutation_numba")
 
 
 # Mask matrices up to this size are drawn whole and multiplied at once (as before: the same
