@@ -314,6 +314,9 @@ def read_shard_info(sidecar: str | Path) -> ShardInfo:
             raise _Bad(f"version {version!r}, this storyeval reads "
                        f"{', '.join(map(str, (*_OLD_VERSIONS, _VERSION)))}")
         units = _list_of(data, "units", str)
+        if len(set(units)) != len(units):
+            raise _Bad(f"unit {_short(pd.Series(units)[pd.Series(units).duplicated()].iloc[0])} "
+                       "listed twice")
         positions = _list_of(data, "positions", int)
         total = _field(data, "total", int)
         if len(positions) != len(units) or any(not 0 <= p < total for p in positions):
@@ -566,8 +569,12 @@ def _header_change(got: list[str], want: list[str]) -> str:
 
 
 def _old_record(info: ShardInfo, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """What a version-1 shard's files are known by: a `rate` folder's settings.json lists
-    its tables' rows and SHA-256."""
+    """What a version-1 shard's files are known by: a `score` table holds one row per story
+    and measure of its metrics (``blocks``); a `rate` folder's settings.json lists its tables'
+    rows and SHA-256."""
+    if spec.get("blocks"):
+        per_unit = sum(len(b) for b in spec["blocks"])
+        return {"rows": per_unit * len(info.units), "unit_rows": [per_unit] * len(info.units)}
     if info.extra.get("format") != "folder" or info.path is None:
         return {}
     try:
@@ -597,6 +604,11 @@ def _verified_table(path: Path, info: ShardInfo, spec: Mapping[str, Any]) -> pd.
         raise InputError(f"{where}: cannot be read as {spec['format']} ({detail})") from exc
     record = dict(spec) if info.version >= 2 else _old_record(info, spec)
     columns = _columns(table)
+    if "rows" in record and len(table) != record["rows"]:
+        empty = " (0 bytes)" if path.stat().st_size == 0 else ""
+        raise InputError(f"{where}: {len(table)} rows{empty}, its sidecar records "
+                         f"{record['rows']} (the file was cut, extended or replaced after the "
+                         "shard wrote it)")
     if "columns" in record and columns != record["columns"]:
         raise InputError(f"{where}: the header differs from the one its sidecar records: "
                          f"{_header_change(columns, record['columns'])}")
@@ -605,9 +617,6 @@ def _verified_table(path: Path, info: ShardInfo, spec: Mapping[str, Any]) -> pd.
     if absent and (len(table) or info.units and (info.command, spec["role"]) in _EVERY_UNIT):
         raise InputError(f"{where}: no column {_short(absent[0])} (its header: "
                          f"{', '.join(_short(c) for c in columns[:5])})")
-    if "rows" in record and len(table) != record["rows"]:
-        raise InputError(f"{where}: {len(table)} rows, its sidecar records {record['rows']} "
-                         "(the file was cut, extended or replaced after the shard wrote it)")
     counts = pd.Series(_unit_ids(spec["unit"])(table), dtype=object).value_counts()
     foreign = counts.index[~counts.index.isin(info.units)]
     if len(foreign):
