@@ -635,3 +635,24 @@ def test_old_sidecars_are_refused_unless_trusted(score_shards, rate_shards, tmp_
     _dup_swap(parts[2] / "ratings.csv" if command == "rate" else parts[2])
     _refused([parts[0], parts[2], parts[1], "--trust-old-sidecars"], again, capsys,
              names=str(parts[2]), says=r"repeats an earlier row|rows, its sidecar records")
+
+
+def test_merge_checks_a_judge_shards_failures_file_beside_its_sidecar(tmp_path, capsys):
+    stories = tmp_path / "stories.csv"
+    _stories(n_prompts=4, systems=("S0", "S1", "S2")).to_csv(stories, index=False)
+    with StubServer(Script(answer=_judge_answer)) as srv:
+        for k in (1, 2):
+            assert main(_judge(srv, stories, tmp_path / f"c{k}.sqlite", "--shard", f"{k}/2",
+                               "--out", str(tmp_path / f"p{k}.csv"))) == 0
+    parts = [tmp_path / "p1.csv", tmp_path / "p2.csv"]
+    fails = [tmp_path / f"p{k}.failures.csv" for k in (1, 2)]
+    target = max(fails, key=lambda f: f.stat().st_size)  # the one with unreadable answers
+    assert len(_records(target)) > 1
+    capsys.readouterr()
+    _dup_row(target)
+    _refused(parts, tmp_path / "m.csv", capsys, names=str(target),
+             says=r"\d+ rows, its sidecar records \d+")
+    assert not (tmp_path / "m.failures.csv").exists()
+    target.unlink()
+    _refused(parts, tmp_path / "m.csv", capsys, names=str(target),
+             says=r"no such file \(the shard's failures file\)")
