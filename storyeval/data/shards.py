@@ -243,7 +243,7 @@ def record_files(info: ShardInfo, folder: str | Path | None = None) -> ShardInfo
     for spec in info.extra.get("files", []):
         path = base / spec["name"]
         table = read_table_raw(path, spec["format"])
-        counts = pd.Series(_unit_ids(spec["unit"])(table), dtype=object).value_counts()
+        counts = _unit_column(table, spec["unit"]).value_counts()
         size, digest = _file_digest(path)
         files.append({**spec, "columns": _columns(table), "rows": len(table),
                       "unit_rows": [int(counts.get(u, 0)) for u in info.units],
@@ -617,7 +617,7 @@ def _verified_table(path: Path, info: ShardInfo, spec: Mapping[str, Any]) -> pd.
     if absent and (len(table) or info.units and (info.command, spec["role"]) in _EVERY_UNIT):
         raise InputError(f"{where}: no column {_short(absent[0])} (its header: "
                          f"{', '.join(_short(c) for c in columns[:5])})")
-    counts = pd.Series(_unit_ids(spec["unit"])(table), dtype=object).value_counts()
+    counts = _unit_column(table, spec["unit"]).value_counts()
     foreign = counts.index[~counts.index.isin(info.units)]
     if len(foreign):
         raise InputError(f"{where}: rows of unit {_short(foreign[0])}, which is not one of "
@@ -663,12 +663,17 @@ def _same_header(tables: Sequence[pd.DataFrame], infos: Sequence[ShardInfo],
 
 def _unit_ids(unit: str):
     def ids(table: pd.DataFrame) -> list[str]:
-        if len(table) == 0:
-            return []
-        if unit == "pair":
-            return pair_ids(table["story_a"].astype(str), table["story_b"].astype(str))
-        return table[unit].astype(str).tolist()
+        return _unit_column(table, unit).tolist()
     return ids
+
+
+def _unit_column(table: pd.DataFrame, unit: str) -> pd.Series:
+    """The unit id of each row (`pair_ids` of story_a and story_b for ``unit="pair"``)."""
+    if len(table) == 0:
+        return pd.Series([], dtype=object)
+    if unit == "pair":
+        return table["story_a"].astype(str) + "\x1f" + table["story_b"].astype(str)
+    return table[unit].astype(str)
 
 
 def _blocks(blocks: list[list[str]] | None):
