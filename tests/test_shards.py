@@ -656,3 +656,22 @@ def test_merge_checks_a_judge_shards_failures_file_beside_its_sidecar(tmp_path, 
     target.unlink()
     _refused(parts, tmp_path / "m.csv", capsys, names=str(target),
              says=r"no such file \(the shard's failures file\)")
+
+
+def test_inputs_fingerprint_sees_texts_not_column_order_or_string_dtype():
+    from storyeval.data.shards import inputs_fingerprint
+
+    a = pd.DataFrame({"story_id": ["a", "b"], "story": ["x", None], "prompt_id": [1, 2]})
+    same = [a[["prompt_id", "story", "story_id"]],
+            a.astype({"story_id": "string[pyarrow]", "story": "string[pyarrow]"})]
+    edited, nan_text = a.copy(), a.copy()
+    edited.loc[0, "story"] = "y"
+    nan_text["story"] = ["x", "nan"]  # the text "nan" is not a missing story
+    assert {inputs_fingerprint(t) for t in [a, *same]} == {inputs_fingerprint(a)}
+    assert inputs_fingerprint(edited) != inputs_fingerprint(a)
+    assert inputs_fingerprint(nan_text) != inputs_fingerprint(a)
+    # by hand: sorted columns, each name and cell as an 8-byte big-endian length and its bytes
+    cell = [(len(x).to_bytes(8, "big") + x) for x in (b"prompt_id", b"1", b"2", b"story", b"x")]
+    h = hashlib.sha256(b"".join(cell) + b"\xff" * 8 + b"".join(
+        len(x).to_bytes(8, "big") + x for x in (b"story_id", b"a", b"b")))
+    assert inputs_fingerprint(a) == h.hexdigest()

@@ -131,19 +131,24 @@ def ids_fingerprint(ids: Sequence[str]) -> str:
 
 def inputs_fingerprint(inputs: pd.DataFrame, *, chunk: int = 65_536) -> str:
     """SHA-256 of a whole input table: its column names (sorted) and, column by column, the
-    text of every cell in row order, each prefixed by its length in bytes.
+    text (``str``) of every cell in row order, each prefixed by its length in bytes; a missing
+    value (None, NaN, NA) has its own mark, whatever the column's dtype.
 
     Shards made from two inputs with the same ids but another text (a story, a prompt, a
     system) get different fingerprints; the order of the columns does not matter.
     """
+    missing = b"\xff" * 8
     h = hashlib.sha256()
     for column in sorted(inputs.columns, key=str):
-        for part in (str(column).encode("utf-8"), str(inputs[column].dtype).encode("utf-8")):
-            h.update(len(part).to_bytes(8, "big") + part)
+        name = str(column).encode("utf-8")
+        h.update(len(name).to_bytes(8, "big") + name)
         values = inputs[column]
         for start in range(0, len(values), chunk):
-            cells = [str(v).encode("utf-8") for v in values.iloc[start:start + chunk]]
-            h.update(b"".join(len(c).to_bytes(8, "big") + c for c in cells))
+            part = values.iloc[start:start + chunk]
+            cells = [None if na else str(v).encode("utf-8")
+                     for v, na in zip(part, part.isna().to_numpy())]
+            h.update(b"".join(missing if c is None else len(c).to_bytes(8, "big") + c
+                              for c in cells))
     return h.hexdigest()
 
 
