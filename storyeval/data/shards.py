@@ -34,14 +34,14 @@ __all__ = [
     "ShardInfo",
     "check_coverage",
     "ids_fingerprint",
+    "inputs_fingerprint",
     "make_shard_info",
     "merge_shard_tables",
-    "inputs_fingerprint",
     "merge_tables",
     "pair_ids",
     "read_shard_info",
-    "record_files",
     "read_table_raw",
+    "record_files",
     "shard_numbers",
     "shard_rows",
     "sidecar_path",
@@ -52,8 +52,8 @@ __all__ = [
 #: The sidecar of an output file ``OUT`` is ``OUT`` + this suffix.
 SIDECAR_SUFFIX = ".shard.json"
 _FORMAT = "storyeval-shard"
-#: Version 2 (storyeval 0.4) adds the input texts' fingerprint and the files' records; version 1
-#: sidecars (storyeval 0.3) are merged only with ``trust_old_sidecars``.
+#: Version 2 adds the input texts' fingerprint and the files' records; version 1 sidecars
+#: (storyeval 0.3.0 and 0.3.1) are merged only with ``trust_old_sidecars``.
 _VERSION = 2
 _OLD_VERSIONS = (1,)
 #: The largest shard count N (more shards than units only adds empty shards).
@@ -301,6 +301,15 @@ def _parse_files(extra: Mapping[str, Any], units: int, version: int) -> None:
                 raise _Bad(f"{what}'unit_rows' does not have one count per unit")
 
 
+def _first_repeat(values: Iterable[str]) -> str | None:
+    seen: set[str] = set()
+    for v in values:
+        if v in seen:
+            return v
+        seen.add(v)
+    return None
+
+
 def read_shard_info(sidecar: str | Path) -> ShardInfo:
     """Read a sidecar; an `InputError` naming the file when it is missing, not one, or names
     a file outside its folder. A version-1 sidecar (storyeval 0.3) is read with
@@ -319,9 +328,9 @@ def read_shard_info(sidecar: str | Path) -> ShardInfo:
             raise _Bad(f"version {version!r}, this storyeval reads "
                        f"{', '.join(map(str, (*_OLD_VERSIONS, _VERSION)))}")
         units = _list_of(data, "units", str)
-        if len(set(units)) != len(units):
-            raise _Bad(f"unit {_short(pd.Series(units)[pd.Series(units).duplicated()].iloc[0])} "
-                       "listed twice")
+        twice = _first_repeat(units)
+        if twice is not None:
+            raise _Bad(f"unit {_short(twice)} listed twice")
         positions = _list_of(data, "positions", int)
         total = _field(data, "total", int)
         if len(positions) != len(units) or any(not 0 <= p < total for p in positions):
@@ -634,10 +643,14 @@ def _verified_table(path: Path, info: ShardInfo, spec: Mapping[str, Any]) -> pd.
             u = wrong[0]
             raise InputError(f"{where}: unit {_short(info.units[u])} has {got[u]} rows, its "
                              f"sidecar records {record['unit_rows'][u]}")
-    else:
-        twice = np.flatnonzero(table.astype(str).duplicated().to_numpy())
+    if info.version < 2:  # what an old sidecar cannot say: no row twice, no unit left out
+        key = [spec["unit"], "measure"] if spec.get("blocks") and "measure" in columns \
+            else columns
+        twice = np.flatnonzero(table[key].astype(str).duplicated().to_numpy()) if len(table) \
+            else np.zeros(0, dtype=np.int64)
         if len(twice):
-            raise InputError(f"{where}: data row {twice[0] + 1} repeats an earlier row")
+            raise InputError(f"{where}: data row {twice[0] + 1} repeats an earlier row"
+                             + (" (story and measure)" if key != columns else ""))
         if (info.command, spec["role"]) in _EVERY_UNIT and (got == 0).any():
             raise InputError(f"{where}: no row of unit "
                              f"{_short(info.units[int(np.argmax(got == 0))])} of the shard "
