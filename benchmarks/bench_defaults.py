@@ -12,9 +12,9 @@ Workloads (the commands a user runs with the defaults):
   one criterion, beside its peer: a loop of ``scipy.stats.kendalltau`` over the same (criterion,
   measure) pairs at the overall and system levels (the correlations alone, no tests).
 
-The previous release's code is extracted from git (``--previous``, default the parent of the
-newest commit that changed ``storyeval/_version.py``: the release's version bump) into a
-temporary folder and
+The previous release's code is extracted from git (``--previous``, default the newest commit
+made on or before the day of the newest other release in CHANGELOG.md) into a temporary
+folder and
 run with ``PYTHONPATH`` pointing there, with the same venv. Every number is the median wall time
 of ``--repeat`` fresh processes (user CPU beside it), with the 1-minute load average during the
 run: on a shared machine, compare the columns of one run, not runs of different days.
@@ -112,12 +112,20 @@ def extract(rev: str, folder: Path) -> Path:
 
 
 def last_release() -> str:
-    """The previous release's code: the parent of the newest commit that changed
-    storyeval/_version.py (the version bump of the release being prepared)."""
-    log = subprocess.run(["git", "log", "-1", "--format=%H", "--",
-                          "storyeval/_version.py"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout.split()
-    return f"{log[0]}^" if log else "HEAD"
+    """The previous release's code: the newest commit dated on or before the day of the newest
+    release in CHANGELOG.md that is not the version being prepared (``## [X] - DATE``)."""
+    import re
+
+    version = re.search(r'"(.+)"', (ROOT / "storyeval" / "_version.py").read_text()).group(1)
+    for name, day in re.findall(r"^## \[([^\]]+)\] - (\d{4}-\d{2}-\d{2})",
+                                (ROOT / "CHANGELOG.md").read_text(), flags=re.M):
+        if name != version:
+            log = subprocess.run(["git", "log", "-1", "--format=%H",
+                                  f"--before={day} 23:59:59 +0000"], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout.split()
+            if log:
+                return log[0]
+    return "HEAD"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -822,11 +822,11 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     ``ties="mid"`` (test ``permutation-midp``, the default): the uniform is replaced by its
     mean, ``p = (#{|delta*| > |delta|} + (1 + #{|delta*| = |delta|}) / 2) / (1 + N)`` (the
     mid-p value; Lancaster 1961): a function of the data and of the seed's swaps only, never of
-    the names. For Kendall's tau-b and tau-c and Spearman, which take few values with 5-10
-    systems, a swap whose ``|delta*|`` ties with ``|delta|`` counts as more extreme when its
-    Pearson difference of the same system means is larger (lexicographic order), and only
-    swaps tied on both are split: the mid-p rule alone left a level of 0.033-0.043 at 5 systems
-    with tau-b (measured: docs "Which test?"). Its interval is `compatible_interval` with the
+    the names. It is a test of the coefficient's own difference: tied swaps are split, never
+    ordered by another statistic (0.3.1 ordered the ties of rank coefficients by their Pearson
+    difference, which made many of tau-b's rejections a Pearson test's: issue 47). A rank
+    coefficient of 3-4 system means is too discrete for the mid-p test to reach the nominal
+    level; those rows carry `few_systems_note`. Its interval is `compatible_interval` with the
     test's decision: the interval that inverts the mid-p test of the coefficient
     (`_midp_interval`, half-width ``c``) widened to ``delta +- z se``, ``se`` the standard
     deviation of delta over ``n_resamples`` paired bootstrap resamples of prompts

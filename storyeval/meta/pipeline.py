@@ -71,7 +71,7 @@ WILLIAMS_COLUMNS = [
     "p_adjusted", "family", "rater_a", "rater_b", "coefficient", "alternative", "hypothesis",
     "swapped",
     "reason", "note", "test", "sided", "convention", "statistic_kind", "delta", "ci_low",
-    "ci_high", "ci_method",
+    "ci_high", "ci_method", "sign_a", "sign_b",
 ]
 #: The columns of `MetaResult.comparisons` (``WILLIAMS_COLUMNS`` is the old name).
 COMPARISON_COLUMNS = WILLIAMS_COLUMNS
@@ -122,6 +122,9 @@ class MetaResult:
         One row per comparison test, the columns of `COMPARISON_COLUMNS`; the ``test`` column
         names the test that ran (``ustat``, ``jackknife``, ``permutation-random``, ``paper``
         (Williams' t), ...). ``williams`` is its old name (deprecated, removed in 0.3).
+        ``r_a``, ``r_b`` are the correlations as measured; ``sign_a``, ``sign_b`` (+-1) the
+        orientation they enter the difference with: ``delta = sign_a r_a - sign_b r_b`` (the
+        sign convention, or a measure declared lower-is-better).
     settings : dict
         Dataset, systems, stories, coefficient, levels, reference, test and family conventions.
     dataset : Dataset
@@ -836,6 +839,14 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
                       np.where(reason != "", reason, extra))
     out["reason"] = _undefined_reasons(joined.astype(object), out["p"], comp)
     rater = info["rater"].to_numpy(dtype=object)
+    from storyeval.compare.procedures import orientation
+
+    # the orientation each correlation entered delta with: delta = sign_a r_a - sign_b r_b
+    # (r_a, r_b stay the signed correlations as measured)
+    out["sign_a"] = orientation(comp["r_a"], options.sign_convention, comp["measure_a"],
+                                options.lower_is_better)
+    out["sign_b"] = orientation(comp["r_b"], options.sign_convention, comp["measure_b"],
+                                options.lower_is_better)
     return {
         **comp, **out,
         "rater_a": rater[positions(info.index, comp["measure_a"], "the catalogue's")],
