@@ -81,32 +81,6 @@ TEST_DEFAULTS = {"paper": ("greater", "larger")}
 OTHER_DEFAULTS = ("two-sided", "fixed")
 
 
-def _renamed(old: str, new: str) -> None:
-    import warnings
-
-    from storyeval._moved import REMOVED_IN
-
-    warnings.warn(f"{old} is now {new} (the comparisons are the test named in each row's "
-                  f"'test' column, not always Williams' t); the old name will be removed in "
-                  f"storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=3)
-
-
-class _Settings(dict):
-    """The settings dict; its old key ``"williams"`` reads ``"comparisons"`` with a
-    DeprecationWarning (one release)."""
-
-    def __missing__(self, key):
-        if key == "williams" and "comparisons" in self:
-            _renamed('settings["williams"]', 'settings["comparisons"]')
-            return self["comparisons"]
-        raise KeyError(key)
-
-    def get(self, key, default=None):
-        if key == "williams" and key not in self and "comparisons" in self:
-            return self[key]
-        return super().get(key, default)
-
-
 @dataclass
 class MetaResult:
     """Tables of one meta-evaluation, with the settings that produced them.
@@ -221,32 +195,6 @@ class MetaResult:
         grid = grid.reindex(index=list(dict.fromkeys(self._row_keys(rows))),
                             columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
         return self._labelled(grid, "measure")
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.settings, _Settings):
-            self.settings = _Settings(self.settings)
-
-    @property
-    def williams(self) -> pd.DataFrame:
-        """Deprecated name of ``comparisons`` (the tests are not all Williams tests)."""
-        _renamed("MetaResult.williams", "MetaResult.comparisons")
-        return self.comparisons
-
-    def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
-        """Deprecated name of ``comparison_grid``."""
-        _renamed("MetaResult.williams_grid", "MetaResult.comparison_grid")
-        return self.comparison_grid(level, column=column)
-
-    def williams_matrix(self, level: str, criterion: str, *,
-                        column: str = "p_adjusted") -> pd.DataFrame:
-        """Deprecated name of ``comparison_matrix``."""
-        _renamed("MetaResult.williams_matrix", "MetaResult.comparison_matrix")
-        return self.comparison_matrix(level, criterion, column=column)
-
-    def williams_all_pairs(self) -> bool:
-        """Deprecated name of ``comparisons_all_pairs``."""
-        _renamed("MetaResult.williams_all_pairs", "MetaResult.comparisons_all_pairs")
-        return self.comparisons_all_pairs()
 
     def comparison_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
         """Adjusted p-values of the comparison tests (or another ``column``) at ``level``:

@@ -684,28 +684,3 @@ def _slugs(criteria: list[str]) -> dict[str, str]:
     return slugs
 
 
-_RENAMED = {"williams_caption": "comparison_caption",
-            "williams_undefined_lines": "comparison_undefined_lines"}
-
-
-def __getattr__(name: str):
-    # write_report and its figure helpers live in storyeval.report.meta_files (which imports
-    # this module and storyeval.report.html_report); the old path works for one release.
-    if name in _RENAMED:  # old names of the caption helpers (one release)
-        import warnings
-
-        from storyeval._moved import REMOVED_IN
-
-        warnings.warn(f"storyeval.report.meta_report.{name} is now {_RENAMED[name]}; the old "
-                      f"name will be removed in storyeval {REMOVED_IN}", DeprecationWarning,
-                      stacklevel=2)
-        return globals()[_RENAMED[name]]
-    if name in ("write_report", "figure_title", "fitted_limits", "_save_grid"):
-        import importlib
-        import warnings
-
-        warnings.warn(f"storyeval.report.meta_report.{name} moved to "
-                      f"storyeval.report.meta_files.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module("storyeval.report.meta_files"), name)
-    raise AttributeError(f"module 'storyeval.report.meta_report' has no attribute {name!r}")
-
