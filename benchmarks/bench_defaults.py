@@ -41,6 +41,11 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_calibration import write_page  # noqa: E402
+
+MARKER = "defaults"
 WORKLOADS = ("own-small", "hanna", "scale")
 
 
@@ -134,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--previous", help="git revision of the previous release")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--markdown")
+    parser.add_argument("--page", help=f"put the table into this docs page, between its "
+                                       f"<!-- {MARKER}:start/end --> markers")
     args = parser.parse_args(argv)
     previous = args.previous or last_release()
     work = Path(tempfile.mkdtemp(prefix="bench_defaults_"))
@@ -201,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         if args.markdown:
             Path(args.markdown).write_text(text)
+        if args.page:
+            write_page(args.page, text, (f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

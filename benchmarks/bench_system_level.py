@@ -51,9 +51,11 @@ from bench_calibration import (  # noqa: E402
     default_path,
     hash_name,
     wide_table,
+    write_page,
 )
 
 ALPHA = 0.05
+MARKER = "system-edges"
 DGPS = ("exchangeable", "exch-likert-1", "exch-heavy", "only-pearson", "noisier-b")
 NULL_FOR = {"exchangeable": ("kendall_b", "pearson"), "exch-likert-1": ("kendall_b", "pearson"),
             "exch-heavy": ("kendall_b", "pearson"), "only-pearson": ("kendall_b",)}
@@ -133,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dgps", default=",".join(DGPS))
     parser.add_argument("--methods", default="kendall_b,pearson")
     parser.add_argument("--markdown", help="write the table to this file")
+    parser.add_argument("--page", help=f"put the table into this docs page, between its "
+                                       f"<!-- {MARKER}:start/end --> markers")
     args = parser.parse_args(argv)
     start = time.time()
     rows = []
@@ -147,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table)
+    if args.page:
+        write_page(args.page, table, (f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"))
     return 0
 
 
