@@ -75,10 +75,15 @@ def simulate(dgp: str, reps: int, systems: int, rng: np.random.Generator):
         e[..., 1] *= 2.0
     m = (q + 0.5 * u)[..., None] + e
     if dgp == "only-pearson":
-        z = q_s / SYS_SD
-        m[..., 1] += 0.6 * np.sign(z) * z ** 2 * SYS_SD
+        m[..., 1] += only_pearson_offset(q_s)
     human = "likert-1" if dgp == "exch-likert-1" else "likert-3"
     return _human(q, human, rng), m
+
+
+def only_pearson_offset(q_s: np.ndarray) -> np.ndarray:
+    """The ``only-pearson`` offset of b: increasing and nonlinear in the system effect."""
+    z = q_s / SYS_SD
+    return 0.6 * np.sign(z) * z ** 2 * SYS_SD
 
 
 def run_cell(dgp: str, systems: int, method: str, reps: int, seed: int,
