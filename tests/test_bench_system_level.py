@@ -42,8 +42,7 @@ def test_tiny_run_fills_the_page(bench, tmp_path):
                        "--methods", "kendall_b", "--page", str(page)]) == 0
     text = page.read_text()
     assert "old" not in text and "only-pearson | 4 | tau-b" in text
-    rows = [line for line in text.splitlines() if line.startswith("| exch")
-            or line.startswith("| only")]
+    rows = [line for line in text.splitlines() if line.startswith(("| exch", "| only"))]
     assert all("| 0 | 0 of 20 |" in line for line in rows), rows  # no delta-0 rejection, agree
 
 
