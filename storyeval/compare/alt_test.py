@@ -210,9 +210,10 @@ def _codes(judge: pd.Series, table: pd.DataFrame, scoring: Scoring,
     for name, values, missing in (("judge", f, judge_missing), ("annotators", h, human_missing)):
         bad = ~np.isfinite(values) & ~missing
         if bad.any():
-            pos = np.argwhere(bad.reshape(len(values), -1))[0]
-            raise InputError(f"alt_test: {name} has a non-finite rating ({values[tuple(pos)]!r}) "
-                             f"at item {table.index[pos[0]]!r}")
+            row = int(np.argwhere(bad.reshape(len(values), -1))[0][0])
+            value = values.reshape(len(values), -1)[row][bad.reshape(len(values), -1)[row]][0]
+            raise InputError(f"alt_test: {name} has a non-finite rating ({value!r}) at item "
+                             f"{table.index[row]!r}")
     return f, h, judge_missing, human_missing
 
 
@@ -310,11 +311,12 @@ def alt_test(
     Examples
     --------
     >>> import pandas as pd
-    >>> humans = pd.DataFrame({"a": [1, 2, 3, 4] * 10, "b": [1, 2, 4, 4] * 10,
+    >>> humans = pd.DataFrame({"a": [1, 2, 3, 4] * 10, "b": [1, 3, 4, 4] * 10,
     ...                        "c": [2, 2, 3, 5] * 10})
-    >>> res = alt_test(humans["b"], humans[["a", "c"]].assign(d=[1, 3, 3, 4] * 10))
-    >>> round(res.advantage_probability, 3), res.passed
-    (0.833, True)
+    >>> judge = pd.Series([1.5, 2.5, 3.5, 4.5] * 10)
+    >>> res = alt_test(judge, humans, epsilon=0.2)
+    >>> round(res.advantage_probability, 3), res.winning_rate, res.passed
+    (1.0, 1.0, True)
     """
     _check_options(epsilon, q, min_annotators_per_item, min_items_per_annotator, nan_policy)
     series, table = _inputs(judge, annotators)
