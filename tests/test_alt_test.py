@@ -270,3 +270,25 @@ def test_callable_scoring_matches_builtin_and_dict_input():
     assert custom.scoring == "neg_rmse"
     np.testing.assert_allclose(as_dicts.annotators["pvalue"], built.annotators["pvalue"],
                                rtol=1e-12)
+
+
+def test_batch_kernels_equal_alt_test():
+    from storyeval.compare.alt_test import paired_differences, winning_rates
+
+    rng = np.random.default_rng(11)
+    humans = rng.integers(1, 6, (6, 40, 3)).astype(float)
+    judge = np.round(humans.mean(axis=2) + rng.normal(0, 0.8, (6, 40)), 1)
+    d = paired_differences(judge, humans)
+    rates = winning_rates(d, epsilon=0.15)
+    for s in range(6):
+        res = alt_test(judge[s], pd.DataFrame(humans[s]), epsilon=0.15)
+        np.testing.assert_array_equal(np.stack(list(res.differences.values())), d[s])
+        assert rates[s] == res.winning_rate
+    labels = rng.integers(0, 3, (50, 4))
+    guess = np.where(rng.random(50) < 0.6, labels[:, 0], 2)
+    res = alt_test(guess, pd.DataFrame(labels), scoring="accuracy", epsilon=0.05)
+    d = paired_differences(guess, labels, scoring="accuracy")
+    assert winning_rates(d, epsilon=0.05) == res.winning_rate
+    np.testing.assert_array_equal(np.stack(list(res.differences.values())), d)
+    with pytest.raises(InputError):
+        paired_differences(judge[0], humans[0, :, :1])

@@ -22,7 +22,7 @@ from storyeval.compare.multitest import adjust_pvalues
 from storyeval.exceptions import InputError, StoryevalWarning, user_stacklevel
 
 __all__ = ["ALT_TEST_COLUMNS", "SCORINGS", "AltTestResult", "SkippedAnnotatorWarning",
-           "alt_test", "by_rejections"]
+           "alt_test", "by_rejections", "paired_differences", "winning_rates"]
 
 #: The built-in alignment scores (the paper's): negative RMSE for numeric ratings, accuracy
 #: (share of equal labels) for categorical ones.
@@ -69,6 +69,9 @@ class AltTestResult:
         Items kept (annotated by at least ``min_annotators_per_item`` and rated by the judge).
     skipped : tuple of str
         Annotators left out because they rated fewer than ``min_items_per_annotator`` items.
+    differences : dict of str to ndarray
+        Per tested annotator, the paired differences ``d_i = W^h_i - W^f_i`` of its items (for
+        resampling the test, e.g. the items needed to pass it).
     """
 
     winning_rate: float
@@ -80,6 +83,7 @@ class AltTestResult:
     annotators: pd.DataFrame = field(repr=False)
     n_items: int
     skipped: tuple[str, ...] = ()
+    differences: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __iter__(self) -> Iterator[float]:
         yield self.winning_rate
@@ -345,7 +349,7 @@ def alt_test(
             return _builtin_scores(x, hh, rest, scoring)
         scoring_name = scoring
 
-    rows, skipped = [], []
+    rows, skipped, differences = [], [], {}
     for j, name in enumerate(names):
         items = present[:, j]
         if items.sum() < int(min_items_per_annotator):
@@ -359,6 +363,7 @@ def alt_test(
         judge_wins = (judge_score >= human_score).astype(float)
         human_wins = (human_score >= judge_score).astype(float)
         diff = human_wins - judge_wins
+        differences[name] = diff
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # constant d: p 0, 1 or NaN
             test = stats.ttest_1samp(diff, epsilon, alternative="less")
@@ -384,4 +389,71 @@ def alt_test(
         winning_rate=winning, advantage_probability=float(frame["judge_advantage"].mean()),
         passed=bool(winning >= 0.5), epsilon=float(epsilon), q=float(q), scoring=scoring_name,
         annotators=frame[list(ALT_TEST_COLUMNS)], n_items=int(keep.sum()),
-        skipped=tuple(skipped))
+        skipped=tuple(skipped), differences=differences)
+
+
+def paired_differences(judge: Any, humans: Any, *, scoring: str = "neg_rmse") -> np.ndarray:
+    """The alt-test's paired differences ``d = W^h - W^f`` of complete data, many datasets at
+    once.
+
+    Parameters
+    ----------
+    judge : array_like, shape (..., n_items)
+    humans : array_like, shape (..., n_items, n_annotators)
+        Every annotator rates every item (no missing value); numeric for ``"neg_rmse"``,
+        integer codes for ``"accuracy"``.
+    scoring : {"neg_rmse", "accuracy"}
+
+    Returns
+    -------
+    ndarray, shape (..., n_annotators, n_items)
+        Row j: the differences of annotator j left out (values -1, 0, 1), as
+        ``alt_test(...).differences[j]``.
+    """
+    f = np.asarray(judge, dtype=float)
+    h = np.asarray(humans, dtype=float)
+    if h.ndim < 2 or f.shape != h.shape[:-1] or h.shape[-1] < 2:
+        raise InputError(f"paired_differences: judge shape {f.shape} and humans shape {h.shape} "
+                         "do not match (humans: ..., items, annotators >= 2)")
+    if scoring not in SCORINGS:
+        raise InputError(f"paired_differences: scoring={scoring!r} is not one of {SCORINGS}")
+    k = h.shape[-1]
+    flat_f, flat_h = f.reshape(-1), h.reshape(-1, k)
+    out = np.empty((flat_f.size, k))
+    for j in range(k):
+        rest = np.ones((flat_f.size, k), dtype=bool)
+        rest[:, j] = False
+        judge_score = _builtin_scores(flat_f, flat_h, rest, scoring)
+        human_score = _builtin_scores(flat_h[:, j], flat_h, rest, scoring)
+        out[:, j] = (human_score >= judge_score).astype(float) - (judge_score >= human_score)
+    return np.moveaxis(out.reshape(*f.shape, k), -1, -2)
+
+
+def winning_rates(differences: Any, *, epsilon: float, q: float = 0.05) -> np.ndarray:
+    """Winning rates of many alt-tests at once from their paired differences.
+
+    Parameters
+    ----------
+    differences : array_like, shape (..., n_annotators, n_items)
+        As `paired_differences` returns (every annotator with the same items).
+    epsilon, q : float
+        As in `alt_test`.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        The share of annotators rejected by Benjamini-Yekutieli at ``q``; equal to
+        ``alt_test(...).winning_rate`` on the same data (the one-sample t-test computed in
+        closed form: ``t = (mean(d) - epsilon) / (sd(d) / sqrt(n))``, lower tail of
+        ``t_{n-1}``).
+    """
+    d = np.asarray(differences, dtype=float)
+    n, k = d.shape[-1], d.shape[-2]
+    mean = d.mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (mean - epsilon) / (d.std(axis=-1, ddof=1) / np.sqrt(n))
+    p = np.sort(stats.t.cdf(t, n - 1), axis=-1)  # NaN (0/0) sorts last, never rejected
+    thresholds = np.arange(1, k + 1) / k * (q / np.sum(1.0 / np.arange(1, k + 1)))
+    passing = p <= thresholds
+    rejected = np.where(passing.any(axis=-1), k - np.argmax(passing[..., ::-1], axis=-1), 0)
+    return rejected / k
