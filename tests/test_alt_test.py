@@ -277,9 +277,11 @@ def test_batch_kernels_equal_alt_test():
 
     rng = np.random.default_rng(11)
     humans = rng.integers(1, 6, (6, 40, 3)).astype(float)
-    judge = np.round(humans.mean(axis=2) + rng.normal(0, 0.8, (6, 40)), 1)
+    noise = np.array([0.3, 0.8, 1.2, 1.5, 2.0, 3.0])[:, None]
+    judge = np.round(humans.mean(axis=2) + rng.normal(0, 1, (6, 40)) * noise, 1)
     d = paired_differences(judge, humans)
     rates = winning_rates(d, epsilon=0.15)
+    assert len(set(rates)) > 1  # passes and failures both checked
     for s in range(6):
         res = alt_test(judge[s], pd.DataFrame(humans[s]), epsilon=0.15)
         np.testing.assert_array_equal(np.stack(list(res.differences.values())), d[s])
