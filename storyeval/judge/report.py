@@ -1,0 +1,434 @@
+"""May this judge replace my raters? One report per criterion and candidate judge.
+
+`judge_report` composes what the toolkit already computes, for every criterion and judge (an LLM
+rater group, a metric, any measure):
+
+* the alternative-annotator test (`storyeval.compare.alt_test`) with its per-annotator
+  p-values, and the same test run on a content-blind sentinel (a judge that passes it says
+  nothing about the stories' content);
+* agreement with the human criterion at the overall, system, prompt and within-system levels
+  (`storyeval.meta.meta_evaluate`, bootstrap intervals from `storyeval.meta.resampling`)
+  beside the leave-one-out human baseline and the sentinels' agreement;
+* the calibrated comparison with the system-identity sentinel at the prompt level
+  (`storyeval.bias.compare_with_system_sentinel`);
+* leniency and length bias (`storyeval.bias.leniency`, `storyeval.bias.length`);
+* the human labels the judge is worth (PPI++, `storyeval.power.ppi`) and the items the
+  alt-test needs to pass with the requested power (a bootstrap of its paired differences);
+* one verdict per criterion and judge from the rule `VERDICT_RULE`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from storyeval.compare.alt_test import alt_test, winning_rates
+from storyeval.exceptions import InputError, StoryevalWarning
+
+__all__ = ["JUDGE_LEVELS", "VERDICTS", "VERDICT_RULE", "JudgeReport", "judge_report",
+           "verdict"]
+
+#: The levels of the agreement table.
+JUDGE_LEVELS: tuple[str, ...] = ("overall", "system", "prompt", "within")
+#: The three verdicts, best first.
+VERDICTS: tuple[str, ...] = ("replaces the annotators", "use with PPI and {n} human labels",
+                             "do not use")
+#: The rule, as printed on the page.
+VERDICT_RULE = (
+    "'replaces the annotators' when the judge passes the alternative-annotator test at "
+    "epsilon (Benjamini-Yekutieli over annotators at q, winning rate >= 0.5) and the "
+    "content-blind system-identity sentinel does not (when it passes too, the test cannot tell "
+    "a judge that reads the stories from one that does not); otherwise 'use "
+    "with PPI and N human labels' when its story-level (overall) correlation with the human "
+    "criterion is positive (the lower end of its bootstrap interval above 0) and PPI++ saves "
+    "labels: N, the human labels that combined with the judge are worth the PPI budget of human "
+    "labels alone, is below that budget; otherwise 'do not use'."
+)
+
+
+@dataclass
+class JudgeReport:
+    """What `judge_report` found; every table has ``criterion`` and ``judge`` columns.
+
+    Attributes
+    ----------
+    verdicts : DataFrame
+        One row per criterion and judge: the verdict and the numbers it rests on.
+    alt_test : DataFrame
+        Per criterion, judge and annotator: the alt-test's columns
+        (`storyeval.compare.alt_test.ALT_TEST_COLUMNS`), also for the sentinel
+        (``judge`` = the sentinel's name).
+    agreement : DataFrame
+        Per criterion, rater (judge, sentinel, human baseline) and level: the correlation and
+        its interval.
+    sentinel_tests : DataFrame
+        The prompt-level comparison of each judge with the system-identity sentinel.
+    biases : DataFrame
+        Leniency (offset, MAE) and, with a length measure, the residual-length correlation.
+    ppi : DataFrame
+        The effective number of human labels and the labels the verdict asks for.
+    settings : dict
+    """
+
+    verdicts: pd.DataFrame
+    alt_test: pd.DataFrame
+    agreement: pd.DataFrame
+    sentinel_tests: pd.DataFrame
+    biases: pd.DataFrame
+    ppi: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by name, in page order."""
+        return {"verdicts": self.verdicts, "alt_test": self.alt_test,
+                "agreement": self.agreement, "sentinel_tests": self.sentinel_tests,
+                "biases": self.biases, "ppi": self.ppi}
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every table stacked into one long table (a ``table`` column names the source)."""
+        return pd.concat([t.assign(table=name) for name, t in self.tables().items()],
+                         ignore_index=True, sort=False)
+
+
+def verdict(passed: bool, sentinel_passed: bool, correlates: bool, labels_needed: float,
+            budget: int) -> str:
+    """The verdict of `VERDICT_RULE`."""
+    if passed and not sentinel_passed:
+        return VERDICTS[0]
+    if correlates and labels_needed < budget:
+        return VERDICTS[1].format(n=int(labels_needed))
+    return VERDICTS[2]
+
+
+def _resolve_judges(dataset, judges, crits: list[str]) -> pd.DataFrame:
+    from storyeval.data.selection import criterion_pairs, select_measures
+
+    chosen = select_measures(dataset.catalogue, judges, presets=dataset.presets)
+    pairs = criterion_pairs(dataset.catalogue, chosen, crits)
+    if pairs.empty:
+        raise InputError(f"judge_report: no judge among {judges!r} rates the criteria {crits}")
+    raters = dataset.catalogue.set_index("measure")["rater"]
+    pairs = pairs[["measure", "criterion"]].copy()
+    pairs["judge"] = [str(raters.get(m, m)) for m in pairs["measure"]]
+    return pairs.reset_index(drop=True)
+
+
+def _length_measure(dataset, length: str | None) -> str | None:
+    cat = dataset.catalogue
+    if length == "auto":
+        hit = cat.loc[cat["display_name"].str.lower() == "text length", "measure"]
+        return str(hit.iloc[0]) if len(hit) else None
+    if length is None:
+        return None
+    if length in dataset.table.columns:
+        return length
+    hit = cat.loc[cat["display_name"] == length, "measure"]
+    if hit.empty:
+        raise InputError(f"judge_report: no length measure {length!r} in the data")
+    return str(hit.iloc[0])
+
+
+def _items_to_pass(differences: dict[str, np.ndarray], *, epsilon: float, q: float,
+                   power: float, rng: np.random.Generator, n_boot: int) -> float:
+    """Smallest number of items (doubling from 30) at which a bootstrap of the items passes the
+    alt-test with probability ``power``; NaN when the observed number does not suffice."""
+    d = np.stack(list(differences.values()))
+    n_total = d.shape[1]
+    sizes = [n for n in (30, 50, 100, 200, 400, 800, 1600, 3200) if n < n_total] + [n_total]
+    for n in sizes:
+        idx = rng.integers(0, n_total, (n_boot, n))
+        rates = winning_rates(d[:, idx].transpose(1, 0, 2), epsilon=epsilon, q=q)
+        if np.mean(rates >= 0.5) >= power:
+            return float(n)
+    return math.nan
+
+
+def _ppi_rows(wide: pd.DataFrame, pairs: pd.DataFrame, *, labels: int, repeats: int,
+              seed: int) -> pd.DataFrame:
+    from storyeval.power.ppi import ppi_mean_many
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for measure, crit, judge in pairs[["measure", "criterion", "judge"]].itertuples(index=False):
+        ok = wide[[measure, crit]].notna().all(axis=1).to_numpy()
+        y = wide[crit].to_numpy(dtype=float)[ok]
+        f = wide[measure].to_numpy(dtype=float)[ok]
+        n_total = y.size
+        if labels + 2 > n_total:
+            raise InputError(f"judge_report: ppi_labels={labels} leaves fewer than 2 unlabelled "
+                             f"stories of {n_total}")
+        human = np.full((repeats, n_total), np.nan)
+        for r in range(repeats):
+            pick = rng.choice(n_total, labels, replace=False)
+            human[r, pick] = y[pick]
+        res = ppi_mean_many(human, np.broadcast_to(f, human.shape), seed=seed)
+        gain = float(res["n_eff"].mean()) / labels
+        rows.append({"criterion": crit, "judge": judge, "measure": measure,
+                     "n_labelled": labels, "n_stories": n_total, "repeats": repeats,
+                     "n_eff": float(res["n_eff"].mean()), "gain": gain,
+                     "labels_needed": float(math.ceil(labels / gain)) if gain > 0 else math.nan,
+                     "lambda": float(res["lam"].mean())})
+    return pd.DataFrame(rows)
+
+
+def _within_rows(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]], confidence_level: float,
+                 method: str) -> pd.DataFrame:
+    """Within-system correlation (the mean of the per-system correlations where defined, as
+    ``correlate(level="within")``) and a t interval over systems (systems as a sample)."""
+    from storyeval.correlation.levels import correlation_grid
+
+    xs = list(dict.fromkeys(m for m, _ in pairs))
+    ys = list(dict.fromkeys(c for _, c in pairs))
+    systems = wide.index.get_level_values("system")
+    per = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoryevalWarning)
+        for system in systems.unique():
+            grid = correlation_grid(wide[systems == system], xs, ys, level="overall",
+                                    method=method, nan_policy="omit")
+            rows, cols = grid.positions([m for m, _ in pairs], [c for _, c in pairs])
+            per.append(grid.value[rows, cols])
+    values = np.array(per)  # (systems, pairs)
+    out = []
+    for i, (measure, crit) in enumerate(pairs):
+        v = values[:, i][np.isfinite(values[:, i])]
+        k = v.size
+        mean = float(v.mean()) if k else math.nan
+        half = (float(stats.t.ppf((1 + confidence_level) / 2, k - 1)) * float(v.std(ddof=1))
+                / math.sqrt(k)) if k > 1 else math.nan
+        out.append({"measure": measure, "criterion": crit, "level": "within", "value": mean,
+                    "ci_low": mean - half, "ci_high": mean + half, "n_groups": k,
+                    "interval": "t over systems"})
+    return pd.DataFrame(out)
+
+
+def judge_report(
+    dataset=None,
+    *,
+    judges: str | Sequence[str] = "llm",
+    criteria: str | Sequence[str] = "all",
+    epsilon: float = 0.2,
+    q: float = 0.05,
+    scoring: str = "neg_rmse",
+    method: str = "kendall_b",
+    include_human_stories: bool = False,
+    length: str | None = "auto",
+    confidence_level: float = 0.95,
+    n_resamples: int = 500,
+    ppi_labels: int = 100,
+    ppi_repeats: int = 50,
+    power: float = 0.8,
+    random_state: int = 0,
+) -> JudgeReport:
+    """May this judge replace the annotators? Every piece of evidence, and a verdict, per
+    criterion and judge.
+
+    Parameters
+    ----------
+    dataset : Dataset, optional
+        With human criteria and their individual annotators (at least two per criterion);
+        the embedded HANNA data when omitted.
+    judges : str or sequence of str, default "llm"
+        Measure specification of the candidate judges (`storyeval.data.selection`): rater
+        groups such as ``"Beluga-13B 1"``, measures, ``"llm"``, glob patterns. A
+        criterion-specific rating is matched to its criterion.
+    criteria : str or sequence of str, default "all"
+    epsilon, q : float
+        The alt-test's margin (probability scale) and false discovery rate.
+    scoring : {"neg_rmse", "accuracy"}, default "neg_rmse"
+        The alt-test's alignment score (numeric or categorical ratings).
+    method : str, default "kendall_b"
+        Correlation coefficient of the agreement table.
+    include_human_stories : bool, default False
+        Keep the reference system's stories (HANNA: the human-written ones).
+    length : str or None, default "auto"
+        Measure of story length for the length sentinel and the length bias; ``"auto"``: a
+        measure displayed as "Text length" when there is one.
+    confidence_level : float, default 0.95
+    n_resamples : int, default 500
+        Bootstrap resamples of the correlation intervals and of the items-to-pass search.
+    ppi_labels, ppi_repeats : int
+        PPI budget: random subsets of ``ppi_labels`` human-labelled stories, ``ppi_repeats``
+        of them, averaged.
+    power : float, default 0.8
+        Of the items-to-pass search.
+    random_state : int, default 0
+
+    Returns
+    -------
+    JudgeReport
+
+    Notes
+    -----
+    The verdict rule is `VERDICT_RULE`. Its false-pass rate (a judge worse than the annotators
+    by epsilon passing) and its power were measured by ``benchmarks/bench_judge_report.py``
+    (docs/judge-report.md).
+
+    Validated: every number comes from a validated function of the toolkit (the alt-test
+    against its reference implementation, correlations against scipy and mt-metrics-eval, PPI
+    against ppi-python); tests/test_judge_report.py checks that the report repeats them.
+    """
+    from storyeval.bias.length import residual_length_correlation
+    from storyeval.bias.leniency import leniency
+    from storyeval.bias.sentinel_compare import compare_with_system_sentinel
+    from storyeval.bias.sentinels import SENTINEL_NAMES, add_sentinels
+    from storyeval.data import load_hanna
+    from storyeval.data.selection import select_criteria
+    from storyeval.meta import meta_evaluate
+    from storyeval.meta.resampling import add_bootstrap_ci
+
+    if dataset is None:
+        dataset = load_hanna()
+    if dataset.reference_system and not include_human_stories \
+            and dataset.reference_system in dataset.systems:
+        dataset = dataset.select_systems(exclude=[dataset.reference_system])
+    crits = select_criteria(dataset, criteria)
+    annotators = dataset.annotators()
+    missing = [c for c in crits if len(annotators.get(c, [])) < 2]
+    if missing:
+        raise InputError(f"judge_report: criterion {missing[0]!r} has "
+                         f"{len(annotators.get(missing[0], []))} annotator column(s); the "
+                         "alt-test needs at least two (declare the annotators when reading the "
+                         "data)")
+    pairs = _resolve_judges(dataset, judges, crits)
+    length_col = _length_measure(dataset, length)
+    kinds = ("system", "length") if length_col else ("system",)
+    with_sentinels, _ = add_sentinels(dataset, kinds=kinds, length=length_col, criteria=crits)
+    wide = with_sentinels.wide()
+    sentinel_of = {(kind, c): resolve for kind in kinds for c in crits
+                   for resolve in [_sentinel_measure(with_sentinels, SENTINEL_NAMES[kind], c)]}
+
+    # agreement: judges and sentinels, human baseline, at the overall/system/prompt levels
+    rated = list(dict.fromkeys([*pairs["measure"], *sentinel_of.values()]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoryevalWarning)
+        meta = meta_evaluate(with_sentinels, measures=rated, criteria=crits,
+                             levels=("overall", "system", "prompt"), method=method,
+                             reference="none", nan_policy="omit", include_human_stories=True)
+        meta = add_bootstrap_ci(meta, n_resamples=n_resamples, confidence_level=confidence_level,
+                                random_state=random_state)
+    corr = meta.correlations
+    agreement = corr[["criterion", "measure", "rater", "level", "value", "ci_low",
+                      "ci_high"]].copy()
+    agreement["interval"] = "bootstrap (prompts)"
+    all_pairs = [(m, c) for m, c in zip(pairs["measure"], pairs["criterion"])] + \
+        [(m, c) for (_, c), m in sentinel_of.items()]
+    within = _within_rows(wide, all_pairs, confidence_level, method)
+    raters = with_sentinels.catalogue.set_index("measure")["rater"]
+    within["rater"] = [str(raters.get(m, m)) for m in within["measure"]]
+    base = meta.baseline
+    base = base[base["variant"] == "leave_one_out"]
+    human = base[["criterion", "level", "value", "ci_low", "ci_high"]].assign(
+        measure="human (leave-one-out)", rater="human (leave-one-out)",
+        interval="bootstrap (prompts)")
+    agreement = pd.concat([agreement, within.drop(columns="n_groups"), human],
+                          ignore_index=True)
+    agreement = agreement.rename(columns={"rater": "judge"})
+    agreement["coefficient"] = method
+
+    # alt-test of every judge and of the system-identity sentinel
+    alt_rows, verdict_rows, sentinel_alt = [], [], {}
+    rng = np.random.default_rng(random_state)
+    for crit in crits:
+        humans = wide[annotators[crit]]
+        s_measure = sentinel_of[("system", crit)]
+        res = alt_test(wide[s_measure], humans, scoring=scoring, epsilon=epsilon, q=q,
+                       nan_policy="omit")
+        sentinel_alt[crit] = res
+        alt_rows.append(res.to_frame().assign(criterion=crit,
+                                              judge=SENTINEL_NAMES["system"]))
+    results = {}
+    for measure, crit, judge in pairs[["measure", "criterion", "judge"]].itertuples(index=False):
+        res = alt_test(wide[measure], wide[annotators[crit]], scoring=scoring, epsilon=epsilon,
+                       q=q, nan_policy="omit")
+        results[(crit, judge)] = res
+        alt_rows.append(res.to_frame().assign(criterion=crit, judge=judge))
+    alt_table = pd.concat(alt_rows, ignore_index=True)
+
+    ppi = _ppi_rows(wide, pairs, labels=ppi_labels, repeats=ppi_repeats, seed=random_state)
+    sentinel_tests = compare_with_system_sentinel(
+        wide, list(pairs["criterion"]), list(pairs["measure"]),
+        confidence_level=confidence_level, n_boot=n_resamples, seed=random_state)
+    sentinel_tests.insert(1, "judge", list(pairs["judge"]))
+    bias_frames = [leniency(wide, list(zip(pairs["measure"], pairs["criterion"])),
+                            confidence_level=confidence_level)
+                   .rename(columns={"rater": "measure"})]
+    if length_col:
+        bias_frames.append(pd.DataFrame([
+            residual_length_correlation(wide, m, c, length_col,
+                                        confidence_level=confidence_level)
+            for m, c in zip(pairs["measure"], pairs["criterion"])]).rename(
+                columns={"rater": "measure", "human": "criterion"}))
+    biases = pd.concat(bias_frames, ignore_index=True, sort=False)
+    biases.insert(0, "judge", biases["measure"].map(dict(zip(pairs["measure"], pairs["judge"]))))
+
+    overall = agreement[agreement["level"] == "overall"].set_index(["criterion", "measure"])
+    ppi_by = ppi.set_index(["criterion", "judge"])
+    for measure, crit, judge in pairs[["measure", "criterion", "judge"]].itertuples(index=False):
+        res = results[(crit, judge)]
+        row = overall.loc[(crit, measure)]
+        correlates = bool(row["ci_low"] > 0)
+        needed = float(ppi_by.loc[(crit, judge), "labels_needed"])
+        sentinel = sentinel_alt[crit]
+        verdict_rows.append({
+            "criterion": crit, "judge": judge, "measure": measure,
+            "verdict": verdict(res.passed, sentinel.passed, correlates, needed, ppi_labels),
+            "winning_rate": res.winning_rate, "advantage_probability": res.advantage_probability,
+            "alt_test_passed": res.passed, "epsilon": epsilon,
+            "sentinel_passed": sentinel.passed, "sentinel_winning_rate": sentinel.winning_rate,
+            "sentinel_advantage_probability": sentinel.advantage_probability,
+            "overall_corr": float(row["value"]), "overall_ci_low": float(row["ci_low"]),
+            "overall_ci_high": float(row["ci_high"]),
+            "human_loo_overall": float(human.set_index(["criterion", "level"])
+                                       .loc[(crit, "overall"), "value"]),
+            "ppi_gain": float(ppi_by.loc[(crit, judge), "gain"]), "labels_needed": needed,
+            "items_to_pass": _items_to_pass(res.differences, epsilon=epsilon, q=q, power=power,
+                                            rng=rng, n_boot=min(n_resamples, 200)),
+            "n_items": res.n_items, "n_annotators": len(res.annotators),
+        })
+    settings = {"dataset": dataset.name, "criteria": crits, "judges": judges,
+                "epsilon": epsilon, "q": q, "scoring": scoring, "coefficient": method,
+                "confidence_level": confidence_level, "n_resamples": n_resamples,
+                "ppi_labels": ppi_labels, "ppi_repeats": ppi_repeats, "power": power,
+                "random_state": random_state, "length_measure": length_col,
+                "n_stories": len(wide), "n_systems": len(dataset.systems),
+                "include_human_stories": include_human_stories, "rule": VERDICT_RULE}
+    return JudgeReport(verdicts=pd.DataFrame(verdict_rows), alt_test=alt_table,
+                       agreement=agreement, sentinel_tests=sentinel_tests, biases=biases,
+                       ppi=ppi, settings=settings)
+
+
+def _sentinel_measure(dataset, group: str, criterion: str) -> str:
+    cat = dataset.catalogue
+    hit = cat.loc[(cat["rater"] == group) & (cat["criterion"] == criterion), "measure"]
+    return str(hit.iloc[0])
+
+
+def write_report(report: JudgeReport, out: str | Path, *, overwrite: bool = False,
+                 warnings_seen: Sequence[str] = ()) -> list[Path]:
+    """Write ``judge_report.csv`` (every table, long, full precision) and ``index.html`` (the
+    page, opening with the verdict table) into the folder ``out``, published together
+    (`storyeval._atomic.OutputFolder`); returns the paths."""
+    from storyeval._atomic import OutputFolder
+    from storyeval.judge.page import report_html
+
+    with OutputFolder(out, overwrite=overwrite, command="judge-report") as folder:
+        folder.write_text("judge_report.csv", report.to_frame().to_csv(index=False))
+        folder.write_text("index.html", report_html(report, files=["judge_report.csv"],
+                                                    warnings_seen=warnings_seen))
+    return [Path(out) / name for name in ("judge_report.csv", "index.html")]
+
+
+def verdict_summary(report: JudgeReport) -> pd.DataFrame:
+    """The verdict table as printed: criterion, judge, verdict and the numbers behind it."""
+    cols = ["criterion", "judge", "verdict", "winning_rate", "advantage_probability",
+            "sentinel_winning_rate", "overall_corr", "overall_ci_low", "human_loo_overall",
+            "ppi_gain", "items_to_pass"]
+    return report.verdicts[cols]
