@@ -89,19 +89,11 @@ def run(args: argparse.Namespace) -> int:
 
     from storyeval.cli import RUN_WARNINGS
     from storyeval.cli.common import check_out_args, load_dataset_args, print_written
-    from storyeval.exceptions import InputError
-    from storyeval.judge.report import judge_report, verdict_summary, write_report
+    from storyeval.judge.page import write_report
+    from storyeval.judge.report import judge_report, verdict_summary
     from storyeval.report.tables import format_table
 
-    check_out_args(args)
-    for name, value, low, high in (("--epsilon", args.epsilon, -1.0, 1.0),
-                                   ("--q", args.q, 0.0, 1.0),
-                                   ("--power", args.power, 0.0, 1.0),
-                                   ("--confidence-level", args.confidence_level, 0.0, 1.0)):
-        if not low < value < high:
-            raise InputError(f"{name} must lie in ({low:g}, {high:g}), got {value!r}")
-    if args.n_resamples < 10 or args.ppi_labels < 2:
-        raise InputError("--n-resamples must be at least 10 and --ppi-labels at least 2")
+    check_out_args(args)  # numeric ranges: storyeval.cli.ranges
     dataset = None if args.data is None and not args.scores else load_dataset_args(
         args, criteria=args.criteria)
     report = judge_report(

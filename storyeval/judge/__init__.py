@@ -15,15 +15,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from storyeval.judge.page import write_report
     from storyeval.judge.report import (
         VERDICT_RULE,
         JudgeReport,
         judge_report,
-        write_report,
     )
 
 _LAZY = {"VERDICT_RULE": "report", "JudgeReport": "report", "judge_report": "report",
-         "write_report": "report"}
+         "write_report": "page"}
 
 __all__ = ["VERDICT_RULE", "JudgeReport", "judge_report", "write_report"]
 

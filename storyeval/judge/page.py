@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from storyeval.judge.report import JudgeReport
+from storyeval.judge.report import JudgeReport, verdict_summary
 
-__all__ = ["report_html"]
+__all__ = ["report_html", "write_report"]
 
 
 def _agreement_wide(report: JudgeReport) -> pd.DataFrame:
@@ -27,7 +26,6 @@ def _agreement_wide(report: JudgeReport) -> pd.DataFrame:
 def report_html(report: JudgeReport, *, files: Sequence[str] = (),
                 warnings_seen: Sequence[str] = ()) -> str:
     """The page as one HTML document."""
-    from storyeval.judge.report import verdict_summary
     from storyeval.report.html_report import render_page, tables_page
 
     s = report.settings
@@ -73,3 +71,17 @@ def report_html(report: JudgeReport, *, files: Sequence[str] = (),
                        answer_caption="Verdict per criterion and judge (rule below)")
     page.warnings = list(dict.fromkeys(warnings_seen))
     return render_page(page)
+
+
+def write_report(report: JudgeReport, out: str | Path, *, overwrite: bool = False,
+                 warnings_seen: Sequence[str] = ()) -> list[Path]:
+    """Write ``judge_report.csv`` (every table, long, full precision) and ``index.html`` (the
+    page, opening with the verdict table) into the folder ``out``, published together
+    (`storyeval._atomic.OutputFolder`); returns the paths."""
+    from storyeval._atomic import OutputFolder
+
+    with OutputFolder(out, overwrite=overwrite, command="judge-report") as folder:
+        folder.write_text("judge_report.csv", report.to_frame().to_csv(index=False))
+        folder.write_text("index.html", report_html(report, files=["judge_report.csv"],
+                                                    warnings_seen=warnings_seen))
+    return [Path(out) / name for name in ("judge_report.csv", "index.html")]

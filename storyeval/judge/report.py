@@ -23,7 +23,6 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,7 +32,7 @@ from storyeval.compare.alt_test import alt_test, winning_rates
 from storyeval.exceptions import InputError, StoryevalWarning
 
 __all__ = ["JUDGE_LEVELS", "VERDICTS", "VERDICT_RULE", "JudgeReport", "judge_report",
-           "verdict"]
+           "verdict", "verdict_summary"]
 
 #: The levels of the agreement table.
 JUDGE_LEVELS: tuple[str, ...] = ("overall", "system", "prompt", "within")
@@ -409,21 +408,6 @@ def _sentinel_measure(dataset, group: str, criterion: str) -> str:
     cat = dataset.catalogue
     hit = cat.loc[(cat["rater"] == group) & (cat["criterion"] == criterion), "measure"]
     return str(hit.iloc[0])
-
-
-def write_report(report: JudgeReport, out: str | Path, *, overwrite: bool = False,
-                 warnings_seen: Sequence[str] = ()) -> list[Path]:
-    """Write ``judge_report.csv`` (every table, long, full precision) and ``index.html`` (the
-    page, opening with the verdict table) into the folder ``out``, published together
-    (`storyeval._atomic.OutputFolder`); returns the paths."""
-    from storyeval._atomic import OutputFolder
-    from storyeval.judge.page import report_html
-
-    with OutputFolder(out, overwrite=overwrite, command="judge-report") as folder:
-        folder.write_text("judge_report.csv", report.to_frame().to_csv(index=False))
-        folder.write_text("index.html", report_html(report, files=["judge_report.csv"],
-                                                    warnings_seen=warnings_seen))
-    return [Path(out) / name for name in ("judge_report.csv", "index.html")]
 
 
 def verdict_summary(report: JudgeReport) -> pd.DataFrame:
