@@ -332,8 +332,8 @@ def alt_test(
             raise InputError("alt_test: " + _first_missing(judge_missing, table.index, "judge")
                              + " (nan_policy='omit' drops such items)")
         if human_missing.any():
-            raise InputError("alt_test: " + _first_missing(human_missing.any(axis=1), table.index,
-                                                           "annotators")
+            rows_missing = np.asarray(human_missing.any(axis=1))
+            raise InputError("alt_test: " + _first_missing(rows_missing, table.index, "annotators")
                              + " (nan_policy='omit' reads them as not annotated)")
     present = ~human_missing
     keep = (present.sum(axis=1) >= int(min_annotators_per_item)) & ~judge_missing
