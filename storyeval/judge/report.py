@@ -389,7 +389,8 @@ def judge_report(
                                        .loc[(crit, "overall"), "value"]),
             "ppi_gain": float(ppi_by.loc[(crit, judge), "gain"]), "labels_needed": needed,
             "items_to_pass": _items_to_pass(res.differences, epsilon=epsilon, q=q, power=power,
-                                            rng=rng, n_boot=min(n_resamples, 200)),
+                                            rng=rng, n_boot=min(n_resamples, 200))
+            if res.passed else math.nan,
             "n_items": res.n_items, "n_annotators": len(res.annotators),
         })
     settings = {"dataset": dataset.name, "criteria": crits, "judges": judges,

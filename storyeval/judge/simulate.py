@@ -63,7 +63,8 @@ def calibrate_judge_noise(gap: float, *, n_annotators: int = 3, annotator_noise:
 
 def simulate_pass_rate(n_items: int, *, gap: float, epsilon: float = 0.2, q: float = 0.05,
                        n_annotators: int = 3, annotator_noise: float = 1.0,
-                       n_datasets: int = 2000, seed: int = 0, chunk: int = 250) -> dict:
+                       n_datasets: int = 2000, seed: int = 0, chunk: int = 250,
+                       judge_noise: float | None = None) -> dict:
     """Share of simulated datasets on which the alt-test passes (winning rate >= 0.5).
 
     Parameters
@@ -77,14 +78,16 @@ def simulate_pass_rate(n_items: int, *, gap: float, epsilon: float = 0.2, q: flo
         Of the alt-test.
     n_datasets : int, default 2000
     seed : int, default 0
+    judge_noise : float, optional
+        The calibrated noise of ``gap`` when already known (`calibrate_judge_noise`).
 
     Returns
     -------
     dict
         ``pass_rate``, its Monte Carlo standard error ``mc_se``, ``judge_noise`` and the inputs.
     """
-    noise = calibrate_judge_noise(gap, n_annotators=n_annotators,
-                                  annotator_noise=annotator_noise)
+    noise = judge_noise if judge_noise is not None else calibrate_judge_noise(
+        gap, n_annotators=n_annotators, annotator_noise=annotator_noise)
     rng = np.random.default_rng(seed)
     passed = 0
     for start in range(0, n_datasets, chunk):
