@@ -71,7 +71,10 @@ def evidence_table(report) -> str:
     cols = ["criterion", "judge", "winning_rate", "advantage_probability",
             "sentinel_advantage_probability", "overall_corr", "overall_ci_low",
             "human_loo_overall", "ppi_gain", "labels_needed", "items_to_pass"]
-    return _md(v[cols])
+    v = v[cols].copy()
+    for name in ("labels_needed", "items_to_pass"):
+        v[name] = v[name].astype("Int64")
+    return _md(v)
 
 
 def sentinel_table(report) -> str:

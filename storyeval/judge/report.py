@@ -136,15 +136,15 @@ def _length_measure(dataset, length: str | None) -> str | None:
 
 def _items_to_pass(differences: dict[str, np.ndarray], *, epsilon: float, q: float,
                    power: float, rng: np.random.Generator, n_boot: int) -> float:
-    """Smallest number of items (doubling from 30) at which a bootstrap of the items passes the
-    alt-test with probability ``power``; NaN when the observed number does not suffice."""
-    d = np.stack(list(differences.values()))
-    n_total = d.shape[1]
-    sizes = [n for n in (30, 50, 100, 200, 400, 800, 1600, 3200) if n < n_total] + [n_total]
+    """Smallest number of items per annotator (30, 50, 100, 200, ...) at which a bootstrap of
+    each annotator's items passes the alt-test with probability ``power``; NaN when the
+    largest annotator's number of items does not suffice."""
+    parts = list(differences.values())
+    n_max = max(d.size for d in parts)
+    sizes = [n for n in (30, 50, 100, 200, 400, 800, 1600, 3200) if n < n_max] + [n_max]
     for n in sizes:
-        idx = rng.integers(0, n_total, (n_boot, n))
-        rates = winning_rates(d[:, idx].transpose(1, 0, 2), epsilon=epsilon, q=q)
-        if np.mean(rates >= 0.5) >= power:
+        drawn = np.stack([d[rng.integers(0, d.size, (n_boot, n))] for d in parts], axis=1)
+        if np.mean(winning_rates(drawn, epsilon=epsilon, q=q) >= 0.5) >= power:
             return float(n)
     return math.nan
 
