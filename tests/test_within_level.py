@@ -88,3 +88,14 @@ def test_meta_accepts_the_within_level():
     value = corr.loc[corr["measure"] == "Beluga-13B RE 1", "value"].item()
     assert value == pytest.approx(WITHIN[("Relevance", "Beluga-13B RE 1", "kendall_b")][0],
                                   abs=1e-12)
+
+
+def test_bootstrap_at_the_within_level_is_a_clear_error():
+    from storyeval.exceptions import InputError
+    from storyeval.meta import meta_evaluate
+    from storyeval.meta.resampling import add_bootstrap_ci
+
+    res = meta_evaluate(measures="BLEU", criteria="Relevance", levels="within",
+                        reference="none")
+    with pytest.raises(InputError, match="within-system level"):
+        add_bootstrap_ci(res, n_resamples=10)
