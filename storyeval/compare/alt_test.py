@@ -409,6 +409,11 @@ def paired_differences(judge: Any, humans: Any, *, scoring: str = "neg_rmse") ->
     ndarray, shape (..., n_annotators, n_items)
         Row j: the differences of annotator j left out (values -1, 0, 1), as
         ``alt_test(...).differences[j]``.
+
+    Examples
+    --------
+    >>> paired_differences([2.0, 4.5], [[2, 3, 2], [5, 5, 3]]).tolist()
+    [[0.0, -1.0], [-1.0, -1.0], [0.0, -1.0]]
     """
     f = np.asarray(judge, dtype=float)
     h = np.asarray(humans, dtype=float)
@@ -446,6 +451,12 @@ def winning_rates(differences: Any, *, epsilon: float, q: float = 0.05) -> np.nd
         ``alt_test(...).winning_rate`` on the same data (the one-sample t-test computed in
         closed form: ``t = (mean(d) - epsilon) / (sd(d) / sqrt(n))``, lower tail of
         ``t_{n-1}``).
+
+    Examples
+    --------
+    >>> d = [[-1.0, 0.0, -1.0] * 20, [0.0, 1.0, 0.0] * 20]
+    >>> winning_rates(d, epsilon=0.2).tolist()
+    0.5
     """
     d = np.asarray(differences, dtype=float)
     n, k = d.shape[-1], d.shape[-2]

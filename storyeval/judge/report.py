@@ -273,6 +273,14 @@ def judge_report(
     Validated: every number comes from a validated function of the toolkit (the alt-test
     against its reference implementation, correlations against scipy and mt-metrics-eval, PPI
     against ppi-python); tests/test_judge_report.py checks that the report repeats them.
+
+    Examples
+    --------
+    >>> rep = judge_report(judges="Beluga-13B 1", criteria="Relevance", n_resamples=20,
+    ...                    ppi_repeats=2)
+    >>> row = rep.verdicts.iloc[0]
+    >>> float(row["winning_rate"]), bool(row["sentinel_passed"]), row["verdict"][:12]
+    (1.0, True, 'use with PPI')
     """
     from storyeval.bias.length import residual_length_correlation
     from storyeval.bias.leniency import leniency

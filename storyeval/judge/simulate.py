@@ -26,7 +26,14 @@ def simulated_ratings(n_datasets: int, n_items: int, n_annotators: int, judge_no
                       annotator_noise: float = 1.0, rng: np.random.Generator,
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Judge ratings (n_datasets, n_items) and annotator ratings (n_datasets, n_items,
-    n_annotators) from the model of the module docstring."""
+    n_annotators) from the model of the module docstring.
+
+    Examples
+    --------
+    >>> judge, humans = simulated_ratings(2, 50, 3, 0.8, rng=np.random.default_rng(0))
+    >>> judge.shape, humans.shape, float(humans.min()) >= 1, float(humans.max()) <= 5
+    ((2, 50), (2, 50, 3), True, True)
+    """
     z = rng.standard_normal((n_datasets, n_items))
     humans = np.clip(np.round(3.0 + z[..., None] + annotator_noise
                               * rng.standard_normal((n_datasets, n_items, n_annotators))), 1, 5)
