@@ -59,7 +59,12 @@ def test_report_has_every_section(report):
     assert a["judge"].str.startswith("Sentinel").any()
     assert report.alt_test["judge"].str.startswith("Sentinel").any()
     assert set(report.biases["estimand"]) >= {"offset", "MAE", "r(rater - human, length)"}
-    assert (report.ppi["n_eff"] > 0).all() and len(report.sentinel_tests) == 4
+    assert (report.ppi["n_eff"] > 0).all()
+    tests = report.sentinel_tests
+    # 2 judges x 2 criteria against 2 sentinels at 2 levels, and the system one at the prompt
+    assert len(tests) == 4 * (2 * 2 + 1) and set(tests["level"]) == {"overall", "system",
+                                                                      "prompt"}
+    assert np.allclose(tests["delta"], tests["judge_corr"] - tests["sentinel_corr"], atol=1e-12)
     assert not report.to_frame().empty and report.settings["epsilon"] == 0.2
 
 

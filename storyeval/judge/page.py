@@ -61,7 +61,8 @@ def report_html(report: JudgeReport, *, files: Sequence[str] = (),
              "annotator_advantage", "statistic", "pvalue", "pvalue_by", "rejected", "epsilon"]],
         "Agreement with the human criterion (value [interval]) beside the leave-one-out human "
         "baseline and the sentinels": _agreement_wide(report),
-        "Comparison with the system-identity sentinel (prompt level, calibrated)":
+        "Comparison with the sentinels (delta = judge - sentinel; calibrated default tests at "
+        "the overall and system levels, the sentinel-aware bootstrap t at the prompt level)":
             report.sentinel_tests,
         "Biases (leniency: offset and MAE; length: residual correlation)": report.biases,
         "Human labels the judge is worth (PPI++)": report.ppi,

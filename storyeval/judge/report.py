@@ -9,8 +9,9 @@ rater group, a metric, any measure):
 * agreement with the human criterion at the overall, system, prompt and within-system levels
   (`storyeval.meta.meta_evaluate`, bootstrap intervals from `storyeval.meta.resampling`)
   beside the leave-one-out human baseline and the sentinels' agreement;
-* the calibrated comparison with the system-identity sentinel at the prompt level
-  (`storyeval.bias.compare_with_system_sentinel`);
+* the calibrated comparison with the sentinels: at the overall and system levels the
+  toolkit's calibrated default tests, at the prompt level
+  `storyeval.bias.compare_with_system_sentinel`;
 * leniency and length bias (`storyeval.bias.leniency`, `storyeval.bias.length`);
 * the human labels the judge is worth (PPI++, `storyeval.power.ppi`) and the items the
   alt-test needs to pass with the requested power (a bootstrap of its paired differences);
@@ -68,7 +69,10 @@ class JudgeReport:
         Per criterion, rater (judge, sentinel, human baseline) and level: the correlation and
         its interval.
     sentinel_tests : DataFrame
-        The prompt-level comparison of each judge with the system-identity sentinel.
+        Each judge against each sentinel: at the overall and system levels with the
+        calibrated default tests (two-sided; BH within level and criterion), at the prompt
+        level against the system-identity sentinel
+        (`storyeval.bias.compare_with_system_sentinel`); ``delta`` = judge - sentinel.
     biases : DataFrame
         Leniency (offset, MAE) and, with a length measure, the residual-length correlation.
     ppi : DataFrame
@@ -360,10 +364,21 @@ def judge_report(
     alt_table = pd.concat(alt_rows, ignore_index=True)
 
     ppi = _ppi_rows(wide, pairs, labels=ppi_labels, repeats=ppi_repeats, seed=random_state)
-    sentinel_tests = compare_with_system_sentinel(
+    prompt_level = compare_with_system_sentinel(
         wide, list(pairs["criterion"]), list(pairs["measure"]),
         confidence_level=confidence_level, n_boot=n_resamples, seed=random_state)
-    sentinel_tests.insert(1, "judge", list(pairs["judge"]))
+    prompt_level = pd.DataFrame({
+        "criterion": prompt_level["criterion"], "judge": list(pairs["judge"]),
+        "sentinel": SENTINEL_NAMES["system"], "level": "prompt",
+        "judge_corr": prompt_level["measure_corr"], "sentinel_corr": prompt_level["sentinel_corr"],
+        "delta": prompt_level["delta"], "ci_low": prompt_level["ci_low"],
+        "ci_high": prompt_level["ci_high"], "p": prompt_level["p"], "p_adjusted": np.nan,
+        "test": prompt_level["test"]})
+    sentinel_tests = pd.concat(
+        [*(_sentinel_comparisons(with_sentinels, list(dict.fromkeys(pairs["judge"])),
+                                 SENTINEL_NAMES[kind], crits, method=method,
+                                 confidence_level=confidence_level, random_state=random_state)
+           for kind in kinds), prompt_level], ignore_index=True)
     bias_frames = [leniency(wide, list(zip(pairs["measure"], pairs["criterion"])),
                             confidence_level=confidence_level)
                    .rename(columns={"rater": "measure"})]
@@ -411,6 +426,33 @@ def judge_report(
     return JudgeReport(verdicts=pd.DataFrame(verdict_rows), alt_test=alt_table,
                        agreement=agreement, sentinel_tests=sentinel_tests, biases=biases,
                        ppi=ppi, settings=settings)
+
+
+def _sentinel_comparisons(dataset, judges: list[str], sentinel: str, crits: list[str], *,
+                          method: str, confidence_level: float,
+                          random_state: int) -> pd.DataFrame:
+    """Each judge against one sentinel at the overall and system levels with the calibrated
+    default tests (`storyeval.compare.procedures.calibrated_test`), two-sided, signed
+    correlations; delta = judge - sentinel."""
+    from storyeval.compare.procedures import calibrated_test
+    from storyeval.meta import meta_evaluate
+
+    levels = ("overall", "system")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoryevalWarning)
+        res = meta_evaluate(dataset, measures=[*judges, sentinel], criteria=crits,
+                            levels=levels, method=method, reference=sentinel,
+                            test={lev: calibrated_test(lev, method) for lev in levels},
+                            alternative="two-sided", direction="fixed", sign_convention="raw",
+                            family="criterion", include_human_stories=True, nan_policy="omit",
+                            confidence_level=confidence_level, random_state=random_state)
+    c = res.comparisons
+    c = c[(c["rater_a"] == sentinel) & c["rater_b"].isin(judges)]
+    return pd.DataFrame({
+        "criterion": c["criterion"], "judge": c["rater_b"], "sentinel": sentinel,
+        "level": c["level"], "judge_corr": c["r_b"], "sentinel_corr": c["r_a"],
+        "delta": -c["delta"], "ci_low": -c["ci_high"], "ci_high": -c["ci_low"], "p": c["p"],
+        "p_adjusted": c["p_adjusted"], "test": c["test"]})
 
 
 def _sentinel_measure(dataset, group: str, criterion: str) -> str:
