@@ -99,3 +99,14 @@ def test_bootstrap_at_the_within_level_is_a_clear_error():
                         reference="none")
     with pytest.raises(InputError, match="within-system level"):
         add_bootstrap_ci(res, n_resamples=10)
+
+
+def test_level_data_within_is_the_transposed_prompt_cube():
+    from storyeval.correlation.levels import level_data
+
+    w = _toy()
+    prompt = level_data(w, level="prompt")
+    within = level_data(w, level="within")
+    assert within.shape == (4, 12, 2)
+    np.testing.assert_array_equal(within, prompt.transpose(1, 0, 2))
+    np.testing.assert_array_equal(within[1, :, 1], w.loc["B", "m"].to_numpy())

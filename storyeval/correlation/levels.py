@@ -144,7 +144,7 @@ def level_data(
         Index ``(system, prompt_id)``, one float column per measure.
     measures : sequence of str, optional
         Columns to keep (default: all).
-    level : {"overall", "system", "prompt"}
+    level : {"overall", "system", "prompt", "within"}
     nan_policy : {"raise", "omit", "propagate"}
         ``"raise"``: InputError naming the measure and story. ``"omit"``: a system mean is the
         mean of that system's available stories (NaN if it has none). ``"propagate"``: a system
@@ -160,7 +160,8 @@ def level_data(
     DataFrame or ndarray
         ``"overall"``: the story x measure frame; ``"system"``: a system x measure frame of
         means; ``"prompt"``: an array of shape (prompt, system, measure), prompts and systems
-        sorted, NaN where a (system, prompt) story is absent.
+        sorted, NaN where a (system, prompt) story is absent; ``"within"``: the same array
+        transposed to (system, prompt, measure).
 
     Raises
     ------
@@ -202,7 +203,8 @@ def level_data(
         if nan_policy == "propagate":
             means = means.where(grouped.count().to_numpy() == grouped.size().to_numpy()[:, None])
         return means.copy(deep=False).pipe(_snap_frame, tie_rtol)
-    return _prompt_cube(sub, nan_policy)[0]
+    cube = _prompt_cube(sub, nan_policy)[0]
+    return cube.transpose(1, 0, 2) if level == "within" else cube
 
 
 def _snap_frame(frame: pd.DataFrame, tie_rtol: float) -> pd.DataFrame:
