@@ -101,6 +101,15 @@ def agreement_table(report) -> str:
     return _md(grid[["overall", "system", "prompt", "within"]].reset_index())
 
 
+def sentinel_tests_table(report) -> str:
+    """Beluga-13B (Eval-Prompt 1) against the two sentinels on Engagement at every level."""
+    t = report.sentinel_tests
+    t = t[(t["judge"] == "Beluga-13B 1") & (t["criterion"] == "Engagement")]
+    return _md(t[["sentinel", "level", "judge_corr", "sentinel_corr", "delta", "ci_low",
+                  "ci_high", "p", "test"]].assign(
+        test=lambda d: d["test"].str.split(",").str[0]))
+
+
 def epsilon_table() -> str:
     """Winning rate of the Eval-Prompt 1 raters on Engagement at four margins."""
     from storyeval.compare.alt_test import alt_test
@@ -200,6 +209,7 @@ def generate(out: Path = DEFAULT_OUT) -> list[Path]:
         "evidence": evidence_table(report),
         "sentinel_alt_test": sentinel_table(report),
         "agreement": agreement_table(report),
+        "sentinel_tests": sentinel_tests_table(report),
         "epsilon": epsilon_table(),
         "error_rates": error_rates(),
         "runtime": runtime(),
