@@ -52,16 +52,19 @@ def expected_gap(judge_noise: float, *, n_annotators: int = 3, annotator_noise: 
 
 
 def calibrate_judge_noise(gap: float, *, n_annotators: int = 3, annotator_noise: float = 1.0,
-                          tol: float = 1e-4) -> float:
-    """The judge noise whose expected gap is ``gap`` (bisection on `expected_gap`)."""
+                          tol: float = 1e-4, n_items: int = 200_000) -> float:
+    """The judge noise whose expected gap is ``gap`` (bisection on `expected_gap` with
+    ``n_items`` simulated items)."""
+    def gap_at(noise: float) -> float:
+        return expected_gap(noise, n_annotators=n_annotators, annotator_noise=annotator_noise,
+                            n_items=n_items)
+
     lo, hi = 0.0, 20.0
-    if not expected_gap(lo, n_annotators=n_annotators, annotator_noise=annotator_noise) \
-            <= gap <= expected_gap(hi, n_annotators=n_annotators,
-                                   annotator_noise=annotator_noise):
+    if not gap_at(lo) <= gap <= gap_at(hi):
         raise InputError(f"calibrate_judge_noise: no judge of this model has gap {gap!r}")
     while hi - lo > tol:
         mid = (lo + hi) / 2
-        if expected_gap(mid, n_annotators=n_annotators, annotator_noise=annotator_noise) < gap:
+        if gap_at(mid) < gap:
             lo = mid
         else:
             hi = mid
