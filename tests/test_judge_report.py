@@ -96,3 +96,19 @@ def test_cli_damaged_input_is_one_line(tmp_path, capsys):
                  "--judges", "judge", "--n-resamples", "20"])
     err = capsys.readouterr().err
     assert code == 2 and "at least two" in err and err.count("\n") == 1
+
+
+def test_self_preference_with_own(hanna_generation_wide):
+    from storyeval.bias.self_preference import self_preference
+    from storyeval.exceptions import InputError
+
+    rep = judge_report(judges="Beluga-13B 1", criteria="Relevance", n_resamples=20,
+                       ppi_repeats=2, own={"Beluga-13B 1": ["GPT-2"]})
+    row = rep.biases[rep.biases["estimand"] == "self-preference"].iloc[0]
+    direct = self_preference(hanna_generation_wide, {"Beluga-13B RE 1": ["GPT-2"]},
+                             reference="Relevance").iloc[0]
+    assert row["judge"] == "Beluga-13B 1" and row["estimate"] == direct["estimate"]
+    assert row["pvalue"] == direct["pvalue"]
+    with pytest.raises(InputError, match="not among the judges"):
+        judge_report(judges="Beluga-13B 1", criteria="Relevance", n_resamples=20,
+                     ppi_repeats=2, own={"ChatGPT 1": ["GPT-2"]})

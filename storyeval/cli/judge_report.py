@@ -69,6 +69,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                            "'none' to skip)")
     what.add_argument("--ppi-labels", type=int, default=100, metavar="N",
                       help="PPI budget of human labels (default 100)")
+    what.add_argument("--own", metavar="JUDGE=SYSTEM", action="append", default=[],
+                      help="a judge and a system it owns (its own model, or one of its "
+                           "family): its self-preference joins the biases; repeatable")
     what.add_argument("--power", type=float, default=0.8,
                       help="of the items-to-pass search (default 0.8)")
     inference = parser.add_argument_group("inference")
@@ -88,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from storyeval.cli import RUN_WARNINGS
+    from storyeval.cli.bias import _own_arg
     from storyeval.cli.common import check_out_args, load_dataset_args, print_written
     from storyeval.judge.page import write_report
     from storyeval.judge.report import judge_report, verdict_summary
@@ -102,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         include_human_stories=args.include_human_stories,
         length=None if args.length == "none" else args.length,
         confidence_level=args.confidence_level, n_resamples=args.n_resamples,
-        ppi_labels=args.ppi_labels, power=args.power, random_state=args.seed)
+        ppi_labels=args.ppi_labels, power=args.power, own=_own_arg(args.own) or None,
+        random_state=args.seed)
     table = verdict_summary(report)
     if args.json:
         print(json.dumps({"settings": {k: v for k, v in report.settings.items()},

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,7 +74,8 @@ class JudgeReport:
         level against the system-identity sentinel
         (`storyeval.bias.compare_with_system_sentinel`); ``delta`` = judge - sentinel.
     biases : DataFrame
-        Leniency (offset, MAE) and, with a length measure, the residual-length correlation.
+        Leniency (offset, MAE), with a length measure the residual-length correlation, and with
+        ``own`` the self-preference.
     ppi : DataFrame
         The effective number of human labels and the labels the verdict asks for.
     settings : dict
@@ -228,6 +229,7 @@ def judge_report(
     ppi_labels: int = 100,
     ppi_repeats: int = 50,
     power: float = 0.8,
+    own: Mapping[str, str | Sequence[str]] | None = None,
     random_state: int = 0,
 ) -> JudgeReport:
     """May this judge replace the annotators? Every piece of evidence, and a verdict, per
@@ -262,6 +264,10 @@ def judge_report(
         of them, averaged.
     power : float, default 0.8
         Of the items-to-pass search.
+    own : mapping, optional
+        Judge (rater group or measure, as in ``judges``) -> the system(s) it owns (its own
+        model, or its model family): its self-preference against the human criterion
+        (`storyeval.bias.self_preference`) joins the biases.
     random_state : int, default 0
 
     Returns
@@ -309,6 +315,10 @@ def judge_report(
                          "alt-test needs at least two (declare the annotators when reading the "
                          "data)")
     pairs = _resolve_judges(dataset, judges, crits)
+    unknown = [k for k in (own or {}) if k not in set(pairs["judge"]) | set(pairs["measure"])]
+    if unknown:
+        raise InputError(f"judge_report: own names {unknown[0]!r}, which is not among the "
+                         f"judges {sorted(set(pairs['judge']))}")
     length_col = _length_measure(dataset, length)
     kinds = ("system", "length") if length_col else ("system",)
     with_sentinels, _ = add_sentinels(dataset, kinds=kinds, length=length_col, criteria=crits)
@@ -388,6 +398,8 @@ def judge_report(
                                         confidence_level=confidence_level)
             for m, c in zip(pairs["measure"], pairs["criterion"])]).rename(
                 columns={"rater": "measure", "human": "criterion"}))
+    if own:
+        bias_frames.append(_self_preference(wide, pairs, own, confidence_level))
     biases = pd.concat(bias_frames, ignore_index=True, sort=False)
     biases.insert(0, "judge", biases["measure"].map(dict(zip(pairs["measure"], pairs["judge"]))))
 
@@ -426,6 +438,23 @@ def judge_report(
     return JudgeReport(verdicts=pd.DataFrame(verdict_rows), alt_test=alt_table,
                        agreement=agreement, sentinel_tests=sentinel_tests, biases=biases,
                        ppi=ppi, settings=settings)
+
+
+def _self_preference(wide: pd.DataFrame, pairs: pd.DataFrame,
+                     own: Mapping[str, str | Sequence[str]],
+                     confidence_level: float) -> pd.DataFrame:
+    from storyeval.bias.self_preference import self_preference
+
+    frames = []
+    for measure, crit, judge in pairs[["measure", "criterion", "judge"]].itertuples(index=False):
+        systems = own.get(judge, own.get(measure))
+        if systems is None:
+            continue
+        frame = self_preference(wide, {measure: systems}, reference=crit,
+                                confidence_level=confidence_level)
+        frames.append(frame.rename(columns={"rater": "measure", "reference": "criterion"})
+                      .assign(estimand="self-preference"))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _sentinel_comparisons(dataset, judges: list[str], sentinel: str, crits: list[str], *,
