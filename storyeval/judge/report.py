@@ -321,7 +321,8 @@ def judge_report(
                          f"judges {sorted(set(pairs['judge']))}")
     length_col = _length_measure(dataset, length)
     kinds = ("system", "length") if length_col else ("system",)
-    with_sentinels, _ = add_sentinels(dataset, kinds=kinds, length=length_col, criteria=crits)
+    # every criterion's sentinels (meta_evaluate validates a reference on the first criterion)
+    with_sentinels, _ = add_sentinels(dataset, kinds=kinds, length=length_col)
     wide = with_sentinels.wide()
     sentinel_of = {(kind, c): resolve for kind in kinds for c in crits
                    for resolve in [_sentinel_measure(with_sentinels, SENTINEL_NAMES[kind], c)]}
