@@ -53,6 +53,15 @@ def test_report_repeats_alt_test_and_correlations(report, hanna_generation_wide)
         assert row["verdict"] == rule
 
 
+def test_one_judge_gets_the_same_row_as_in_a_larger_report(report):
+    alone = judge_report(judges="ChatGPT 1", criteria="Engagement", n_resamples=50,
+                         ppi_repeats=5)
+    row = alone.verdicts.iloc[0]
+    same = report.verdicts.set_index(["criterion", "judge"]).loc[("Engagement", "ChatGPT 1")]
+    for name in ("verdict", "winning_rate", "overall_ci_low", "labels_needed", "ppi_gain"):
+        assert row[name] == same[name], name
+
+
 def test_report_has_every_section(report):
     a = report.agreement
     assert {"overall", "system", "prompt", "within"} <= set(a["level"])

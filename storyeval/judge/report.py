@@ -158,9 +158,9 @@ def _ppi_rows(wide: pd.DataFrame, pairs: pd.DataFrame, *, labels: int, repeats: 
               seed: int) -> pd.DataFrame:
     from storyeval.power.ppi import ppi_mean_many
 
-    rng = np.random.default_rng(seed)
     rows = []
     for measure, crit, judge in pairs[["measure", "criterion", "judge"]].itertuples(index=False):
+        rng = np.random.default_rng(seed)  # the same labelled subsets for every judge
         ok = wide[[measure, crit]].notna().all(axis=1).to_numpy()
         y = wide[crit].to_numpy(dtype=float)[ok]
         f = wide[measure].to_numpy(dtype=float)[ok]
@@ -357,7 +357,6 @@ def judge_report(
 
     # alt-test of every judge and of the system-identity sentinel
     alt_rows, verdict_rows, sentinel_alt = [], [], {}
-    rng = np.random.default_rng(random_state)
     for crit in crits:
         humans = wide[annotators[crit]]
         s_measure = sentinel_of[("system", crit)]
@@ -425,7 +424,8 @@ def judge_report(
                                        .loc[(crit, "overall"), "value"]),
             "ppi_gain": float(ppi_by.loc[(crit, judge), "gain"]), "labels_needed": needed,
             "items_to_pass": _items_to_pass(res.differences, epsilon=epsilon, q=q, power=power,
-                                            rng=rng, n_boot=min(n_resamples, 200))
+                                            rng=np.random.default_rng(random_state),
+                                            n_boot=min(n_resamples, 200))
             if res.passed else math.nan,
             "n_items": res.n_items, "n_annotators": len(res.annotators),
         })
