@@ -67,6 +67,8 @@ def test_prose_claims_hold():
     assert len(verdicts) == 20 and not any(c.startswith("replaces") for c in cells)
     passing = sum("(w 1.00)" in c or "(w 0.67)" in c for c in cells)
     assert passing > len(cells) / 2  # "most pass the alt-test"
+    # "most raters correlate with the humans and save a few human labels"
+    assert sum(c.startswith("PPI") for c in cells) > len(cells) / 2
     sentinel = _table(SNIPPETS / "sentinel_alt_test.md")
     assert len(sentinel) == 6 and (sentinel["winning_rate"].astype(float) == 1).all()
     eps = _table(SNIPPETS / "epsilon.md").set_index("judge").astype(float)

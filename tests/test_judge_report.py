@@ -85,6 +85,11 @@ def test_cli_writes_page_opening_with_verdicts(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     payload = json.loads(captured.out)
+    assert set(payload) == {"settings", "verdicts"}  # the JSON output, pinned
+    assert list(payload["verdicts"][0]) == [
+        "criterion", "judge", "verdict", "winning_rate", "advantage_probability",
+        "sentinel_winning_rate", "overall_corr", "overall_ci_low", "human_loo_overall",
+        "ppi_gain", "items_to_pass"]
     assert payload["verdicts"][0]["judge"] == "Beluga-13B 1"
     assert payload["settings"]["epsilon"] == 0.2
     page = (out / "index.html").read_text(encoding="utf-8")
