@@ -127,3 +127,24 @@ def test_self_preference_with_own(hanna_generation_wide):
     with pytest.raises(InputError, match="not among the judges"):
         judge_report(judges="Beluga-13B 1", criteria="Relevance", n_resamples=20,
                      ppi_repeats=2, own={"ChatGPT 1": ["GPT-2"]})
+
+
+def test_missing_judge_ratings_raise_or_drop_their_prompts():
+    from dataclasses import replace
+
+    from storyeval.data import load_hanna
+    from storyeval.exceptions import DroppedStoriesWarning, InputError
+
+    data = load_hanna(include_human_stories=False)
+    table = data.table.copy()
+    col = table.columns.get_loc("Beluga-13B EG 1")
+    table.iloc[[3, 100], col] = np.nan  # two stories on two prompts
+    damaged = replace(data, table=table)
+    with pytest.raises(InputError) as e:
+        judge_report(damaged, judges="Beluga-13B 1", criteria="Engagement", n_resamples=20,
+                     ppi_repeats=2)
+    assert "2 stories lack a judge rating" in str(e.value) and "\n" not in str(e.value)
+    with pytest.warns(DroppedStoriesWarning, match="2 prompt"):
+        rep = judge_report(damaged, judges="Beluga-13B 1", criteria="Engagement",
+                           n_resamples=20, ppi_repeats=2, nan_policy="omit")
+    assert rep.verdicts["n_items"].item() == 960 - 2 * 10

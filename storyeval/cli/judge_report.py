@@ -72,6 +72,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     what.add_argument("--own", metavar="JUDGE=SYSTEM", action="append", default=[],
                       help="a judge and a system it owns (its own model, or one of its "
                            "family): its self-preference joins the biases; repeatable")
+    what.add_argument("--nan-policy", choices=("raise", "omit"), default="raise",
+                      help="a missing judge rating or criterion score: an error (default), or "
+                           "omit: leave out the prompts that have one")
     what.add_argument("--power", type=float, default=0.8,
                       help="of the items-to-pass search (default 0.8)")
     inference = parser.add_argument_group("inference")
@@ -107,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         length=None if args.length == "none" else args.length,
         confidence_level=args.confidence_level, n_resamples=args.n_resamples,
         ppi_labels=args.ppi_labels, power=args.power, own=_own_arg(args.own) or None,
-        random_state=args.seed)
+        nan_policy=args.nan_policy, random_state=args.seed)
     table = verdict_summary(report)
     if args.json:
         print(json.dumps({"settings": {k: v for k, v in report.settings.items()},

@@ -124,6 +124,36 @@ def _resolve_judges(dataset, judges, crits: list[str]) -> pd.DataFrame:
     return pairs.reset_index(drop=True)
 
 
+def _complete_prompts(dataset, columns: Sequence[str], nan_policy: str):
+    """``dataset`` without the prompts where a judge rating or criterion score is missing."""
+    from storyeval.exceptions import DroppedStoriesWarning, user_stacklevel
+
+    if nan_policy not in ("raise", "omit"):
+        raise InputError(f"judge_report: nan_policy must be 'raise' or 'omit', got "
+                         f"{nan_policy!r}")
+    table = dataset.table
+    columns = list(dict.fromkeys(columns))
+    missing = table[columns].isna()
+    if not missing.any().any():
+        return dataset
+    rows = missing.any(axis=1).to_numpy()
+    first = table.index[rows][0]
+    column = columns[int(np.argmax(missing.to_numpy()[rows][0]))]
+    if nan_policy == "raise":
+        raise InputError(f"judge_report: {int(rows.sum())} stories lack a judge rating or a "
+                         f"criterion score (the first: {column!r} of story {tuple(first)}); "
+                         "nan_policy='omit' (--nan-policy omit) leaves their prompts out")
+    prompts = table.index.get_level_values("prompt_id")
+    bad = set(prompts[rows])
+    if len(bad) == len(set(prompts)):
+        raise InputError("judge_report: every prompt has a missing judge rating or criterion "
+                         "score; nothing is left")
+    warnings.warn(f"judge_report: {len(bad)} prompt(s) with a missing judge rating or "
+                  f"criterion score left out ({int(rows.sum())} stories missing a value)",
+                  DroppedStoriesWarning, stacklevel=user_stacklevel())
+    return dataset._derived(table.loc[~prompts.isin(bad)])
+
+
 def _length_measure(dataset, length: str | None) -> str | None:
     cat = dataset.catalogue
     if length == "auto":
@@ -230,6 +260,7 @@ def judge_report(
     ppi_repeats: int = 50,
     power: float = 0.8,
     own: Mapping[str, str | Sequence[str]] | None = None,
+    nan_policy: str = "raise",
     random_state: int = 0,
 ) -> JudgeReport:
     """May this judge replace the annotators? Every piece of evidence, and a verdict, per
@@ -268,6 +299,12 @@ def judge_report(
         Judge (rater group or measure, as in ``judges``) -> the system(s) it owns (its own
         model, or its model family): its self-preference against the human criterion
         (`storyeval.bias.self_preference`) joins the biases.
+    nan_policy : {"raise", "omit"}, default "raise"
+        A judge rating or human criterion score that is missing (an LLM failure): an error, or
+        ``"omit"``: the prompts with a missing value are left out, every system's story of
+        them (the sentinels and resampling need every system on every prompt), with a
+        `DroppedStoriesWarning`. Missing individual annotator ratings (a sparse design) are
+        always allowed.
     random_state : int, default 0
 
     Returns
@@ -319,6 +356,7 @@ def judge_report(
     if unknown:
         raise InputError(f"judge_report: own names {unknown[0]!r}, which is not among the "
                          f"judges {sorted(set(pairs['judge']))}")
+    dataset = _complete_prompts(dataset, [*pairs["measure"], *crits], nan_policy)
     length_col = _length_measure(dataset, length)
     kinds = ("system", "length") if length_col else ("system",)
     # every criterion's sentinels (meta_evaluate validates a reference on the first criterion)
