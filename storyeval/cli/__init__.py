@@ -44,6 +44,7 @@ COMMANDS: tuple[str, ...] = (
     "diversity",
     "perturb",
     "robustness",
+    "judge_report",
 )
 
 

@@ -63,8 +63,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="human criteria, names or codes (default: all of the dataset's); "
                            "for a wide or long score table, the columns that hold them")
     what.add_argument("--levels", default="overall,system", metavar="LIST",
-                      help="comma-separated among overall, system, prompt "
-                           "(default: overall,system)")
+                      help="comma-separated among overall, system, prompt, within "
+                           "(within-system: correlate within each system, then average; "
+                           "default: overall,system)")
     what.add_argument("--coef", default="kendall_b",
                       choices=["kendall", "kendall_b", "kendall_c", "pearson", "spearman",
                                "acc_eq", "tau23", "spa"],

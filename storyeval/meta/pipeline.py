@@ -40,7 +40,7 @@ from storyeval.compare.procedures import (
 from storyeval.compare.williams import WILLIAMS_NOTE, williams_test
 from storyeval.correlation.kernel import resolve_method
 from storyeval.correlation.levels import (
-    LEVELS,
+    ALL_LEVELS,
     TIE_RTOL,
     CorrelationGrid,
     correlation_grid,
@@ -573,9 +573,9 @@ def _check_levels(levels: str | Sequence[str]) -> list[str]:
     levels = [p.strip() for p in levels.split(",") if p.strip()] if isinstance(levels, str) \
         else list(levels)
     levels = [canonical_level(lev) for lev in levels]  # aliases: storyeval.data.level_names
-    bad = [lev for lev in levels if lev not in LEVELS]
+    bad = [lev for lev in levels if lev not in ALL_LEVELS]
     if bad or not levels:
-        raise InputError(f"levels must be among {list(LEVELS)}; got {levels}")
+        raise InputError(f"levels must be among {list(ALL_LEVELS)}; got {levels}")
     return list(dict.fromkeys(levels))
 
 

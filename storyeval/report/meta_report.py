@@ -59,6 +59,9 @@ def level_caption(result: MetaResult, level: str) -> str:
         what = f"{s['n_stories']} stories pooled"
     elif level == "system":
         what = f"means of {count(s['n_systems'], 'system')}"
+    elif level == "within":
+        what = (f"within each of {count(s['n_systems'], 'system')} across its stories, averaged "
+                "over systems")
     else:
         what = (f"within each prompt across {count(s['n_systems'], 'system')}, averaged over "
                 "prompts")
