@@ -151,20 +151,21 @@ SIGN_CONVENTIONS = ("auto", "raw", "paper")
 # 1,000 null data sets per cell; docs "Which test?"): the row's note says so wherever the row
 # is printed (terminal, HTML, CSV), with the test that can reach the level.
 FEW_SYSTEMS = 5
-FEW_SYSTEMS_LEVEL = {"kendall_b": (0.014, 0.034), "kendall_c": (0.014, 0.034),
-                     "spearman": (0.014, 0.034), "pearson": (0.045, 0.050)}
+FEW_SYSTEMS_LEVEL = {"kendall_b": (0.014, 0.021), "pearson": (0.059, 0.061)}
 
 
 def few_systems_note(method: str) -> str:
     """The validity note of a system-level comparison of fewer than `FEW_SYSTEMS` systems."""
-    low, high = FEW_SYSTEMS_LEVEL.get(method, FEW_SYSTEMS_LEVEL["kendall_b"])
+    measured = method if method in FEW_SYSTEMS_LEVEL else "kendall_b"
+    low, high = FEW_SYSTEMS_LEVEL[measured]
+    which = "" if measured == method else " (measured for tau-b)"
     text = ("fewer than 5 systems: a coefficient of 3-4 system means takes a handful of values; "
             f"the system-level test's measured type-I error was {low:.3f}-{high:.3f} at "
-            "nominal 0.05 at 3-4 systems (docs: Which test?), its power is very low, and its "
-            "p-value is not comparable with larger studies'")
+            f"nominal 0.05 with 3-4 systems{which} (docs: Which test?), its power is very low, "
+            "and its p-value is not comparable with larger studies'")
     if method != "pearson":
-        text += ("; this rank coefficient is too discrete to reach the level there: for a "
-                 "test that does, compare Pearson correlations (--coef pearson)")
+        text += ("; this rank coefficient is too discrete for the test to reach the level "
+                 "there: for a test that does, compare Pearson correlations (--coef pearson)")
     return text
 
 

@@ -102,9 +102,11 @@ def comparison_caption(result: MetaResult, level: str, criterion: str | None = N
     return text + "".join(_row_notes(result, level, criterion))
 
 
-def _row_notes(result: MetaResult, level: str, criterion: str | None) -> list[str]:
-    """The validity notes of a level's comparison rows (e.g. few systems) and the legend of
-    the disagreement mark, for every caption the rows appear under."""
+def _row_notes(result: MetaResult, level: str, criterion: str | None,
+               mark: bool = False) -> list[str]:
+    """The validity notes of a level's comparison rows (e.g. few systems), for every caption
+    the rows appear under, and with ``mark`` the legend of the disagreement mark (the cells of
+    the effect tables carry it)."""
     rows = result.comparisons
     if rows.empty or "level" not in rows:
         return []
@@ -112,7 +114,7 @@ def _row_notes(result: MetaResult, level: str, criterion: str | None) -> list[st
     out = [f"; note: {note}"
            for note in dict.fromkeys(rows.get("note", pd.Series(dtype=object)).fillna(""))
            if note]
-    if disagreeing_rows(rows).any():
+    if mark and disagreeing_rows(rows).any():
         out.append(f"; {DISAGREE_MARK}: the interval (per comparison, not adjusted) and the "
                    "adjusted p disagree at 0.05")
     return out
@@ -453,7 +455,7 @@ def effect_caption(result: MetaResult, level: str, criterion: str | None = None)
             f"[{cl:.0%} CI, per comparison (not adjusted for multiplicity): {method}], "
             f"{result.settings['comparisons']['comparison']}, "
             f"{level} level" + (f", {criterion}" if criterion is not None else "")
-            + "".join(_row_notes(result, level, criterion)))
+            + "".join(_row_notes(result, level, criterion, mark=True)))
 
 
 DISAGREE_MARK = "\u2020"  # dagger
