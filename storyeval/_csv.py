@@ -26,9 +26,10 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported on use: the command line's start needs none of it
+    import pandas as pd
 
 __all__ = ["TRIGGERS", "csv_text", "neutralise_frame", "neutralise_text", "raw_csv",
            "raw_csv_enabled", "restore_frame", "restore_text", "write_csv"]
@@ -76,6 +77,9 @@ def restore_text(text: str) -> str:
 def _map_text(col: pd.Series, fn, candidate: str) -> pd.Series | None:
     """``col`` with ``fn`` applied to its text cells that start with a character of
     ``candidate``; None when no cell changes (checked on the distinct values, vectorised)."""
+    import numpy as np
+    import pandas as pd
+
     if not (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         return None
     values = col.to_numpy(dtype=object)

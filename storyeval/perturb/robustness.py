@@ -17,15 +17,14 @@ from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from storyeval.data.io import numeric_column, row_label, string_column
 from storyeval.exceptions import InputError
 
 _VERDICTS = {"a": "A", "b": "B", "same": "same", "tie": "same"}
 
-__all__ = ["check_lower_is_better", "check_manifest", "check_scores", "clustered_mean", "robustness_table",
-           "score_outcomes", "verdict_outcomes"]
+__all__ = ["check_lower_is_better", "check_manifest", "check_scores", "clustered_mean",
+           "robustness_table", "score_outcomes", "verdict_outcomes"]
 
 
 def clustered_mean(x: np.ndarray, clusters: np.ndarray, *, confidence: float = 0.95
@@ -52,6 +51,8 @@ def clustered_mean(x: np.ndarray, clusters: np.ndarray, *, confidence: float = 0
         return mean, np.nan, np.nan, np.nan, np.nan
     sums = np.bincount(codes, weights=xs - mean_s, minlength=g)
     se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)) / n) * scale
+    from scipy import stats  # on use: `storyeval --help` and the parser need no scipy.stats
+
     zc = float(stats.norm.ppf(0.5 + confidence / 2))
     p = float(2 * stats.t.sf(abs(mean / se), g - 1)) if se > 0 else (1.0 if mean == 0 else 0.0)
     return mean, se, mean - zc * se, mean + zc * se, p
