@@ -294,7 +294,7 @@ def write_assignment_plan(path, *, pairs: pd.DataFrame | None = None,
     assignment at the peak plus one chunk of rows; never the whole CSV."""
     from storyeval._atomic import atomic_path
     from storyeval._csv import write_csv
-    from storyeval._progress import progress_bar
+    from storyeval._progress import Stages, progress_bar
 
     if pairs is not None:
         source_pairs = _Pairs(_pairs_frame(pairs, source))
@@ -305,9 +305,12 @@ def write_assignment_plan(path, *, pairs: pd.DataFrame | None = None,
         if prompts < 1:
             raise InputError(f"prompts must be >= 1, got {prompts}")
         source_pairs = _Pairs(systems=systems, prompts=int(prompts))
+    stage = Stages(show_progress)
+    stage.start("assigning the pairs")
     plan = _make_plan(source_pairs, annotators, judgments_per_pair=judgments_per_pair,
                       per_sitting=per_sitting, dimensions=dimensions, seed=seed)
     total = plan.pair.size
+    stage.done(f"{total:,} assignments")
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle, \
             progress_bar(total=total, desc="writing the plan", unit="assignments",
                          show=show_progress) as bar:
