@@ -86,7 +86,7 @@ def read_long_scores(path: str | Path, fmt: str
     from storyeval._csv import restore_text
 
     if result is not None and any(restore_text(str(v)) != str(v)
-                                  for v in [*result[1], *result[3]]):
+                                  for v in [*result[1], *result[2], *result[3]]):
         return None  # names neutralised against spreadsheet formulas: the general reader's
     return result
 
