@@ -85,7 +85,7 @@ def read_long_scores(path: str | Path, fmt: str
         release_arrow_memory()
     from storyeval._csv import restore_text
 
-    if result is not None and any(restore_text(str(v)) != str(v)
+    if result is not None and any(isinstance(v, str) and v[:1] == "'" and restore_text(v) != v
                                   for v in [*result[1], *result[2], *result[3]]):
         return None  # names neutralised against spreadsheet formulas: the general reader's
     return result
