@@ -104,6 +104,11 @@ def backend_from_args(args: argparse.Namespace):
                             batch_in=args.batch_in,
                             keep_alive=not getattr(args, "no_keep_alive", False),
                             check_model=not getattr(args, "no_model_check", False))
+    if args.backend == "hf" and args.model.lower().endswith(".gguf"):
+        from storyeval.llm.gguf import GGUFBackend
+
+        return GGUFBackend(args.model, batch_size=args.batch_size, device=args.device,
+                           dtype=args.dtype)
     if args.backend == "hf":
         return make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
                             dtype=args.dtype)

@@ -1512,12 +1512,8 @@ class VLLMBackend(Backend):
 
 
 def make_backend(kind: str, model: str, **options: Any) -> Backend:
-    """Build a backend by name: ``"openai"``, ``"hf"`` (a ``.gguf`` file: `storyeval.llm.gguf`)
-    or ``"vllm"``."""
+    """Build a backend by name: ``"openai"``, ``"hf"`` or ``"vllm"``."""
     classes = {"openai": OpenAIBackend, "hf": HFBackend, "vllm": VLLMBackend}
-    if kind == "hf" and str(model).lower().endswith(".gguf"):
-        from storyeval.llm.gguf import GGUFBackend
-        return GGUFBackend(model, **options)
     if kind not in classes:
         raise InputError(f"backend must be one of {sorted(classes)}, got {kind!r}")
     return classes[kind](model, **options)

