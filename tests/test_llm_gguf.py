@@ -39,6 +39,21 @@ STORIES = pd.DataFrame({
 })
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """One torch thread for this module: the README command runs two test processes on two
+    cores, and two more threads here would only contend (measured on a loaded 2-core machine:
+    this module takes about 32 s of CPU with one thread, about 80 s with two)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def smollm2():
     try:
