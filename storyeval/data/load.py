@@ -51,7 +51,7 @@ def read_human_table(
     ``scale`` declares the rating scale(s) (`storyeval.data.scales.parse_scale`): a rating
     outside is an error naming its row; without it, values far from the others warn.
     ``hanna_out_of_scale`` applies to a file in HANNA's wide format
-    ([`storyeval.data.load_hanna`][]'s ``out_of_scale``)."""
+    ([`load_hanna`][storyeval.data.hanna.load_hanna]'s ``out_of_scale``)."""
     from storyeval.data.scales import parse_scale
 
     scales = parse_scale(scale)
@@ -291,7 +291,7 @@ def read_dataset(
     hanna_out_of_scale : {"keep", "missing"}, default "keep"
         HANNA's data (embedded, or a file in its wide format): keep its LLM ratings below the
         1-5 scale (failed-extraction codes) as released, or treat them as missing
-        ([`storyeval.data.load_hanna`][]). No effect on other data.
+        ([`load_hanna`][storyeval.data.hanna.load_hanna]). No effect on other data.
 
     Examples
     --------

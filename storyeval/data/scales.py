@@ -182,7 +182,7 @@ def rater_out_of_scale(table: pd.DataFrame, catalogue: pd.DataFrame,
 
 
 def out_of_scale_per_rater(counts: pd.DataFrame) -> dict[str, int]:
-    """``{rater: values outside the scale}`` from [`rater_out_of_scale`][], raters with none
+    """``{rater: values outside the scale}`` from `rater_out_of_scale`, raters with none
     left out, the most affected first."""
     per = (counts["n_below"] + counts["n_above"]).groupby(counts["rater"], sort=False).sum()
     per = per[per > 0].sort_values(ascending=False, kind="stable")
