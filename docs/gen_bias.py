@@ -224,6 +224,8 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     write("ratings_hanna", markdown(["bias", "--metrics", "Beluga-13B 1,Mistral-7B 1",
                                      "--criteria", "RE,CH", "--length", "Text length",
                                      "--format", "md"]))
+    write("eval_prompts_hanna", markdown(["bias", "--eval-prompts", "Beluga-13B=3,4",
+                                          "--criteria", "RE,CH,SU", "--format", "md"]))
     write("length_pairs_hanna", hanna_length_pairs())
     write("verdicts_simulated", verdict_demo())
     write("sentinels_hanna", markdown(["meta", "--metrics", "Beluga-13B 1", "--criteria",

@@ -305,6 +305,36 @@ def annotator_agreement(write) -> None:
     write("icc_annotators", md(pd.concat(frames, ignore_index=True)))
 
 
+def out_of_scale(write) -> None:
+    """HANNA's LLM ratings below the 1-5 scale: counts per rater, and the paper's LLM rows of
+    both correlation figures with the codes kept (as released) and treated as missing."""
+    from storyeval.data import load_hanna
+    from storyeval.data.hanna import hanna_out_of_scale
+    from storyeval.data.scales import out_of_scale_per_rater
+    from storyeval.meta.pipeline import meta_evaluate
+
+    counts = hanna_out_of_scale(load_hanna())
+    per_rater = out_of_scale_per_rater(counts)
+    worst = counts.sort_values("n_below", ascending=False, kind="stable").head(1).iloc[0]
+    write("out_of_scale_counts", md(pd.DataFrame({
+        "rater (model, Eval-Prompt)": list(per_rater),
+        "values below 1 (of 7 x 1,056)": list(per_rater.values()),
+    })) + f"\n*{int(counts['n_below'].sum()):,} values in all; minimum "
+          f"{counts['min'].min():g}; the most affected column: {worst['measure']} "
+          f"({int(worst['n_below'])} of 1,056).*")
+    rows = []
+    for label, policy in (("as released", "keep"), ("codes missing", "missing")):
+        res = meta_evaluate(load_hanna(out_of_scale=policy), measures=",".join(LLM_RATERS),
+                            levels=("overall", "system"), reference="none", nan_policy="omit")
+        for level in ("overall", "system"):
+            grid = res.correlation_grid(level).loc[list(LLM_RATERS)]
+            for rater, row in grid.iterrows():
+                rows.append({"level": level, "rater": rater, "ratings": label,
+                             **row.to_dict(), "Mean": row.mean()})
+    table = pd.DataFrame(rows).sort_values(["level", "rater", "ratings"], kind="stable")
+    write("out_of_scale_effect", md(table))
+
+
 def python_blocks(page: str) -> list[str]:
     """The ```python code blocks of ``docs/PAGE``, in order."""
     text = (DOCS / page).read_text(encoding="utf-8")
@@ -447,6 +477,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, *, figures: bool = True) -> list
     williams(write, result, figure)
     user_study(write)
     annotator_agreement(write)
+    out_of_scale(write)
     tutorial(write)
     cli_reference(write)
     # Remove what an earlier version wrote and this one no longer does (out is ours alone).

@@ -90,6 +90,18 @@ def test_kinds_toy():
         perturb_text("x", "nope", rng)
 
 
+def test_synonym_names_its_fixed_table(stories):
+    from storyeval.perturb.kinds import SYNONYMS
+
+    assert len(SYNONYMS) == 36  # the table the output names ("fixed table of 36 words")
+    _, params = perturb_text("Nothing to replace here.", "synonym", np.random.default_rng(0))
+    assert params == {"replaced": [],
+                      "synonyms": "fixed table of 36 words (storyeval.perturb.kinds.SYNONYMS)"}
+    _, man = perturb_stories(stories, ["synonym"], seed=0)
+    assert all(json.loads(p)["synonyms"].startswith("fixed table of 36 words")
+               for p in man["parameters"])
+
+
 def test_position_only_judge_scores_half(stories):
     _, man = perturb_stories(stories, ["shuffle", "truncate"], seed=0)
     prompt = {s: p for s, p in zip(stories.story_id, stories.prompt_id)}

@@ -32,6 +32,7 @@ EPILOG = """\
 examples:
   storyeval bias --metrics 'Beluga-13B 1,Mistral-7B 1' --length 'Text length'
   storyeval bias --own 'Beluga-13B 1=GPT-2' --criteria RE,CH
+  storyeval bias --eval-prompts Beluga-13B=3,4
   storyeval bias --raters-only --scores beluga/scores.csv --scores mistral/scores.csv \\
       --own Beluga-13B=Beluga-13b --own Mistral-7B=Mistral-7b --reference other
 
@@ -83,6 +84,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     what.add_argument("--length", metavar="MEASURE",
                       help="the measure holding story lengths (HANNA: 'Text length'): "
                            "residual-length correlations")
+    what.add_argument("--eval-prompts", metavar="MODEL=A,B",
+                      help="instead: the paired comparison of Eval-Prompt B against A of one "
+                           "LLM on the same stories (mean rating and correlation with each "
+                           "human criterion, B - A, clustered by prompt), e.g. Beluga-13B=3,4")
     _add_inference(parser)
     out = parser.add_argument_group("output")
     add_format_option(out)
@@ -151,6 +156,12 @@ def _notes(args: argparse.Namespace, tables: dict) -> list[str]:
         lines.append("position: first-position rate tested against 0.5 (valid when the order "
                      "is randomised or both orders shown); net position flips = P(first won "
                      "both orders) - P(second won both orders), tested against 0")
+    if "eval_prompts" in tables:
+        from storyeval.bias.eval_prompts import JACKKNIFE_TEST
+
+        lines[0] = (f"intervals and tests: mean rating: {TEST_NAME}; correlation with human: "
+                    f"{JACKKNIFE_TEST}; clustered by prompt; confidence level "
+                    f"{args.confidence_level:g}; {args.alternative}; BH over the criteria")
     if "length_balanced" in tables:
         lines.append(f"length-balanced subset: seed {args.seed}")
     return lines
@@ -162,7 +173,8 @@ TITLES = {"self_preference": "Self-preference (difference-in-differences)",
           "residual_length": "Residual (rater - human) vs story length: Pearson r",
           "position": "Position bias", "length": "Length preference: P(prefer longer)",
           "lc_win_rate": "Length-controlled win rate per system (AlpacaEval)",
-          "length_balanced": "Accuracy on the reference's length-balanced pairs"}
+          "length_balanced": "Accuracy on the reference's length-balanced pairs",
+          "eval_prompts": "Eval-Prompt B against A on the same stories (B - A)"}
 
 
 #: Columns left out of text and Markdown tables (the notes name the test; CSV and JSON keep
@@ -216,6 +228,10 @@ def run(args: argparse.Namespace) -> int:
         ref = dataset.reference_system
         if ref in dataset.systems and not args.include_human_stories:
             dataset = dataset.select_systems(exclude=[ref])
+    if args.eval_prompts:
+        tables = {"eval_prompts": _eval_prompts(dataset, args)}
+        _print(args, tables, "bias")
+        return 0
     tables = rating_bias(dataset, own=_own_arg(args.own), reference=args.reference,
                          raters=args.metrics, criteria=args.criteria, length=args.length,
                          raters_only=args.raters_only, confidence_level=args.confidence_level,
@@ -225,6 +241,27 @@ def run(args: argparse.Namespace) -> int:
                          "(--metrics) with human scores")
     _print(args, tables, "bias")
     return 0
+
+
+def _eval_prompts(dataset, args: argparse.Namespace):
+    """``--eval-prompts MODEL=A,B``: `storyeval.bias.eval_prompts.compare_eval_prompts`."""
+    from storyeval.bias.eval_prompts import compare_eval_prompts
+    from storyeval.exceptions import InputError
+
+    model, sep, eps = args.eval_prompts.rpartition("=")
+    parts = [e.strip() for e in eps.split(",")]
+    if not sep or not model.strip() or len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise InputError(f"--eval-prompts {args.eval_prompts!r}: give MODEL=A,B, e.g. "
+                         "Beluga-13B=3,4")
+    if args.own or args.metrics or args.length:
+        raise InputError("--eval-prompts compares two Eval-Prompts on its own: leave out "
+                         "--own, --metrics and --length")
+    return compare_eval_prompts(dataset, model.strip(), eval_prompts=(int(parts[0]),
+                                                                      int(parts[1])),
+                                criteria=None if args.criteria == "all"
+                                else [c.strip() for c in args.criteria.split(",")],
+                                confidence_level=args.confidence_level,
+                                alternative=args.alternative)
 
 
 def _read_lengths(path: Path):

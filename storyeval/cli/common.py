@@ -84,6 +84,11 @@ def add_data_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
     parser.add_argument("--strict", action="store_true",
                         help="stories left out of the results (a score file that does not "
                              "cover them) are an error, not a warning")
+    parser.add_argument("--hanna-out-of-scale", choices=("keep", "missing"), default="keep",
+                        help="HANNA's data: its 1,174 LLM ratings below the 1-5 scale "
+                             "(failed-extraction codes averaged into the mean of three tries): "
+                             "keep as released (default: the paper's numbers) or treat as "
+                             "missing (then meta needs --nan-policy omit)")
 
 
 def add_include_reference_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup
@@ -130,6 +135,7 @@ def _read_dataset_args(args: argparse.Namespace, criteria: str | None, measures)
         reference_system=args.reference_system,
         require_same_prompts=not args.allow_unbalanced,
         scale=getattr(args, "scale", None),
+        hanna_out_of_scale=getattr(args, "hanna_out_of_scale", "keep"),
     )
 
 

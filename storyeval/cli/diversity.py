@@ -18,7 +18,8 @@ examples:
 Outputs (in --out): diversity.csv (one row per cell and statistic: distinct_n, novelty_n with
 --corpus), spread.csv (mean and SD over --run), similarity.csv (per time: in-group and out-group
 mean pairwise cosine, permutation p-value, seed), keyness.csv (each group against the others:
-log-odds with an informative Dirichlet prior, z, p), over_time.png with --time.
+log-odds with an informative Dirichlet prior, z, p, p_adjusted: Benjamini-Hochberg over all the
+words of that comparison, stated in its family column), over_time.png with --time.
 The corpus is read line by line into sorted 64-bit n-gram hashes on disk (--chunk bounds the
 memory); a false match has probability at most M * N / 2^64. Each story is tokenised once
 (progress bar on a terminal); memory: the table as read plus 4 bytes per word, and 24 bytes

@@ -10,9 +10,11 @@ def add_backend_model_options(group: argparse._ArgumentGroup) -> None:
     """``--backend`` and ``--model``."""
     group.add_argument("--backend", choices=("openai", "hf", "vllm"), default="openai",
                        help="openai: any OpenAI-compatible chat server (default); hf: local "
-                            "transformers; vllm: vLLM offline engine")
+                            "transformers (a model folder, or a .gguf file); vllm: vLLM "
+                            "offline engine")
     group.add_argument("--model", required=True,
-                       help="served model name (openai) or model folder/name (hf, vllm)")
+                       help="served model name (openai) or model folder/name (hf, vllm), or a "
+                            ".gguf file (hf; needs the gguf package: storyeval[llm-hf])")
 
 
 def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
@@ -102,6 +104,11 @@ def backend_from_args(args: argparse.Namespace):
                             batch_in=args.batch_in,
                             keep_alive=not getattr(args, "no_keep_alive", False),
                             check_model=not getattr(args, "no_model_check", False))
+    if args.backend == "hf" and args.model.lower().endswith(".gguf"):
+        from storyeval.llm.gguf import GGUFBackend
+
+        return GGUFBackend(args.model, batch_size=args.batch_size, device=args.device,
+                           dtype=args.dtype)
     if args.backend == "hf":
         return make_backend("hf", args.model, batch_size=args.batch_size, device=args.device,
                             dtype=args.dtype)

@@ -57,6 +57,9 @@ class Dataset:
     notes : tuple of str
         What the reader understood that changes numbers (shown by ``storyeval describe`` and
         in report headers), e.g. how per-story human scores were computed.
+    rater_scale : (low, high), optional
+        The scale of the LLM raters' ratings (HANNA: 1-5). ``storyeval describe`` counts the
+        values outside it per rater (`storyeval.data.scales.rater_out_of_scale`).
     """
 
     table: pd.DataFrame
@@ -68,6 +71,7 @@ class Dataset:
     presets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     default_test: str | None = None
+    rater_scale: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if list(self.table.index.names) != ["system", "prompt_id"]:

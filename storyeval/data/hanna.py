@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -57,6 +58,12 @@ USER_STUDY_LABELS = {
 }
 WORKERS_PER_EXPLANATION = 3
 
+HANNA_LLM_SCALE = (1.0, 5.0)
+"""The scale of HANNA's LLM ratings (each try a 1-5 rating; a released value is the mean of
+three tries)."""
+OUT_OF_SCALE_POLICIES = ("keep", "missing")
+"""What [`load_hanna`][] does with LLM ratings below the 1-5 scale (see `hanna_out_of_scale`)."""
+
 
 # HANNA's column names: annotators ``Human {i} {CODE}``, their leave-one-out means
 # ``Human Avg {i} {CODE}``; LLM ratings ``{model} {CODE|AVG} {eval_prompt}``.
@@ -87,7 +94,85 @@ def as_hanna(dataset: Dataset, name: str = "hanna") -> Dataset:
                    criterion_codes=dict(CRITERION_CODES),
                    presets={"paper": (*PAPER_METRICS, *PAPER_LLM_RATERS)},
                    notes=("human criteria: the mean of HANNA's three annotators per story",),
-                   default_test="paper")
+                   default_test="paper", rater_scale=HANNA_LLM_SCALE)
+
+
+def hanna_out_of_scale(dataset: Dataset) -> pd.DataFrame:
+    """HANNA's LLM ratings outside the 1-5 scale, per LLM-rating column.
+
+    The released table holds LLM ratings below 1 (1,174 of them in the 1,056 stories,
+    minimum -1.0; ``Mistral-7B SU 1`` alone has 80). A rating is the mean of three tries
+    of a 1-5 scale, so a value below 1 can only come from a try that produced no rating and
+    was recorded as a code (-1 or 0, by the values seen) and averaged in with the others: a
+    failed extraction. Only means pulled below 1 show; a failed try averaged with two good
+    ones (``(4 + 4 - 1) / 3 = 2.33``) cannot be told apart and stays.
+
+    Returns
+    -------
+    pandas.DataFrame
+        `storyeval.data.scales.rater_out_of_scale`: ``measure, rater, n_values, n_below,
+        n_above, min`` for every LLM-rating column (``rater`` is model and Eval-Prompt, e.g.
+        ``"Mistral-7B 1"``).
+
+    Examples
+    --------
+    >>> counts = hanna_out_of_scale(load_hanna())
+    >>> int(counts["n_below"].sum()), float(counts["min"].min())
+    (1174, -1.0)
+    """
+    from storyeval.data.scales import rater_out_of_scale
+
+    return rater_out_of_scale(dataset.table, dataset.catalogue, HANNA_LLM_SCALE)
+
+
+def apply_out_of_scale(dataset: Dataset, out_of_scale: str = "keep") -> Dataset:
+    """``dataset`` (HANNA's columns) with its out-of-scale LLM ratings counted in its notes,
+    and kept (``"keep"``, the release as is: the paper's numbers) or made missing
+    (``"missing"``).
+
+    With ``"missing"``, an LLM rating below 1 becomes NaN, and so does the ``AVG`` of the
+    same model, Eval-Prompt and story when any of its six criteria does (``AVG`` is their
+    mean in the release, so it carries the code too). Correlations then need
+    ``nan_policy="omit"`` (``storyeval meta --nan-policy omit``).
+    """
+    from storyeval.data.scales import out_of_scale_per_rater
+
+    if out_of_scale not in OUT_OF_SCALE_POLICIES:
+        raise InputError(f"out_of_scale must be one of {OUT_OF_SCALE_POLICIES}, "
+                         f"got {out_of_scale!r}")
+    counts = hanna_out_of_scale(dataset)
+    total = int(counts["n_below"].sum() + counts["n_above"].sum())
+    if not total:
+        return dataset
+    per_rater = out_of_scale_per_rater(counts)
+    listed = ", ".join(f"{rater}: {n}" for rater, n in per_rater.items())
+    lowest = float(counts["min"].min())
+    head = (f"LLM ratings: {total:,} values outside HANNA's 1-5 scale (minimum {lowest:g}), "
+            "read as failed-extraction codes averaged into the mean of three tries")
+    if out_of_scale == "keep":
+        note = (f"{head}; kept as released (the paper's numbers; --hanna-out-of-scale missing "
+                f"treats them as missing); per rater: {listed}")
+        return replace(dataset, notes=(*dataset.notes, note))
+    table = dataset.table.copy()
+    lo, hi = HANNA_LLM_SCALE
+    bad = {m: ~table[m].between(lo, hi) & table[m].notna() for m in counts["measure"]}
+    cat = dataset.catalogue.set_index("measure")
+    n_avg = 0
+    for measure in counts["measure"]:
+        if cat.at[measure, "criterion"] != "AVG":
+            continue
+        parts = [m for m in counts["measure"] if m != measure
+                 and cat.at[m, "model"] == cat.at[measure, "model"]
+                 and cat.at[m, "eval_prompt"] == cat.at[measure, "eval_prompt"]]
+        extra = np.logical_or.reduce([bad[m] for m in parts]) & ~bad[measure] \
+            if parts else np.zeros(len(table), bool)
+        n_avg += int(extra.sum())
+        bad[measure] = bad[measure] | extra
+    for measure, mask in bad.items():
+        table.loc[mask, measure] = np.nan
+    note = (f"{head}; treated as missing (--hanna-out-of-scale missing), with {n_avg} AVG "
+            f"values whose criteria hold one; per rater: {listed}")
+    return replace(dataset, table=table, notes=(*dataset.notes, note))
 
 
 def hanna_annotator_columns(
@@ -122,12 +207,13 @@ def hanna_path(filename: str) -> Path:
     return Path(str(path))
 
 
-@lru_cache(maxsize=1)
-def _load_hanna_cached() -> Dataset:
-    return read_hanna_wide(hanna_path("hanna_metric_scores_llm.csv"), name="hanna")
+@lru_cache(maxsize=2)
+def _load_hanna_cached(out_of_scale: str) -> Dataset:
+    return read_hanna_wide(hanna_path("hanna_metric_scores_llm.csv"), name="hanna",
+                           out_of_scale=out_of_scale)
 
 
-def load_hanna(*, include_human_stories: bool = True) -> Dataset:
+def load_hanna(*, include_human_stories: bool = True, out_of_scale: str = "keep") -> Dataset:
     """The embedded HANNA scores as a [`Dataset`][].
 
     Parameters
@@ -137,6 +223,11 @@ def load_hanna(*, include_human_stories: bool = True) -> Dataset:
         (they are the references of the reference-based metrics);
         [`storyeval.meta.meta_evaluate`][storyeval.meta.pipeline.meta_evaluate]
         does so by default.
+    out_of_scale : {"keep", "missing"}, default "keep"
+        The 1,174 released LLM ratings below the 1-5 scale (failed-extraction codes averaged
+        into the mean of three tries; `hanna_out_of_scale`): ``"keep"`` them as released (the
+        paper's exact numbers) or treat them as ``"missing"`` (`apply_out_of_scale`). Either
+        way the dataset's notes count them per rater.
 
     Examples
     --------
@@ -145,7 +236,10 @@ def load_hanna(*, include_human_stories: bool = True) -> Dataset:
     >>> len(ds.systems), len(ds.prompts)
     (11, 96)
     """
-    dataset = _load_hanna_cached()
+    if out_of_scale not in OUT_OF_SCALE_POLICIES:
+        raise InputError(f"out_of_scale must be one of {OUT_OF_SCALE_POLICIES}, "
+                         f"got {out_of_scale!r}")
+    dataset = _load_hanna_cached(out_of_scale)
     if include_human_stories:
         return dataset
     return dataset.select_systems(exclude=[HUMAN_SYSTEM])
@@ -239,12 +333,14 @@ def is_hanna_wide(path: Path) -> bool:
 
 
 def read_hanna_wide(path: str | Path, *, name: str | None = None,
-                    system_column: str = "Model") -> Dataset:
+                    system_column: str = "Model", out_of_scale: str = "keep") -> Dataset:
     """Read a table in HANNA's released wide format into a [`Dataset`][] with HANNA's roles.
 
     One row per system (column ``system_column``); every other cell is a JSON list with one value
     per story-prompt, in the same prompt order for every row. Prompt ids are 0..N-1 in that order.
-    Columns are given their roles by HANNA's names (`hanna_catalogue`).
+    Columns are given their roles by HANNA's names (`hanna_catalogue`). LLM ratings outside
+    the 1-5 scale are counted in the notes and kept or made missing (``out_of_scale``, see
+    [`load_hanna`][] and `apply_out_of_scale`).
     """
     from storyeval.data.io import _check_header, read_text
 
@@ -277,7 +373,7 @@ def read_hanna_wide(path: str | Path, *, name: str | None = None,
         raise InputError(f"{path}: duplicate system names in column {system_column!r}")
     index = pd.MultiIndex.from_product([systems, range(n_prompts)], names=["system", "prompt_id"])
     table = pd.DataFrame(np.vstack(blocks), index=index, columns=measures)
-    return as_hanna(Dataset(table), name or path.stem)
+    return apply_out_of_scale(as_hanna(Dataset(table), name or path.stem), out_of_scale)
 
 
 def _parse_row(path: Path, line: int, header: list[str], row: list[str],

@@ -43,12 +43,15 @@ def read_human_table(
     require_same_prompts: bool = True,
     format: str | None = None,
     scale: str | Mapping[str, object] | tuple[float, float] | None = None,
+    hanna_out_of_scale: str = "keep",
 ) -> Dataset:
     """A dataset from one file (or DataFrame) of human judgments (and possibly scores), in any
     layout.
 
     ``scale`` declares the rating scale(s) (`storyeval.data.scales.parse_scale`): a rating
-    outside is an error naming its row; without it, values far from the others warn."""
+    outside is an error naming its row; without it, values far from the others warn.
+    ``hanna_out_of_scale`` applies to a file in HANNA's wide format
+    ([`load_hanna`][storyeval.data.hanna.load_hanna]'s ``out_of_scale``)."""
     from storyeval.data.scales import parse_scale
 
     scales = parse_scale(scale)
@@ -56,12 +59,13 @@ def read_human_table(
                                 measures=measures, annotator_mode=annotator_mode,
                                 reference_system=reference_system,
                                 require_same_prompts=require_same_prompts, format=format,
-                                scales=scales)
+                                scales=scales, hanna_out_of_scale=hanna_out_of_scale)
     return dataset
 
 
 def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mode,
-                      reference_system, require_same_prompts, format, scales) -> Dataset:
+                      reference_system, require_same_prompts, format, scales,
+                      hanna_out_of_scale="keep") -> Dataset:
     from storyeval.data.hanna import is_hanna_wide, read_hanna_wide
     from storyeval.data.ratings import is_ratings_table, ratings_to_dataset
     from storyeval.data.wide import parse_id_mapping, rename_roles, wide_to_dataset
@@ -72,7 +76,7 @@ def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mod
         _check_path(path, "data")
         path = Path(path)
         if is_hanna_wide(path):
-            hanna = read_hanna_wide(path)
+            hanna = read_hanna_wide(path, out_of_scale=hanna_out_of_scale)
             return check_dataset_scales(hanna, scales, str(path)) if scales else hanna
         if id is None and not annotators:  # a large plain long score table: pyarrow's path
             dataset = _read_long_scores_fast(path, format, criteria=criteria,
@@ -252,6 +256,7 @@ def read_dataset(
     reference_system: str | None = None,
     require_same_prompts: bool = True,
     scale: str | Mapping[str, object] | tuple[float, float] | None = None,
+    hanna_out_of_scale: str = "keep",
 ) -> Dataset:
     """Read a dataset from a user's files or DataFrames (see the module docstring).
 
@@ -283,6 +288,10 @@ def read_dataset(
         outside it is an [`InputError`][] naming the file's row (long ratings) or the story and
         column. Without it, ratings far outside the others give a warning
         (`storyeval.data.scales`).
+    hanna_out_of_scale : {"keep", "missing"}, default "keep"
+        HANNA's data (embedded, or a file in its wide format): keep its LLM ratings below the
+        1-5 scale (failed-extraction codes) as released, or treat them as missing
+        ([`load_hanna`][storyeval.data.hanna.load_hanna]). No effect on other data.
 
     Examples
     --------
@@ -305,14 +314,15 @@ def read_dataset(
                              "--data; without --data the embedded HANNA data is used")
         from storyeval.data.hanna import load_hanna
 
-        dataset = load_hanna()
+        dataset = load_hanna(out_of_scale=hanna_out_of_scale)
         if scale is not None:
             check_dataset_scales(dataset, parse_scale(scale), "HANNA")
     else:
         dataset = read_human_table(source, id=id, criteria=criteria, annotators=annotators,
                                    measures=measures, annotator_mode=annotator_mode,
                                    reference_system=reference_system,
-                                   require_same_prompts=require_same_prompts, scale=scale)
+                                   require_same_prompts=require_same_prompts, scale=scale,
+                                   hanna_out_of_scale=hanna_out_of_scale)
     paths = [scores] if isinstance(scores, (str, Path, pd.DataFrame)) else list(scores)
     if paths:
         dataset = dataset.with_scores(read_score_files(paths), source=", ".join(

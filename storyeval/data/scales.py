@@ -25,7 +25,8 @@ import pandas as pd
 
 from storyeval.exceptions import InputError, StoryevalWarning
 
-__all__ = ["FAR_FACTOR", "Scales", "check_values", "parse_scale"]
+__all__ = ["FAR_FACTOR", "Scales", "check_values", "out_of_scale_per_rater", "parse_scale",
+           "rater_out_of_scale"]
 
 #: How many widths (the larger of the median absolute deviation and the scale's step) a value
 #: may lie from its criterion's median before it is reported as far outside the others.
@@ -150,3 +151,39 @@ def _far(x: np.ndarray) -> np.ndarray:
     if width == 0:
         return np.zeros(len(x), dtype=bool)
     return np.abs(x - med) > FAR_FACTOR * width
+
+
+def rater_out_of_scale(table: pd.DataFrame, catalogue: pd.DataFrame,
+                       scale: tuple[float, float]) -> pd.DataFrame:
+    """Per LLM-rating column, how many values lie outside the raters' ``scale``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``llm_rater`` column of ``catalogue`` present in ``table``: ``measure``,
+        ``rater`` (model and Eval-Prompt, e.g. ``"Mistral-7B 1"``, the group of its criteria and
+        of its ``AVG``; the catalogue's rater otherwise), ``n_values`` (non-missing values),
+        ``n_below``, ``n_above`` and ``min``. NaN is neither below nor above.
+    """
+    lo, hi = scale
+    cat = catalogue[(catalogue["kind"] == "llm_rater") & catalogue["measure"].isin(table.columns)]
+    rows = []
+    for _, row in cat.iterrows():
+        x = table[row["measure"]].to_numpy(dtype=np.float64)
+        ok = x[np.isfinite(x)]
+        grouped = bool(row["model"]) and not pd.isna(row["eval_prompt"])
+        rows.append({"measure": row["measure"],
+                     "rater": f"{row['model']} {row['eval_prompt']}" if grouped else row["rater"],
+                     "n_values": len(ok), "n_below": int((ok < lo).sum()),
+                     "n_above": int((ok > hi).sum()),
+                     "min": float(ok.min()) if len(ok) else np.nan})
+    return pd.DataFrame(rows, columns=["measure", "rater", "n_values", "n_below", "n_above",
+                                       "min"])
+
+
+def out_of_scale_per_rater(counts: pd.DataFrame) -> dict[str, int]:
+    """``{rater: values outside the scale}`` from `rater_out_of_scale`, raters with none
+    left out, the most affected first."""
+    per = (counts["n_below"] + counts["n_above"]).groupby(counts["rater"], sort=False).sum()
+    per = per[per > 0].sort_values(ascending=False, kind="stable")
+    return {str(k): int(v) for k, v in per.items()}

@@ -53,8 +53,22 @@ def describe_dataset(dataset: Dataset) -> dict:
                      if kind not in ("human_criterion",)},
         "automatic_measures": [m for k in ("metric", "llm_rater") for m in kinds.get(k, [])],
         "missing_cells": {m: int(v) for m, v in missing.items() if v},
+        "out_of_scale": _out_of_scale(dataset),
         "notes": list(dataset.notes),
     }
+
+
+def _out_of_scale(dataset: Dataset) -> dict | None:
+    """Per rater, the LLM ratings outside the dataset's declared rater scale (None: no scale
+    declared)."""
+    from storyeval.data.scales import out_of_scale_per_rater, rater_out_of_scale
+
+    if dataset.rater_scale is None:
+        return None
+    counts = rater_out_of_scale(dataset.table, dataset.catalogue, dataset.rater_scale)
+    return {"scale": list(dataset.rater_scale),
+            "total": int(counts["n_below"].sum() + counts["n_above"].sum()),
+            "per_rater": out_of_scale_per_rater(counts)}
 
 
 def _finite(value: float) -> float | None:
@@ -92,6 +106,12 @@ def format_summary(summary: dict) -> str:
         lines.append("missing cells: " + _preview([f"{m} ({n})" for m, n in worst], 6))
     else:
         lines.append("missing cells: none")
+    if s.get("out_of_scale"):
+        oos = s["out_of_scale"]
+        lo, hi = oos["scale"]
+        per = [f"{rater} ({n})" for rater, n in oos["per_rater"].items()]
+        lines.append(f"LLM ratings outside the {lo:g}-{hi:g} scale: {oos['total']}"
+                     + (f"; per rater: {_preview(per, 6)}" if per else ""))
     if s["default_reference"]:
         lines.append(f"default Williams reference: {s['default_reference']!r}")
     lines += [f"note: {note}" for note in s["notes"]]

@@ -12,7 +12,10 @@ Sentences are split by `storyeval.metrics.text.sentences` and joined with one sp
 - ``typo``: two adjacent letters swapped inside ``rate`` (default 5%, at least one) of the
   words of 4+ letters chosen at random.
 - ``synonym``: words of `SYNONYMS` replaced by their listed synonym (case kept for the first
-  letter); meaning-preserving.
+  letter); meaning-preserving. `SYNONYMS` is a small fixed table of 36 common words written for
+  storyeval, not a lexical resource (no WordNet): most stories change in only a few words, and
+  many not at all (``changed`` is False in the manifest). Every variant's parameters name the
+  table (``"synonyms": "fixed table of 36 words (storyeval.perturb.kinds.SYNONYMS)"``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 from storyeval.exceptions import InputError
 from storyeval.metrics.text import sentences as _split_sentences
 
-__all__ = ["KINDS", "SYNONYMS", "perturb_text"]
+__all__ = ["KINDS", "SYNONYMS", "SYNONYM_SOURCE", "perturb_text"]
 
 Params = dict[str, Any]
 
@@ -54,6 +57,8 @@ SYNONYMS: dict[str, str] = {
     "closed": "shut", "rich": "wealthy", "maybe": "perhaps", "often": "frequently",
     "almost": "nearly", "enough": "sufficient", "strange": "odd", "world": "globe",
 }
+#: What the ``synonym`` kind draws from, as written into each variant's parameters.
+SYNONYM_SOURCE = f"fixed table of {len(SYNONYMS)} words (storyeval.perturb.kinds.SYNONYMS)"
 
 _AUX = re.compile(r"\b(is|was|are|were|am|do|does|did|can|could|will|would|should|has|have|had)"
                   r"\b(?!\s+not\b)", re.IGNORECASE)
@@ -121,7 +126,7 @@ def _synonym(text: str, rng: np.random.Generator) -> tuple[str, Params]:
         return new.capitalize() if w[0].isupper() else new
 
     out = re.sub(r"\b[A-Za-z]+\b", sub, text)
-    return out, {"replaced": replaced}
+    return out, {"replaced": replaced, "synonyms": SYNONYM_SOURCE}
 
 
 #: The kinds that draw from the random generator (the others are deterministic: no generator
