@@ -67,15 +67,16 @@ def log_odds_keyness(texts_a: Sequence[str], texts_b: Sequence[str], *,
                       float(sum(bg.values())))
     return keyness_from_counts(vocab, np.array([ca[w] for w in vocab], dtype=np.float64),
                                np.array([cb[w] for w in vocab], dtype=np.float64),
-                               background=background, prior_scale=prior_scale)
+                               background=background, prior_scale=prior_scale, adjust=adjust)
 
 
 def keyness_from_counts(vocab: Sequence[str], ya: np.ndarray, yb: np.ndarray, *,
                         background: tuple[np.ndarray, float] | None = None,
-                        prior_scale: float | None = None) -> pd.DataFrame:
+                        prior_scale: float | None = None,
+                        adjust: str = "bh") -> pd.DataFrame:
     """`log_odds_keyness` from word counts: ``vocab`` (the words counted), ``ya`` and ``yb``
     (their counts in the two groups) and ``background`` (the words' counts in the background
-    and its token count; default: the two groups together)."""
+    and its token count; default: the two groups together); ``adjust`` as there."""
     ya, yb = np.asarray(ya, dtype=np.float64), np.asarray(yb, dtype=np.float64)
     if background is None:
         bg_counts, bg_total = ya + yb, float(ya.sum() + yb.sum())
