@@ -80,6 +80,8 @@ class Script:
     #: last sent for another key, on any connection, before the answer / instead of it).
     #: The share ``wire_fault_rate`` is drawn from the key and the attempt.
     wire_fault_rate: float = 1.0
+    #: a replayed response was sent at least this many seconds earlier
+    replay_age: float = 0.05
     wire_delay: float = 0.005
     #: extra response headers of ``status_override`` answers (e.g. a redirect's Location)
     override_headers: dict[str, str] = field(default_factory=dict)
@@ -259,7 +261,7 @@ class StubServer:
         self._ssl = ssl_context  # an ssl.SSLContext: serve https
         self.state = StubState()
         self._handler = _Handler(self.script, self.state)
-        self._replays: dict[str, tuple[str, bytes]] = {}
+        self._sent: list[tuple[float, str, bytes]] = []  # (time, key, response) sent lately
         self._port = port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server = None
@@ -326,14 +328,14 @@ class StubServer:
                 if fault == "stale-first" and hit and previous is not None:
                     message = previous + message
                     self._count_fault(fault)
-                replay = self._replays.get("last")
-                if fault in ("replay-first", "replay-instead") and hit and replay is not None \
-                        and replay[0] != key:
+                replay = self._replay_for(key)
+                if fault in ("replay-first", "replay-instead") and hit and replay is not None:
                     self._count_fault(fault)
                     message = replay[1] + (message if fault == "replay-first" else b"")
                 previous = plain if status == 200 else previous
                 if status == 200 and method == "POST":
-                    self._replays["last"] = (key, plain)
+                    self._sent.append((time.monotonic(), key, plain))
+                    del self._sent[:-256]
                 writer.write(message)
                 await writer.drain()
                 late = False
@@ -356,6 +358,14 @@ class StubServer:
             pass
         finally:
             writer.close()
+
+    def _replay_for(self, key: str) -> bytes | None:
+        """The newest response sent for another key at least ``replay_age`` s ago."""
+        limit = time.monotonic() - self.script.replay_age
+        for t, k, message in reversed(self._sent):
+            if t <= limit and k != key:
+                return message
+        return None
 
     def _count_fault(self, fault: str) -> None:
         with self.state.lock:

@@ -11,6 +11,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -151,69 +152,108 @@ def test_http_to_a_tls_server_stops_at_once(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 LATE = ("double-late", "smuggle-late", "stale-first")
+#: issue 48: a stray with a never-seen id before the answer; an older response replayed before
+#: the answer or instead of it
+MIXED_UP = ("stray-first", "replay-first", "replay-instead")
 
 
-@pytest.mark.parametrize("concurrency", [4, 16])
-@pytest.mark.parametrize("fault", LATE)
-def test_late_responses_store_nothing_under_a_wrong_key(tmp_path, fault, concurrency):
-    n = 32 if concurrency == 4 else 64
-    with StubServer(Script(wire_fault=fault, latency=0.002)) as srv:
+def run_faulty(tmp_path, script: Script, n: int, concurrency: int, **kw):
+    """A rating run (n stories x 2 tries) against the stub; (run, cache, faults, received)."""
+    with StubServer(script) as srv:
         cache = AnswerCache(tmp_path / "c.sqlite")
-        run = rate(stories(n), backend(srv.base_url, concurrency=concurrency),
+        run = rate(stories(n), backend(srv.base_url, concurrency=concurrency, **kw),
                    eval_prompts="1", criteria="RE", tries=2, cache=cache)
-        faults = dict(srv.state.faults)
-    # the fault happened (stale-first needs a reused connection: once, then none is reused)
-    assert faults.get(fault, 0) >= (1 if fault == "stale-first" else n)
-    assert run.n_request_failures == 0 and len(cache) == 2 * n
+        return run, cache, dict(srv.state.faults), dict(srv.state.received)
+
+
+@pytest.mark.parametrize("echo", [True, False], ids=["echo", "no-echo"])
+@pytest.mark.parametrize("concurrency", [4, 16])
+@pytest.mark.parametrize("fault", LATE + MIXED_UP)
+def test_mixed_up_responses_store_nothing_under_a_wrong_key(tmp_path, fault, concurrency, echo):
+    """Unique ids; a third of the attempts get the fault. With an echoing server the nonce
+    decides, with another one the connection of its own and the replay check; either way
+    every answer is stored under its own key and none under another."""
+    n = 16 if concurrency == 4 else 64
+    run, cache, faults, received = run_faulty(
+        tmp_path, Script(wire_fault=fault, wire_fault_rate=0.35, latency=0.002,
+                         echo_request_id=echo, replay_age=0.03), n, concurrency)
+    # (stale-first needs a connection that served a request before: only kept-alive ones)
+    assert faults.get(fault, 0) >= (0 if fault == "stale-first" and not echo else 3), faults
     assert wrong_keys(cache) == []
+    assert run.n_request_failures == 0 and len(cache) == 2 * n
     cache.close()
 
 
 @pytest.mark.parametrize("fault", ["double-late", "smuggle-late"])
-def test_responses_later_than_the_quiet_time_store_nothing_under_a_wrong_key(tmp_path, fault):
-    """A stray 30 ms late (after the connection's 20 ms rest, so after its reuse) is read as
-    the next request's answer: a duplicate is caught by its repeated id, a smuggled answer by
-    the real answer arriving after it; either way it is asked again."""
-    with StubServer(Script(wire_fault=fault, wire_delay=0.03, latency=0.002)) as srv:
-        cache = AnswerCache(tmp_path / "c.sqlite")
-        run = rate(stories(24), backend(srv.base_url, concurrency=4), eval_prompts="1",
-                   criteria="RE", tries=2, cache=cache)
-    assert run.n_request_failures == 0 and len(cache) == 48
-    assert wrong_keys(cache) == []
-    cache.close()
+def test_responses_30_ms_late_store_nothing_under_a_wrong_key(tmp_path, fault):
+    """A stray 30 ms after the answer: on a kept-alive connection (echo) it is read as the next
+    request's answer and refused for its nonce; on a connection of one request it comes before
+    the server's close and the answer is asked again."""
+    for echo in (True, False):
+        run, cache, faults, _ = run_faulty(
+            tmp_path / str(echo), Script(wire_fault=fault, wire_delay=0.03, latency=0.002,
+                                         wire_fault_rate=0.35, echo_request_id=echo), 12, 4)
+        assert faults[fault] >= 3
+        assert run.n_request_failures == 0 and len(cache) == 24
+        assert wrong_keys(cache) == []
+        cache.close()
 
 
 def test_no_keep_alive_gives_each_request_its_own_connection(tmp_path):
-    with StubServer(Script(wire_fault="smuggle-late", wire_delay=0.0)) as srv:
+    with StubServer(Script(wire_fault="smuggle-late", wire_delay=0.0, wire_fault_rate=0.35,
+                           echo_request_id=True)) as srv:
         cache = AnswerCache(":memory:")
         run = rate(stories(12), backend(srv.base_url, keep_alive=False), eval_prompts="1",
                    criteria="RE", tries=2, cache=cache)
-        assert srv.state.connections == sum(srv.state.received.values()) == 24
-    assert run.n_request_failures == 0 and wrong_keys(cache) == []
+        assert srv.state.connections == sum(srv.state.received.values()) >= 24
+    assert run.n_request_failures == 0 and wrong_keys(cache) == [] and len(cache) == 24
     assert backend("http://127.0.0.1:1/v1", keep_alive=False).describe()["keep_alive"] is False
 
 
-def test_a_server_that_repeats_ids_is_served_one_connection_per_request(caplog):
-    with StubServer(Script(constant_id=True)) as srv, caplog.at_level(logging.WARNING):
-        cache = AnswerCache(":memory:")
-        run = rate(stories(10), backend(srv.base_url), eval_prompts="1", criteria="RE",
-                   tries=2, cache=cache)
-    assert run.n_request_failures == 0 and len(cache) == 20 and wrong_keys(cache) == []
-    assert "same response id to different requests" in caplog.text or \
-        "whose id was already seen" in caplog.text
+@pytest.mark.parametrize("ids", ["constant", "ollama"])
+def test_a_server_that_repeats_ids_has_every_answer_stored(tmp_path, ids, caplog):
+    """Constant ids, or ids from 999 values (Ollama): the first repeat of another body shows
+    that ids repeat; from then on the connection of its own decides. 128 requests at c=16:
+    all stored, at most one asked twice."""
+    script = Script(constant_id=ids == "constant", id_values=999 if ids == "ollama" else None)
+    with caplog.at_level(logging.WARNING):
+        run, cache, _, received = run_faulty(tmp_path, script, 64, 16)
+    assert run.n_request_failures == 0 and len(cache) == 128 and wrong_keys(cache) == []
+    assert sum(received.values()) <= 129
+    if ids == "constant":
+        assert "repeats ids" in caplog.text
+    cache.close()
+
+
+def test_a_replay_of_a_repeated_id_server_is_refused(tmp_path):
+    """Constant ids and a response replayed instead of the answer: the byte-identical body
+    gives the replay away."""
+    run, cache, faults, _ = run_faulty(
+        tmp_path, Script(constant_id=True, wire_fault="replay-instead", wire_fault_rate=0.35,
+                         latency=0.002, replay_age=0.03), 32, 4)
+    assert faults["replay-instead"] >= 3
+    assert run.n_request_failures == 0 and len(cache) == 64 and wrong_keys(cache) == []
+    cache.close()
 
 
 class BuggyProxy:
-    """A forwarding HTTP proxy on 127.0.0.1 that, after each response, sends a stale copy of
-    it 3 ms later on the client's connection and keeps that connection open (what a proxy
-    with a confused upstream pool does)."""
+    """A forwarding HTTP proxy on 127.0.0.1 that mixes up responses on a share ``rate`` of the
+    requests (drawn from a seeded generator): "late-copy" sends a copy of the response 3 ms
+    after it on the client's connection; "stale-first" sends the response it forwarded before
+    (to any client) ahead of the answer. It keeps the client's connection open unless the
+    request said ``Connection: close``."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "late-copy", rate: float = 1.0) -> None:
+        import random
+
+        self.mode, self.rate, self.rng = mode, rate, random.Random(0)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
-        self.forwarded = 0
+        self.forwarded = self.faults = 0
+        self.last: bytes | None = None
+        self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -256,16 +296,21 @@ class BuggyProxy:
                 with up:
                     up.sendall(b"%s %s %s\r\n%s" % (method, m.group(3), version, rest))
                     response = self._read_message(up, b"")[0]
-                self.forwarded += 1
+                with self.lock:
+                    self.forwarded += 1
+                    hit = self.rng.random() < self.rate
+                    self.faults += hit
+                    stale, self.last = self.last, response
+                close = b"connection: close" in request.lower()
+                if hit and self.mode == "stale-first" and stale is not None:
+                    conn.sendall(stale)
                 conn.sendall(response)
-                threading.Timer(0.003, self._late, args=(conn, response)).start()
-        except OSError:
-            pass
-
-    @staticmethod
-    def _late(conn: socket.socket, data: bytes) -> None:
-        try:
-            conn.sendall(data)
+                if hit and self.mode == "late-copy":
+                    time.sleep(0.003)
+                    conn.sendall(response)
+                if close:
+                    conn.close()
+                    return
         except OSError:
             pass
 
@@ -273,23 +318,43 @@ class BuggyProxy:
         self.sock.close()
 
 
-def test_a_buggy_proxy_from_the_environment_stores_nothing_under_a_wrong_key(tmp_path,
-                                                                              monkeypatch):
-    proxy = BuggyProxy()
+@pytest.mark.parametrize("echo", [True, False], ids=["echo", "no-echo"])
+@pytest.mark.parametrize("mode", ["late-copy", "stale-first"])
+def test_a_buggy_proxy_from_the_environment_stores_nothing_under_a_wrong_key(
+        tmp_path, monkeypatch, mode, echo):
+    proxy = BuggyProxy(mode, rate=0.35)
     for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{proxy.port}")
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     try:
-        with StubServer(Script()) as srv:
+        with StubServer(Script(echo_request_id=echo)) as srv:
             cache = AnswerCache(tmp_path / "c.sqlite")
             run = rate(stories(16), backend(srv.base_url, concurrency=8), eval_prompts="1",
                        criteria="RE,CH", tries=2, cache=cache)
     finally:
         proxy.close()
-    assert proxy.forwarded >= 64  # every request went through the proxy
+    assert proxy.forwarded >= 64 and proxy.faults >= 5  # every request went through the proxy
     assert run.n_request_failures == 0 and len(cache) == 64
     assert wrong_keys(cache) == []
+
+
+@pytest.mark.parametrize("ids", ["constant", "ollama"])
+def test_repeated_ids_behind_a_proxy_have_every_answer_stored(tmp_path, monkeypatch, ids):
+    """Issue 48: a server whose ids repeat, behind HTTP_PROXY, had 1 of 128 answers stored."""
+    proxy = BuggyProxy(rate=0.0)
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    script = Script(constant_id=ids == "constant", id_values=999 if ids == "ollama" else None)
+    try:
+        run, cache, _, received = run_faulty(tmp_path, script, 64, 16)
+    finally:
+        proxy.close()
+    assert proxy.forwarded >= 128
+    assert run.n_request_failures == 0 and len(cache) == 128 and wrong_keys(cache) == []
+    assert sum(received.values()) <= 129
+    cache.close()
 
 
 def test_answers_from_another_model_fail_and_are_not_stored(tmp_path):
