@@ -118,6 +118,8 @@ class StubState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     keep_payloads: bool = True
     connections: int = 0
+    open_now: int = 0  # connections open now, and the most open at once
+    max_open: int = 0
     faults: Counter = field(default_factory=Counter)
     first_at: float | None = None  # time.time() of the first request since the last reset
     paths: list[str] = field(default_factory=list)  # request targets (path and query)
@@ -271,6 +273,8 @@ class StubServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self.state.lock:
             self.state.connections += 1
+            self.state.open_now += 1
+            self.state.max_open = max(self.state.max_open, self.state.open_now)
         previous = None
         try:
             while True:
@@ -357,6 +361,8 @@ class StubServer:
                 asyncio.CancelledError):
             pass
         finally:
+            with self.state.lock:
+                self.state.open_now -= 1
             writer.close()
 
     def _replay_for(self, key: str) -> bytes | None:
