@@ -6,6 +6,7 @@ store nothing under a wrong key. Offline, against tests/_openai_stub_server.py o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import socket
@@ -145,6 +146,102 @@ def test_http_to_a_tls_server_stops_at_once(tmp_path):
     finally:
         srv.close()
     assert len(srv.seen) == 1
+
+
+class SchemeServer:
+    """A TCP server on 127.0.0.1 with a wrong scheme's manners (issue 48, item 6): "silent"
+    answers a plain HTTP request (after its blank line) but never a TLS ClientHello (which has
+    none); "close-on-tls" answers plain HTTP and closes at once on a TLS record; "tls-only"
+    speaks TLS (``ssl_context``) and closes at once on anything else; "mute" never answers."""
+
+    def __init__(self, mode: str, ssl_context=None) -> None:
+        self.mode, self.ctx = mode, ssl_context
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+
+    def _client(self, conn: socket.socket) -> None:
+        try:
+            first = conn.recv(1, socket.MSG_PEEK)
+            if self.mode == "mute" or not first:
+                return
+            tls = first == b"\x16"
+            if self.mode == "tls-only":
+                if not tls:
+                    conn.close()
+                    return
+                with self.ctx.wrap_socket(conn, server_side=True) as tconn:
+                    tconn.recv(65536)
+                return
+            if tls and self.mode == "close-on-tls":
+                conn.close()
+                return
+            buf = b""
+            while b"\r\n\r\n" not in buf:  # a ClientHello never gets here ("silent")
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buf += data
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            with contextlib.suppress(OSError):
+                c.close()
+
+
+@pytest.mark.parametrize("mode, url_scheme, message", [
+    ("silent", "https", r"no answer to the TLS handshake within 0.5 s; it answers plain HTTP: "
+                        r"use http://"),
+    ("mute", "https", r"no answer to the TLS handshake.*answered neither TLS nor a plain HTTP"),
+    ("close-on-tls", "https", r"closed the connection during the TLS handshake; it answers "
+                              r"plain HTTP: use http://"),
+    ("tls-only", "http", r"closed the connection without an HTTP response and answers a TLS "
+                         r"handshake: use https://"),
+])
+def test_a_wrong_scheme_is_one_line_within_seconds(tmp_path, monkeypatch, mode, url_scheme,
+                                                   message):
+    """Issue 48: a silent peer was retried for 114-119 s, a TLS server closing a plain request
+    for 37 s. Now: one line naming the fix, within the handshake wait and a probe (both set to
+    0.5 s here; 5 s and 2 s by default), without retries."""
+    from storyeval.llm import _http
+
+    monkeypatch.setattr(_http, "_HANDSHAKE_WAIT", 0.5)
+    monkeypatch.setattr(_http, "_PROBE_WAIT", 0.5)
+    ctx = None
+    if mode == "tls-only":
+        from _openai_stub_server import make_certificate
+
+        try:
+            ctx = make_certificate(tmp_path)[1]
+        except FileNotFoundError:
+            pytest.skip("openssl is not installed")
+    srv = SchemeServer(mode, ctx)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(BackendError, match=message) as err:
+            rate(stories(8), backend(f"{url_scheme}://127.0.0.1:{srv.port}/v1", concurrency=4,
+                                     max_retries=6, timeout=30), eval_prompts="1",
+                 criteria="RE", tries=1)
+    finally:
+        srv.close()
+    assert time.monotonic() - t0 < 4.0
+    assert "\n" not in str(err.value) and "no retry can fix this" in str(err.value)
 
 
 # ---------------------------------------------------------------------------------------------
