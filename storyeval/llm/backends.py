@@ -551,7 +551,8 @@ class OpenAIBackend(Backend):
             senders.append(kind(min(conc, len(requests)), self.timeout,
                                 min(self.timeout, 10.0), headers, ctx,
                                 keep_alive=self.keep_alive, proxy=proxy))
-        self._seen: dict[str, tuple[str, bytes]] = {}
+        self._seen: dict[tuple[str, str], str] = {}  # (server, response id) -> request key
+        self._bodies: dict[bytes, str] = {}  # digest of a response body -> request key
         self._unique: dict[str, bool] = {}
         self._echoes: set[str] = set()
         self._tag = secrets.token_hex(6)
@@ -637,15 +638,12 @@ class OpenAIBackend(Backend):
             return ("another response came with the answer on its connection of its own (or "
                     "the server did not close it), so nothing shows which one is this "
                     "request's; not stored, asked again")
-        if not rid:
-            return None
         digest = hashlib.blake2b(reply.body, digest_size=16).digest()
-        first = self._seen.setdefault(rid, (req.key, digest))
-        if first[0] == req.key:
-            return None
-        if first[1] == digest:
+        if self._bodies.setdefault(digest, req.key) != req.key:
             return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
                     "to another request (a replayed response); not stored, asked again")
+        if not rid or self._seen.setdefault((url, rid), req.key) == req.key:
+            return None
         if self._unique.get(url, True):
             self._unique[url] = False
             logger.warning("%s gave the response id %r to two different answers: it repeats "
