@@ -335,9 +335,9 @@ class StubServer:
                 replay = self._replay_for(key)
                 if fault in ("replay-first", "replay-instead") and hit and replay is not None:
                     self._count_fault(fault)
-                    message = replay[1] + (message if fault == "replay-first" else b"")
+                    message = replay + (message if fault == "replay-first" else b"")
                 previous = plain if status == 200 else previous
-                if status == 200 and method == "POST":
+                if status == 200 and method == "POST" and plain in message:  # really sent
                     self._sent.append((time.monotonic(), key, plain))
                     del self._sent[:-256]
                 writer.write(message)

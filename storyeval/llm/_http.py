@@ -93,12 +93,15 @@ def _uses_proxy(url: str) -> bool:
 
 class _Reply(typing.NamedTuple):
     """A response; ``alone``: it came on a connection of its own that the server closed right
-    after it, with no byte beyond it (the only response to the only request on it)."""
+    after it, with no byte beyond it (the only response to the only request on it); ``others``:
+    the bodies of further responses that came on that connection (remembered by the caller, so
+    that a later replay of one of them is recognised)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
     alone: bool
+    others: tuple[bytes, ...] = ()
 
 
 class _TransportFailure(Exception):
@@ -429,9 +432,9 @@ class _ConnectionPool:
                 status, headers, data, keep = await asyncio.wait_for(
                     self._exchange(conn, message), self._timeout)
             self._contact.add(origin)
-            alone = False
+            alone, others = False, ()
             if not reuse:
-                alone = await self._closed_after(conn, origin, keep)
+                alone, others = await self._closed_after(conn, origin, keep)
             elif keep:
                 left = conn.unread()
                 if left is None:
@@ -462,39 +465,41 @@ class _ConnectionPool:
             if conn is not None:  # a connection of one request, or failed: never reused
                 self._discard(conn)
             self._slots.release()
-        return _Reply(status, headers, _decode_body(data, headers), alone)
+        return _Reply(status, headers, _decode_body(data, headers), alone, others)
 
-    async def _closed_after(self, conn: _Connection, origin: tuple, keep: bool) -> bool:
-        """After the response to a ``Connection: close`` request: True when the server closed
-        the connection (within ``_CLOSE_GRACE`` s) without sending another response. Bytes that
-        cannot begin an HTTP response (junk) are not a response and leave the answer alone."""
+    async def _closed_after(self, conn: _Connection, origin: tuple,
+                            keep: bool) -> tuple[bool, tuple[bytes, ...]]:
+        """After the response to a ``Connection: close`` request: (True, ()) when the server
+        closed the connection (within ``_CLOSE_GRACE`` s) without sending another response;
+        else (False, the bodies of the further responses found). Bytes that cannot begin an
+        HTTP response (junk) are not a response and leave the answer alone."""
         reader = conn.reader
         extra = b""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _CLOSE_GRACE
-        while not reader.at_eof() and len(extra) < 2**16:
+        while not reader.at_eof() and len(extra) < 2**20:
             try:
                 more = await asyncio.wait_for(reader.read(2**16), deadline - loop.time())
             except TimeoutError:
                 self._note(origin, f"kept the connection open {_CLOSE_GRACE:g} s after "
                                    "answering a 'Connection: close' request")
-                return False
+                return False, _bodies_in(extra)
             except (OSError, EOFError, ssl.SSLError):
                 break  # reset: nothing more came
             if not more:
                 break
             extra += more
         if not extra:
-            return True
+            return True, ()
         head = extra.lstrip(b"\r\n")
         if b"HTTP/" in extra or b"HTTP/".startswith(head[:5]):
             self._note(origin, "sent another response after a complete response on a connection "
                                "of one request, so neither can be shown to answer it (asked "
                                "again)")
-            return False
+            return False, _bodies_in(extra)
         self._note(origin, "sent bytes that are no HTTP response after a complete response (the "
                            "response stays the only one on its connection)")
-        return True
+        return True, ()
 
     async def _exchange(self, conn: _Connection, message: bytes
                         ) -> tuple[int, dict[str, str], bytes, bool]:
@@ -585,6 +590,18 @@ class _ConnectionPool:
             c.close()
         for task in self._probes.values():
             task.cancel()
+
+
+def _bodies_in(data: bytes) -> tuple[bytes, ...]:
+    """The bodies of the ``Content-Length`` framed responses in ``data`` (stray responses)."""
+    out = []
+    for part in data.split(b"HTTP/1.")[1:]:
+        head, sep, rest = part.partition(b"\r\n\r\n")
+        length = next((int(v) for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+                       if k.strip().lower() == b"content-length" and v.strip().isdigit()), None)
+        if sep and length is not None and len(rest) >= length:
+            out.append(rest[:length])
+    return tuple(out)
 
 
 async def _answers_plain_http(host: str, port: int) -> bool:

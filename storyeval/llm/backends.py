@@ -103,8 +103,10 @@ class Backend(abc.ABC):
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: Statuses about every request (key, permission, URL or model): the run stops at once.
 _FATAL_STATUS = frozenset({401, 403, 404})
-#: A run stops when its first ``_REFUSED_ALL`` finished requests all failed with a request-level refusal (another 4xx, or an answer from another model) and
-#: none was answered: the server refuses the requests themselves, not one of them.
+#: A run stops when its first ``_REFUSED_ALL`` finished requests (at least the requests of the
+#: first wave, the concurrency) all failed with a request-level refusal (another 4xx, or an
+#: answer from another model) and none was answered: the server refuses the requests
+#: themselves, not one of them.
 _REFUSED_ALL = 8
 
 
@@ -351,7 +353,8 @@ class OpenAIBackend(Backend):
     4xx (400 for a story longer than the served model's context, 413, 422, a content filter)
     is about one request: it fails that request only, with the server's message (redacted) in
     its error, not retried and not stored, and the run goes on; the first of each status is
-    logged as a warning. If the first 8 requests to finish were all refused so and none was
+    logged as a warning. If the first 8 requests to finish (at least the concurrency: a whole
+    first wave) were all refused so and none was
     answered, the server refuses the requests themselves and the run stops.
 
     No answer is stored under the wrong request. Each attempt carries a nonce of its own (the
@@ -552,12 +555,16 @@ class OpenAIBackend(Backend):
                                 min(self.timeout, 10.0), headers, ctx,
                                 keep_alive=self.keep_alive, proxy=proxy))
         self._seen: dict[tuple[str, str], str] = {}  # (server, response id) -> request key
-        self._bodies: dict[bytes, str] = {}  # digest of a response body -> request key
+        #: digest of every response body read -> the request on whose connection it came
+        self._bodies: dict[bytes, str] = {}
         self._unique: dict[str, bool] = {}
         self._echoes: set[str] = set()
         self._tag = secrets.token_hex(6)
         self._count = 0
         run = _RunState(n=len(requests))
+        # a whole first wave must be refused: at high concurrency a few quick refusals (a story
+        # too long) come back before any answer
+        refused_all = max(_REFUSED_ALL, sum(min(c, len(requests)) for c in self.concurrencies))
         it = iter(requests)
         try:
             with progress_bar(total=len(requests), desc=f"rate {self.model}", unit="req",
@@ -572,7 +579,7 @@ class OpenAIBackend(Backend):
                         run.refused += isinstance(result, _Refusal)
                         on_failure(req, str(result))
                         if (not run.answered and run.refused == run.finished
-                                and run.finished >= _REFUSED_ALL):
+                                and run.finished >= refused_all):
                             raise BackendError(
                                 f"the server refused each of the first {run.finished} requests, "
                                 f"none answered (last: {result}); no retry can fix this: check "
@@ -630,6 +637,10 @@ class OpenAIBackend(Backend):
         if self._tag in rid:
             return ("the answer carries the nonce of another request of this run (a stray or "
                     "misrouted response); not stored, asked again")
+        digest = hashlib.blake2b(reply.body, digest_size=16).digest()
+        owner = self._bodies.setdefault(digest, req.key)
+        for other in reply.others:  # responses that came with it: a replay of one is refused
+            self._bodies.setdefault(hashlib.blake2b(other, digest_size=16).digest(), req.key)
         if not reply.alone:
             if shared:
                 return ("the answer came on a kept-alive connection without this request's "
@@ -638,8 +649,7 @@ class OpenAIBackend(Backend):
             return ("another response came with the answer on its connection of its own (or "
                     "the server did not close it), so nothing shows which one is this "
                     "request's; not stored, asked again")
-        digest = hashlib.blake2b(reply.body, digest_size=16).digest()
-        if self._bodies.setdefault(digest, req.key) != req.key:
+        if owner != req.key:
             return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
                     "to another request (a replayed response); not stored, asked again")
         if not rid or self._seen.setdefault((url, rid), req.key) == req.key:
