@@ -314,8 +314,10 @@ class _ConnectionPool:
     async def _tunnel(self, conn: _Connection, origin: tuple) -> None:
         """``CONNECT host:port`` through the proxy; the proxy's refusal is one line."""
         _, host, port = origin
+        assert self._proxy is not None  # noqa: S101 - only called with a proxy
+        phost, pport, auth = self._proxy
         conn.writer.write(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-                          f"{self._proxy[2]}\r\n".encode("latin-1"))
+                          f"{auth}\r\n".encode("latin-1"))
         line = await asyncio.wait_for(conn.reader.readline(), self._connect_timeout)
         parts = line.split(None, 2)
         while (await asyncio.wait_for(conn.reader.readline(), self._connect_timeout)) \
@@ -324,7 +326,7 @@ class _ConnectionPool:
         if len(parts) < 2 or parts[1] != b"200":
             status = parts[1].decode("latin-1", "replace") if len(parts) > 1 else "no answer"
             kind = "tls" if status in ("403", "407") else "connection"
-            raise _TransportFailure(kind, f"the proxy {self._proxy[0]}:{self._proxy[1]} refused "
+            raise _TransportFailure(kind, f"the proxy {phost}:{pport} refused "
                                           f"the tunnel to {host}:{port} (HTTP {status})")
 
     async def _handshake(self, conn: _Connection, origin: tuple) -> None:
@@ -432,7 +434,8 @@ class _ConnectionPool:
                 status, headers, data, keep = await asyncio.wait_for(
                     self._exchange(conn, message), self._timeout)
             self._contact.add(origin)
-            alone, others = False, ()
+            alone = False
+            others: tuple[bytes, ...] = ()
             if not reuse:
                 alone, others = await self._closed_after(conn, origin, keep)
             elif keep:
@@ -564,7 +567,8 @@ class _ConnectionPool:
 
     @staticmethod
     async def _read_chunked(reader) -> bytes:
-        chunks, total = [], 0
+        chunks: list[bytes] = []
+        total = 0
         while True:
             line = await reader.readline()
             if not line.endswith(b"\n"):
