@@ -97,27 +97,37 @@ def test_other_request_level_statuses_fail_their_request(status):
 # 6. protocol mismatches are fatal at once
 # ---------------------------------------------------------------------------------------------
 
+def listen_and_serve(handle) -> tuple[socket.socket, int]:
+    """A listening socket on 127.0.0.1 (and its port) whose connections are each handled by
+    ``handle(conn)`` in a thread of their own, until the socket is closed."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return sock, sock.getsockname()[1]
+
+
 class OneReplyServer:
     """A TCP server on 127.0.0.1 that answers whatever arrives on a connection with ``reply``
     and closes it; counts connections."""
 
     def __init__(self, reply: bytes) -> None:
         self.reply, self.seen = reply, []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.sock, self.port = listen_and_serve(self._serve)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                self.seen.append(conn.recv(65536))
-                conn.sendall(self.reply)
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            self.seen.append(conn.recv(65536))
+            conn.sendall(self.reply)
 
     def close(self) -> None:
         self.sock.close()
@@ -156,23 +166,11 @@ class SchemeServer:
 
     def __init__(self, mode: str, ssl_context=None) -> None:
         self.mode, self.ctx = mode, ssl_context
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
         self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+        self.sock, self.port = listen_and_serve(self._client)
 
     def _client(self, conn: socket.socket) -> None:
+        self.conns.append(conn)
         try:
             first = conn.recv(1, socket.MSG_PEEK)
             if self.mode == "mute" or not first:
@@ -344,22 +342,10 @@ class BuggyProxy:
         import random
 
         self.mode, self.rate, self.rng = mode, rate, random.Random(0)
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
         self.forwarded = self.faults = 0
         self.last: bytes | None = None
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+        self.sock, self.port = listen_and_serve(self._client)
 
     @staticmethod
     def _read_message(sock: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
