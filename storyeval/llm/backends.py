@@ -510,9 +510,14 @@ class OpenAIBackend(Backend):
         return self._rng.uniform(0, cap)
 
     def run(self, requests: Sequence[Request], on_answer: OnAnswer, on_failure: OnFailure, *,
-            show_progress: bool | None = None) -> None:
+            show_progress: bool | None = None, on_retract: OnFailure | None = None) -> None:
         """Send every request (asyncio, at most ``concurrency`` in flight per server); or, with
-        ``batch_out``/``batch_in``, write them to / read their answers from a batch file."""
+        ``batch_out``/``batch_in``, write them to / read their answers from a batch file.
+
+        ``on_retract(request, why)``: an answer delivered earlier turned out to repeat, byte for
+        byte, a later response to another request (a replay read before its original): the
+        caller removes it (the runner deletes it from the cache); the request is asked again
+        and delivered anew. Without it, such an answer is only logged."""
         if not requests:
             return
         if self.batch_out is not None or self.batch_in is not None:
@@ -523,10 +528,12 @@ class OpenAIBackend(Backend):
             elif self.batch_in is not None:
                 batch.read_results(self.batch_in, requests, self, on_answer, on_failure)
             return
-        asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress))
+        asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress,
+                                    on_retract))
 
     async def _run_async(self, requests: list[Request], on_answer: OnAnswer,
-                         on_failure: OnFailure, show_progress: bool | None) -> None:
+                         on_failure: OnFailure, show_progress: bool | None,
+                         on_retract: OnFailure | None = None) -> None:
         from storyeval._progress import progress_bar
 
         key = self.api_key()
@@ -557,6 +564,9 @@ class OpenAIBackend(Backend):
         self._seen: dict[tuple[str, str], str] = {}  # (server, response id) -> request key
         #: digest of every response body read -> the request on whose connection it came
         self._bodies: dict[bytes, str] = {}
+        self._delivered: dict[str, Request] = {}  # key -> request, of the answers delivered
+        self._retracted: list[Request] = []  # delivered answers found to be replays
+        self._on_retract = on_retract
         self._unique: dict[str, bool] = {}
         self._echoes: set[str] = set()
         self._tag = secrets.token_hex(6)
@@ -574,6 +584,7 @@ class OpenAIBackend(Backend):
                     run.finished += 1
                     if isinstance(result, Answer):
                         run.answered = True
+                        self._delivered[req.key] = req
                         self._deliver(req, result, on_answer, on_failure)
                     else:
                         run.refused += isinstance(result, _Refusal)
@@ -586,8 +597,8 @@ class OpenAIBackend(Backend):
                                 "--model, the sampling options and the server's limits")
                     bar.update(1)
 
-                async def worker(home: int) -> None:
-                    for req in it:  # the shared iterator hands each request to one worker
+                async def worker(home: int, source: Any) -> None:
+                    for req in source:  # the shared iterator hands each request to one worker
                         if run.errors:
                             return
                         try:
@@ -599,8 +610,14 @@ class OpenAIBackend(Backend):
 
                 # each server's workers take the next request when they are free: faster servers
                 # get more of them
-                await asyncio.gather(*(worker(i) for i, conc in enumerate(self.concurrencies)
+                await asyncio.gather(*(worker(i, it) for i, conc in enumerate(self.concurrencies)
                                        for _ in range(min(conc, len(requests)))))
+                while self._retracted and not run.errors:  # retracted answers, asked again
+                    again, self._retracted = self._retracted, []
+                    source = iter(again)
+                    await asyncio.gather(*(worker(i, source)
+                                           for i, conc in enumerate(self.concurrencies)
+                                           for _ in range(min(conc, len(again)))))
         finally:
             for sender in senders:
                 await sender.aclose()
@@ -637,10 +654,9 @@ class OpenAIBackend(Backend):
         if self._tag in rid:
             return ("the answer carries the nonce of another request of this run (a stray or "
                     "misrouted response); not stored, asked again")
-        digest = hashlib.blake2b(reply.body, digest_size=16).digest()
-        owner = self._bodies.setdefault(digest, req.key)
+        replay = not self._claim(reply.body, req)
         for other in reply.others:  # responses that came with it: a replay of one is refused
-            self._bodies.setdefault(hashlib.blake2b(other, digest_size=16).digest(), req.key)
+            self._claim(other, req)
         if not reply.alone:
             if shared:
                 return ("the answer came on a kept-alive connection without this request's "
@@ -649,7 +665,7 @@ class OpenAIBackend(Backend):
             return ("another response came with the answer on its connection of its own (or "
                     "the server did not close it), so nothing shows which one is this "
                     "request's; not stored, asked again")
-        if owner != req.key:
+        if replay:
             return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
                     "to another request (a replayed response); not stored, asked again")
         if not rid or self._seen.setdefault((url, rid), req.key) == req.key:
@@ -662,6 +678,29 @@ class OpenAIBackend(Backend):
             return (f"the answer repeats the id {rid[:40]!r} of an earlier answer to another "
                     "request (a replay, or a server that repeats ids); not stored, asked again")
         return None
+
+    def _claim(self, body: bytes, req: Request) -> bool:
+        """Remember a response body read on the connection of ``req``; False when the same
+        bytes came before for another request (a replay). If that other request's answer was
+        delivered, it may be the replay, read before its original: it is retracted (removed by
+        the caller's ``on_retract``) and asked again. The bytes then count as ``req``'s."""
+        digest = hashlib.blake2b(body, digest_size=16).digest()
+        owner = self._bodies.setdefault(digest, req.key)
+        if owner == req.key:
+            return True
+        self._bodies[digest] = req.key  # a byte-identical answer to this request's retry
+        earlier = self._delivered.pop(owner, None)
+        if earlier is not None and self._on_retract is not None:
+            logger.warning("request %s...: its stored answer repeats, byte for byte, a response "
+                           "read for request %s... (a replay read before its original); it is "
+                           "removed and asked again", owner[:12], req.key[:12])
+            self._on_retract(earlier, "its answer repeats another request's response")
+            self._retracted.append(earlier)
+        elif earlier is not None:
+            logger.warning("request %s...: its delivered answer repeats, byte for byte, a "
+                           "response read for request %s... (a replay read before its "
+                           "original?)", owner[:12], req.key[:12])
+        return False
 
     def _one_model(self, ans: Answer) -> str | None:
         """Why the answer's ``model`` field shows another model than the one asked for."""
