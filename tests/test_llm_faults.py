@@ -594,3 +594,28 @@ def test_batch_results_with_odd_custom_ids_or_bytes_are_one_line(tmp_path):
     (tmp_path / "r.jsonl").write_bytes(b'{"custom_id": "x"}\n\xff\xfe bad\n')
     with pytest.raises(InputError, match=r"r.jsonl' line 2: not UTF-8"):
         rate(stories(2), be, eval_prompts="1", criteria="RE", tries=1)
+
+
+def test_a_replay_read_before_its_original_is_removed_and_asked_again(tmp_path, caplog):
+    """Replays of responses sent a moment before (replay_age 0): some reach the client before
+    their originals and are stored; the original's arrival shows the repeat, the stored answer
+    is removed from the cache and asked again. At the end: 0 under a wrong key, all stored."""
+    with caplog.at_level(logging.WARNING):
+        run, cache, faults, _ = run_faulty(
+            tmp_path, Script(wire_fault="replay-instead", wire_fault_rate=0.35, latency=0.002,
+                             replay_age=0.0), 64, 16)
+    assert faults["replay-instead"] >= 10
+    assert "it is removed and asked again" in caplog.text  # the race happened and was undone
+    assert run.n_request_failures == 0 and len(cache) == 128 and wrong_keys(cache) == []
+    cache.close()
+
+
+def test_discard_removes_one_stored_answer(tmp_path):
+    with StubServer(Script()) as srv:
+        cache = AnswerCache(tmp_path / "c.sqlite")
+        run = rate(stories(2), backend(srv.base_url), eval_prompts="1", criteria="RE",
+                   tries=1, cache=cache)
+    key = run.ratings["key"].iloc[0]
+    assert cache.discard(key) and not cache.discard(key)
+    assert len(cache) == 1 and key not in cache.keys()
+    cache.close()
