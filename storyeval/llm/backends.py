@@ -561,7 +561,8 @@ class OpenAIBackend(Backend):
             senders.append(kind(min(conc, len(requests)), self.timeout,
                                 min(self.timeout, 10.0), headers, ctx,
                                 keep_alive=self.keep_alive, proxy=proxy))
-        self._seen: dict[tuple[str, str], str] = {}  # (server, response id) -> request key
+        #: (server, response id) -> (request key, body digest) of the first answer with it
+        self._seen: dict[tuple[str, str], tuple[str, bytes]] = {}
         #: digest of every response body read -> the request on whose connection it came
         self._bodies: dict[bytes, str] = {}
         self._delivered: dict[str, Request] = {}  # key -> request, of the answers delivered
@@ -668,8 +669,13 @@ class OpenAIBackend(Backend):
         if replay:
             return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
                     "to another request (a replayed response); not stored, asked again")
-        if not rid or self._seen.setdefault((url, rid), req.key) == req.key:
+        digest = hashlib.blake2b(reply.body, digest_size=16).digest()
+        first = self._seen.setdefault((url, rid), (req.key, digest)) if rid else None
+        if first is None or first[0] == req.key:
             return None
+        if first[1] == digest:  # the bytes of a response read before (whose owner changed)
+            return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
+                    "to another request (a replayed response); not stored, asked again")
         if self._unique.get(url, True):
             self._unique[url] = False
             logger.warning("%s gave the response id %r to two different answers: it repeats "
@@ -688,7 +694,7 @@ class OpenAIBackend(Backend):
         owner = self._bodies.setdefault(digest, req.key)
         if owner == req.key:
             return True
-        self._bodies[digest] = req.key  # a byte-identical answer to this request's retry
+        self._bodies[digest] = ""  # nobody's answer from now on
         earlier = self._delivered.pop(owner, None)
         if earlier is not None and self._on_retract is not None:
             logger.warning("request %s...: its stored answer repeats, byte for byte, a response "
@@ -754,8 +760,8 @@ class OpenAIBackend(Backend):
                             return parsed
                         logger.info("request %s...: %s", req.key[:12], why)
                         last, alone = why, True
-                        if attempt <= self.max_retries:
-                            continue  # asked again at once: the server did answer
+                        if attempt <= self.max_retries and not reply.alone:
+                            continue  # asked again at once, alone: the server did answer
                     else:
                         last = f"malformed answer: {parsed}"
                 else:
