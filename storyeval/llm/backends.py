@@ -762,6 +762,11 @@ class OpenAIBackend(Backend):
                         last, alone = why, True
                         if attempt <= self.max_retries and not reply.alone:
                             continue  # asked again at once, alone: the server did answer
+                        if not self._unique.get(url, True):
+                            # a replay from a server that repeats ids: asked again after a
+                            # second, when even constant ids (and `created` in seconds) come
+                            # with other bytes than the replayed answer
+                            retry_after = 1.0
                     else:
                         last = f"malformed answer: {parsed}"
                 else:
