@@ -325,9 +325,9 @@ def test_a_replay_of_a_repeated_id_server_is_refused(tmp_path):
     gives the replay away (asked again after a second, when the server's answer has other
     bytes than the replay even with constant ids)."""
     run, cache, faults, _ = run_faulty(
-        tmp_path, Script(constant_id=True, wire_fault="replay-instead", wire_fault_rate=0.2,
+        tmp_path, Script(constant_id=True, wire_fault="replay-instead", wire_fault_rate=0.3,
                          latency=0.002, replay_age=0.03), 16, 8)
-    assert faults["replay-instead"] >= 3
+    assert faults["replay-instead"] >= 2
     assert run.n_request_failures == 0 and len(cache) == 32 and wrong_keys(cache) == []
     cache.close()
 

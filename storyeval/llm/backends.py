@@ -655,8 +655,10 @@ class OpenAIBackend(Backend):
         if self._tag in rid:
             return ("the answer carries the nonce of another request of this run (a stray or "
                     "misrouted response); not stored, asked again")
-        replay = not self._claim(reply.body, req)
-        for other in reply.others:  # responses that came with it: a replay of one is refused
+        # bytes are evidence only with an id: without one, two answers of the same text (and
+        # usage) to different requests are byte-identical by right
+        replay = bool(rid) and not self._claim(reply.body, req)
+        for other in reply.others if rid else ():  # a later replay of one of them is refused
             self._claim(other, req)
         if not reply.alone:
             if shared:
