@@ -173,7 +173,8 @@ async def _drive(post, c: int, n: int, deadline: float, first: list, close) -> i
         for i in it:
             if time.time() > deadline:
                 return
-            status, _, body = await post(i)
+            reply = await post(i)  # (status, headers, body, ...)
+            status, body = reply[0], reply[2]
             assert status == 200 and body, status
             if not first:
                 first.append(time.time())
