@@ -262,7 +262,6 @@ class _RunState:
         self.refused = 0
         self.answered = False
         self.errors: list[BaseException] = []
-        self.tasks: list[Any] = []
 
 
 def model_matches(requested: str, served: str | None) -> bool:
