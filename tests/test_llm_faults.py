@@ -343,7 +343,7 @@ class BuggyProxy:
         import random
 
         self.mode, self.rate, self.rng = mode, rate, random.Random(0)
-        self.forwarded = self.faults = 0
+        self.forwarded = self.faults = self.tunnels = 0
         self.last: bytes | None = None
         self.lock = threading.Lock()
         self.sock, self.port = listen_and_serve(self._client)
@@ -375,6 +375,9 @@ class BuggyProxy:
                 request, buf = got
                 line, _, rest = request.partition(b"\r\n")
                 method, target, version = line.split(b" ")
+                if method == b"CONNECT":  # a blind tunnel (https servers)
+                    self._tunnel(conn, target.decode())
+                    return
                 m = re.match(rb"http://([^/:]+):(\d+)(/.*)", target)
                 up = socket.create_connection((m.group(1).decode(), int(m.group(2))))
                 with up:
@@ -398,8 +401,59 @@ class BuggyProxy:
         except OSError:
             pass
 
+    def _tunnel(self, conn: socket.socket, target: str) -> None:
+        host, _, port = target.rpartition(":")
+        up = socket.create_connection((host, int(port)))
+        with self.lock:
+            self.tunnels += 1
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pipe(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:  # one side closed: close both (the client sees the server's close)
+                for s in (src, dst):
+                    with contextlib.suppress(OSError):
+                        s.shutdown(socket.SHUT_RDWR)
+
+        back = threading.Thread(target=pipe, args=(up, conn), daemon=True)
+        back.start()
+        pipe(conn, up)
+        back.join(5)
+        up.close()
+        conn.close()
+
     def close(self) -> None:
         self.sock.close()
+
+
+@pytest.mark.parametrize("echo", [True, False], ids=["echo", "no-echo"])
+def test_https_through_a_proxy_tunnel_follows_the_same_rule(tmp_path, monkeypatch, echo):
+    """HTTPS_PROXY: a CONNECT tunnel per connection, TLS inside it, and the same rule (the
+    server's close comes through the tunnel)."""
+    from _openai_stub_server import make_certificate
+
+    try:
+        folder, ctx = make_certificate(tmp_path)
+    except FileNotFoundError:
+        pytest.skip("openssl is not installed")
+    proxy = BuggyProxy(rate=0.0)
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+    try:
+        with StubServer(Script(echo_request_id=echo), ssl_context=ctx) as srv:
+            cache = AnswerCache(tmp_path / "c.sqlite")
+            run = rate(stories(8), backend(srv.base_url, ca_bundle=folder / "cert.pem"),
+                       eval_prompts="1", criteria="RE", tries=2, cache=cache)
+    finally:
+        proxy.close()
+    assert proxy.tunnels >= 4  # every connection went through the proxy
+    assert run.n_request_failures == 0 and len(cache) == 16 and wrong_keys(cache) == []
+    cache.close()
 
 
 @pytest.mark.parametrize("echo", [True, False], ids=["echo", "no-echo"])
