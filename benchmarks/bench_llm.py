@@ -22,6 +22,12 @@ answering every request after ``--latency``, default 50 ms):
 4. ``--command``: the whole ``storyeval rate`` command in a fresh process (CLI start-up, story
    file reading, rendering, sending, caching, writing ``--out``): requests/s and the time from
    launch to the first request at the server.
+6. ``--verify``: the cost of verifying every answer (issue 48): ``rate()`` end to end and the
+   whole ``storyeval rate`` command at concurrency 16 against a 2 ms server and at 256 against a
+   50 ms server, each against a server that echoes the request nonce (vLLM; kept-alive
+   connections) and one that does not (a connection per request, verified by the server's
+   close), beside aiohttp sending the same requests on kept-alive connections with no check;
+   the load average is printed before each line.
 5. ``--endpoints``: ``rate`` against one server process and against two, each with the same
    ``--endpoint-concurrency`` (default 16, so that the client is not the bottleneck), after a
    warm-up run: the ratio of the two throughputs, end to end and in the sending phase
@@ -167,7 +173,8 @@ async def _drive(post, c: int, n: int, deadline: float, first: list, close) -> i
         for i in it:
             if time.time() > deadline:
                 return
-            status, _, body = await post(i)
+            reply = await post(i)  # (status, headers, body, ...)
+            status, body = reply[0], reply[2]
             assert status == 200 and body, status
             if not first:
                 first.append(time.time())
@@ -218,7 +225,7 @@ def compare_clients(base: str, concurrencies: list[int], seconds: float) -> list
     return rows
 
 
-def whole_command(base: str, c: int, n_requests: int, tmp: Path) -> None:
+def whole_command(base: str, c: int, n_requests: int, tmp: Path, tag: str = "") -> None:
     """``storyeval rate`` in a fresh process, start to end."""
     n_stories = max(1, -(-n_requests // 24))
     src = tmp / f"stories-{c}.csv"
@@ -231,8 +238,8 @@ def whole_command(base: str, c: int, n_requests: int, tmp: Path) -> None:
                              "--model", "bench", "--no-api-key", "--stories", str(src),
                              "--eval-prompts", "1-4", "--criteria", "all", "--tries", "1",
                              "--max-tokens", "32", "--concurrency", str(c),
-                             "--cache", str(tmp / f"cmd-{c}.sqlite"),
-                             "--out", str(tmp / f"cmd-{c}")], env=env,
+                             "--cache", str(tmp / f"cmd-{c}{tag}.sqlite"),
+                             "--out", str(tmp / f"cmd-{c}{tag}")], env=env,
                             stdout=subprocess.DEVNULL)
     samples = _cpu_samples(proc)  # (time, CPU seconds of the command) until it exits
     if proc.wait() != 0:
@@ -312,9 +319,51 @@ def two_endpoints(latency: float, c: int, n_requests: int, tmp: Path) -> None:
             proc.wait()
 
 
-def _start_server(latency: float):
+def verify_costs(tmp: Path, n16: int, n256: int, seconds: float) -> None:
+    """rate() and the whole command against echoing and non-echoing servers, beside aiohttp."""
+    from storyeval.llm import OpenAIBackend, SamplingParams, rate
+
+    for latency, c, n in ((0.002, 16, n16), (0.05, 256, n256)):
+        st = _stories(max(1, -(-n // 24)))
+        for echo in (True, False):
+            proc, base = _start_server(latency, echo=echo)
+            what = "echoes the nonce" if echo else "no echo"
+            try:
+                load = os.getloadavg()[0]
+                be = OpenAIBackend("bench", base_url=base, concurrency=c, api_key_env=None)
+                _stats(base, reset=True)
+                t0 = time.time()
+                run = rate(st, be, eval_prompts="1-4", criteria="all", tries=1,
+                           cache=tmp / f"v-{c}-{echo}.sqlite",
+                           sampling=SamplingParams(max_tokens=32), show_progress=False)
+                dt = time.time() - t0
+                server = _stats(base)
+                print(f"verify: {latency * 1000:.0f} ms server ({what}), c={c}: rate() "
+                      f"{run.n_sent:,} requests in {dt:.2f} s = {run.n_sent / dt:,.0f} "
+                      f"requests/s end to end; {server['connections']:,} connections; "
+                      f"failures {run.n_request_failures}; load {load:.1f}", flush=True)
+                print(f"verify: {latency * 1000:.0f} ms server ({what}), load "
+                      f"{os.getloadavg()[0]:.1f}, ", end="", flush=True)
+                whole_command(base, c, n, tmp, tag=f"-{echo}")
+                if echo:
+                    load = os.getloadavg()[0]
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--client-worker", "aiohttp",
+                         base + "/chat/completions", str(c), str(n), str(seconds),
+                         repr(time.time())], capture_output=True, text=True, check=True)
+                    row = json.loads(out.stdout.strip().splitlines()[-1])
+                    print(f"verify: {latency * 1000:.0f} ms server, c={c}: aiohttp alone "
+                          f"(kept-alive, no check, no cache) {row['rps']:,.0f} requests/s "
+                          f"({row['done']:,} requests); load {load:.1f}", flush=True)
+            finally:
+                proc.kill()
+                proc.wait()
+
+
+def _start_server(latency: float, *, echo: bool = False):
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_openai_stub_server.py"),
-                             "--latency", str(latency)], stdout=subprocess.PIPE, text=True)
+                             "--latency", str(latency)] + (["--echo"] if echo else []),
+                            stdout=subprocess.PIPE, text=True)
     port = int(proc.stdout.readline().split()[1])
     return proc, f"http://127.0.0.1:{port}/v1"
 
@@ -338,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--endpoint-concurrency", type=int, default=16,
                     help="requests in flight per server for --endpoints (default: 16, so that "
                          "a busy 2-core client is not the bottleneck)")
+    ap.add_argument("--verify", action="store_true",
+                    help="the cost of verifying answers: c=16 at 2 ms and c=256 at 50 ms, "
+                         "echoing and non-echoing servers, beside aiohttp")
+    ap.add_argument("--verify-requests", default="4032,12096",
+                    help="requests of the --verify runs at c=16 and c=256 (default 4032,12096)")
     ap.add_argument("--skip-rate", action="store_true",
                     help="skip parts 1 and 2 (rate() and the replay)")
     args = ap.parse_args(argv)
@@ -347,6 +401,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start "
           "(on a shared, busy machine the numbers are lower bounds)", flush=True)
     concurrencies = [int(v) for v in args.concurrency.split(",")]
+    if args.verify:
+        n16, n256 = (int(v) for v in args.verify_requests.split(","))
+        with tempfile.TemporaryDirectory() as tmp:
+            verify_costs(Path(tmp), n16, n256, args.client_seconds)
     if args.endpoints:
         with tempfile.TemporaryDirectory() as tmp:
             two_endpoints(args.latency, args.endpoint_concurrency,

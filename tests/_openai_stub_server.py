@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import random
 import sys
 import threading
 import time
@@ -73,7 +74,14 @@ class Script:
     #: key): "double-late" (the same response again, ``wire_delay`` s later), "smuggle-late"
     #: (an answer for another key, with an id of its own, ``wire_delay`` s later),
     #: "stale-first" (the connection's previous response is sent again before the answer).
+    #: Faults of a server or proxy that mixes up its responses (issue 48): "stray-first" (a
+    #: response for another key, with a never-seen id, sent at once, before the answer, which
+    #: follows after ``latency``), "replay-first" / "replay-instead" (a copy of the response
+    #: last sent for another key, on any connection, before the answer / instead of it).
+    #: The share ``wire_fault_rate`` is drawn from the key and the attempt.
     wire_fault_rate: float = 1.0
+    #: a replayed response was sent at least this many seconds earlier
+    replay_age: float = 0.05
     wire_delay: float = 0.005
     #: extra response headers of ``status_override`` answers (e.g. a redirect's Location)
     override_headers: dict[str, str] = field(default_factory=dict)
@@ -88,6 +96,11 @@ class Script:
     wrong_model_marker: str | None = None
     #: every answer carries the same ``id`` (a server that does not make ids unique)
     constant_id: bool = False
+    #: ids drawn from this many values (Ollama's OpenAI layer draws them from 999)
+    id_values: int | None = None
+    #: the ``id`` is ``chatcmpl-<X-Request-Id>`` when the request has that header, as vLLM's
+    #: is (the request's nonce echoed)
+    echo_request_id: bool = False
 
 
 def _draw(seed: int, key: str, attempt: int) -> float:
@@ -105,6 +118,8 @@ class StubState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     keep_payloads: bool = True
     connections: int = 0
+    open_now: int = 0  # connections open now, and the most open at once
+    max_open: int = 0
     faults: Counter = field(default_factory=Counter)
     first_at: float | None = None  # time.time() of the first request since the last reset
     paths: list[str] = field(default_factory=list)  # request targets (path and query)
@@ -199,7 +214,8 @@ class _Handler:
         text = script.answer(payload, key) + echo
         with state.lock:
             state.answered[key] += 1
-        return 200, self._body(payload, text, script.finish_reason, echo), {}
+        return 200, self._body(payload, text, script.finish_reason, echo,
+                               headers.get("x-request-id")), {}
 
     def _malformed(self, n: int, echo: str) -> bytes:
         bad = [b"{not json", b'{"choices": []}', b'{"choices": [{"message": {}}]}']
@@ -208,7 +224,8 @@ class _Handler:
             body += (" " * 80 + echo).encode()
         return body
 
-    def _body(self, payload: dict[str, Any], text: str, finish_reason: Any, echo: str) -> bytes:
+    def _body(self, payload: dict[str, Any], text: str, finish_reason: Any, echo: str,
+              nonce: str | None = None) -> bytes:
         usage = dict(self.script.usage) if self.script.usage is not None else \
             {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if echo:
@@ -218,6 +235,10 @@ class _Handler:
         with self.state.lock:
             self.state.ids += 1
             rid = "chatcmpl-stub" if self.script.constant_id else f"chatcmpl-stub-{self.state.ids}"
+            if self.script.id_values:
+                rid = f"chatcmpl-{random.Random(self.state.ids).randrange(self.script.id_values)}"
+            if self.script.echo_request_id and nonce:
+                rid = f"chatcmpl-{nonce}"
         body = {
             "id": rid, "object": "chat.completion", "created": int(time.time()),
             "model": ("other-model" if self.script.wrong_model_marker
@@ -242,6 +263,7 @@ class StubServer:
         self._ssl = ssl_context  # an ssl.SSLContext: serve https
         self.state = StubState()
         self._handler = _Handler(self.script, self.state)
+        self._sent: list[tuple[float, str, bytes]] = []  # (time, key, response) sent lately
         self._port = port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server = None
@@ -251,6 +273,8 @@ class StubServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self.state.lock:
             self.state.connections += 1
+            self.state.open_now += 1
+            self.state.max_open = max(self.state.max_open, self.state.open_now)
         previous = None
         try:
             while True:
@@ -266,14 +290,31 @@ class StubServer:
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
                 n_body = int(headers.get("content-length", "0") or 0)
+                close = "close" in headers.get("connection", "").lower()
                 fault = self.script.wire_fault
+                key = headers.get("x-storyeval-cache-key", "")
+                with self.state.lock:
+                    attempt = self.state.received[key] + 1
+                if fault is not None and "," in fault:  # several kinds: one per key and attempt
+                    kinds = fault.split(",")
+                    fault = kinds[int(_draw(self.script.fault_seed + 8, key, attempt)
+                                      * len(kinds))]
+                hit = (method == "POST" and fault is not None and not path.endswith("/stats")
+                       and _draw(self.script.fault_seed + 7, key, attempt)
+                       < self.script.wire_fault_rate)
                 if fault == "early" and method == "POST" and not path.endswith("/stats"):
                     status, body, extra = await self._handler.respond(path, headers, b"{}")
                     writer.write(self._message(status, body, extra))
                     await writer.drain()
                     await reader.readexactly(n_body)
+                    if close:
+                        break
                     continue
                 raw = await reader.readexactly(n_body)
+                if hit and fault == "stray-first":  # at once, before the answer is computed
+                    self._count_fault(fault)
+                    writer.write(self._stray("double", headers))
+                    await writer.drain()
                 if path.rstrip("/").endswith("/stats"):  # for the benchmark: GET, POST resets
                     body = json.dumps(self.state.stats()).encode()
                     if method == "POST":
@@ -286,34 +327,51 @@ class StubServer:
                         self.state.first_at = time.time()
                     status, body, extra = await self._handler.respond(path, headers, raw)
                 message = plain = self._message(status, body, extra)
-                key = headers.get("x-storyeval-cache-key", "")
-                hit = (method == "POST" and fault is not None
-                       and _draw(self.script.fault_seed + 7, key, 0) < self.script.wire_fault_rate)
-                if fault is not None and "," in fault:  # several kinds: one per key
-                    kinds = fault.split(",")
-                    fault = kinds[int(_draw(self.script.fault_seed + 8, key, 0) * len(kinds))]
                 if fault in ("garbage", "double") and method == "POST":
                     message += self._stray(fault, headers)
                 if fault == "stale-first" and hit and previous is not None:
                     message = previous + message
                     self._count_fault(fault)
+                replay = self._replay_for(key)
+                if fault in ("replay-first", "replay-instead") and hit and replay is not None:
+                    self._count_fault(fault)
+                    message = replay + (message if fault == "replay-first" else b"")
                 previous = plain if status == 200 else previous
+                if status == 200 and method == "POST" and plain in message:  # really sent
+                    self._sent.append((time.monotonic(), key, plain))
+                    del self._sent[:-256]
                 writer.write(message)
                 await writer.drain()
+                late = False
                 if fault in ("double-late", "smuggle-late") and hit and status == 200:
                     self._count_fault(fault)
-                    late = plain if fault == "double-late" else self._stray("double", headers)
+                    stray = plain if fault == "double-late" else self._stray("double", headers)
                     asyncio.get_running_loop().call_later(self.script.wire_delay,
-                                                          self._write_late, writer, late)
+                                                          self._write_late, writer, stray)
+                    late = True
                 if fault in ("garbage-later", "double-split") and method == "POST":
                     await asyncio.sleep(0.002 if fault == "garbage-later" else 0)
                     writer.write(self._stray(fault, headers))
                     await writer.drain()
+                if close:  # the client said Connection: close (after any late stray)
+                    if late:
+                        await asyncio.sleep(self.script.wire_delay + 0.002)
+                    break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError,
                 asyncio.CancelledError):
             pass
         finally:
+            with self.state.lock:
+                self.state.open_now -= 1
             writer.close()
+
+    def _replay_for(self, key: str) -> bytes | None:
+        """The newest response sent for another key at least ``replay_age`` s ago."""
+        limit = time.monotonic() - self.script.replay_age
+        for t, k, message in reversed(self._sent):
+            if t <= limit and k != key:
+                return message
+        return None
 
     def _count_fault(self, fault: str) -> None:
         with self.state.lock:
@@ -417,8 +475,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--echo", action="store_true",
+                    help="echo X-Request-Id in the response id, as vLLM does")
     args = ap.parse_args(argv)
-    srv = StubServer(Script(latency=args.latency), port=args.port)
+    srv = StubServer(Script(latency=args.latency, echo_request_id=args.echo), port=args.port)
     srv.state.keep_payloads = False
     srv.start()
     print(f"PORT {srv.port}", flush=True)

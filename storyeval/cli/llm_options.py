@@ -49,8 +49,9 @@ def add_sampling_and_transport_options(parser: argparse.ArgumentParser, *,
                    help="seconds per request (default: 120)")
     o.add_argument("--max-retries", type=int, default=6, help="(default: 6)")
     o.add_argument("--no-keep-alive", action="store_true",
-                   help="one connection per request (no stray response on a kept-alive "
-                        "connection can be read as an answer; slower)")
+                   help="one connection per request for every server (by default a server "
+                        "that echoes the request nonce, as vLLM does, keeps its connections; "
+                        "slower)")
     o.add_argument("--no-model-check", action="store_true",
                    help="accept answers whose 'model' field names another model (default: "
                         "refused unless it equals or starts with --model)")

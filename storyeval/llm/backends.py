@@ -11,26 +11,31 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import contextlib
 import email.utils
+import hashlib
 import ipaddress
 import json
 import logging
 import os
 import random
 import re
-import select
-import socket
-import ssl
+import secrets
 import time
-import typing
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
 from storyeval._optional import import_optional
 from storyeval.exceptions import InputError, MissingDependencyError, StoryevalError
+from storyeval.llm._http import (  # noqa: F401 (the HTTP client; make_ssl_context re-exported)
+    _ConnectionPool,
+    _HttpxSender,
+    _proxy_for,
+    _Reply,
+    _TransportFailure,
+    _uses_proxy,
+    make_ssl_context,
+)
 from storyeval.llm.exchange import (  # noqa: F401 (re-exported: their home before 0.2)
     Answer,
     OnAnswer,
@@ -98,8 +103,10 @@ class Backend(abc.ABC):
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: Statuses about every request (key, permission, URL or model): the run stops at once.
 _FATAL_STATUS = frozenset({401, 403, 404})
-#: A run stops when its first ``_REFUSED_ALL`` finished requests all failed with a request-level refusal (another 4xx, or an answer from another model) and
-#: none was answered: the server refuses the requests themselves, not one of them.
+#: A run stops when its first ``_REFUSED_ALL`` finished requests (at least the requests of the
+#: first wave, the concurrency) all failed with a request-level refusal (another 4xx, or an
+#: answer from another model) and none was answered: the server refuses the requests
+#: themselves, not one of them.
 _REFUSED_ALL = 8
 
 
@@ -220,35 +227,6 @@ def _chat_url(base_url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def make_ssl_context(ca_bundle: str | os.PathLike | None = None) -> ssl.SSLContext:
-    """The TLS context of https servers: the CA file or folder ``ca_bundle`` (``--ca-bundle``),
-    else ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` from the environment, else certifi's bundle (the
-    system's store without certifi). A folder holds certificates under OpenSSL's hashed names
-    (``openssl rehash DIR``)."""
-    def checked(path: str, what: str) -> tuple[str | None, str | None]:
-        if not os.path.exists(path):
-            raise InputError(f"{what} {path!r} does not exist")
-        return (None, path) if os.path.isdir(path) else (path, None)
-
-    if ca_bundle is not None:
-        cafile, capath = checked(os.fspath(ca_bundle), "--ca-bundle")
-    else:
-        env_file = os.environ.get("SSL_CERT_FILE", "").strip()
-        env_dir = os.environ.get("SSL_CERT_DIR", "").strip()
-        cafile = checked(env_file, "SSL_CERT_FILE")[0] if env_file else None
-        capath = checked(env_dir, "SSL_CERT_DIR")[1] if env_dir else None
-        if not (cafile or capath):
-            try:
-                import certifi
-            except ImportError:
-                return ssl.create_default_context()
-            cafile = certifi.where()
-    try:
-        return ssl.create_default_context(cafile=cafile, capath=capath)
-    except (ssl.SSLError, OSError) as exc:
-        raise InputError(f"cannot read the CA certificates {cafile or capath!r}: {exc}") from None
-
-
 def _token_count(value: object) -> int | None:
     """A token count from a server's ``usage`` as an int, or None if it is not one."""
     if isinstance(value, bool):
@@ -270,498 +248,6 @@ def _finish_reason(value: object, redact: _Redactor) -> str | None:
     return redact.clip(value, 64)
 
 
-def _uses_proxy(url: str) -> bool:
-    """Whether httpx would send requests to ``url`` through a proxy from the environment."""
-    try:
-        proxies = urllib.request.getproxies()
-        scheme = urllib.parse.urlsplit(url).scheme
-        if not (proxies.get(scheme) or proxies.get("all")):
-            return False
-        return not urllib.request.proxy_bypass(urllib.parse.urlsplit(url).hostname or "")
-    except Exception:  # noqa: BLE001 - an odd proxy setting: let httpx handle it
-        return True
-
-
-#: Seconds a kept-alive connection stays unused after each response before it is checked for
-#: stray bytes and reused (and before an answer read on a reused connection is accepted).
-_KEEPALIVE_QUIET = 0.02
-
-
-class _Reply(typing.NamedTuple):
-    """A response: ``fresh`` when it is the first on a new direct connection (so it answers
-    the request by construction); ``verdict`` (read on a reused connection) resolves to True
-    when the connection showed no stray byte in the quiet time after it."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    fresh: bool
-    verdict: Any
-
-
-class _TransportFailure(Exception):
-    """A request that got no HTTP response: ``kind`` is "timeout" or "connection" (retried), or
-    "tls" or "dns" (a misconfiguration no retry can fix)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def _tls_message(exc: BaseException, origin: tuple) -> str:
-    """One line for a certificate the client refused."""
-    reason = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
-    return (f"TLS certificate verification failed for {origin[1]}:{origin[2]} ({reason}); "
-            "give the server's CA with --ca-bundle FILE (or SSL_CERT_FILE / SSL_CERT_DIR)")
-
-
-def _tls_mismatch(exc: BaseException, origin: tuple) -> str:
-    """One line for a TLS handshake that failed for another reason than the certificate; the
-    usual one is ``https://`` to a server that speaks plain HTTP (``WRONG_VERSION_NUMBER``)."""
-    reason = getattr(exc, "reason", None) or str(exc)
-    hint = ("the server does not speak TLS: use http:// in --base-url"
-            if "WRONG_VERSION_NUMBER" in str(exc) or "wrong version" in str(exc).lower()
-            else "check that the server speaks https on this port")
-    return f"TLS handshake with {origin[1]}:{origin[2]} failed ({reason}); {hint}"
-
-
-def _decode_body(body: bytes, headers: dict[str, str]) -> bytes:
-    """The body without a gzip/deflate content encoding (storyeval asks for none)."""
-    encoding = headers.get("content-encoding", "").strip().lower()
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        import zlib
-
-        wbits = 31 if "gzip" in encoding else 15
-        try:
-            return zlib.decompress(body, wbits)
-        except zlib.error:
-            return zlib.decompress(body, -15) if encoding == "deflate" else body
-    return body
-
-
-class _ProtocolError(Exception):
-    """The server's answer is not HTTP/1.1 as storyeval reads it."""
-
-
-class _SpeaksTLS(Exception):
-    """A plain-HTTP request was answered with a TLS record: ``http://`` to an https server."""
-
-
-#: Largest response body read (a chat completion is a few kB).
-_MAX_BODY = 64 * 2**20
-
-
-def _kernel_unread(writer) -> str | None:
-    """What the kernel holds for this connection that asyncio has not read yet: None (nothing),
-    "eof" (the peer closed it), "bytes" (data), or "unknown" (TLS: encrypted bytes may be a
-    close notification; the connection is not reused either way)."""
-    sock = writer.get_extra_info("socket")
-    if sock is None:
-        return None
-    try:
-        fd = sock.fileno()
-        if fd < 0:
-            return "eof"
-        if hasattr(select, "poll"):  # select() cannot watch descriptors past 1024
-            poller = select.poll()
-            poller.register(fd, select.POLLIN | select.POLLPRI)
-            if not poller.poll(0):
-                return None
-        elif not select.select([fd], [], [], 0)[0]:
-            return None
-        if writer.get_extra_info("sslcontext") is not None:
-            return "unknown"
-        with socket.socket(fileno=os.dup(fd)) as peek:
-            return "bytes" if peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) else "eof"
-    except (OSError, ValueError, AttributeError):
-        return "unknown"  # cannot tell: not clean
-
-
-class _Connection:
-    __slots__ = ("reader", "writer")
-
-    def __init__(self, reader, writer) -> None:
-        self.reader, self.writer = reader, writer
-
-    def unread(self) -> str | None:
-        """Whatever was received beyond the responses read so far: None on a clean HTTP/1.1
-        connection between requests; "bytes" for stray data; "eof" or "unknown" otherwise."""
-        if getattr(self.reader, "_buffer", None):
-            return "bytes"
-        if self.writer.is_closing() or self.reader.at_eof():
-            return "eof"
-        return _kernel_unread(self.writer)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing a broken transport
-            self.writer.close()
-
-
-class _ConnectionPool:
-    """One keep-alive HTTP/1.1 connection pool shared by every worker, on asyncio streams.
-
-    The requests are always the same shape (a JSON POST to one URL), so the client is small: it
-    writes the request in one piece and reads the status line, the headers and a body framed by
-    ``Content-Length``, chunked transfer coding or the end of the connection (gzip/deflate
-    decoded). At most ``max_connections`` connections are open; an idle one is taken from a stack
-    in O(1). A request costs about a tenth of the CPU of an ``httpx.AsyncClient`` request
-    (whose pool also scans every connection on every request, encode/httpx#3215), which is what
-    lets one process keep hundreds of requests in flight. One SSL context is built, once, for
-    https servers and shared by all connections. ``timeout`` bounds each whole request
-    (sending, waiting, reading); a connection that timed out or failed is closed, never reused.
-
-    Answers are matched to requests by construction: a request holds its connection alone from
-    the first byte written to the last byte of its framed response (no pipelining), and a
-    connection is reused only when nothing beyond that response was received (asyncio's buffer
-    empty and, checked with ``poll``, nothing waiting in the kernel). After each response a
-    kept-alive connection is *parked* for ``quiet`` seconds (default 0.02), unused, then
-    checked: a late duplicate or unasked-for response arrives there instead of being read as
-    the next request's answer. An answer read on a reused connection is accepted only when that
-    check finds no stray byte (``_Reply.verdict``); otherwise it is asked again. Bytes after a
-    complete response make the server untrusted: its connections are not reused again (one
-    connection per request from then on). A stray response later than the quiet time, read as
-    the answer to the next request on that connection, is caught by the response-id and model
-    checks of `OpenAIBackend` or, when the real answer then arrives, by this check; with
-    ``keep_alive=False`` (``--no-keep-alive``) every request has a connection of its own and no
-    stray response can be read at all.
-    """
-
-    def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None, *,
-                 keep_alive: bool = True, quiet: float | None = None) -> None:
-        import asyncio
-
-        for k, v in headers.items():
-            if any(c in f"{k}{v}" for c in "\r\n\0"):
-                raise InputError(f"HTTP header {k} holds a line break or NUL character")
-        self._slots = asyncio.Semaphore(max_connections)
-        self._idle: dict[tuple, list[_Connection]] = {}
-        self._open: set[_Connection] = set()
-        self._ssl = ssl_context
-        self._timeout = timeout
-        self._connect_timeout = connect_timeout
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        self._targets: dict[str, tuple[tuple, str]] = {}
-        self._distrusted: set[tuple] = set()
-        self._keep_alive = keep_alive
-        self._quiet = _KEEPALIVE_QUIET if quiet is None else float(quiet)
-        self._parked: dict[_Connection, tuple] = {}
-        self._waiters: list[Any] = []
-        self._max = max_connections
-
-    def _target(self, url: str) -> tuple[tuple, str]:
-        got = self._targets.get(url)
-        if got is None:
-            parts = urllib.parse.urlsplit(url)
-            host = parts.hostname or ""
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            netloc = parts.netloc.rsplit("@", 1)[-1]
-            prefix = (f"POST {urllib.parse.quote(path, safe='/?&=%:@!$,;+*()~')} HTTP/1.1\r\n"
-                      f"Host: {netloc.encode('idna').decode('ascii')}\r\n{self._fixed}")
-            got = ((parts.scheme, host, port), prefix)
-            self._targets[url] = got
-        return got
-
-    def _ssl_context(self):
-        if self._ssl is None:
-            self._ssl = make_ssl_context()
-        return self._ssl
-
-    async def _connect(self, origin: tuple) -> _Connection:
-        import asyncio
-
-        scheme, host, port = origin
-        ctx = self._ssl_context() if scheme == "https" else None
-        reader, writer = await asyncio.open_connection(
-            host, port, ssl=ctx, server_hostname=host if ctx else None, limit=2**18)
-        conn = _Connection(reader, writer)
-        self._open.add(conn)
-        return conn
-
-    def _discard(self, conn: _Connection) -> None:
-        self._open.discard(conn)
-        conn.close()
-
-    def _distrust(self, origin: tuple, why: str) -> None:
-        """Stop reusing connections to a server that broke HTTP/1.1 framing once: from now on
-        each request has a connection of its own, so no stray byte can become an answer."""
-        if origin not in self._distrusted:
-            self._distrusted.add(origin)
-            logger.warning("the server %s://%s:%s %s; its connections are no longer reused "
-                           "(one connection per request from now on)", *origin, why)
-
-    def distrust_url(self, url: str, why: str) -> None:
-        """Stop reusing connections to the server of ``url`` (see `_distrust`)."""
-        self._distrust(self._target(url)[0], why)
-
-    async def post(self, url: str, body: bytes, extra: dict[str, str]) -> _Reply:
-        import asyncio
-
-        origin, prefix = self._target(url)
-        head = prefix + "".join(f"{k}: {v}\r\n" for k, v in extra.items()) + \
-            ("" if self._keep_alive else "Connection: close\r\n") + \
-            f"Content-Length: {len(body)}\r\n\r\n"
-        message = head.encode("latin-1") + body
-        await self._slots.acquire()
-        conn = None
-        stage = "connect"
-        try:
-            idle = self._idle.setdefault(origin, [])
-            reused = False
-            while True:
-                while idle:
-                    c = idle.pop()
-                    left = c.unread()
-                    if left is None:
-                        conn, reused = c, True
-                        break
-                    if left == "bytes":
-                        self._distrust(origin, "sent bytes on an idle kept-alive connection")
-                    self._discard(c)
-                if conn is not None or len(self._open) < self._max or not self._parked:
-                    break
-                # every connection is busy or in its quiet time: wait for one to settle
-                # rather than open more than max_connections
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiters.append(waiter)
-                await waiter
-            if conn is None:
-                conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
-            stage = "read"
-            try:
-                status, headers, data, keep = await asyncio.wait_for(
-                    self._exchange(conn, message), self._timeout)
-            except _NoResponse:
-                if not reused:
-                    raise
-                # a kept-alive connection the server closed as we sent: the request never
-                # reached it, so it is sent once more on a new connection
-                self._discard(conn)
-                conn, reused = None, False
-                stage = "connect"
-                conn = await asyncio.wait_for(self._connect(origin), self._connect_timeout)
-                stage = "read"
-                status, headers, data, keep = await asyncio.wait_for(
-                    self._exchange(conn, message), self._timeout)
-            left = conn.unread() if keep else None
-            if left == "bytes":
-                # more bytes than the framed response: the connection is out of step with its
-                # requests. On a fresh connection the response is the first one, so it answers
-                # this request; on a reused one it may be a stray answer to an earlier request
-                # (and the bytes after it this request's), so it is not trusted.
-                self._distrust(origin, "sent bytes after a complete response")
-                if reused:
-                    raise _ProtocolError("bytes after the response on a kept-alive connection; "
-                                         "the answer is not trusted and is asked again")
-            if left is not None:
-                keep = False
-            reusable = keep and self._keep_alive and origin not in self._distrusted
-            verdict = asyncio.get_running_loop().create_future() if reused else None
-            if reusable or verdict is not None:
-                self._park(conn, origin, verdict, reusable)
-            else:
-                self._discard(conn)
-            conn = None
-        except TimeoutError:
-            what = ("ConnectTimeout" if stage == "connect" else "ReadTimeout")
-            raise _TransportFailure("timeout", what) from None
-        except ssl.SSLCertVerificationError as exc:
-            raise _TransportFailure("tls", _tls_message(exc, origin)) from None
-        except ssl.SSLError as exc:
-            raise _TransportFailure("tls", _tls_mismatch(exc, origin)) from None
-        except _SpeaksTLS as exc:
-            raise _TransportFailure("tls", str(exc)) from None
-        except socket.gaierror as exc:
-            raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
-                                           f"{exc.strerror or exc}") from None
-        except _NoResponse as exc:
-            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
-        except _ProtocolError as exc:
-            self._distrust(origin, f"answered out of protocol ({exc})")
-            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
-        except (OSError, EOFError, ValueError, asyncio.IncompleteReadError,
-                asyncio.LimitOverrunError) as exc:
-            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
-        finally:
-            if conn is not None:  # failed or cancelled mid-request: never reused
-                self._discard(conn)
-            self._slots.release()
-        return _Reply(status, headers, _decode_body(data, headers), not reused, verdict)
-
-    def _park(self, conn: _Connection, origin: tuple, verdict, reusable: bool) -> None:
-        """Hold a connection that just delivered a response for ``quiet`` seconds, unused, then
-        look for stray bytes (`_settle`): a late duplicate or unasked-for response shows up
-        there instead of being read as the next request's answer."""
-        import asyncio
-
-        handle = asyncio.get_running_loop().call_later(
-            self._quiet, self._settle, conn, origin, verdict, reusable)
-        self._parked[conn] = (handle, origin, verdict, reusable)
-
-    def _settle(self, conn: _Connection, origin: tuple, verdict, reusable: bool) -> None:
-        """The end of a connection's quiet time: ``verdict`` (the answer read on it, when the
-        connection was reused) is True if no stray byte came, and the connection goes back to
-        the idle stack if it may be reused; otherwise the server is distrusted."""
-        self._parked.pop(conn, None)
-        left = conn.unread() if conn in self._open else "eof"
-        if left == "bytes":
-            self._distrust(origin, "sent bytes after a complete response (late)")
-        if verdict is not None and not verdict.done():
-            verdict.set_result(left in (None, "eof"))
-        if left is None and reusable and origin not in self._distrusted:
-            self._idle.setdefault(origin, []).append(conn)
-        else:
-            self._discard(conn)
-        while self._waiters:
-            waiter = self._waiters.pop(0)
-            if not waiter.done():
-                waiter.set_result(None)
-                break
-
-    async def _exchange(self, conn: _Connection, message: bytes
-                        ) -> tuple[int, dict[str, str], bytes, bool]:
-        reader, writer = conn.reader, conn.writer
-        try:
-            writer.write(message)
-            await writer.drain()
-            line = await reader.readline()
-        except (ConnectionResetError, BrokenPipeError) as exc:
-            raise _NoResponse(str(exc)) from None
-        if not line:
-            raise _NoResponse("the server closed the connection without a response")
-        while True:
-            parts = line.split(None, 2)
-            if line[:1] in (b"\x15", b"\x16") and line[1:2] == b"\x03":
-                raise _SpeaksTLS("the server answered with TLS: use https:// in --base-url "
-                                 "(no retry can fix this)")
-            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-                raise _ProtocolError(f"not an HTTP/1.x status line: {line[:40]!r}")
-            version, status = parts[0], int(parts[1])
-            headers: dict[str, str] = {}
-            for _ in range(256):
-                h = await reader.readline()
-                if h in (b"\r\n", b"\n"):
-                    break
-                if not h.endswith(b"\n"):
-                    raise _ProtocolError("the connection closed in the response headers")
-                k, sep, v = h.partition(b":")
-                if not sep:
-                    raise _ProtocolError(f"malformed header line {h[:40]!r}")
-                key = k.strip().decode("latin-1").lower()
-                val = v.strip().decode("latin-1")
-                headers[key] = f"{headers[key]}, {val}" if key in headers else val
-            else:
-                raise _ProtocolError("more than 256 response headers")
-            if 100 <= status < 200:  # informational; the response follows
-                line = await reader.readline()
-                if not line:
-                    raise _ProtocolError("the connection closed after a 1xx response")
-                continue
-            break
-        keep = version == b"HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-        if status in (204, 304):
-            return status, headers, b"", keep
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            return status, headers, await self._read_chunked(reader), keep
-        if "content-length" in headers:
-            n = int(headers["content-length"])
-            if not 0 <= n <= _MAX_BODY:
-                raise _ProtocolError(f"Content-Length {n} out of range")
-            return status, headers, await reader.readexactly(n), keep
-        chunks, total = [], 0  # delimited by the end of the connection
-        while True:
-            part = await reader.read(2**16)
-            if not part:
-                break
-            total += len(part)
-            if total > _MAX_BODY:
-                raise _ProtocolError("response body too large")
-            chunks.append(part)
-        return status, headers, b"".join(chunks), False
-
-    @staticmethod
-    async def _read_chunked(reader) -> bytes:
-        chunks, total = [], 0
-        while True:
-            line = await reader.readline()
-            if not line.endswith(b"\n"):
-                raise _ProtocolError("the connection closed in a chunked body")
-            size = int(line.split(b";", 1)[0].strip(), 16)
-            if size == 0:
-                for _ in range(256):  # trailers up to the blank line
-                    t = await reader.readline()
-                    if t in (b"\r\n", b"\n", b""):
-                        break
-                return b"".join(chunks)
-            total += size
-            if total > _MAX_BODY:
-                raise _ProtocolError("response body too large")
-            chunks.append(await reader.readexactly(size))
-            if (await reader.readline()).strip():
-                raise _ProtocolError("malformed chunk end")
-
-    async def aclose(self) -> None:
-        for conn, (handle, origin, verdict, _) in list(self._parked.items()):
-            handle.cancel()
-            self._settle(conn, origin, verdict, False)
-        conns, self._open = list(self._open), set()
-        self._idle.clear()
-        for c in conns:
-            c.close()
-
-
-class _NoResponse(_ProtocolError):
-    """Nothing came back on a connection (the server closed it as the request was sent)."""
-
-
-class _HttpxSender:
-    """Requests through ``httpx.AsyncClient`` (used behind a proxy from the environment, which
-    httpx knows how to reach), one connection per request: no connection to the proxy is kept
-    alive, so bytes a proxy leaves on a connection can never be read as the next answer. Every
-    response counts as not fresh, so `OpenAIBackend` refuses one that repeats an earlier
-    answer's id."""
-
-    def __init__(self, max_connections: int, timeout: float, connect_timeout: float,
-                 headers: dict[str, str], ssl_context: ssl.SSLContext | None = None, *,
-                 keep_alive: bool = True, quiet: float | None = None) -> None:
-        import httpx
-
-        self._client = httpx.AsyncClient(
-            headers={**headers, "Connection": "close"},
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            verify=ssl_context if ssl_context is not None else make_ssl_context(),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=0))
-
-    def distrust_url(self, url: str, why: str) -> None:
-        """Nothing to do: no connection is reused."""
-
-    async def post(self, url: str, body: bytes, extra: dict[str, str]) -> _Reply:
-        import httpx
-
-        try:
-            resp = await self._client.post(url, content=body, headers=extra)
-        except httpx.TimeoutException as exc:
-            raise _TransportFailure("timeout", type(exc).__name__) from None
-        except httpx.TransportError as exc:
-            cause = exc.__cause__ or exc.__context__
-            origin = (None, *(urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port))
-            if isinstance(cause, ssl.SSLCertVerificationError) or \
-                    "CERTIFICATE_VERIFY_FAILED" in str(exc):
-                raise _TransportFailure("tls", _tls_message(cause or exc, origin)) from None
-            if isinstance(cause, ssl.SSLError) or "WRONG_VERSION_NUMBER" in str(exc):
-                raise _TransportFailure("tls", _tls_mismatch(cause or exc, origin)) from None
-            if isinstance(cause, socket.gaierror):
-                raise _TransportFailure("dns", f"cannot resolve host {origin[1]!r}: "
-                                               f"{cause.strerror or cause}") from None
-            raise _TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
-        return _Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()},
-                      resp.content, False, None)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-
 class _Refusal(str):
     """A failure message for a request the server refused by itself (a 4xx other than 401, 403
     and 404, or an answer from another model): recorded, not retried."""
@@ -776,7 +262,6 @@ class _RunState:
         self.refused = 0
         self.answered = False
         self.errors: list[BaseException] = []
-        self.tasks: list[Any] = []
 
 
 def model_matches(requested: str, served: str | None) -> bool:
@@ -849,9 +334,9 @@ class OpenAIBackend(Backend):
         Send nothing: write the requests to, or read their answers from, a batch file in the
         OpenAI batch JSONL format (`storyeval.llm.batch`; OpenAI Batch API, ``vllm run-batch``).
     keep_alive : bool, default True
-        Reuse connections (HTTP/1.1 keep-alive). False (``--no-keep-alive``): one connection
-        per request, so no stray response a broken server or proxy leaves on a connection can
-        ever be read as an answer (slower: a TCP, and TLS, handshake per request).
+        Reuse connections (HTTP/1.1 keep-alive) to a server that echoes the request nonce (see
+        Notes). False (``--no-keep-alive``): one connection per request for every server
+        (slower: a TCP, and TLS, handshake per request).
     check_model : bool, default True
         Refuse an answer whose ``model`` field names another model (`model_matches` states the
         accepted aliases: equal, or starting with the requested name); such a request fails
@@ -867,15 +352,24 @@ class OpenAIBackend(Backend):
     4xx (400 for a story longer than the served model's context, 413, 422, a content filter)
     is about one request: it fails that request only, with the server's message (redacted) in
     its error, not retried and not stored, and the run goes on; the first of each status is
-    logged as a warning. If the first 8 requests to finish were all refused so and none was
+    logged as a warning. If the first 8 requests to finish (at least the concurrency: a whole
+    first wave) were all refused so and none was
     answered, the server refuses the requests themselves and the run stops.
 
-    No answer is stored under the wrong request: beyond the connection checks of the HTTP
-    client (a connection is parked 0.02 s after each response and checked for stray bytes
-    before reuse; an answer read on a reused connection is accepted only after that check), an
-    answer whose response ``id`` was already seen in the run on an answer to another request
-    is refused and asked again (a stray or duplicated response), and one from another model
-    fails (``check_model``). An empty answer is a
+    No answer is stored under the wrong request. Each attempt carries a nonce of its own (the
+    header ``X-Request-Id``, 22 characters, random per run, never a secret), and an answer is
+    accepted only when (a) its response ``id`` contains that nonce (vLLM makes its ids
+    ``chatcmpl-<X-Request-Id>``), or (b) it came alone on a connection of its own: the request
+    said ``Connection: close`` and the server closed the connection right after the response,
+    with no byte beyond it; under (b) an answer whose body repeats an earlier response of the
+    run to another request (a replay) is refused, as is an answer whose ``id`` repeats an
+    earlier one while the server has given unique ids (the first repeat of another body shows
+    that the server repeats ids, as Ollama's do: the id is then no evidence and (b) alone
+    decides). An answer that carries the nonce of another attempt of the run is refused. A
+    server that echoes the nonce gets kept-alive connections, reused with no rest; any other
+    server gets one connection per request (`storyeval.llm._http`). A refused answer is asked
+    again on a connection of its own; an answer from another model fails (``check_model``).
+    An empty answer is a
     failure of its request, not an answer: it is not stored, and the next run asks again. Each
     request carries the header ``X-Storyeval-Cache-Key`` (the cache key, no secret) to ease
     matching server logs.
@@ -884,9 +378,10 @@ class OpenAIBackend(Backend):
     then cut to length: the key (whole or any fragment of 15+ characters) and any ``Bearer``
     credential become ``***`` in answers, ``finish_reason`` (a string of at most 64 characters,
     else None), error bodies and malformed bodies; token counts are kept only as integers.
-    Behind a proxy from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``)
-    requests go through httpx, one connection per request (never kept alive), with the same
-    id and model checks.
+    Behind an ``http://`` proxy from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``,
+    ``ALL_PROXY``; ``NO_PROXY`` honoured) the same client and rule apply (a ``CONNECT`` tunnel
+    for https servers); another kind of proxy (SOCKS) goes through httpx, where only answers
+    that echo their nonce are accepted.
 
     Validated against a scripted local server (``tests/_openai_stub_server.py``): 429 with
     ``Retry-After``, 5xx, malformed, empty, slow and hanging answers at random, SIGKILL and
@@ -1014,9 +509,14 @@ class OpenAIBackend(Backend):
         return self._rng.uniform(0, cap)
 
     def run(self, requests: Sequence[Request], on_answer: OnAnswer, on_failure: OnFailure, *,
-            show_progress: bool | None = None) -> None:
+            show_progress: bool | None = None, on_retract: OnFailure | None = None) -> None:
         """Send every request (asyncio, at most ``concurrency`` in flight per server); or, with
-        ``batch_out``/``batch_in``, write them to / read their answers from a batch file."""
+        ``batch_out``/``batch_in``, write them to / read their answers from a batch file.
+
+        ``on_retract(request, why)``: an answer delivered earlier turned out to repeat, byte for
+        byte, a later response to another request (a replay read before its original): the
+        caller removes it (the runner deletes it from the cache); the request is asked again
+        and delivered anew. Without it, such an answer is only logged."""
         if not requests:
             return
         if self.batch_out is not None or self.batch_in is not None:
@@ -1027,10 +527,12 @@ class OpenAIBackend(Backend):
             elif self.batch_in is not None:
                 batch.read_results(self.batch_in, requests, self, on_answer, on_failure)
             return
-        asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress))
+        asyncio.run(self._run_async(list(requests), on_answer, on_failure, show_progress,
+                                    on_retract))
 
     async def _run_async(self, requests: list[Request], on_answer: OnAnswer,
-                         on_failure: OnFailure, show_progress: bool | None) -> None:
+                         on_failure: OnFailure, show_progress: bool | None,
+                         on_retract: OnFailure | None = None) -> None:
         from storyeval._progress import progress_bar
 
         key = self.api_key()
@@ -1045,17 +547,34 @@ class OpenAIBackend(Backend):
             ctx = make_ssl_context(self.ca_bundle)  # one context for every connection
         senders = []
         for url, conc in zip(urls, self.concurrencies):
-            kind = _HttpxSender if _uses_proxy(url) else _ConnectionPool
-            if kind is _HttpxSender:
+            proxy = _proxy_for(url)
+            if proxy is not None and not proxy.startswith("http://"):
                 import_optional("httpx", extra="llm", purpose="requests through a proxy")
-                logger.info("requests to %s go through the proxy of the environment (httpx, "
-                            "one connection per request)", _safe_url(url))
+                logger.warning("requests to %s go through a proxy storyeval does not speak "
+                               "(httpx, one connection per request): only answers that echo "
+                               "their request's nonce can be verified and stored",
+                               _safe_url(url))
+                kind: Any = _HttpxSender
+            else:
+                kind = _ConnectionPool
             senders.append(kind(min(conc, len(requests)), self.timeout,
                                 min(self.timeout, 10.0), headers, ctx,
-                                keep_alive=self.keep_alive))
-        self._ids: dict[tuple[str, str], str] = {}
-        self._repeating: set[str] = set()
+                                keep_alive=self.keep_alive, proxy=proxy))
+        #: (server, response id) -> (request key, body digest) of the first answer with it
+        self._seen: dict[tuple[str, str], tuple[str, bytes]] = {}
+        #: digest of every response body read -> the request on whose connection it came
+        self._bodies: dict[bytes, str] = {}
+        self._delivered: dict[str, Request] = {}  # key -> request, of the answers delivered
+        self._retracted: list[Request] = []  # delivered answers found to be replays
+        self._on_retract = on_retract
+        self._unique: dict[str, bool] = {}
+        self._echoes: set[str] = set()
+        self._tag = secrets.token_hex(6)
+        self._count = 0
         run = _RunState(n=len(requests))
+        # a whole first wave must be refused: at high concurrency a few quick refusals (a story
+        # too long) come back before any answer
+        refused_all = max(_REFUSED_ALL, sum(min(c, len(requests)) for c in self.concurrencies))
         it = iter(requests)
         try:
             with progress_bar(total=len(requests), desc=f"rate {self.model}", unit="req",
@@ -1064,68 +583,41 @@ class OpenAIBackend(Backend):
                 def finish(req: Request, result: Answer | str) -> None:
                     run.finished += 1
                     if isinstance(result, Answer):
+                        run.answered = True
+                        self._delivered[req.key] = req
                         self._deliver(req, result, on_answer, on_failure)
                     else:
                         run.refused += isinstance(result, _Refusal)
                         on_failure(req, str(result))
                         if (not run.answered and run.refused == run.finished
-                                and run.finished >= _REFUSED_ALL):
+                                and run.finished >= refused_all):
                             raise BackendError(
                                 f"the server refused each of the first {run.finished} requests, "
                                 f"none answered (last: {result}); no retry can fix this: check "
                                 "--model, the sampling options and the server's limits")
                     bar.update(1)
 
-                async def confirm(home: int, req: Request, ans: Answer, verdict) -> None:
-                    """Deliver an answer read on a reused connection once the connection showed
-                    no stray byte after it; otherwise ask again."""
-                    try:
-                        for _ in range(self.max_retries + 1):
-                            if await verdict:
-                                finish(req, ans)
-                                return
-                            logger.info("request %s...: stray bytes followed its answer on a "
-                                        "kept-alive connection; asked again", req.key[:12])
-                            got = await self._one(senders, urls, home, req, redact)
-                            if not isinstance(got, tuple):
-                                finish(req, got)
-                                return
-                            ans, verdict = got
-                            if verdict is None:
-                                finish(req, ans)
-                                return
-                        finish(req, f"failed after {self.max_retries + 1} attempts: every "
-                                    "answer was followed by stray bytes on its connection")
-                    except BaseException as exc:  # noqa: BLE001 - handed to the run
-                        run.errors.append(exc)
-
-                async def worker(home: int) -> None:
-                    for req in it:  # the shared iterator hands each request to one worker
+                async def worker(home: int, source: Any) -> None:
+                    for req in source:  # the shared iterator hands each request to one worker
                         if run.errors:
                             return
                         try:
-                            got = await self._one(senders, urls, home, req, redact)
-                            if isinstance(got, tuple):
-                                run.answered = True
-                                ans, verdict = got
-                                if verdict is None:
-                                    finish(req, ans)
-                                else:
-                                    run.tasks.append(asyncio.ensure_future(
-                                        confirm(home, req, ans, verdict)))
-                            else:
-                                finish(req, got)
+                            # verified answers are delivered (and committed) at once
+                            finish(req, await self._one(senders, urls, home, req, redact))
                         except BaseException as exc:  # noqa: BLE001 - stops every worker
                             run.errors.append(exc)
                             return
 
                 # each server's workers take the next request when they are free: faster servers
                 # get more of them
-                await asyncio.gather(*(worker(i) for i, conc in enumerate(self.concurrencies)
+                await asyncio.gather(*(worker(i, it) for i, conc in enumerate(self.concurrencies)
                                        for _ in range(min(conc, len(requests)))))
-                while run.tasks:
-                    tasks, run.tasks = run.tasks, []
-                    await asyncio.gather(*tasks)
+                while self._retracted and not run.errors:  # retracted answers, asked again
+                    again, self._retracted = self._retracted, []
+                    source = iter(again)
+                    await asyncio.gather(*(worker(i, source)
+                                           for i, conc in enumerate(self.concurrencies)
+                                           for _ in range(min(conc, len(again)))))
         finally:
             for sender in senders:
                 await sender.aclose()
@@ -1141,27 +633,81 @@ class OpenAIBackend(Backend):
             logger.warning("%s (this request fails; further %s are in the ratings' error "
                            "column)", message, what)
 
-    def _check_answer(self, ans: Answer, req: Request, reply: _Reply, sender: Any,
-                      url: str) -> str | None:
-        """Why an answer cannot be the answer to ``req`` (None if it can): its ``id`` was
-        already seen on an answer of the same server to another request of this run (a stray
-        or duplicated response). The first response on a new direct connection answers its request by
-        construction, so a repeated id there means the server repeats ids: logged once, and
-        its connections are no longer reused."""
-        rid = ans.response_id
-        if rid is None:
+    def _nonce(self) -> str:
+        """A nonce for one attempt: the run's random tag and a counter, 22 characters (a fixed
+        length, so one nonce is never part of another)."""
+        self._count += 1
+        return f"{self._tag}{self._count:010x}"
+
+    def _verify(self, ans: Answer, req: Request, reply: _Reply, url: str, nonce: str,
+                shared: bool) -> str | None:
+        """Why ``ans`` cannot be shown to answer ``req`` (None when it is shown), by the rule of
+        the class Notes: the nonce echoed in the response id, or a response alone on its
+        connection that is not a replay."""
+        rid = ans.response_id or ""
+        if nonce in rid:
+            if url not in self._echoes:
+                self._echoes.add(url)
+                logger.info("%s echoes the request nonce in its response ids: answers are "
+                            "verified by it, connections kept alive", _safe_url(url))
             return None
-        first = self._ids.setdefault((url, rid), req.key)  # ids are unique per server
-        if first == req.key:
+        if self._tag in rid:
+            return ("the answer carries the nonce of another request of this run (a stray or "
+                    "misrouted response); not stored, asked again")
+        # bytes are evidence only with an id: without one, two answers of the same text (and
+        # usage) to different requests are byte-identical by right
+        replay = bool(rid) and not self._claim(reply.body, req)
+        for other in reply.others if rid else ():  # a later replay of one of them is refused
+            self._claim(other, req)
+        if not reply.alone:
+            if shared:
+                return ("the answer came on a kept-alive connection without this request's "
+                        "nonce, so nothing shows it is this request's (a stray response?); not "
+                        "stored, asked again on a connection of its own")
+            return ("another response came with the answer on its connection of its own (or "
+                    "the server did not close it), so nothing shows which one is this "
+                    "request's; not stored, asked again")
+        if replay:
+            return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
+                    "to another request (a replayed response); not stored, asked again")
+        digest = hashlib.blake2b(reply.body, digest_size=16).digest()
+        first = self._seen.setdefault((url, rid), (req.key, digest)) if rid else None
+        if first is None or first[0] == req.key:
             return None
-        if reply.fresh:
-            if url not in self._repeating:
-                self._repeating.add(url)
-                sender.distrust_url(url, "gives the same response id to different requests")
-            return None
-        sender.distrust_url(url, "sent a response whose id was already seen")
-        return (f"the answer repeats the id {rid[:40]!r} of an earlier answer to another "
-                "request (a stray or duplicated response); not stored, asked again")
+        if first[1] == digest:  # the bytes of a response read before (whose owner changed)
+            return (f"the answer repeats, byte for byte, an earlier response (id {rid[:40]!r}) "
+                    "to another request (a replayed response); not stored, asked again")
+        if self._unique.get(url, True):
+            self._unique[url] = False
+            logger.warning("%s gave the response id %r to two different answers: it repeats "
+                           "ids, so they no longer count as evidence (each answer is verified "
+                           "on a connection of its own)", _safe_url(url), rid[:40])
+            return (f"the answer repeats the id {rid[:40]!r} of an earlier answer to another "
+                    "request (a replay, or a server that repeats ids); not stored, asked again")
+        return None
+
+    def _claim(self, body: bytes, req: Request) -> bool:
+        """Remember a response body read on the connection of ``req``; False when the same
+        bytes came before for another request (a replay). If that other request's answer was
+        delivered, it may be the replay, read before its original: it is retracted (removed by
+        the caller's ``on_retract``) and asked again. The bytes then count as ``req``'s."""
+        digest = hashlib.blake2b(body, digest_size=16).digest()
+        owner = self._bodies.setdefault(digest, req.key)
+        if owner == req.key:
+            return True
+        self._bodies[digest] = ""  # nobody's answer from now on
+        earlier = self._delivered.pop(owner, None)
+        if earlier is not None and self._on_retract is not None:
+            logger.warning("request %s...: its stored answer repeats, byte for byte, a response "
+                           "read for request %s... (a replay read before its original); it is "
+                           "removed and asked again", owner[:12], req.key[:12])
+            self._on_retract(earlier, "its answer repeats another request's response")
+            self._retracted.append(earlier)
+        elif earlier is not None:
+            logger.warning("request %s...: its delivered answer repeats, byte for byte, a "
+                           "response read for request %s... (a replay read before its "
+                           "original?)", owner[:12], req.key[:12])
+        return False
 
     def _one_model(self, ans: Answer) -> str | None:
         """Why the answer's ``model`` field shows another model than the one asked for."""
@@ -1172,23 +718,26 @@ class OpenAIBackend(Backend):
                 "aliases)")
 
     async def _one(self, senders: list, urls: list[str], home: int, req: Request,
-                   redact: _Redactor) -> tuple[Answer, Any] | str:
+                   redact: _Redactor) -> Answer | str:
         """One request with retries (attempt ``a`` goes to server ``home + a - 1``, so retries
-        move across servers): ``(answer, verdict)`` (``verdict`` None, or a future that says
-        whether the answer may be accepted), or a failure message (str, redacted; a `_Refusal`
-        for a refusal of this request only). Errors no retry can fix raise `BackendError`."""
+        move across servers): a verified answer (`_verify`), or a failure message (str,
+        redacted; a `_Refusal` for a refusal of this request only). Errors no retry can fix
+        raise `BackendError`."""
         body = json.dumps(self.payload(req), ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False).encode("utf-8")
-        extra = {"X-Storyeval-Cache-Key": req.key}
         last = "no attempt"
+        alone = False  # after an unverified answer, the next attempt has a connection alone
         for attempt in range(1, self.max_retries + 2):
             server = (home + attempt - 1) % len(urls)
             sender, url = senders[server], urls[server]
             shown_url = _safe_url(url)
             retry_after = None
+            nonce = self._nonce()
+            extra = {"X-Storyeval-Cache-Key": req.key, "X-Request-Id": nonce}
             t0 = time.perf_counter()
             try:
-                reply = await sender.post(url, body, extra)
+                shared = self.keep_alive and url in self._echoes and not alone
+                reply = await sender.post(url, body, extra, reuse=shared)
             except _TransportFailure as exc:
                 if exc.kind in ("tls", "dns"):
                     raise BackendError(f"{exc} ({shown_url}; no retry can fix this)") from None
@@ -1201,16 +750,24 @@ class OpenAIBackend(Backend):
                 if status == 200:
                     parsed = self._parse_body(data, redact)
                     if isinstance(parsed, Answer):
-                        stray = self._check_answer(parsed, req, reply, sender, url)
-                        if stray is None:
+                        why = self._verify(parsed, req, reply, url, nonce, shared)
+                        if why is None:
                             wrong = self._one_model(parsed)
                             if wrong is not None:
                                 self._report(-1, wrong)
                                 return _Refusal(wrong)
                             parsed.latency_s = time.perf_counter() - t0
                             parsed.attempts = attempt
-                            return parsed, reply.verdict
-                        last = stray
+                            return parsed
+                        logger.info("request %s...: %s", req.key[:12], why)
+                        last, alone = why, True
+                        if attempt <= self.max_retries and not reply.alone:
+                            continue  # asked again at once, alone: the server did answer
+                        if not self._unique.get(url, True):
+                            # a replay from a server that repeats ids: asked again after a
+                            # second, when even constant ids (and `created` in seconds) come
+                            # with other bytes than the replayed answer
+                            retry_after = 1.0
                     else:
                         last = f"malformed answer: {parsed}"
                 else:

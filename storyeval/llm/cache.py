@@ -337,6 +337,14 @@ class AnswerCache:
         return cur.rowcount == 1
 
     @_sqlite_errors
+    def discard(self, key: str) -> bool:
+        """Remove the answer stored for ``key`` and commit at once (an answer found, after it
+        was stored, to be a replay of another request's response); True if one was removed."""
+        with self._lock:
+            cur = self._con.execute("DELETE FROM answers WHERE key = ?", (key,))
+        return cur.rowcount == 1
+
+    @_sqlite_errors
     def update_parsed(self, rows: Iterable[tuple[str, float | None, str, str]],
                       parser_version: str) -> int:
         """Store re-parsed results ``(key, rating, status, explanation)`` for ``parser_version``."""

@@ -23,6 +23,7 @@ from storyeval.exceptions import InputError, StoryevalWarning
 from storyeval.llm.backends import (
     Answer,
     Backend,
+    OpenAIBackend,
     Request,
     SamplingParams,
     pending_requests,
@@ -446,6 +447,7 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
                 except InputError as exc:
                     broken.extend([exc, req.key])
                     raise
+                failures.pop(req.key, None)  # a retracted answer asked again
                 if inserted:
                     fresh[req.key] = {"raw": ans.text, "parser_version": tag, "rating": rating,
                                       "status": p.status, "explanation": p.explanation}
@@ -465,10 +467,21 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
             def on_failure(req: Request, message: str) -> None:
                 failures[req.key] = message
 
+            def on_retract(req: Request, message: str) -> None:
+                """An answer stored by this run turned out to be another request's: removed
+                from the cache at once; the backend asks again."""
+                if fresh.pop(req.key, None) is not None:
+                    store.discard(req.key)
+                failures[req.key] = message
+
             broken: list[Any] = []
             if todo:
                 try:
-                    backend.run(todo, on_answer, on_failure, show_progress=show_progress)
+                    if isinstance(backend, OpenAIBackend):
+                        backend.run(todo, on_answer, on_failure, show_progress=show_progress,
+                                    on_retract=on_retract)
+                    else:
+                        backend.run(todo, on_answer, on_failure, show_progress=show_progress)
                 except Exception:
                     if not broken:
                         raise
