@@ -1008,8 +1008,9 @@ def mcnemar_score(correct_a: np.ndarray, correct_b: np.ndarray) -> tuple[float, 
     so the two agree on every table. Fagerland, Lydersen and Laake (2013) found its actual
     level rarely above nominal even with few discordant pairs, where the exact conditional
     test is conservative; the exact level of this implementation (a sum over the binomial
-    distribution of the discordant pairs) is at most 0.0525 at alpha 0.05 for 20-1,000 pairs
-    and discordance 1-50% (tests/test_pairwise_inference.py). Validated against statsmodels
+    distribution of the discordant pairs) is at most 0.054 at alpha 0.05 and 0.010 at alpha
+    0.01 for 20-1,000 pairs and discordance 1-50% (tests/test_pairwise_inference.py checks
+    the 0.05 case). Validated against statsmodels
     ``mcnemar(table, exact=False, correction=False)``.
 
     References
