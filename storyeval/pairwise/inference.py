@@ -106,15 +106,15 @@ def _check_alternative(alternative: str) -> str:
 
 
 def refuse_unclustered(method: str, n_clusters: int, n_units: int,
-                       unit: str = "a cluster") -> None:
+                       unit: str = "a cluster", *,
+                       remedy: str = "or pass no clusters if they are independent") -> None:
     """An independent-units interval (Wilson, Clopper-Pearson) on clustered units is refused:
     it would be too narrow (7.6x on all-pairs verdicts of 10 systems)."""
     if method in ("exact", "wilson") and n_clusters < n_units:
         raise InputError(
-            f"interval {method!r} assumes independent verdicts, but {n_units} verdicts fall "
-            f"in {n_clusters} clusters ({unit} holds several): use 'cluster-t' or "
-            "'cluster-bootstrap' ('auto' picks one), or declare the verdicts independent "
-            "(cluster 'none')")
+            f"interval {method!r} assumes independent units, but {n_units} units fall in "
+            f"{n_clusters} clusters ({unit} holds several): it would be too narrow; use "
+            f"'cluster-t' or 'cluster-bootstrap' ('auto' picks one), {remedy}")
 
 
 def _check_choice(value: str, choices: tuple[str, ...], name: str) -> str:
@@ -698,7 +698,8 @@ def accuracy_columns(
     n_units, k = s.shape
     null = np.broadcast_to(np.asarray(chance, dtype=np.float64), (k,))
     codes, n_clusters = cluster_codes(clusters, n_units)
-    refuse_unclustered(method, n_clusters, n_units, "a prompt")
+    refuse_unclustered(method, n_clusters, n_units, "a prompt",
+                       remedy="or give no clusters if the pairs share no story")
     if method == "auto":
         method = _auto_method(n_clusters, n_units)
     if method == "cluster-t":
