@@ -196,6 +196,12 @@ def test_judge_tables_reordered_renamed_duplicated(seed):
         # declared independent: counted as declared (one verdict, one unit)
         declared = judge_accuracy_inference(judges, human, method="wilson", cluster="none")
         assert (declared["n_clusters"] == declared["n_verdicts"]).all()
+        assert (declared["agreement"] == "inverts the test").all()
+        boot = judge_accuracy_inference(judges, human, method="cluster-bootstrap",
+                                        n_resamples=200, random_state=seed)
+        for row in boot.itertuples():  # two procedures: the row says whether they agree
+            agree = _excludes(row.ci_low, row.ci_high, row.chance) == (row.pvalue < 0.05)
+            assert row.agreement == "agree" if agree else row.agreement.startswith("DISAGREE")
         base = compare_judges(judges, human, test="cluster-t")
         shuffled = judges.sample(frac=1.0, random_state=seed % 1000).reset_index(drop=True)
         again = compare_judges(shuffled, human, test="cluster-t")

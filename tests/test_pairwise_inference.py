@@ -379,6 +379,20 @@ def test_cli_accuracy_and_compare(tmp_path, capsys, hanna_judges):
     assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--test",
                  "mcnemar"]) == 2
     assert "independent pairs" in capsys.readouterr().err
+    # so is an independent-pairs interval on verdicts that share prompts (issue 47: Wilson
+    # was 7.6x too narrow there); declared independent, it is counted as declared
+    assert main(["pairwise", "accuracy", str(jp), "--reference", str(hp), "--interval",
+                 "wilson"]) == 2
+    err = capsys.readouterr().err
+    assert "clustered by prompt" in err and "cluster-t" in err and "cluster 'none'" in err
+    assert main(["pairwise", "accuracy", str(jp), "--reference", str(hp), "--interval",
+                 "wilson", "--cluster", "none", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["agreement"] for r in rows} == {"inverts the test"}
+    assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--cluster", "none",
+                 "--test", "mcnemar-exact", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["comparisons"][0]
+    assert row["test"] == "mcnemar-exact" and row["interval"] == "tango-score"
 
 
 # ------------------------------------------------- pointwise measures and reward models

@@ -976,8 +976,8 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
                        confidence_level=args.confidence_level, n_resamples=args.resamples,
                        random_state=args.seed, aggregate=args.aggregate)
         inf = judge_accuracy_inference(verdicts, reference, method=args.interval, **options)
-        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "test", "chance",
-                "alternative", "method", "cluster", "n_clusters", "n_resamples"]
+        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "test", "agreement",
+                "chance", "alternative", "method", "cluster", "n_clusters", "n_resamples"]
         result = result.merge(inf[keep], on=["judge", "dimension"], how="left")
         result = _balanced_interval(result, verdicts, reference, options)
         result = with_seed(result, args.seed, args.format)
@@ -1024,8 +1024,8 @@ def _balanced_interval(result: pd.DataFrame, verdicts: pd.DataFrame, reference: 
 
 def _accuracy_columns_in_order(result: pd.DataFrame) -> pd.DataFrame:
     """accuracy with its interval and test first, the balanced accuracy with its own after."""
-    first = ["judge", "dimension", "accuracy", "ci_low", "ci_high", "pvalue", "test", "chance",
-             "estimand", "balanced_accuracy", "balanced_ci_low", "balanced_ci_high"]
+    first = ["judge", "dimension", "accuracy", "ci_low", "ci_high", "pvalue", "test",
+             "agreement", "chance", "estimand", "balanced_accuracy", "balanced_ci_low", "balanced_ci_high"]
     cols = [c for c in first if c in result.columns]
     return result[cols + [c for c in result.columns if c not in cols]]
 
@@ -1048,7 +1048,8 @@ def _accuracy_note(args: argparse.Namespace) -> str:
         "cluster bootstrap for clustered ones; 'test' names the test of the p-value, a score "
         "test where ties earn fractional credit); with a two-sided test the interval "
         "excludes the chance level exactly when p < 1 - confidence level, except for the "
-        "cluster bootstrap (two procedures); balanced_ci_low/high: of the balanced accuracy "
+        "cluster bootstrap (two procedures: column agreement says whether they agree); "
+        "balanced_ci_low/high: of the balanced accuracy "
         "(bootstrap "
         f"over the same clusters or verdicts); pvalue: test of accuracy = chance, "
         f"{args.alternative}\n" + seed_note(args.seed))

@@ -49,7 +49,7 @@ _LEVEL_CHUNK = 2**18  # cumulative counts per chunk of pairs (int32): about 1 MB
 class DiffEstimate(NamedTuple):
     """``theta = r(h, a) - r(h, b)`` and its standard error (arrays of the batch shape), with
     the degrees of freedom of its reference distribution: ``None`` for the standard normal
-    (the U-statistic z-test), ``n - 1`` for the jackknife (Student's t; [`normal_test`][])."""
+    (the U-statistic z-test), ``n - 1`` for the jackknife (Student's t; `normal_test`)."""
 
     delta: np.ndarray
     se: np.ndarray
@@ -361,7 +361,7 @@ def jackknife_diff(h: np.ndarray, a: np.ndarray, b: np.ndarray,
     ``se^2 = (n - 1) / n * sum_i (d_(i) - mean d_(.))^2`` where ``d_(i)`` is the difference
     computed without item i. ``method``: ``kendall_b``, ``kendall_c``, ``pearson`` or
     ``spearman``; arrays ``(..., n)`` as in [`ustat_diff`][]. The estimate carries
-    ``df = n - 1``, so that [`normal_test`][] refers it to Student's t with n - 1 degrees of
+    ``df = n - 1``, so that `normal_test` refers it to Student's t with n - 1 degrees of
     freedom (Tukey's jackknife t). Measured for Pearson on null data sets with 30 stories
     (benchmarks/bench_jackknife_small_n.py, 10,000 per cell; docs: Which test?): the normal
     reference rejected 0.056-0.067 at alpha 0.05 and 0.012-0.020 at 0.01 (normal and Likert

@@ -49,6 +49,7 @@ from storyeval.resample.clusters import (
 __all__ = [
     "AccuracyInference",
     "JudgeComparison",
+    "accuracy_agreement",
     "accuracy_columns",
     "accuracy_from_counts",
     "accuracy_inference",
@@ -58,6 +59,7 @@ __all__ = [
     "compare_accuracies",
     "compare_judges",
     "exact_interval",
+    "interval_agreement",
     "judge_accuracy_inference",
     "mcnemar_exact",
     "mcnemar_score",
@@ -685,8 +687,10 @@ def accuracy_columns(
     Returns
     -------
     DataFrame
-        k rows: ``ci_low, ci_high, pvalue, test, chance, alternative, method, n_clusters,
-        confidence_level, n_resamples, reason``; ``test`` names the test of the p-value
+        k rows: ``ci_low, ci_high, pvalue, test, agreement, chance, alternative, method,
+        n_clusters, confidence_level, n_resamples, reason``; ``agreement`` says whether the
+        interval inverts the test or, for two procedures, agrees with it about the chance
+        level (`accuracy_agreement`); ``test`` names the test of the p-value
         (``"score test"`` where ties earn fractional credit and the exact binomial test does
         not apply), ``reason`` why a p-value is missing (a single cluster).
     """
@@ -738,7 +742,11 @@ def accuracy_columns(
         n_cl = (sums[:, k:] > 0).sum(axis=0)
         tests = ["cluster bootstrap"] * k
     one = method == "cluster-bootstrap" and n_clusters < 2
+    agree = [accuracy_agreement(lo, hi, pv, level, c, alternative, method, t)
+             for lo, hi, pv, c, t in zip(np.broadcast_to(low, (k,)), np.broadcast_to(high, (k,)),
+                                          np.broadcast_to(p, (k,)), null, tests)]
     return pd.DataFrame({"ci_low": low, "ci_high": high, "pvalue": p, "test": tests,
+                         "agreement": agree,
                          "chance": null, "alternative": alternative, "method": method,
                          "n_clusters": np.asarray(n_cl, dtype=np.int64),
                          "confidence_level": level, "n_resamples": reps,
@@ -772,7 +780,14 @@ def _cluster_t_columns(s: np.ndarray, ok: np.ndarray, codes: np.ndarray, n_clust
     return pd.DataFrame({"ci_low": np.where(defined, a - q * se, nan),
                          "ci_high": np.where(defined, a + q * se, nan),
                          "pvalue": np.where(defined, np.minimum(p, 1.0), nan),
-                         "test": "cluster t (CR1, G - 1 df)", "chance": null,
+                         "test": "cluster t (CR1, G - 1 df)",
+                         "agreement": [accuracy_agreement(lo, hi, pv, level, c, alternative,
+                                                          "cluster-t", "")
+                                       for lo, hi, pv, c in zip(
+                                           np.where(defined, a - q * se, nan),
+                                           np.where(defined, a + q * se, nan),
+                                           np.where(defined, np.minimum(p, 1.0), nan), null)],
+                         "chance": null,
                          "alternative": alternative, "method": "cluster-t",
                          "n_clusters": g.astype(np.int64), "confidence_level": level,
                          "n_resamples": 0, "reason": reason})
@@ -929,9 +944,9 @@ def judge_accuracy_inference(
     -------
     DataFrame
         One row per (judge, dimension): ``accuracy`` (``statistic_kind`` says which: k/n, or
-        order-balanced with ``balanced``), ``ci_low, ci_high, pvalue, test, chance,
-        alternative, method, statistic_kind, cluster, n_verdicts, n_clusters,
-        confidence_level, n_resamples``.
+        order-balanced with ``balanced``), ``ci_low, ci_high, pvalue, test, agreement,
+        chance, alternative, method, statistic_kind, cluster, n_verdicts, n_clusters,
+        confidence_level, n_resamples`` (``agreement``: `accuracy_agreement`).
     """
     scored = scored_verdicts(judge_verdicts, reference, tie_credit=tie_credit, judge=judge,
                              dimension=dimension, aggregate=aggregate)
@@ -965,6 +980,9 @@ def judge_accuracy_inference(
         rows.append({"judge": jname, "dimension": dim, "accuracy": res.statistic,
                      "ci_low": res.ci_low, "ci_high": res.ci_high, "pvalue": res.pvalue,
                      "test": res.test,
+                     "agreement": accuracy_agreement(res.ci_low, res.ci_high, res.pvalue,
+                                                     res.confidence_level, res.chance,
+                                                     res.alternative, res.method, res.test),
                      "chance": res.chance, "alternative": res.alternative,
                      "method": res.method, "statistic_kind": res.statistic_kind,
                      "cluster": "none" if labels is None else cluster_name(scored, cluster),
@@ -1102,20 +1120,33 @@ def tango_interval(n_ab: int, n_ba: int, n: int,
 
 
 def interval_agreement(low: float, high: float, pvalue: float, level: float,
-                       inverts: bool) -> str:
-    """How a two-sided interval at ``level`` and a two-sided p-value relate on one row:
-    ``"inverts the test"``, ``"agree"``, ``"DISAGREE: ..."`` or ``""`` (undefined)."""
+                       inverts: bool, null: float = 0.0) -> str:
+    """How a two-sided interval at ``level`` and a two-sided p-value of ``null`` relate on one
+    row: ``"inverts the test"``, ``"agree"``, ``"DISAGREE: ..."`` or ``""`` (undefined)."""
     if not (np.isfinite(low) and np.isfinite(high) and np.isfinite(pvalue)):
         return ""
     alpha = 1 - level
-    excludes, rejects = bool(low > 0 or high < 0), bool(pvalue < alpha)
+    excludes, rejects = bool(low > null or high < null), bool(pvalue < alpha)
     if excludes == rejects:
         return "inverts the test" if inverts else "agree"
     if excludes:
-        return (f"DISAGREE: the interval excludes 0, p = {pvalue:.3g} >= {alpha:g} (two "
-                "procedures; trust the test)")
-    return (f"DISAGREE: p = {pvalue:.3g} < {alpha:g}, the interval covers 0 (two "
+        return (f"DISAGREE: the interval excludes {null:g}, p = {pvalue:.3g} >= {alpha:g} "
+                "(two procedures; trust the test)")
+    return (f"DISAGREE: p = {pvalue:.3g} < {alpha:g}, the interval covers {null:g} (two "
             "procedures; trust the test)")
+
+
+def accuracy_agreement(low: float, high: float, pvalue: float, level: float, chance: float,
+                       alternative: str, method: str, test: str) -> str:
+    """`interval_agreement` of an accuracy row against its chance level: the Wilson interval
+    inverts the score test, Clopper-Pearson the exact test, the cluster t its t test; the
+    cluster bootstrap's percentile interval and p are two procedures. A one-sided test beside
+    the two-sided interval says so."""
+    if alternative != "two-sided":
+        return "" if not np.isfinite(pvalue) else "one-sided test; the interval is two-sided"
+    inverts = ((method == "wilson" and test == SCORE_TEST)
+               or (method == "exact" and test == "exact binomial") or method == "cluster-t")
+    return interval_agreement(low, high, pvalue, level, inverts, null=chance)
 
 
 def compare_accuracies(
