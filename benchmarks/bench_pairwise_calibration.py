@@ -15,18 +15,19 @@ effects drawn anew in every replication:
   judge-specific prompt effect ``v ~ N(0, 0.5^2)`` and a shared pair difficulty
   ``e ~ N(0, 1)``. Clusters: prompts.
 
-Tests (two-sided, nominal 0.05), each run through `compare_accuracies`: ``mcnemar`` (exact
-McNemar; in the clustered designs it ignores the clusters, shown as a warning of what that
-costs), ``permutation`` (cluster sign flips) and ``bootstrap`` (paired cluster bootstrap),
+Tests (two-sided, nominal 0.05), each run through `compare_accuracies`: ``mcnemar``
+(McNemar's score test since issue 47, the exact test before; in the clustered designs it
+ignores the clusters, shown as a warning of what that costs), ``permutation`` (cluster sign flips) and ``bootstrap`` (paired cluster bootstrap),
 both with ``--resamples`` resamples. The default of each design is marked. Replications:
 ``--reps`` for the resampling tests (a quarter in the independent design, whose default is
 McNemar), 5 x ``--reps`` for McNemar and the binomial intervals (cheap). Intervals (95%):
 Wilson and Clopper-Pearson for k/n (assume independent verdicts), the cluster bootstrap of
 `accuracy_inference` (order-averaged in the both-orders design), and the intervals of the
-accuracy difference that `compare_accuracies` reports (Agresti-Min with McNemar, the cluster
-bootstrap percentile interval with the others). True accuracies are computed by Gauss-Hermite
-quadrature of ``E[sigmoid(mu + s Z)]``. The test of accuracy = chance (the exact binomial test
-for independent pairs, the cluster-bootstrap test of `accuracy_inference` otherwise) runs on
+accuracy difference that `compare_accuracies` reports (Tango's score interval with McNemar,
+Agresti-Min before issue 47; the cluster bootstrap percentile interval with the others). True
+accuracies are computed by Gauss-Hermite quadrature of ``E[sigmoid(mu + s Z)]``. The test of
+accuracy = chance (the score test beside the Wilson interval, the exact binomial test before
+issue 47, for independent pairs, the cluster-bootstrap test of `accuracy_inference` otherwise) runs on
 data drawn with ``mu = 0``, whose accuracy is 0.5 exactly.
 
 Monte Carlo standard errors: sqrt(p (1 - p) / reps). Measured on a shared, busy 2-core
@@ -173,7 +174,7 @@ def run_design(design: Design, reps: int, resamples: int, rng: np.random.Generat
                                      test=test, n_resamples=resamples, random_state=rng)
             reject[test] += res.pvalue < ALPHA
             if test != "bootstrap":  # bootstrap and permutation report the same interval
-                label = "Agresti-Min" if test == "mcnemar" else "cluster bootstrap"
+                label = "Tango" if test == "mcnemar" else "cluster bootstrap"
                 hit(f"difference: {label}", res.ci_low, res.ci_high, 0.0)
         for method in ("wilson", "exact"):
             r = binomial_accuracy(a.sum(), len(a), interval=method, confidence_level=LEVEL)
@@ -234,9 +235,9 @@ def markdown(results: dict, reps: int, resamples: int, seed: int, seconds: float
     for d in DESIGNS:
         for t in TESTS:
             p, n = results[d.name]["reject"][t]
-            note = ("exact McNemar (ignores the clusters)" if t == "mcnemar" and
+            note = ("McNemar score (ignores the clusters)" if t == "mcnemar" and
                     d.name != "independent pairs" else
-                    {"mcnemar": "exact McNemar", "permutation": "cluster sign-flip permutation",
+                    {"mcnemar": "McNemar score", "permutation": "cluster sign-flip permutation",
                      "bootstrap": "paired cluster bootstrap"}[t])
             lines.append(f"| {d.name} | {note} | {p:.4f} | {mc_se(p, n):.4f} | {n} | "
                          f"{'yes' if t == d.default_test else ''} |")
