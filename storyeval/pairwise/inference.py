@@ -1096,7 +1096,7 @@ def tango_interval(n_ab: int, n_ba: int, n: int,
     --------
     >>> low, high = tango_interval(30, 10, 100)
     >>> round(low, 4), round(high, 4)
-    (0.0777, 0.3161)
+    (0.0795, 0.317)
     """
     from scipy.optimize import brentq
 

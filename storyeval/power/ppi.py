@@ -405,7 +405,7 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++", folds: int = 5, see
 
     Examples
     --------
-    >>> ppi_win_rate([1, 0, 1, float("nan"), float("nan")], [1, 0, 0, 1, 1]).n_labelled
+    >>> ppi_win_rate([1, 0, 0.5, float("nan"), float("nan")], [1, 0, 0, 1, 1]).n_labelled
     3
     """
     for name, values in (("human", human), ("predicted", predicted)):
