@@ -213,6 +213,49 @@ def test_jackknife_equals_brute_force_leave_one_out(method):
                                    rel=1e-10)
 
 
+def test_jackknife_refers_to_student_t_with_n_minus_1_df():
+    # issue 47: the normal reference was 0.067 at 30 stories (bench_jackknife_small_n.py);
+    # the jackknife estimate carries df = n - 1 and normal_test uses t(n - 1) for p and CI
+    g = np.random.default_rng(3)
+    n = 30
+    h = g.normal(size=n)
+    a, b = 0.3 * h + g.normal(size=n), 0.2 * h + g.normal(size=n)
+    est = jackknife_diff(h, a, b, "pearson")
+    assert est.df == n - 1
+    z, p, low, high = normal_test(est)
+    t = float(est.delta / est.se)
+    assert float(p) == pytest.approx(2 * stats.t.sf(abs(t), n - 1), rel=1e-12)  # scipy's t
+    q = stats.t.ppf(0.975, n - 1)
+    assert (float(low), float(high)) == pytest.approx((est.delta - q * est.se,
+                                                       est.delta + q * est.se), rel=1e-12)
+    for level in (0.9, 0.95, 0.99):  # the interval excludes 0 exactly when p < alpha
+        _, p, low, high = normal_test(est, confidence_level=level)
+        assert bool(low > 0 or high < 0) == bool(p < 1 - level)
+    # the U-statistic estimate keeps the normal reference
+    u = ustat_diff(h, a, b)
+    assert u.df is None
+    assert float(normal_test(u)[1]) == pytest.approx(
+        2 * stats.norm.sf(abs(float(u.delta / u.se))), rel=1e-12)
+
+
+def test_jackknife_small_n_benchmark_backs_which_test():
+    # every cell of benchmarks/bench_jackknife_small_n.json, failing ones included, is in
+    # the section of docs/which-test.md
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    rows = json.loads((root / "benchmarks" / "bench_jackknife_small_n.json").read_text())["rows"]
+    page = (root / "docs" / "which-test.md").read_text(encoding="utf-8")
+    section = page.split("## Overall-level jackknife with few stories")[1].split("\n## ")[0]
+    assert len(rows) == 18
+    for r in rows:
+        cells = [f"{r['normal 0.01']:.4f}", f"{r['t 0.01']:.4f}", f"{r['normal 0.05']:.3f}",
+                 f"{r['t 0.05']:.3f}"]
+        assert any(all(c in line for c in cells) and f"| {r['n']} |" in line
+                   for line in section.splitlines()), r
+
+
 def test_ustat_variance_against_brute_force_jackknife():
     # Without ties, tau-b is a U-statistic and Sen's variance is exactly the brute-force
     # jackknife variance times (n - 2)^2 / (n - 1)^2.

@@ -404,8 +404,10 @@ def test_one_row_one_estimand_for_a_first_position_judge(tmp_path, capsys):
     assert row["accuracy"] == pytest.approx(150 / 200)
     assert row["balanced_accuracy"] == pytest.approx(0.5)
     assert row["ci_low"] < row["accuracy"] < row["ci_high"]
-    assert row["pvalue"] == pytest.approx(stats.binomtest(150, 200, 0.5).pvalue, rel=1e-12)
-    assert row["test"] == "exact binomial" and row["method"] == "wilson"
+    # beside the Wilson interval, the score test it inverts: z = 50 / sqrt(200 / 4)
+    assert row["pvalue"] == pytest.approx(2 * stats.norm.sf(50 / np.sqrt(50)), rel=1e-9,
+                                          abs=0)
+    assert row["test"] == "score test" and row["method"] == "wilson"
     # always right when first, always wrong when second: every resample gives 0.5
     assert row["balanced_ci_low"] == pytest.approx(0.5) == row["balanced_ci_high"]
     assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--format",
@@ -419,8 +421,9 @@ def test_one_row_one_estimand_for_a_first_position_judge(tmp_path, capsys):
 def test_partial_tie_credit_names_the_score_test():
     from storyeval.pairwise.inference import binomial_accuracy
 
-    assert binomial_accuracy(201, 301).test == "exact binomial"
-    assert binomial_accuracy(200.5, 301).test == "score test"
+    assert binomial_accuracy(201, 301, interval="exact").test == "exact binomial"
+    assert binomial_accuracy(200.5, 301, interval="exact").test == "score test"
+    assert binomial_accuracy(201, 301).test == "score test"  # Wilson inverts the score test
 
 
 def test_terminal_pvalues_keep_three_significant_digits():

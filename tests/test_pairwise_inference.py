@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
@@ -29,9 +30,11 @@ from storyeval.pairwise.inference import (
     exact_interval,
     judge_accuracy_inference,
     mcnemar_exact,
+    mcnemar_score,
     parse_counts,
     scored_verdicts,
     significance_groups,
+    tango_interval,
     wilson_interval,
 )
 from storyeval.resample.clusters import bootstrap_weights, cluster_sums, sign_flips
@@ -59,14 +62,39 @@ def test_intervals_equal_statsmodels(k, n, level):
 
 
 def test_binomial_test_hand_case_and_sides():
-    # 9 of 10 against 0.5: P(X >= 9) = 11/1024 one-sided, twice that two-sided
-    assert binomial_accuracy(9, 10, alternative="greater").pvalue == pytest.approx(11 / 1024)
-    assert binomial_accuracy(9, 10).pvalue == pytest.approx(22 / 1024)
-    assert binomial_accuracy(9, 10, alternative="less").pvalue == pytest.approx(1 - 1 / 1024)
+    # 9 of 10 against 0.5 (exact): P(X >= 9) = 11/1024 one-sided, twice that two-sided
+    exact = {"interval": "exact"}
+    assert binomial_accuracy(9, 10, alternative="greater", **exact).pvalue == pytest.approx(
+        11 / 1024)
+    assert binomial_accuracy(9, 10, **exact).pvalue == pytest.approx(22 / 1024)
+    assert binomial_accuracy(9, 10, alternative="less", **exact).pvalue == pytest.approx(
+        1 - 1 / 1024)
     res = binomial_accuracy(9, 10, interval="exact")
     assert res.method == "exact" and (res.ci_low, res.ci_high) == exact_interval(9, 10)
+    assert res.test == "exact binomial"
     stat, p = res
     assert stat == 0.9 and p == res.pvalue
+    # beside the Wilson interval, the score test it inverts: z = (9 - 5) / sqrt(10 / 4)
+    wil = binomial_accuracy(9, 10)
+    assert wil.test == "score test"
+    assert wil.pvalue == pytest.approx(2 * stats.norm.sf(4 / math.sqrt(2.5)), rel=1e-12)
+
+
+@pytest.mark.parametrize("k,n,chance", [(9, 10, 0.5), (30, 80, 0.45), (61, 100, 0.5),
+                                        (3, 40, 0.2), (150, 200, 0.62)])
+def test_each_binomial_interval_inverts_its_test(k, n, chance):
+    from statsmodels.stats.proportion import proportions_ztest
+
+    # the score test as statsmodels computes it (variance at the null proportion)
+    ref = proportions_ztest(k, n, value=chance, prop_var=chance)[1]
+    assert binomial_accuracy(k, n, chance=chance).pvalue == pytest.approx(ref, rel=1e-10)
+    if chance == 0.5:  # twice the smaller tail is scipy's two-sided test at 0.5
+        assert binomial_accuracy(k, n, interval="exact").pvalue == pytest.approx(
+            stats.binomtest(k, n, 0.5).pvalue, rel=1e-12)
+    for method in ("wilson", "exact"):
+        for level in (0.9, 0.95, 0.99):
+            r = binomial_accuracy(k, n, chance=chance, interval=method, confidence_level=level)
+            assert (r.ci_low > chance or r.ci_high < chance) == (r.pvalue < 1 - level)
 
 
 def test_counts_errors():
@@ -175,16 +203,77 @@ def test_mcnemar_no_discordant_pair_and_partial_credit():
         mcnemar_exact(np.array([0.5, 1]), np.array([1, 1]))
 
 
-def test_agresti_min_interval_by_hand():
+def test_tango_interval_reproduces_the_published_example_and_inverts_mcnemar():
+    # Fagerland, Lydersen and Laake (2014), Statistics in Medicine 33, Table: the Bentur et
+    # al. (2009) airway data, n = 21 pairs, 1 and 7 discordant: Tango -0.517 to -0.026
+    low, high = tango_interval(1, 7, 21)
+    assert (round(low, 3), round(high, 3)) == (-0.517, -0.026)
+    # by hand: 30 / 10 of 100, Z(d) = +-1.96 at the ends; Z(0) = McNemar's z = 20 / sqrt(40)
     a = np.array([1] * 30 + [0] * 10 + [1] * 50 + [0] * 10)
     b = np.array([0] * 30 + [1] * 10 + [1] * 50 + [0] * 10)
     res = compare_accuracies(a, b)
-    assert res.test == "mcnemar-exact" and res.difference == pytest.approx(0.2)
-    # Agresti-Min: 30.5, 10.5, n + 2 = 102
-    d = 20 / 102
-    se = math.sqrt(41 - 20 ** 2 / 102) / 102
-    assert (res.ci_low, res.ci_high) == pytest.approx((d - 1.959963985 * se,
-                                                       d + 1.959963985 * se), abs=1e-8)
+    assert res.test == "mcnemar-score" and res.interval == "tango-score"
+    assert res.difference == pytest.approx(0.2)
+    assert res.pvalue == pytest.approx(
+        mcnemar(_table(a, b), exact=False, correction=False).pvalue, rel=1e-12)
+    assert res.pvalue == pytest.approx(2 * stats.norm.sf(20 / math.sqrt(40)), rel=1e-12)
+    assert res.agreement == "inverts the test"
+    assert mcnemar_score(a, b) == (res.pvalue, 30, 10)
+
+
+def _restricted_z(d, n_ab, n_ba, n):
+    """Tango's statistic from the constrained likelihood maximised numerically (scipy)."""
+    from scipy.optimize import minimize_scalar
+
+    def nll(q):
+        cells = ((n_ab, q + d), (n_ba, q), (n - n_ab - n_ba, 1 - 2 * q - d))
+        return -sum(k * math.log(p) for k, p in cells if k)
+    q = minimize_scalar(nll, bounds=(max(0.0, -d) + 1e-13, (1 - d) / 2 - 1e-13),
+                        method="bounded", options={"xatol": 1e-14}).x
+    return (n_ab - n_ba - n * d) / math.sqrt(n * (2 * q + d * (1 - d)))
+
+
+@pytest.mark.parametrize("n_ab,n_ba,n", [(1, 7, 21), (30, 10, 100), (0, 3, 12), (5, 5, 40),
+                                         (12, 0, 12)])
+def test_tango_interval_ends_solve_the_restricted_score_equation(n_ab, n_ba, n):
+    level = 0.95
+    z = stats.norm.ppf(0.975)
+    low, high = tango_interval(n_ab, n_ba, n, level)
+    for end, target in ((low, z), (high, -z)):
+        if abs(end) < 1:
+            assert _restricted_z(end, n_ab, n_ba, n) == pytest.approx(target, abs=1e-5)
+    # swapping the judges mirrors the interval
+    assert tango_interval(n_ba, n_ab, n, level) == pytest.approx((-high, -low), abs=1e-10)
+
+
+def test_asymptotic_mcnemar_exact_level():
+    # the level of the score test summed exactly over the binomial distribution of the
+    # discordant pairs (n pairs, discordance pd) and of n_ab given them: at most 0.054
+    worst = 0.0
+    for n in (20, 48, 100, 300):
+        m = np.arange(n + 1)
+        reject = np.zeros(n + 1)
+        for mm in range(1, n + 1):
+            k = np.arange(mm + 1)
+            p = 2 * stats.norm.sf(np.abs(2 * k - mm) / math.sqrt(mm))
+            reject[mm] = stats.binom.pmf(k, mm, 0.5)[p < 0.05].sum()
+        for pd_ in (0.05, 0.2, 0.5):
+            worst = max(worst, float(stats.binom.pmf(m, n, pd_) @ reject))
+    assert 0.045 < worst <= 0.054
+
+
+def test_exact_mcnemar_on_request_marks_a_disagreeing_row():
+    # 9 of 29 discordant pairs favour b: exact p = 0.0614, the score test 0.0411 (< 0.05)
+    a = np.array([1] * 20 + [0] * 9 + [1] * 40 + [0] * 31)
+    b = np.array([0] * 20 + [1] * 9 + [1] * 40 + [0] * 31)
+    exact = compare_accuracies(a, b, test="mcnemar-exact")
+    score = compare_accuracies(a, b)
+    assert exact.pvalue == pytest.approx(
+        mcnemar(_table(a, b), exact=True).pvalue, rel=1e-12)
+    assert exact.pvalue > 0.05 > score.pvalue
+    assert (exact.ci_low, exact.ci_high) == (score.ci_low, score.ci_high)
+    assert score.ci_low > 0 and score.agreement == "inverts the test"
+    assert exact.agreement.startswith("DISAGREE: the interval excludes 0")
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +294,7 @@ def hanna_judges():
 
 def test_mcnemar_on_stored_judges_equals_statsmodels(hanna_judges):
     judges, humans = hanna_judges
-    res = compare_judges(judges, humans, cluster="none", test="mcnemar")
+    res = compare_judges(judges, humans, cluster="none", test="mcnemar-exact")
     scored = scored_verdicts(judges, humans)
     wide = scored.pivot(index=["prompt_id", "lo", "hi"], columns="judge",
                         values="score").dropna()
@@ -283,12 +372,27 @@ def test_cli_accuracy_and_compare(tmp_path, capsys, hanna_judges):
     assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--cluster", "none",
                  "--test", "mcnemar", "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["comparisons"][0]["test"] == "mcnemar-exact"
+    assert payload["comparisons"][0]["test"] == "mcnemar-score"
+    assert payload["comparisons"][0]["agreement"] == "inverts the test"
     assert {g["group"] for g in payload["groups"]} <= {"top", "below"}
     # McNemar on clustered verdicts is refused with a reason
     assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--test",
                  "mcnemar"]) == 2
     assert "independent pairs" in capsys.readouterr().err
+    # so is an independent-pairs interval on verdicts that share prompts (issue 47: Wilson
+    # was 7.6x too narrow there); declared independent, it is counted as declared
+    assert main(["pairwise", "accuracy", str(jp), "--reference", str(hp), "--interval",
+                 "wilson"]) == 2
+    err = capsys.readouterr().err
+    assert "clustered by prompt" in err and "cluster-t" in err and "cluster 'none'" in err
+    assert main(["pairwise", "accuracy", str(jp), "--reference", str(hp), "--interval",
+                 "wilson", "--cluster", "none", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["agreement"] for r in rows} == {"inverts the test"}
+    assert main(["pairwise", "compare", str(jp), "--reference", str(hp), "--cluster", "none",
+                 "--test", "mcnemar-exact", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["comparisons"][0]
+    assert row["test"] == "mcnemar-exact" and row["interval"] == "tango-score"
 
 
 # ------------------------------------------------- pointwise measures and reward models

@@ -298,3 +298,45 @@ def test_default_covers_with_few_labels_where_plain_ppi_plus_plus_does_not():
     assert cover["default"] >= 0.95 - 2 * 0.0034, cover
     assert cover["default"] > cover["plain"] + 0.005, cover
     assert (default.width_ratio < 1).mean() > 0.5  # still narrower than human labels alone
+
+
+def test_rare_binary_labels_warn_and_common_ones_do_not():
+    from storyeval.exceptions import StoryevalWarning
+    from storyeval.power.ppi import RARE_EVENTS_BELOW, rare_binary_studies
+
+    rng = np.random.default_rng(47)
+    y = (rng.random(1000) < 0.07).astype(float)
+    f = np.where(y == 1, rng.random(1000) < 0.7, rng.random(1000) < 0.03).astype(float)
+    h = y.copy()
+    h[60:] = np.nan  # 60 labels: about 4 events
+    events = int(np.nansum(h))
+    assert events < RARE_EVENTS_BELOW
+    with pytest.warns(StoryevalWarning, match=f"binary human labels with {events} labelled"):
+        ppi_mean(h, f)
+    # the rarer value counts: 14 non-events of 1s and 0s is as rare as 14 events
+    assert rare_binary_studies(np.array([[1.0] * 40 + [0.0] * 14, [1.0] * 39 + [0.0] * 15,
+                                         [0.5] * 2 + [1.0] * 52])).tolist() == [
+        True, False, False]
+    import warnings as w
+
+    with w.catch_warnings():
+        w.simplefilter("error", StoryevalWarning)
+        common = (rng.random(1000) < 0.4).astype(float)
+        hc = common.copy()
+        hc[200:] = np.nan
+        ppi_mean(hc, common + rng.normal(0, 0.3, 1000))  # 80 events: no warning
+
+
+def test_planning_page_states_the_rare_binary_cells():
+    # every rare-binary cell of the benchmark, failing ones included, backs the page's claim
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    rows = json.loads((root / "benchmarks" / "bench_ppi_rare.json").read_text())["results"]
+    default = [r for r in rows if r["method"] == "ppi++ cross-fit, t (default)"]
+    few = [r["coverage"] for r in default if r["n labelled"] <= 106]
+    page = (root / "docs" / "planning.md").read_text(encoding="utf-8")
+    assert f"{min(few):.3f}-{max(few):.3f}" in page
+    for r in default:
+        assert f"{r['coverage']:.3f}" in page, r

@@ -15,7 +15,8 @@ Sub-commands:
                                 [--cluster auto|prompt|pair|none] [--chance P]
     storyeval pairwise counts K/N [K/N ...] [--chance 0.5] [--alternative two-sided]
     storyeval pairwise compare VERDICTS --reference HUMAN_VERDICTS
-                               [--test auto|mcnemar|permutation|bootstrap] [--alpha 0.05]
+                               [--test auto|mcnemar|mcnemar-exact|permutation|bootstrap|
+                                       cluster-t] [--alpha 0.05]
     storyeval pairwise ranking VERDICTS --reference HUMAN_VERDICTS [--judge J]
                                [--strength win-rate|bradley-terry] [--resamples 1000]
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
@@ -284,13 +285,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--dimension", help="keep one dimension (default: each dimension)")
     p.add_argument("--tie-credit", type=float, default=0.0,
                    help="credit for a judge's 'same' on a human-decided pair (default 0)")
-    p.add_argument("--test", choices=["auto", "mcnemar", "permutation", "bootstrap",
-                                      "cluster-t"],
+    p.add_argument("--test", choices=["auto", "mcnemar", "mcnemar-exact", "permutation",
+                                      "bootstrap", "cluster-t"],
                    default="auto",
-                   help="paired test: exact McNemar (independent pairs), cluster sign-flip "
-                        "permutation, paired cluster bootstrap or cluster-robust t (cluster-t, "
-                        "G - 1 df; few prompts) (clustered pairs); auto: "
-                        "McNemar without clusters, else permutation (default)")
+                   help="paired test: McNemar's score test with the Tango interval that "
+                        "inverts it (mcnemar), or the exact McNemar test beside that interval "
+                        "(mcnemar-exact) (independent pairs); cluster sign-flip permutation, "
+                        "paired cluster bootstrap (both with a cluster-bootstrap interval) or "
+                        "cluster-robust t with the interval that inverts it (cluster-t, G - 1 "
+                        "df; few prompts) (clustered pairs); auto: mcnemar without clusters, "
+                        "else permutation (default). Column agreement: whether the interval "
+                        "and the p-value agree about 0")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="false discovery rate of the significance groups (BH over all judge "
                         "pairs of a dimension; default 0.05). --format csv prints the "
@@ -364,8 +369,10 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
         g.add_argument("--interval", default="auto",
                        choices=["auto", "exact", "wilson", "cluster-bootstrap", "cluster-t",
                                 "none"],
-                       help="interval and test against chance: exact (Clopper-Pearson) or "
-                            "Wilson with the exact binomial test for independent pairs, a "
+                       help="interval and test against chance: exact (Clopper-Pearson with the "
+                            "exact binomial test) or Wilson (with the score test it inverts) "
+                            "for independent pairs only (refused on clustered verdicts: "
+                            "declare --cluster none if they are independent), a "
                             "cluster bootstrap or the cluster-robust t (cluster-t, G - 1 df: "
                             "holds its level down to 10 prompts) for clustered pairs; auto: when a "
                             "cluster holds several verdicts, cluster-t below 30 clusters and the "
@@ -388,8 +395,9 @@ def _add_inference_options(p: argparse.ArgumentParser, *, interval: bool) -> Non
 
 COUNTS_DESCRIPTION = """\
 Accuracy from counts alone (K correct of N pairs, e.g. a paper's 201/301): the exact binomial
-test against the chance level and the Wilson and Clopper-Pearson (exact) intervals. The
-pairs are assumed independent (for clustered pairs, use `pairwise accuracy` on the verdicts).
+test against the chance level with the Clopper-Pearson interval that inverts it, and the score
+test with the Wilson interval that inverts it. The pairs are assumed independent (for
+clustered pairs, use `pairwise accuracy` on the verdicts).
 """
 
 
@@ -446,7 +454,7 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
                      help="add an interval and a test against the tie-aware chance level: "
                           "auto = clustered by prompt (pairs of one prompt share stories; for "
                           "--preferences: by their prompt_id column, else Wilson with the "
-                          "exact binomial test): cluster-t below 30 prompts, the cluster "
+                          "score test it inverts): cluster-t below 30 prompts, the cluster "
                           "bootstrap from 30 on; default none")
     inf.add_argument("--resamples", type=int, default=2000,
                      help="cluster-bootstrap resamples (default 2000)")
@@ -960,9 +968,10 @@ def _run_counts(args: argparse.Namespace) -> int:
                                   digits=args.digits))
     if args.format in ("table", "md"):
         level = f"{100 * args.confidence_level:g}%"
-        sys.stdout.write(f"\ntest: exact binomial test of accuracy = {args.chance:g}, "
-                         f"{args.alternative}\nintervals: Wilson score and Clopper-Pearson "
-                         f"(exact), {level}, two-sided; pairs assumed independent\n")
+        sys.stdout.write(f"\ntests of accuracy = {args.chance:g}, {args.alternative}: "
+                         "pvalue exact binomial (exact_low/high, Clopper-Pearson, inverts it), "
+                         "pvalue_score score test (wilson_low/high inverts it)\n"
+                         f"intervals: {level}, two-sided; pairs assumed independent\n")
     return 0
 
 
@@ -981,8 +990,8 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
                        confidence_level=args.confidence_level, n_resamples=args.resamples,
                        random_state=args.seed, aggregate=args.aggregate)
         inf = judge_accuracy_inference(verdicts, reference, method=args.interval, **options)
-        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "test", "chance",
-                "alternative", "method", "cluster", "n_clusters", "n_resamples"]
+        keep = ["judge", "dimension", "ci_low", "ci_high", "pvalue", "test", "agreement",
+                "chance", "alternative", "method", "cluster", "n_clusters", "n_resamples"]
         result = result.merge(inf[keep], on=["judge", "dimension"], how="left")
         result = _balanced_interval(result, verdicts, reference, options)
         result = with_seed(result, args.seed, args.format)
@@ -1029,8 +1038,8 @@ def _balanced_interval(result: pd.DataFrame, verdicts: pd.DataFrame, reference: 
 
 def _accuracy_columns_in_order(result: pd.DataFrame) -> pd.DataFrame:
     """accuracy with its interval and test first, the balanced accuracy with its own after."""
-    first = ["judge", "dimension", "accuracy", "ci_low", "ci_high", "pvalue", "test", "chance",
-             "estimand", "balanced_accuracy", "balanced_ci_low", "balanced_ci_high"]
+    first = ["judge", "dimension", "accuracy", "ci_low", "ci_high", "pvalue", "test",
+             "agreement", "chance", "estimand", "balanced_accuracy", "balanced_ci_low", "balanced_ci_high"]
     cols = [c for c in first if c in result.columns]
     return result[cols + [c for c in result.columns if c not in cols]]
 
@@ -1047,16 +1056,25 @@ def _accuracy_note(args: argparse.Namespace) -> str:
     if args.interval == "none":
         return note
     return note + (
-        "intervals: two-sided at the confidence level; ci_low/ci_high: of k/n (Wilson or "
-        "exact with the exact binomial test for independent verdicts, a cluster bootstrap "
-        "for clustered ones; 'test' names the test of the p-value, a score test where ties "
-        "earn fractional credit); balanced_ci_low/high: of the balanced accuracy (bootstrap "
+        "intervals: two-sided at the confidence level; ci_low/ci_high: of k/n (Wilson with "
+        "the score test it inverts, or exact (Clopper-Pearson) with the exact binomial test, "
+        "for independent verdicts; the cluster-robust t with the test it inverts or a "
+        "cluster bootstrap for clustered ones; 'test' names the test of the p-value, a score "
+        "test where ties earn fractional credit); with a two-sided test the interval "
+        "excludes the chance level exactly when p < 1 - confidence level, except for the "
+        "cluster bootstrap (two procedures: column agreement says whether they agree); "
+        "balanced_ci_low/high: of the balanced accuracy "
+        "(bootstrap "
         f"over the same clusters or verdicts); pvalue: test of accuracy = chance, "
         f"{args.alternative}\n" + seed_note(args.seed))
 
 
 _COMPARE_NOTE = ("difference = accuracy_a - accuracy_b (pooled over the verdicts both judged); "
-                 "p-values two-sided\ngroups: accuracy k/n with the interval pairwise accuracy "
+                 "p-values two-sided\nagreement: 'inverts the test' (McNemar score test with "
+                 "Tango's interval, cluster-t: the interval excludes 0 exactly when p < 1 - "
+                 "confidence level), 'agree' or 'DISAGREE' (a cluster-bootstrap interval beside "
+                 "a permutation or bootstrap p-value, or the exact McNemar test beside Tango's "
+                 "interval: two procedures; the p-value decides)\ngroups: accuracy k/n with the interval pairwise accuracy "
                  "prints for it (same method, resamples and seed; column interval)\n")
 
 
@@ -1100,8 +1118,8 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
             f"per dimension, the top group: the judges not significantly below the best "
             f"(BH over all judge pairs at {args.alpha:g})")
     shown = ["dimension", "judge_a", "judge_b", "accuracy_a", "accuracy_b", "difference",
-             "ci_low", "ci_high", "pvalue", "pvalue_bh", "test", "n", "n_clusters",
-             "n_discordant"]
+             "ci_low", "ci_high", "pvalue", "pvalue_bh", "test", "agreement", "n",
+             "n_clusters", "n_discordant"]
     if args.format == "json":
         print(json.dumps({"comparisons": json.loads(format_table(pairs, "json")),
                           "groups": json.loads(format_table(groups, "json"))}, indent=2))

@@ -483,6 +483,7 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
     ib = np.array([pos[c] for c in comp["measure_b"]])
     size = len(ih)
     delta, se = np.full(size, np.nan), np.full(size, np.nan)
+    items = np.full(size, float(X.shape[0]))  # the items of each row (n - 1: jackknife df)
     # per column, not per comparison: X[:, ih] would be a stories x comparisons copy
     gaps = np.isnan(X).any(0)
     complete = ~(gaps[ih] | gaps[ia] | gaps[ib])
@@ -508,7 +509,9 @@ def _normal_estimates(wide, comp, sa, sb, level, method, test, nan_policy,
             if keep.sum() > 3:
                 est = run(np.array([row]), keep)
                 delta[row], se[row] = est.delta[0], est.se[0]
-    return DiffEstimate(delta, se)
+                items[row] = keep.sum()
+    # the jackknife refers its z to Student's t with n - 1 df (storyeval.compare.dependent)
+    return DiffEstimate(delta, se, None if test == "ustat" else items - 1.0)
 
 
 def _shared_pairs(ih: np.ndarray, ia: np.ndarray, ib: np.ndarray):

@@ -22,6 +22,7 @@ human labels, used alone, would give the same standard error.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from storyeval.exceptions import InputError
+from storyeval.exceptions import InputError, StoryevalWarning, user_stacklevel
 from storyeval.power._ppi_kernel import METHODS, estimate_rows, std_rows, tuned_lambda_rows
 
 __all__ = [
@@ -205,11 +206,40 @@ def _check_finite(name: str, **values: np.ndarray) -> None:
                              "magnitude, up to about 1e308); rescale the scores")
 
 
+#: A binary human label needs at least this many labelled events and non-events for the
+#: default interval's coverage (measured: 0.898-0.938 with 3-7 labelled events of a 5-7%
+#: outcome, 0.932-0.941 with 10-14; benchmarks/bench_ppi.py --rare, docs/planning.md).
+RARE_EVENTS_BELOW = 15
+
+
+def rare_binary_studies(y: np.ndarray) -> np.ndarray:
+    """Per study (row of the labelled human values ``y``, (R, n)), whether the labels are
+    0/1 with fewer than `RARE_EVENTS_BELOW` of the rarer value."""
+    binary = np.isin(y, (0.0, 1.0)).all(axis=1)
+    ones = (y == 1.0).sum(axis=1)
+    return binary & (np.minimum(ones, y.shape[1] - ones) < RARE_EVENTS_BELOW)
+
+
+def _warn_rare_binary(y: np.ndarray) -> None:
+    rare = rare_binary_studies(y)
+    if rare.any():
+        ones = (y[rare] == 1.0).sum(axis=1)
+        fewest = int(np.minimum(ones, y.shape[1] - ones).min())
+        what = "a study" if len(y) == 1 else f"{int(rare.sum())} of {len(y)} studies"
+        warnings.warn(
+            f"binary human labels with {fewest} labelled events (or non-events) in {what}, "
+            f"fewer than {RARE_EVENTS_BELOW}: the interval undercovers a rare outcome (the "
+            "default covered 0.898-0.938 with 3-7 labelled events of a 5-7% outcome; "
+            "docs/planning.md); label more items", StoryevalWarning,
+            stacklevel=user_stacklevel())
+
+
 def _frame(estimand: str, method: str, y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray,
            *, folds: int, seed: int, level: float, interval: str) -> pd.DataFrame:
     """Rows of PPIResult columns for dense studies ``y``, ``f_lab`` (R, n), ``f_unl`` (R, N).
     Computed on values divided by a power of two (`_scale`), so that huge finite values do not
     overflow when squared; an estimate or standard error beyond the float range is an error."""
+    _warn_rare_binary(y)
     ddof = 0 if interval == "z" else 1
     n, big_n = y.shape[1], f_unl.shape[1]
     s = _scale(y, f_lab, f_unl)[:, None]
@@ -285,6 +315,11 @@ def ppi_mean(human, predicted, *, method: str = "ppi++", folds: int = 5, seed: i
     label, which removes the optimism of PPI++'s interval with few labels. The human-only
     estimate is ``mean(Y)`` with ``se^2 = var(Y) / n``. Unbiased for any judge when the
     labelled subset is random; the rectifier corrects the judge's bias.
+
+    A binary human label (0/1) with fewer than `RARE_EVENTS_BELOW` (15) labelled events or
+    non-events warns (`StoryevalWarning`): on a 5-7% outcome with 53-200 labels (3-14 events)
+    the default covered 0.898-0.941 and the human-only t (Wald) interval 0.868-0.940
+    (benchmarks/bench_ppi.py --rare; docs/planning.md).
 
     References
     ----------
@@ -402,7 +437,7 @@ def ppi_win_rate(human, predicted, *, method: str = "ppi++", folds: int = 5, see
 
     Examples
     --------
-    >>> ppi_win_rate([1, 0, 1, float("nan"), float("nan")], [1, 0, 0, 1, 1]).n_labelled
+    >>> ppi_win_rate([1, 0, 0.5, float("nan"), float("nan")], [1, 0, 0, 1, 1]).n_labelled
     3
     """
     for name, values in (("human", human), ("predicted", predicted)):
