@@ -84,14 +84,15 @@ def battle_arrays(v: pd.DataFrame, by: str = "system", *, strong_weight: float =
         row = int(np.argmax(same))
         raise InputError(f"a verdict compares two stories of the same {by} {av[row]!r} "
                          f"(row {v.index[row]})")
-    items, codes = np.unique(np.concatenate([av, bv]), return_inverse=True)
+    # hash-based codes, sorted as np.unique sorts them (several times faster on strings)
+    codes, items = pd.factorize(np.concatenate([av, bv]), sort=True)
     n = len(av)
     verdict = v["verdict"].to_numpy()
     outcome = np.where(verdict == "A", 0, np.where(verdict == "B", 1, 2))
     weight = np.ones(n)
     if "strong" in v.columns:
         weight = np.where(v["strong"].to_numpy(dtype=bool), float(strong_weight), 1.0)
-    _, prompt_codes = np.unique(v["prompt_id"].to_numpy(), return_inverse=True)
+    prompt_codes, _ = pd.factorize(v["prompt_id"].to_numpy(), sort=True)
     return list(items), codes[:n], codes[n:], outcome, weight, prompt_codes
 
 
