@@ -357,3 +357,26 @@ def test_fast_gradient_equals_full_evaluation():
         np.testing.assert_allclose(_gradient(pr, theta, lam, fit_tie, 0.3),
                                    _evaluate(pr, theta, lam, fit_tie, 0.3, "gradient")[1],
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_progress_bar_on_request_and_quiet_when_piped(tmp_path, capsys, monkeypatch):
+    from storyeval.cli import main
+
+    monkeypatch.delenv("STORYEVAL_NO_PROGRESS", raising=False)  # set by conftest
+    v = _verdicts(seed=14)
+    leaderboard(v, n_resamples=20, show_progress=True)
+    assert "bootstrap" in capsys.readouterr().err
+    # the command: stderr is not a terminal here, so no stage line and no bar; the flag and the
+    # environment variable switch them off on a terminal too
+    path = tmp_path / "v.csv"
+    v.to_csv(path, index=False)
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20"]) == 0
+    assert "reading v.csv" in capsys.readouterr().err
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("STORYEVAL_NO_PROGRESS", "1")
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20"]) == 0
+    assert capsys.readouterr().err == ""

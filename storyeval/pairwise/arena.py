@@ -42,6 +42,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
+from storyeval._progress import progress_bar
 from storyeval.exceptions import InputError
 
 __all__ = ["BattleCounts", "bootstrap_counts", "count_battles", "fit_counts"]
@@ -549,6 +550,7 @@ def bootstrap_counts(
     start: tuple[np.ndarray, float],
     random_state: int | np.random.Generator | None = 0,
     workers: int | None = None,
+    show_progress: bool | None = False,
 ) -> np.ndarray:
     """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist.
 
@@ -558,6 +560,8 @@ def bootstrap_counts(
     per chunk of ``n`` resamples); battle resamples chunk by chunk from child generators
     seeded by it. Chunks are refitted by ``workers`` threads (default: up to 2 CPU cores; numpy
     releases the GIL); the chunking does not depend on ``workers``, so neither does the result.
+    ``show_progress``: a bar of the resamples refitted on standard error (None: on a terminal
+    only; see `storyeval._progress`).
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
@@ -581,7 +585,8 @@ def bootstrap_counts(
              for fit_tie in ((False, True) if counts.ties.sum() > 0 and ties_model == "davidson"
                              else (False,))}
     pending: list = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    bar = progress_bar(total=n_resamples, desc="bootstrap", unit="resample", show=show_progress)
+    with bar, ThreadPoolExecutor(max_workers=workers) as pool:
         for lo in range(0, n_resamples, chunk):
             n = min(chunk, n_resamples - lo)
             args = (alpha, th0, lam_start, full_edges, h_inv)
@@ -596,7 +601,9 @@ def bootstrap_counts(
                 first, fut = pending.pop(0)
                 res = fut.result()
                 out[first:first + len(res)] = res
+                bar.update(len(res))
         for first, fut in pending:
             res = fut.result()
             out[first:first + len(res)] = res
+            bar.update(len(res))
     return out

@@ -162,6 +162,7 @@ def leaderboard_from_counts(
     alpha: float = 0.05,
     random_state: int | np.random.Generator | None = 0,
     tests: bool = True,
+    show_progress: bool | None = None,
 ) -> Leaderboard:
     """Leaderboard from aggregated battle counts (see `leaderboard` for the table)."""
     if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
@@ -179,7 +180,7 @@ def leaderboard_from_counts(
     if n_resamples and np.isfinite(theta).all():
         samples = bootstrap_counts(counts, n_resamples=n_resamples, ties_model=ties,
                                    regularization=regularization, start=(theta, nu),
-                                   random_state=random_state)
+                                   random_state=random_state, show_progress=show_progress)
     ok = np.isfinite(samples).all(axis=1)
     n_valid = int(ok.sum())
     if n_resamples and n_valid < n_resamples:
@@ -251,6 +252,7 @@ def leaderboard(
     alpha: float = 0.05,
     strong_weight: float = 1.0,
     random_state: int | np.random.Generator | None = 0,
+    show_progress: bool | None = None,
 ) -> Leaderboard:
     """Leaderboard of systems (or stories) from a verdict table, with rank intervals.
 
@@ -280,6 +282,9 @@ def leaderboard(
         Weight of a strong verdict (Arena-Hard counts ``A>>B`` three times: 3).
     random_state : int or Generator, default 0
         Seed of the bootstrap.
+    show_progress : bool, optional
+        A progress bar of the bootstrap on standard error (default: on a terminal only, and
+        not under ``STORYEVAL_NO_PROGRESS=1``).
 
     Returns
     -------
@@ -317,6 +322,7 @@ def leaderboard(
                            cluster=prompts if resample == "prompt" else None)
     board = leaderboard_from_counts(counts, items, ties=ties, regularization=regularization,
                                     n_resamples=n_resamples, confidence_level=confidence_level,
-                                    alpha=alpha, random_state=random_state)
+                                    alpha=alpha, random_state=random_state,
+                                    show_progress=show_progress)
     board.table.insert(0, "dimension", str(v["dimension"].iloc[0]))
     return board
