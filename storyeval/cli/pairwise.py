@@ -202,13 +202,26 @@ def _run_strengths(args: argparse.Namespace) -> int:
     if args.control:
         from storyeval.pairwise.style_control import controlled_strengths
 
+        if args.resample != "prompt":
+            raise InputError("--control resamples prompts; --resample battle is for the "
+                             "uncontrolled leaderboard")
+
+        stages.start(f"fitting the controlled model, {args.resamples} bootstrap resamples of "
+                     "prompts", bars=True)
         table, coef = controlled_strengths(verdicts, _split(args.control) or [],
                                            dimension=args.dimension, by=args.by,
-                                           judge=args.judge)
+                                           judge=args.judge, n_resamples=args.resamples,
+                                           confidence_level=args.confidence_level,
+                                           random_state=args.seed, show_progress=show)
+        stages.done(f"{len(table)} items")
         sys.stdout.write(format_table(table, args.format, digits=args.digits))
         if args.format in ("table", "md"):
             sys.stdout.write("\ncoefficients (log-odds per SD of the covariate difference):\n"
                              + format_table(coef, args.format, digits=args.digits))
+            sys.stdout.write(
+                f"\nintervals (controlled strengths, coefficients): {args.confidence_level:g} "
+                f"percentile bootstrap over prompts ({args.resamples} resamples, seed "
+                f"{args.seed}); se: bootstrap standard deviation\n")
         return 0
     stages.start(f"fitting Bradley-Terry, {args.resamples} bootstrap resamples of "
                  f"{args.resample}s", bars=True)
