@@ -126,12 +126,19 @@ def _naive_prompt_bootstrap(a, b, out, prompts, s, n_resamples, seed):
     return np.array(rows)
 
 
-def test_count_bootstrap_equals_per_prompt_refit():
-    a, b, out, prompts = _battles(n=600, s=6, seed=7, n_prompts=40)
+@pytest.mark.parametrize(("n", "seed", "n_prompts", "reps", "rs"),
+                         [(600, 7, 40, 30, 11), (50, 2, 30, 40, 2)])
+def test_count_bootstrap_equals_per_prompt_refit(n, seed, n_prompts, reps, rs):
+    # the second design has few battles per pair: some prompt resamples lose the strong
+    # connectivity (no MLE: NaN rows, exactly those of the reference)
+    a, b, out, prompts = _battles(n=n, s=6, seed=seed, n_prompts=n_prompts)
     c = count_battles(a, b, out, 6, cluster=prompts)
     theta, nu, *_ = fit_counts(c.wins, c.ties)
-    got = bootstrap_counts(c, n_resamples=30, start=(theta, nu), random_state=11)
-    ref = _naive_prompt_bootstrap(a, b, out, prompts, 6, 30, 11)
+    got = bootstrap_counts(c, n_resamples=reps, start=(theta, nu), random_state=rs)
+    ref = _naive_prompt_bootstrap(a, b, out, prompts, 6, reps, rs)
+    if n < 100:
+        assert 0 < np.isnan(got).any(axis=1).sum() < reps
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_allclose(got, ref, atol=1e-7)
 
 
@@ -328,19 +335,6 @@ def test_batched_connectivity_equals_scipy_strong_components():
         ref.append(connected_components(adj, directed=True, connection="strong")[0] == 1)
     assert 0 < sum(ref) < 400  # both kinds of graph occur
     np.testing.assert_array_equal(got, ref)
-
-
-def test_sparse_bootstrap_leaves_out_exactly_the_resamples_without_mle():
-    # few battles per pair: some prompt resamples lose the strong connectivity (no MLE, NaN);
-    # the others equal a refit of the resampled counts
-    a, b, out, prompts = _battles(n=50, s=6, seed=2, n_prompts=30)
-    c = count_battles(a, b, out, 6, cluster=prompts)
-    theta, nu, *_ = fit_counts(c.wins, c.ties)
-    got = bootstrap_counts(c, n_resamples=40, start=(theta, nu), random_state=2)
-    ref = _naive_prompt_bootstrap(a, b, out, prompts, 6, 40, 2)
-    assert 0 < np.isnan(got).any(axis=1).sum() < 40
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-    np.testing.assert_allclose(got, ref, atol=1e-7)
 
 
 def test_fast_gradient_equals_full_evaluation():

@@ -501,11 +501,12 @@ def tie_calibrated_ci(
     else:
         h, m, codes, keep = _prepare(values[:, 0], values[:, 1],
                                      prompt_codes if level == "prompt" else None)
-        draws = _searched_resamples(h, m, codes, prompt_codes[keep], cP, level, variant)
-        if draws is None:  # many human levels at the overall level: every pair, every resample
+        searched = _searched_resamples(h, m, codes, prompt_codes[keep], cP, level, variant)
+        if searched is None:  # many human levels, overall level: every pair, every resample
             _check_bootstrap_pairs(codes)
             sp = _sorted_pairs(h, m, codes, variant)
-            draws = _story_resamples(sp, prompt_codes[keep], level == "prompt", cP)
+            searched = _story_resamples(sp, prompt_codes[keep], level == "prompt", cP)
+        draws = searched
     finite = draws[np.isfinite(draws)]
     if finite.size == 0:
         return float("nan"), float("nan")

@@ -537,7 +537,7 @@ def _resample_best(shared: _SharedSearch, weights, conc: float) -> tuple[float, 
     best, best_eps = max((value(e), e) for e in start)
     intervals = list(zip(start[:-1], start[1:]))
     while intervals:
-        survivors = []
+        survivors: list[tuple[float, float]] = []
         for a, b in intervals:
             fa, ca, ta = found[a]
             fb, cb, tb = found[b]
