@@ -151,12 +151,13 @@ def run_one(method: str, n: int, s: int, resamples: int, src: str | None) -> dic
     return out
 
 
-def _timed(cmd: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def _timed(cmd: list[str], env: dict | None = None,
+           cwd: str | None = None) -> tuple[subprocess.CompletedProcess, dict]:
     """Run a child; its wall time, CPU seconds (user + system) and the load around it."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=cwd)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -206,7 +207,7 @@ def run_command(method: str, path: Path, resamples: int) -> dict:
     env = {**os.environ, "PYTHONPATH": code, "STORYEVAL_NO_PROGRESS": "1"}
     cmd = [sys.executable, "-m", "storyeval", "pairwise", "strengths", str(path),
            "--resamples", str(resamples), "--format", "csv"]
-    proc, timing = _timed(cmd, env)
+    proc, timing = _timed(cmd, env, cwd=str(path.parent))  # not the checkout: PYTHONPATH decides
     out = {"method": method, "resamples": resamples, **timing}
     if proc.returncode != 0:
         out["error"] = proc.stderr.strip()[-300:]

@@ -533,9 +533,11 @@ def _resample_best(shared: _SharedSearch, weights, conc: float) -> tuple[float, 
             found[eps] = (conc - c + t, c, t)
         return found[eps][0]
 
-    start = sorted({0.0, shared.span, *shared.hints})
-    best, best_eps = max((value(e), e) for e in start)
-    intervals = list(zip(start[:-1], start[1:]))
+    # the hints (earlier resamples' best epsilons) only give a first incumbent: the intervals
+    # start from (0, span) and split at the same cuts in every resample, so that their shared
+    # structures are found again
+    best, best_eps = max((value(e), e) for e in (0.0, shared.span, *shared.hints))
+    intervals = [(0.0, shared.span)] if shared.span > 0 else []
     while intervals:
         survivors: list[tuple[float, float]] = []
         for a, b in intervals:
