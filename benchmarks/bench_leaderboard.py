@@ -34,12 +34,13 @@ anchored at mean 1000). The exact maximum likelihood estimate is checked against
 aggregated counts (``choix.opt_pairwise`` to 1e-10) and against FastChat's own objective
 (``rating_systems.bt_loss_and_grad``) minimised to convergence.
 
-    python benchmarks/bench_leaderboard.py                       # 1e5 and 1e6 battles
-    python benchmarks/bench_leaderboard.py --fastchat-src /tmp/fastchat_main
+    python benchmarks/bench_leaderboard.py --page                # 1e5 and 1e6 battles
+    python benchmarks/bench_leaderboard.py --page --fastchat-src /tmp/fastchat_main
     python benchmarks/bench_leaderboard.py --sizes 100000 --methods storyeval \
-        storyeval-previous --command                          # this change, before / after
+        storyeval-previous --command --json benchmarks/bench_leaderboard_change.json
 
-Writes ``benchmarks/bench_leaderboard.json`` and ``docs/generated/leaderboards/bench.md``.
+Writes ``benchmarks/bench_leaderboard.json`` (``--json``) and, with ``--page``,
+``docs/generated/leaderboards/bench.md``.
 Coverage of the intervals: ``benchmarks/bench_leaderboard_coverage.py``.
 """
 
@@ -307,10 +308,11 @@ def main_speed(args) -> None:
     table = "\n".join(lines) + "\n"
     print(table)
     print(f"load: {os.getloadavg()}")
-    (ROOT / "benchmarks" / "bench_leaderboard.json").write_text(json.dumps(
+    Path(args.json).write_text(json.dumps(
         {"date": time.strftime("%Y-%m-%d"), "previous": PREVIOUS.get("commit"), "rows": rows},
         indent=1))
-    (ROOT / "docs" / "generated" / "leaderboards" / "bench.md").write_text(table)
+    if args.page:
+        (ROOT / "docs" / "generated" / "leaderboards" / "bench.md").write_text(table)
 
 
 def main() -> None:
@@ -324,6 +326,9 @@ def main() -> None:
                     choices=["storyeval", "storyeval-previous", "fastchat-bt", "fastchat-mle"])
     ap.add_argument("--previous", default="main",
                     help="git ref of the previous code (storyeval-previous, --command)")
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "bench_leaderboard.json"))
+    ap.add_argument("--page", action="store_true",
+                    help="also write docs/generated/leaderboards/bench.md (the full run)")
     ap.add_argument("--command", action="store_true",
                     help="also time the whole `pairwise strengths` command, new and previous")
     ap.add_argument("--one", help=argparse.SUPPRESS)
