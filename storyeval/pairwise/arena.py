@@ -15,7 +15,8 @@ Bootstrap
 ---------
 A prompt resample draws ``n_c`` clusters with replacement; cluster ``c`` drawn ``m_c`` times
 contributes ``m_c C_c``, so a resample's counts are ``m C`` (a sparse-dense product, chunks of
-resamples at a time). Resampling battles (``cluster=None``) is the same with every battle its own
+resamples at a time), taken only over the ``3 P`` columns of the ``P`` pairs that met in the full
+sample (a resample holds no other battles) and kept in that pair form for the fit. Resampling battles (``cluster=None``) is the same with every battle its own
 cluster; it is drawn exactly and much faster as a multinomial over the distinct (cell, weight)
 categories: ``n`` battles drawn with replacement from ``n`` fall into the categories as
 ``Multinomial(n, counts / n)``.
@@ -31,7 +32,12 @@ adding ``1 1^T`` to the ``theta`` block, which keeps the steps centred. Bootstra
 are refitted by chord iterations ``x <- x - H0^{-1} g(x)`` with the inverse Hessian ``H0`` of
 the full sample (a resample's Hessian differs from it only by sampling noise, so each step is
 one matrix product for the whole chunk of resamples); resamples where that does not settle are
-finished by Newton.
+finished by Newton. A chord step needs the gradient alone, computed from one (B, P) array of the
+first items' expected scores (the second's is one minus it) and one sparse product
+(`_gradient`). Whether a resample's MLE exists (its "beat or tied" graph strongly connected) is
+checked for all resamples of a chunk at once, by breadth-first reachability from item 0 along
+and against the edges. BLAS runs on one thread here: its threads only wait on products and
+solves of this size (a 101 x 101 solve took 0.17 s instead of 0.15 ms on a loaded machine).
 """
 
 from __future__ import annotations
