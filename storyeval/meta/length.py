@@ -201,8 +201,8 @@ def length_controlled_win_rate(verdict, length_a, length_b, *, clusters=None,
     confidence_level : float, default 0.95
         Two-sided percentile interval.
     random_state : int or Generator, default 0
-        Seed of the draws (``default_rng(random_state).integers(0, n_clusters, (B,
-        n_clusters))``).
+        Seed of the draws (``default_rng(random_state).integers(0, n_clusters, (b,
+        n_clusters))`` for chunks of ``b`` resamples in turn).
 
     Notes
     -----
@@ -241,10 +241,17 @@ def length_controlled_win_rate(verdict, length_a, length_b, *, clusters=None,
         codes = pd.factorize(labels, sort=True)[0]
     n_c = int(codes.max()) + 1
     rng = np.random.default_rng(random_state)
-    draws = rng.integers(0, n_c, size=(n_resamples, n_c))
-    mult = np.zeros((n_resamples, n_c))
-    np.add.at(mult, (np.repeat(np.arange(n_resamples), n_c), draws.ravel()), 1.0)
-    b0 = _refit_weighted(d[decided], y, mult[:, codes[decided]], beta)
+    # chunks of resamples x pairs of about 32 MB per array; each chunk's draws are
+    # rng.integers(0, n_c, (chunk, n_c)), the clusters' multiplicities counted per row
+    step = max(1, 2**22 // max(int(decided.sum()), n_c, 1))
+    parts = []
+    for lo in range(0, n_resamples, step):
+        size = min(step, n_resamples - lo)
+        draws = rng.integers(0, n_c, size=(size, n_c)) + (np.arange(size) * n_c)[:, None]
+        mult = np.bincount(draws.ravel(), minlength=size * n_c).reshape(size, n_c)
+        parts.append(_refit_weighted(d[decided], y, mult[:, codes[decided]].astype(np.float64),
+                                     beta))
+    b0 = np.concatenate(parts)
     lc = 1.0 / (1.0 + np.exp(-b0))
     good = lc[np.isfinite(lc)]
     a = (1 - confidence_level) / 2
