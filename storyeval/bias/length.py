@@ -7,7 +7,8 @@
 * `residual_length_correlation` (ratings): Pearson's r of a rater's residual (rater - human)
   with the story length: a rater that rewards length beyond what the humans do has r > 0.
 * `length_controlled_win_rates`: AlpacaEval's length-controlled win rate of each system against
-  the others (`storyeval.meta.length.length_controlled_win_rate`).
+  the others (`storyeval.meta.length.length_controlled_win_rate`), with prompt-bootstrap
+  intervals and standard errors.
 * `balanced_accuracy`: a judge's accuracy on the reference's length-balanced subset of pairs
   (`storyeval.meta.length.balance_length`) beside its raw and length-controlled accuracy.
 """
