@@ -14,7 +14,8 @@ and removes that shortcut on *pairs* of stories (a, b):
   ``logit P(a wins) = b0 + phi * tanh(dlen / sd(dlen))`` (``dlen = len(a) - len(b)``) fitted
   by maximum likelihood with a ridge penalty 0.1 / 2 (b0^2 + phi^2), which keeps a judge that
   always picks the longer story (separable data) finite; the controlled win rate is
-  ``sigmoid(b0)``, the win rate at equal lengths;
+  ``sigmoid(b0)``, the win rate at equal lengths, with a cluster (prompt) bootstrap interval and
+  standard error when ``n_resamples > 0``;
 * `balance_length`: a length-balanced subset: the length differences (preferred minus
   rejected) are binned by absolute size, and in every bin the larger of the two signs is pruned
   at random to the size of the smaller (symmetric histogram: P(prefer longer) = 0.5 exactly);
