@@ -20,6 +20,15 @@ Prints a Markdown table, writes ``benchmarks/bench_acceq.json`` and renders it t
 
     python benchmarks/bench_acceq.py                 # 10^4 and 10^5 (about 10 minutes)
     python benchmarks/bench_acceq.py --million       # and 10^6 stories of the "meta" data (search)
+
+Bootstrap interval (issue 49): ``--interval`` times `tie_calibrated_ci`'s resamples at the
+overall level (one pool; prompts resampled, 10 systems x n/10 prompts, 1,000 resamples) by the
+shared branch and bound (`storyeval.compare.tie_search.resampled_best`) beside the per-pair curve
+of every resample (the implementation before, quadratic in n, run where it fits: a few thousand
+stories); the two must give the same values. Each in a fresh process, the load printed; writes
+``benchmarks/bench_acceq_interval.json``.
+
+    python benchmarks/bench_acceq.py --interval --sizes 2000 10000 100000
 """
 
 from __future__ import annotations
@@ -107,6 +116,70 @@ def child(method: str, n: int, case: str) -> dict:
     return out
 
 
+def interval_child(method: str, n: int, case: str, resamples: int) -> dict:
+    """One way of computing every resample's calibrated acc_eq (overall level)."""
+    from storyeval.compare.tie_calibration import (
+        _prepare,
+        _searched_resamples,
+        _sorted_pairs,
+        _story_resamples,
+    )
+    from storyeval.resample.bootstrap import draw_resamples
+
+    h, m = make_data(n, case)
+    prompts = np.tile(np.arange(n // 10), 10)
+    _, draws = draw_resamples(10, n // 10, n_resamples=resamples, resample_by="prompts",
+                              random_state=0)
+    start = time.perf_counter()
+    hh, mm, codes, keep = _prepare(h, m, None)
+    if method == "search":
+        values = _searched_resamples(hh, mm, codes, prompts[keep], draws, "overall", "acc23")
+    else:
+        values = _story_resamples(_sorted_pairs(hh, mm, codes, "acc23"), prompts[keep], False,
+                                  draws)
+    seconds = time.perf_counter() - start
+    return {"method": method, "n": n, "case": case, "resamples": resamples,
+            "seconds": seconds, "interval": np.quantile(values, [0.025, 0.975]).tolist(),
+            "values": values.tolist(), "peak_mb": _peak_mb()}
+
+
+def main_interval(sizes: list[int], cases: list[str], resamples: int,
+                  reference_max: int) -> None:
+    rows = []
+    for n in sizes:
+        for case in cases:
+            row: dict = {"n": n, "case": case, "load_before": os.getloadavg()[0]}
+            for method in ("search", "pairs") if n <= reference_max else ("search",):
+                env = {**os.environ, "PYTHONPATH": str(ROOT)}
+                proc = subprocess.run([sys.executable, __file__, "--interval-child", method,
+                                       str(n), case, str(resamples)], capture_output=True,
+                                      text=True, env=env, check=True)
+                row[method] = json.loads(proc.stdout.strip().splitlines()[-1])
+            if "pairs" in row:
+                row["max_abs_difference"] = float(np.max(np.abs(
+                    np.subtract(row["search"]["values"], row["pairs"]["values"]))))
+            row["load_after"] = os.getloadavg()[0]
+            for method in ("search", "pairs"):
+                if method in row:
+                    row[method].pop("values")
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    lines = ["| stories | data | resamples | branch and bound: s | per-pair curve (before): s | "
+             "max abs difference | 95% interval | load |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in rows:
+        ref = f"{r['pairs']['seconds']:.1f}" if "pairs" in r else "not run (quadratic)"
+        diff = f"{r['max_abs_difference']:.1e}" if "pairs" in r else ""
+        lo, hi = r["search"]["interval"]
+        lines.append(f"| {r['n']:,} | {r['case']} | {r['search']['resamples']} | "
+                     f"{r['search']['seconds']:.1f} | {ref} | {diff} | [{lo:.4f}, {hi:.4f}] | "
+                     f"{r['load_before']:.1f}-{r['load_after']:.1f} |")
+    print("\n".join(lines))
+    (ROOT / "benchmarks" / "bench_acceq_interval.json").write_text(json.dumps(
+        {"date": time.strftime("%Y-%m-%d", time.gmtime()), "rows": rows, "table": lines},
+        indent=1) + "\n", encoding="utf-8")
+
+
 def run_child(method: str, n: int, case: str, env_extra: dict | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
     proc = subprocess.run([sys.executable, __file__, "--child", method, str(n), case],
@@ -170,7 +243,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--million", action="store_true", help="add 10^6 stories (search)")
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "bench_acceq.json"))
     parser.add_argument("--no-page", action="store_true")
+    parser.add_argument("--interval", action="store_true",
+                        help="time the bootstrap interval's resamples (see the docstring)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 10_000, 100_000])
+    parser.add_argument("--cases", nargs="+", default=["meta", "flat"])
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--reference-max", type=int, default=2000,
+                        help="largest n at which the per-pair curve runs too")
+    parser.add_argument("--interval-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.interval_child:
+        method, n, case, b = args.interval_child
+        print(json.dumps(interval_child(method, int(n), case, int(b))))
+        return 0
+    if args.interval:
+        main_interval(args.sizes, args.cases, args.resamples, args.reference_max)
+        return 0
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]), args.child[2])))
         return 0

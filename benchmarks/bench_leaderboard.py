@@ -19,15 +19,28 @@ counted; peak memory = the process's VmHWM, the Python interpreter and imports i
   C = 1), point estimate only (its bootstrap refits every resample from the battles; the time of
   1,000 would be 1,000 times the point fit).
 
+* ``storyeval-previous``: the same call with the code of a git ref (``--previous main``: the
+  package extracted with ``git archive`` into a temporary folder), to measure a change in one run;
+* ``command`` / ``command-previous`` (``--command``): the whole ``storyeval pairwise strengths
+  FILE`` process (reading the CSV, 1,000 resamples of *prompts*, the default) on the same battles
+  written as a verdict file with 1,000 prompts, new and previous code.
+
+Every child's wall time and CPU seconds (user + system, from ``getrusage``) are recorded with
+the load average before and after it: on a shared machine the CPU seconds compare code, the wall
+time compares machines.
+
 Max |difference| of point estimates on the Elo scale (``400 / ln 10 * theta + 1000``, both
 anchored at mean 1000). The exact maximum likelihood estimate is checked against choix on the
 aggregated counts (``choix.opt_pairwise`` to 1e-10) and against FastChat's own objective
 (``rating_systems.bt_loss_and_grad``) minimised to convergence.
 
-    python benchmarks/bench_leaderboard.py                       # 1e5 and 1e6 battles
-    python benchmarks/bench_leaderboard.py --fastchat-src /tmp/fastchat_main
+    python benchmarks/bench_leaderboard.py --page                # 1e5 and 1e6 battles
+    python benchmarks/bench_leaderboard.py --page --fastchat-src /tmp/fastchat_main
+    python benchmarks/bench_leaderboard.py --sizes 100000 --methods storyeval \
+        storyeval-previous --command --json benchmarks/bench_leaderboard_change.json
 
-Writes ``benchmarks/bench_leaderboard.json`` and ``docs/generated/leaderboards/bench.md``.
+Writes ``benchmarks/bench_leaderboard.json`` (``--json``) and, with ``--page``,
+``docs/generated/leaderboards/bench.md``.
 Coverage of the intervals: ``benchmarks/bench_leaderboard_coverage.py``.
 """
 
@@ -36,8 +49,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,8 +100,8 @@ def run_one(method: str, n: int, s: int, resamples: int, src: str | None) -> dic
     """One method in this (fresh) process; returns times, memory and Elo estimates."""
     df, _ = battles(n, s)
     out: dict = {"method": method, "n": n, "systems": s}
-    if method == "storyeval":
-        sys.path.insert(0, str(ROOT))
+    if method in ("storyeval", "storyeval-previous"):
+        sys.path.insert(0, str(ROOT) if method == "storyeval" else os.environ["BENCH_PREVIOUS"])
         from storyeval.pairwise.arena import count_battles
         from storyeval.pairwise.leaderboard import leaderboard_from_counts
 
@@ -136,15 +152,86 @@ def run_one(method: str, n: int, s: int, resamples: int, src: str | None) -> dic
     return out
 
 
+def _timed(cmd: list[str], env: dict | None = None,
+           cwd: str | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run a child; its wall time, CPU seconds (user + system) and the load around it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=cwd)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return proc, {"process_wall_s": wall, "process_cpu_s": cpu,
+                  "load_before": load0, "load_after": os.getloadavg()[0]}
+
+
+def _env(method: str) -> dict:
+    env = dict(os.environ)
+    if method.endswith("previous"):
+        env["BENCH_PREVIOUS"] = PREVIOUS["path"]
+    return env
+
+
 def _spawn(method, n, s, resamples, src) -> dict:
     cmd = [sys.executable, __file__, "--one", method, "--n", str(n), "--systems", str(s),
            "--resamples", str(resamples)]
     if src:
         cmd += ["--fastchat-src", src]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc, timing = _timed(cmd, _env(method))
     if proc.returncode != 0:
         return {"method": method, "n": n, "systems": s, "error": proc.stderr.strip()[-300:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), **timing}
+
+
+def verdict_file(n: int, s: int, path: Path, prompts: int = 1000) -> None:
+    """The battles of `battles` as a verdict file: prompt ``k mod prompts``, one judge label per
+    repeat of a (prompt, pair) so that no judgment repeats."""
+    df, _ = battles(n, s)
+    p = np.arange(n) % prompts
+    a, b = df["model_a"].to_numpy(), df["model_b"].to_numpy()
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    judge = pd.DataFrame({"p": p, "lo": lo, "hi": hi}).groupby(["p", "lo", "hi"]).cumcount()
+    pid = p.astype(str)
+    pd.DataFrame({"prompt_id": p, "story_a": np.char.add(np.char.add(a.astype(str), "/"), pid),
+                  "story_b": np.char.add(np.char.add(b.astype(str), "/"), pid),
+                  "dimension": "Overall",
+                  "verdict": df["winner"].map({"model_a": "A", "model_b": "B",
+                                               "tie": "same"}).to_numpy(),
+                  "order": "AB", "judge": "j" + judge.astype(str).to_numpy(), "system_a": a,
+                  "system_b": b}).to_csv(path, index=False)
+
+
+def run_command(method: str, path: Path, resamples: int) -> dict:
+    """The whole `storyeval pairwise strengths FILE` process (prompt bootstrap, the default)."""
+    code = str(ROOT) if method == "command" else PREVIOUS["path"]
+    env = {**os.environ, "PYTHONPATH": code, "STORYEVAL_NO_PROGRESS": "1"}
+    cmd = [sys.executable, "-m", "storyeval", "pairwise", "strengths", str(path),
+           "--resamples", str(resamples), "--format", "csv"]
+    proc, timing = _timed(cmd, env, cwd=str(path.parent))  # not the checkout: PYTHONPATH decides
+    out = {"method": method, "resamples": resamples, **timing}
+    if proc.returncode != 0:
+        out["error"] = proc.stderr.strip()[-300:]
+    else:
+        import hashlib
+
+        out["table_sha"] = hashlib.sha256(proc.stdout.encode()).hexdigest()[:16]
+    return out
+
+
+#: The previous code (``--previous REF``): {"ref", "commit", "path"}.
+PREVIOUS: dict = {}
+
+
+def extract_previous(ref: str) -> None:
+    """``git archive REF storyeval`` into a temporary folder (kept for the run)."""
+    folder = tempfile.mkdtemp(prefix="storyeval-previous-")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", ref], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "storyeval"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    PREVIOUS.update(ref=ref, commit=commit, path=folder)
 
 
 def _fmt(x, digits=1):
@@ -153,9 +240,13 @@ def _fmt(x, digits=1):
 
 def main_speed(args) -> None:
     rows = []
+    if any(m.endswith("previous") for m in args.methods) or args.command:
+        extract_previous(args.previous)
+        print(f"previous: {PREVIOUS['ref']} = {PREVIOUS['commit'][:10]}", flush=True)
+    print(f"load: {os.getloadavg()}", flush=True)
     for n in args.sizes:
         res = {m: _spawn(m, n, args.systems, args.resamples, args.fastchat_src)
-               for m in ("storyeval", "fastchat-bt", "fastchat-mle")}
+               for m in args.methods}
         ref = res["storyeval"].get("elo")
         for m, r in res.items():
             diff = conv = None
@@ -165,7 +256,7 @@ def main_speed(args) -> None:
                 if r.get("elo_converged"):
                     conv = max(abs(ref[k] - r["elo_converged"][k]) for k in keys)
             target = None
-            if m == "storyeval":
+            if m.startswith("storyeval"):
                 limit = 60 if n >= 10**6 else 10
                 target = (f"< {limit} s, < 2 GB: "
                           + ("met" if r.get("total_s", 1e9) < limit and r.get("peak_mb", 1e9)
@@ -176,13 +267,33 @@ def main_speed(args) -> None:
                          "max_abs_diff_elo_converged": conv,
                          "ci_width_elo": r.get("ci_width_elo"),
                          "bootstrap_1000_estimate_s": r.get("bootstrap_1000_estimate_s"),
-                         "target": target, "error": r.get("error")})
+                         "target": target, "error": r.get("error"),
+                         "process_wall_s": r.get("process_wall_s"),
+                         "process_cpu_s": r.get("process_cpu_s"),
+                         "load": [r.get("load_before"), r.get("load_after")]})
             print(json.dumps(rows[-1]), flush=True)
+        if args.command:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "verdicts.csv"
+                verdict_file(n, args.systems, path)
+                for m in ("command", "command-previous", "command", "command-previous"):
+                    r = run_command(m, path, args.resamples)  # alternately, twice each
+                    rows.append({"battles": n, "systems": args.systems, "method": m,
+                                 "resamples": args.resamples, "time_s": r["process_wall_s"],
+                                 "process_cpu_s": r["process_cpu_s"],
+                                 "load": [r["load_before"], r["load_after"]],
+                                 "error": r.get("error"), "output": r.get("table_sha")})
+                    print(json.dumps(rows[-1]), flush=True)
     lines = ["| battles | systems | method | resamples | time (s) | peak memory (MB) | "
              "max abs diff vs storyeval (Elo) | same, FastChat's objective converged | "
              "mean 95% interval width (Elo) | target |",
              "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
+        if r["method"].startswith("command"):
+            lines.append(f"| {r['battles']:,} | {r['systems']} | {r['method']} (whole process, "
+                         f"prompt bootstrap) | {r['resamples']} | {_fmt(r['time_s'])} (CPU "
+                         f"{_fmt(r['process_cpu_s'])} s; load {r['load'][0]:.1f}) | | | | | |")
+            continue
         if r["error"]:
             lines.append(f"| {r['battles']:,} | {r['systems']} | {r['method']} | | failed: "
                          f"{r['error'].splitlines()[-1][:80]} | | | | | |")
@@ -196,8 +307,12 @@ def main_speed(args) -> None:
                      f"| {r['target'] or ''} |")
     table = "\n".join(lines) + "\n"
     print(table)
-    (ROOT / "benchmarks" / "bench_leaderboard.json").write_text(json.dumps(rows, indent=1))
-    (ROOT / "docs" / "generated" / "leaderboards" / "bench.md").write_text(table)
+    print(f"load: {os.getloadavg()}")
+    Path(args.json).write_text(json.dumps(
+        {"date": time.strftime("%Y-%m-%d"), "previous": PREVIOUS.get("commit"), "rows": rows},
+        indent=1))
+    if args.page:
+        (ROOT / "docs" / "generated" / "leaderboards" / "bench.md").write_text(table)
 
 
 def main() -> None:
@@ -207,6 +322,15 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--fastchat-src", default=None,
                     help="folder holding a FastChat checkout's 'fastchat' package")
+    ap.add_argument("--methods", nargs="+", default=["storyeval", "fastchat-bt", "fastchat-mle"],
+                    choices=["storyeval", "storyeval-previous", "fastchat-bt", "fastchat-mle"])
+    ap.add_argument("--previous", default="main",
+                    help="git ref of the previous code (storyeval-previous, --command)")
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "bench_leaderboard.json"))
+    ap.add_argument("--page", action="store_true",
+                    help="also write docs/generated/leaderboards/bench.md (the full run)")
+    ap.add_argument("--command", action="store_true",
+                    help="also time the whole `pairwise strengths` command, new and previous")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -115,6 +115,15 @@ def test_length_controlled_win_rates_reuse_meta_function():
     assert table.loc["sys-0", "lc_win_rate"] == pytest.approx(expected["lc_win_rate"],
                                                               rel=1e-9)
     assert table.loc["sys-0", "win_rate"] == pytest.approx(expected["win_rate"], rel=1e-12)
+    # the interval resamples sys-0's prompts (the same call with its prompts as clusters)
+    boot = length_controlled_win_rate(v, lengths[lo["story_a"]].to_numpy(),
+                                      lengths[lo["story_b"]].to_numpy(),
+                                      clusters=lo["prompt_id"].astype(str).to_numpy(),
+                                      n_resamples=1000, random_state=0)
+    for col in ("lc_standard_error", "lc_ci_low", "lc_ci_high"):
+        assert table.loc["sys-0", col] == pytest.approx(boot[col], rel=1e-9)
+    assert (table["lc_ci_low"] < table["lc_win_rate"]).all()
+    assert (table["lc_win_rate"] < table["lc_ci_high"]).all()
 
 
 def test_balanced_accuracy_uses_balance_length():

@@ -123,3 +123,35 @@ def test_errors():
         prefer_longer_rate([1, -1], [1], [0])
     with pytest.raises(InputError, match="decided by both"):
         length_controlled_accuracy([0, 0], [1, 1], [1, 2], [2, 1])
+
+
+def test_lc_win_rate_bootstrap_equals_refits_of_duplicated_prompts():
+    # the batched weighted refit against the plain fit on the data of every resample, built by
+    # repeating the pairs of each drawn prompt (the same draws: default_rng(3).integers)
+    from storyeval.meta.length import _fit_logistic, _length_term
+
+    g = np.random.default_rng(0)
+    n = 400
+    la, lb = g.normal(300, 60, n), g.normal(300, 60, n)
+    prompts = np.arange(n) % 40
+    p = 1 / (1 + np.exp(-(0.3 + 0.8 * np.tanh((la - lb) / 85))))
+    v = np.where(g.random(n) < 0.1, 0, np.where(g.random(n) < p, 1, -1))
+    res = length_controlled_win_rate(v, la, lb, clusters=prompts, n_resamples=60,
+                                     random_state=3)
+    ref = []
+    for row in np.random.default_rng(3).integers(0, 40, (60, 40)):
+        idx = np.concatenate([np.flatnonzero(prompts == c) for c in row])
+        vv, dd = v[idx], (la - lb)[idx]
+        dec = vv != 0
+        x = np.column_stack([np.ones(dec.sum()), _length_term(dd[dec])])
+        b0 = _fit_logistic(x, (vv[dec] > 0).astype(float), np.array([True, True]))[0]
+        ref.append(1 / (1 + np.exp(-b0)))
+    assert res["lc_standard_error"] == pytest.approx(np.std(ref, ddof=1), rel=1e-8)
+    low, high = np.quantile(ref, [0.025, 0.975])
+    assert (res["lc_ci_low"], res["lc_ci_high"]) == pytest.approx((low, high), rel=1e-8)
+    assert res["lc_ci_low"] < res["lc_win_rate"] < res["lc_ci_high"]
+    # without clusters every pair is a unit; no resamples: the point estimate alone, as before
+    assert length_controlled_win_rate(v, la, lb, n_resamples=60)["lc_standard_error"] > 0
+    assert "lc_ci_low" not in length_controlled_win_rate(v, la, lb)
+    with pytest.raises(InputError, match="clusters"):
+        length_controlled_win_rate(v, la, lb, clusters=prompts[:5], n_resamples=10)

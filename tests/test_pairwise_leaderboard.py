@@ -126,12 +126,19 @@ def _naive_prompt_bootstrap(a, b, out, prompts, s, n_resamples, seed):
     return np.array(rows)
 
 
-def test_count_bootstrap_equals_per_prompt_refit():
-    a, b, out, prompts = _battles(n=600, s=6, seed=7, n_prompts=40)
+@pytest.mark.parametrize(("n", "seed", "n_prompts", "reps", "rs"),
+                         [(600, 7, 40, 30, 11), (50, 2, 30, 40, 2)])
+def test_count_bootstrap_equals_per_prompt_refit(n, seed, n_prompts, reps, rs):
+    # the second design has few battles per pair: some prompt resamples lose the strong
+    # connectivity (no MLE: NaN rows, exactly those of the reference)
+    a, b, out, prompts = _battles(n=n, s=6, seed=seed, n_prompts=n_prompts)
     c = count_battles(a, b, out, 6, cluster=prompts)
     theta, nu, *_ = fit_counts(c.wins, c.ties)
-    got = bootstrap_counts(c, n_resamples=30, start=(theta, nu), random_state=11)
-    ref = _naive_prompt_bootstrap(a, b, out, prompts, 6, 30, 11)
+    got = bootstrap_counts(c, n_resamples=reps, start=(theta, nu), random_state=rs)
+    ref = _naive_prompt_bootstrap(a, b, out, prompts, 6, reps, rs)
+    if n < 100:
+        assert 0 < np.isnan(got).any(axis=1).sum() < reps
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_allclose(got, ref, atol=1e-7)
 
 
@@ -308,3 +315,62 @@ def test_bootstrap_threads_change_nothing():
     one = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=1)
     two = bootstrap_counts(c, n_resamples=37, start=(theta, nu), random_state=3, workers=2)
     np.testing.assert_array_equal(one, two)
+
+
+def test_batched_connectivity_equals_scipy_strong_components():
+    # the bootstrap's all-resamples-at-once check against scipy's strongly connected components
+    from scipy.sparse.csgraph import connected_components
+
+    from storyeval.pairwise.arena import _strongly_connected
+
+    g = np.random.default_rng(21)
+    s = 7
+    i, j = np.nonzero(np.triu(np.ones((s, s)), 1))
+    fwd, bwd = g.random((400, len(i))) < 0.22, g.random((400, len(i))) < 0.22
+    got = _strongly_connected(s, i, j, fwd, bwd)
+    ref = []
+    for f, b in zip(fwd, bwd, strict=True):
+        adj = np.zeros((s, s), dtype=np.int8)
+        adj[i, j], adj[j, i] = f, b
+        ref.append(connected_components(adj, directed=True, connection="strong")[0] == 1)
+    assert 0 < sum(ref) < 400  # both kinds of graph occur
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_fast_gradient_equals_full_evaluation():
+    from storyeval.pairwise.arena import _evaluate, _gradient, _Pairs
+
+    g = np.random.default_rng(4)
+    wins = g.poisson(3.0, (5, 7, 7)).astype(float)
+    ties = g.poisson(1.0, (5, 7, 7)).astype(float)
+    ties += np.swapaxes(ties, 1, 2)
+    wins[:, np.arange(7), np.arange(7)] = ties[:, np.arange(7), np.arange(7)] = 0
+    pr = _Pairs(wins, ties)
+    theta, lam = g.normal(size=(5, 7)), g.normal(size=5)
+    for fit_tie in (False, True):
+        np.testing.assert_allclose(_gradient(pr, theta, lam, fit_tie, 0.3),
+                                   _evaluate(pr, theta, lam, fit_tie, 0.3, "gradient")[1],
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_progress_bar_on_request_and_quiet_when_piped(tmp_path, capsys, monkeypatch):
+    from storyeval.cli import main
+
+    monkeypatch.delenv("STORYEVAL_NO_PROGRESS", raising=False)  # set by conftest
+    v = _verdicts(seed=14)
+    leaderboard(v, n_resamples=20, show_progress=True)
+    assert "bootstrap" in capsys.readouterr().err
+    # the command: stderr is not a terminal here, so no stage line and no bar; the flag and the
+    # environment variable switch them off on a terminal too
+    path = tmp_path / "v.csv"
+    v.to_csv(path, index=False)
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20"]) == 0
+    assert "reading v.csv" in capsys.readouterr().err
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("STORYEVAL_NO_PROGRESS", "1")
+    assert main(["pairwise", "strengths", str(path), "--resamples", "20"]) == 0
+    assert capsys.readouterr().err == ""

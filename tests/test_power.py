@@ -183,3 +183,14 @@ def test_cli_errors(argv, message, capsys):
     assert main(["power", *argv]) == 2
     err = capsys.readouterr().err
     assert "storyeval power: error:" in err and message in err
+
+
+def test_progress_bar_on_request_and_quiet_when_piped(capsys, monkeypatch):
+    monkeypatch.delenv("STORYEVAL_NO_PROGRESS", raising=False)  # set by conftest
+    plan_power((0.5, 0.4), 0.6, coef="pearson", n=[50], replications=20, show_progress=True)
+    assert "simulating n=50" in capsys.readouterr().err
+    assert main(["power", "--r-human", "0.5,0.4", "--r-between", "0.6", "--coef", "pearson",
+                 "--n", "50", "--replications", "20"]) == 0
+    assert capsys.readouterr().err == ""  # standard error is not a terminal here
+    assert main(["power", "--r-human", "0.5,0.4", "--r-between", "0.6", "--coef", "pearson",
+                 "--n", "50", "--replications", "20", "--no-progress"]) == 0

@@ -165,9 +165,54 @@ def test_overall_bootstrap_weights_match_explicit_copies():
 
 def test_too_many_pairs_is_an_error_for_the_interval_only(monkeypatch, hanna_wide):
     import storyeval.compare.tie_calibration as tc
+    import storyeval.compare.tie_search as ts
 
     monkeypatch.setattr(tc, "MAX_PAIRS", 5)
+    # the interval enumerates every pair only where the search's prefix table does not fit
+    tc.tie_calibrated_ci(hanna_wide, "Beluga-13B RE 1", "Relevance", level="overall",
+                         n_resamples=5)
+    monkeypatch.setattr(ts, "RESAMPLE_TABLE_CELLS", 10)
     with pytest.raises(InputError, match="point estimate has no such limit"):
         tc.tie_calibrated_ci(hanna_wide, "Beluga-13B RE 1", "Relevance", level="overall",
                              n_resamples=5)
     assert tc.tie_calibrated([1, 2, 3, 4], [1, 2, 3, 4]).n_pairs == 6  # 6 pairs > 5: no limit
+
+
+@pytest.mark.parametrize("enumerate_pairs", [2**19, 16])
+def test_bootstrap_search_equals_the_curve_over_every_pair(monkeypatch, enumerate_pairs):
+    # every resample's calibrated value by the shared branch and bound (tie_search) against
+    # the curve recomputed over every pair under the resample's weights (the former interval
+    # code): Likert means, integer ratings with rounded metrics (many ties), missing values;
+    # a small enumeration limit sends the search through its interval cuts too
+    import storyeval.compare.tie_search as ts
+    from storyeval.compare.tie_calibration import (
+        _prepare,
+        _searched_resamples,
+        _sorted_pairs,
+        _story_resamples,
+    )
+    from storyeval.resample.bootstrap import draw_resamples
+
+    monkeypatch.setattr(ts, "RESAMPLE_ENUMERATE_PAIRS", enumerate_pairs)
+    for seed in range(6):
+        g = np.random.default_rng(seed)
+        n_sys, n_p = 4 + seed % 3, 9 + 3 * seed
+        n = n_sys * n_p
+        prompts = np.tile(np.arange(n_p), n_sys)
+        if seed % 2:
+            h = g.integers(1, 6, n).astype(float)
+            m = np.round(h + g.normal(size=n), 1)
+        else:
+            lat = g.normal(size=n)
+            h = np.clip(np.round(lat[:, None] + g.normal(size=(n, 3)) + 3), 1, 5).mean(1)
+            m = 0.5 * lat + g.normal(size=n)
+        h[g.integers(0, n, 2)] = np.nan
+        _, draws = draw_resamples(n_sys, n_p, n_resamples=40, resample_by="prompts",
+                                  random_state=seed)
+        for level in ("overall", "prompt"):
+            hh, mm, codes, keep = _prepare(h, m, prompts if level == "prompt" else None)
+            for variant in ("acc23", "tau23"):
+                old = _story_resamples(_sorted_pairs(hh, mm, codes, variant), prompts[keep],
+                                       level == "prompt", draws)
+                new = _searched_resamples(hh, mm, codes, prompts[keep], draws, level, variant)
+                np.testing.assert_allclose(new, old, rtol=0, atol=1e-12)

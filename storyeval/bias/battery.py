@@ -198,8 +198,9 @@ def verdict_bias(verdicts: pd.DataFrame, *, reference: pd.DataFrame | None = Non
         ``position`` always; ``self_preference`` with ``own`` (against ``reference``
         verdicts, or the judge ``reference_judge`` of ``verdicts``); ``length`` with
         ``lengths`` (and the reference's P(prefer longer) and the difference when
-        ``reference`` is given); with ``length_controlled``: ``lc_win_rate`` and, with a
-        reference, ``length_balanced`` (seeded by ``random_state``).
+        ``reference`` is given); with ``length_controlled``: ``lc_win_rate`` (with prompt-
+        bootstrap intervals) and, with a reference, ``length_balanced`` (both seeded by
+        ``random_state``).
     """
     from storyeval.bias.length import (
         balanced_accuracy,
@@ -222,8 +223,9 @@ def verdict_bias(verdicts: pd.DataFrame, *, reference: pd.DataFrame | None = Non
         tables["length"] = length_preference(verdicts, lengths, reference=reference,
                                              dimension=dimension, **kw)
         if length_controlled:
-            tables["lc_win_rate"] = length_controlled_win_rates(verdicts, lengths,
-                                                                dimension=dimension)
+            tables["lc_win_rate"] = length_controlled_win_rates(
+                verdicts, lengths, dimension=dimension, confidence_level=confidence_level,
+                random_state=random_state)
             if reference is not None:
                 tables["length_balanced"] = balanced_accuracy(
                     verdicts, reference, lengths, dimension=dimension, n_bins=n_bins,

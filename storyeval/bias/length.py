@@ -7,7 +7,8 @@
 * `residual_length_correlation` (ratings): Pearson's r of a rater's residual (rater - human)
   with the story length: a rater that rewards length beyond what the humans do has r > 0.
 * `length_controlled_win_rates`: AlpacaEval's length-controlled win rate of each system against
-  the others (`storyeval.meta.length.length_controlled_win_rate`).
+  the others (`storyeval.meta.length.length_controlled_win_rate`), with prompt-bootstrap
+  intervals and standard errors.
 * `balanced_accuracy`: a judge's accuracy on the reference's length-balanced subset of pairs
   (`storyeval.meta.length.balance_length`) beside its raw and length-controlled accuracy.
 """
@@ -165,18 +166,24 @@ def residual_length_correlation(wide: pd.DataFrame, rater: str, human: str, leng
 
 
 def length_controlled_win_rates(verdicts: pd.DataFrame, lengths: Mapping[str, float] | pd.Series,
-                                *, dimension: str | None = None) -> pd.DataFrame:
-    """AlpacaEval's length-controlled win rate of every system against all others.
+                                *, dimension: str | None = None, n_resamples: int = 1000,
+                                confidence_level: float = 0.95,
+                                random_state: int | None = 0) -> pd.DataFrame:
+    """AlpacaEval's length-controlled win rate of every system against all others, with
+    prompt-bootstrap intervals and standard errors.
 
     Each verdict between systems X and Y counts once for X (oriented to X) and once for Y;
     per judge, dimension and system: `storyeval.meta.length.length_controlled_win_rate` of the
-    oriented verdicts (``+1`` the system's story won) with ``len(own) - len(other)``.
+    oriented verdicts (``+1`` the system's story won) with ``len(own) - len(other)``, its
+    interval from ``n_resamples`` resamples of the prompts (seeded by ``random_state``; 0: no
+    interval).
 
     Returns
     -------
     DataFrame
         ``judge, dimension, system, win_rate`` (ties half), ``lc_win_rate`` (at equal
-        lengths), ``length_coef``, ``n`` (decided verdicts).
+        lengths), ``length_coef``, ``n`` (decided verdicts), ``lc_standard_error``,
+        ``lc_ci_low``, ``lc_ci_high``, ``n_resamples``, ``seed``.
     """
     from storyeval.meta.length import length_controlled_win_rate
 
@@ -192,11 +199,18 @@ def length_controlled_win_rates(verdicts: pd.DataFrame, lengths: Mapping[str, fl
         if (g["v"] != 0).sum() < 2:
             rows.append({"judge": judge, "dimension": dim, "system": system,
                          "win_rate": float(np.mean((g["v"] + 1) / 2)), "lc_win_rate": np.nan,
-                         "length_coef": np.nan, "n": int((g["v"] != 0).sum())})
+                         "length_coef": np.nan, "n": int((g["v"] != 0).sum()),
+                         "lc_standard_error": np.nan, "lc_ci_low": np.nan,
+                         "lc_ci_high": np.nan, "n_resamples": n_resamples})
             continue
-        res = length_controlled_win_rate(g["v"], g["la"], g["lb"])
+        res = length_controlled_win_rate(g["v"], g["la"], g["lb"], clusters=g["prompt_id"],
+                                         n_resamples=n_resamples,
+                                         confidence_level=confidence_level,
+                                         random_state=random_state)
         rows.append({"judge": judge, "dimension": dim, "system": system, **res})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table["seed"] = random_state
+    return table
 
 
 def balanced_accuracy(verdicts: pd.DataFrame, reference: pd.DataFrame,

@@ -163,6 +163,9 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
                    help="covariate control (e.g. length): columns COL_a and COL_b of the "
                         "verdicts enter the fit; prints controlled and uncontrolled strengths "
                         "side by side (ties count half)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no stage lines or progress bar (they are drawn on a terminal only; "
+                        "also STORYEVAL_NO_PROGRESS=1)")
     add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files; "
                       "with --matrix or --control: the strengths table as CSV and index.html")
     add_raw_csv_option(p)
@@ -195,31 +198,54 @@ def _run_strengths(args: argparse.Namespace) -> int:
                 f"({args.ties}); observed-information standard errors, Wald "
                 f"{args.confidence_level:g} intervals", None, "")
         return 0
+    from storyeval._progress import Stages
     from storyeval.pairwise.leaderboard import leaderboard
 
+    show = False if args.no_progress else None
+    stages = Stages(show)  # a large verdict file takes a while: say what runs (on a terminal)
     refers = "position" if args.position_verdicts else "story"
+    stages.start(f"reading {args.verdicts.name}")
     verdicts = pw.read_verdicts(args.verdicts, verdict_refers_to=refers)
+    stages.done(f"{len(verdicts):,} verdicts")
     if args.control:
         from storyeval.pairwise.style_control import controlled_strengths
 
+        if args.resample != "prompt":
+            raise InputError("--control resamples prompts; --resample battle is for the "
+                             "uncontrolled leaderboard")
+
+        stages.start(f"fitting the controlled model, {args.resamples} bootstrap resamples of "
+                     "prompts", bars=True)
         table, coef = controlled_strengths(verdicts, _split(args.control) or [],
                                            dimension=args.dimension, by=args.by,
-                                           judge=args.judge)
+                                           judge=args.judge, n_resamples=args.resamples,
+                                           confidence_level=args.confidence_level,
+                                           random_state=args.seed, show_progress=show)
+        stages.done(f"{len(table)} items")
         sys.stdout.write(format_table(table, args.format, digits=args.digits))
         if args.format in ("table", "md"):
             sys.stdout.write("\ncoefficients (log-odds per SD of the covariate difference):\n"
                              + format_table(coef, args.format, digits=args.digits))
+            sys.stdout.write(
+                f"\nintervals (controlled strengths, coefficients): {args.confidence_level:g} "
+                f"percentile bootstrap over prompts ({args.resamples} resamples, seed "
+                f"{args.seed}); se: bootstrap standard deviation\n")
         _report(args, "Bradley-Terry strengths with covariate control",
                 {"strengths": table, "coefficients": coef},
                 f"covariates: {args.control} (columns COL_a and COL_b of the verdicts); "
-                "coefficients in log-odds per SD of the covariate difference; ties count half",
-                None, "")
+                "coefficients in log-odds per SD of the covariate difference; ties count half; "
+                f"intervals: {args.confidence_level:g} percentile bootstrap over prompts "
+                f"({args.resamples} resamples, seed {args.seed})", None, "")
         return 0
+    stages.start(f"fitting Bradley-Terry, {args.resamples} bootstrap resamples of "
+                 f"{args.resample}s", bars=True)
     board = leaderboard(verdicts, dimension=args.dimension, by=args.by, judge=args.judge,
                         ties=args.ties, regularization=args.regularization,
                         n_resamples=args.resamples, confidence_level=args.confidence_level,
                         resample=args.resample, alpha=args.alpha,
-                        strong_weight=args.strong_weight, random_state=args.seed)
+                        strong_weight=args.strong_weight, random_state=args.seed,
+                        show_progress=show)
+    stages.done(f"{len(board.items)} items")
     sys.stdout.write(format_table(board.table, args.format, digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(

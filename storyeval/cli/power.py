@@ -102,6 +102,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="permutation-midp, permutation-random: permutations per data set "
                            "(default 100)")
     plan.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    plan.add_argument("--no-progress", action="store_true",
+                      help="no progress bar (one is drawn on a terminal only; also "
+                           "STORYEVAL_NO_PROGRESS=1)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output on standard output (default: table)")
     add_out_option(parser, "power.csv (the table) and power.png (power against n)")
@@ -143,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     kwargs = {"delta": args.delta, "level": args.level, "coef": args.coef, "test": args.test,
               "power": args.power, "alpha": args.alpha, "n": n, "prompts": args.prompts,
               "replications": args.replications, "n_permutations": args.permutations,
-              "full_grid": args.full_grid, "seed": args.seed}
+              "full_grid": args.full_grid, "seed": args.seed,
+              "show_progress": False if args.no_progress else None}
     if args.replications < 10:
         raise InputError(f"--replications must be at least 10, not {args.replications}")
     if args.permutations < 19:

@@ -29,8 +29,12 @@ epsilon intervals), and the result holds the candidates evaluated. When every gr
 same number of pairs (a single pool, or a complete system x prompt grid) the counts are
 integers and candidates are compared exactly; otherwise the values are floats and candidates
 within 1e-12 of the best count as equal (the smallest wins). Bootstrap intervals
-(`tie_calibrated_ci`) weigh every pair in every resample and still enumerate the pairs: at
-most `MAX_PAIRS`.
+(`tie_calibrated_ci`) re-optimise epsilon in every resample with the same branch and bound
+under the resample's weights (`storyeval.compare.tie_search.resampled_best`: what does not
+depend on the weights, the window ends, cuts and small intervals' pairs, is shared by all
+resamples; O(n) per resample and evaluated epsilon at the overall level, O(prompts) at the
+prompt level); only where its prefix table does not fit (very many human levels at the overall
+level) are all pairs enumerated, at most `MAX_PAIRS`.
 
 Checked against google-research/mt-metrics-eval ``stats.KendallWithTiesOpt(variant='acc23' /
 '23', sample_rate=1.0)`` on the embedded HANNA data (tests/test_tie_calibration.py).
@@ -57,8 +61,8 @@ __all__ = [
 
 VARIANTS = ("acc23", "tau23")
 _FLOAT_TIE = 1e-12
-#: Most pairs a bootstrap interval (`tie_calibrated_ci`, overall and prompt levels) enumerates
-#: (about 40 bytes each: 2 GiB); its resamples weigh every pair, so memory grows as n^2.
+#: Most pairs a bootstrap interval (`tie_calibrated_ci`) enumerates where the search of
+#: `storyeval.compare.tie_search.resampled_best` does not apply (about 40 bytes each: 2 GiB).
 MAX_PAIRS = 50_000_000
 #: Most pairs `tie_calibrated` enumerates to return the whole curve; larger inputs go through
 #: `storyeval.compare.tie_search` (same value and epsilon, no n^2 memory).
@@ -409,6 +413,22 @@ def _story_resamples(sp: _SortedPairs, prompt_codes: np.ndarray, grouped: bool,
     return out
 
 
+def _searched_resamples(h: np.ndarray, m: np.ndarray, codes: np.ndarray, prompts: np.ndarray,
+                        cP: np.ndarray, level: str, variant: str) -> np.ndarray | None:
+    """Calibrated statistic of every resample by the shared branch and bound of
+    `storyeval.compare.tie_search.resampled_best` (no pair enumerated beyond small intervals);
+    None where its overall-level table does not fit (the caller enumerates every pair)."""
+    from storyeval.compare.tie_search import resampled_best
+
+    if _count_pairs(codes) == 0:
+        raise InputError("tie-calibrated accuracy needs at least one pair of observations "
+                         "(two in one group)")
+    acc = resampled_best(h, m, codes, prompts, cP, grouped=level == "prompt")
+    if acc is None:
+        return None
+    return acc if variant == "acc23" else 2 * acc - 1  # weights sum to 1 in every resample
+
+
 def _system_resamples(grid: np.ndarray, present: np.ndarray, h_col: int, m_col: int,
                       cP: np.ndarray, variant: str, tie_rtol: float) -> np.ndarray:
     """Calibrated statistic of system means recomputed from every resample of prompts."""
@@ -447,9 +467,12 @@ def tie_calibrated_ci(
     paired with each other); prompt level: a prompt counts once per draw; system level: the
     system means are recomputed from the drawn prompts.
 
-    The overall and prompt levels weigh every pair in every resample, so they enumerate the
-    pairs (memory O(pairs)): more than `MAX_PAIRS` (about 10^4 stories in one pool) is an
-    `InputError`; `tie_calibrated` itself has no such limit.
+    The overall and prompt levels find every resample's best epsilon by the branch and bound
+    of `storyeval.compare.tie_search.resampled_best` (the same values as recomputing the curve
+    over every pair, tests/test_tie_calibration.py), without enumerating all pairs; where its
+    overall-level prefix table ((human levels + 1) x (n + 1) floats) exceeds
+    `storyeval.compare.tie_search.RESAMPLE_TABLE_CELLS`, the pairs are enumerated and more than
+    `MAX_PAIRS` is an `InputError`; `tie_calibrated` itself has no such limit.
     """
     from storyeval.resample._common import check_confidence
     from storyeval.resample.bootstrap import draw_resamples
@@ -478,9 +501,12 @@ def tie_calibrated_ci(
     else:
         h, m, codes, keep = _prepare(values[:, 0], values[:, 1],
                                      prompt_codes if level == "prompt" else None)
-        _check_bootstrap_pairs(codes)
-        sp = _sorted_pairs(h, m, codes, variant)
-        draws = _story_resamples(sp, prompt_codes[keep], level == "prompt", cP)
+        searched = _searched_resamples(h, m, codes, prompt_codes[keep], cP, level, variant)
+        if searched is None:  # many human levels, overall level: every pair, every resample
+            _check_bootstrap_pairs(codes)
+            sp = _sorted_pairs(h, m, codes, variant)
+            searched = _story_resamples(sp, prompt_codes[keep], level == "prompt", cP)
+        draws = searched
     finite = draws[np.isfinite(draws)]
     if finite.size == 0:
         return float("nan"), float("nan")

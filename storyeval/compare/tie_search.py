@@ -32,7 +32,9 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["ENUMERATE_PAIRS", "TieSearch", "search_best_epsilon", "counts_at"]
+from storyeval.correlation.resampled import _one_blas_thread
+
+__all__ = ["ENUMERATE_PAIRS", "TieSearch", "counts_at", "resampled_best", "search_best_epsilon"]
 
 #: Most pairs one interval of epsilon enumerates at once (its curve then computed exactly).
 ENUMERATE_PAIRS = 2**21
@@ -94,6 +96,7 @@ class _Pool:
     base_gt: np.ndarray
     keys: np.ndarray | None  # group + 1j * metric (several groups) for searchsorted
     pairs: np.ndarray        # pairs per group
+    index: np.ndarray        # per observation: its position in the arrays given to `_pool`
 
 
 def _lexical(group: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -107,6 +110,7 @@ def _pool(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> _Pool:
     """The sorted pool of observations in groups of two or more (codes 0..G-1 from any ints)."""
     sizes = np.bincount(codes)
     keep = sizes[codes] >= 2
+    kept = np.flatnonzero(keep)
     h, m, codes = h[keep], m[keep], codes[keep]
     _, codes = np.unique(codes, return_inverse=True)
     levels, r = np.unique(h, return_inverse=True)
@@ -126,7 +130,8 @@ def _pool(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> _Pool:
     k1 = np.arange(1, n + 1, dtype=np.int64)
     return _Pool(m, r, codes, starts, end, run_start, run_end, counter,
                  counter.ge(k1, r), counter.ge(k1, r + 1),
-                 _lexical(codes, m) if len(starts) > 1 else None, sizes * (sizes - 1) // 2)
+                 _lexical(codes, m) if len(starts) > 1 else None, sizes * (sizes - 1) // 2,
+                 kept[order])
 
 
 def _window_end(pool: _Pool, eps: float, strict: bool = False) -> np.ndarray:
@@ -357,3 +362,266 @@ def search_best_epsilon(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> TieS
     _, best_eps = search.incumbent()
     return TieSearch(thresholds, correct, search.exact, pool.pairs, search.n_evaluated,
                      search.n_enumerated, int(np.searchsorted(thresholds, best_eps)))
+
+
+# --------------------------------------------------------------------------------------------
+# bootstrap: the best value of every resample, without enumerating every pair
+#
+# A resample reweighs the observations' pairs: at the overall level (one pool) a pair of stories
+# of prompts p and q counts c_p c_q times (c: the prompt's draws), the product of per-story
+# weights u_k = c_p(k); at the prompt level a prompt's pairs weigh c_p / (pairs of p) / sum c.
+# Either way the value at one epsilon is ``CONC - conc_le(eps) + tied_le(eps)`` with weighted
+# counts, and the branch and bound above applies unchanged. What does not depend on the
+# weights is computed once and shared by all resamples: the window ends at every epsilon
+# evaluated, the prompt level's per-prompt counts there, the cuts of every interval and the pairs
+# of every interval small enough to enumerate. Per resample and epsilon the overall level then
+# costs a few gathers from the resample's weighted prefix table (O(n) per epsilon, O(n L) per
+# resample for the table, L human levels), the prompt level a dot product over the prompts.
+
+#: Most pairs one interval enumerates in the bootstrap search (its curve is then recomputed
+#: under every resample's weights).
+RESAMPLE_ENUMERATE_PAIRS = 2**19
+#: Epsilons evaluated inside an interval too large to enumerate, per resample (few: a good
+#: incumbent prunes most intervals, and every evaluation costs O(n)).
+_RESAMPLE_SPLITS = 2
+#: The overall level's weighted prefix table ((levels + 1) x (n + 1) floats) at most.
+RESAMPLE_TABLE_CELLS = 2**25
+#: Bytes the shared structures of the bootstrap search may hold; beyond, they are dropped and
+#: recomputed where needed (same values, more time).
+_SHARED_BYTES = 2**29
+
+
+class _SharedSearch:
+    """What every resample's search of one pool shares (see above)."""
+
+    def __init__(self, pool: _Pool, grouped: bool):
+        self.pool, self.grouped = pool, grouped
+        self.hi: dict[float, np.ndarray] = {}
+        self.points: dict[float, _Point] = {}
+        self.flats: dict[float, np.ndarray] = {}
+        self.bytes = 0
+        self.inner: dict[tuple[float, float], tuple] = {}
+        ends = np.r_[pool.starts[1:], len(pool.m)]
+        self.span = float(np.max(pool.m[ends - 1] - pool.m[pool.starts]))
+        self.hints: list[float] = []  # the best epsilons of earlier resamples
+
+    def _room(self, size: int) -> None:
+        """Drop every shared structure when ``size`` more bytes would exceed the budget."""
+        self.bytes += size
+        if self.bytes > _SHARED_BYTES:
+            self.hi.clear()
+            self.points.clear()
+            self.inner.clear()
+            self.flats.clear()
+            self.bytes = size
+
+    def window(self, eps: float) -> np.ndarray:
+        if eps not in self.hi:
+            hi = _window_end(self.pool, eps)
+            self._room(hi.nbytes)
+            self.hi[eps] = hi
+        return self.hi[eps]
+
+    def flat(self, eps: float, stride: int) -> np.ndarray:
+        """``hi_k stride + r_k``: where the weighted prefix tables are read at ``eps``."""
+        if eps not in self.flats:
+            at = self.window(eps) * stride + self.pool.r
+            self._room(at.nbytes)
+            self.flats[eps] = at
+        return self.flats[eps]
+
+    def point(self, eps: float) -> _Point:
+        """Unweighted per-group counts (the prompt level's resamples only reweigh groups)."""
+        if eps not in self.points:
+            self.points[eps] = _point(self.pool, eps, self.window(eps))
+        return self.points[eps]
+
+    def interval(self, a: float, b: float) -> tuple:
+        """``("none",)``, ``("cuts", eps...)`` or ``("pairs", k, j, sign, run_end, diff)``: the
+        candidates strictly inside (a, b), split or enumerated (sorted by difference)."""
+        key = (a, b)
+        if key in self.inner:
+            return self.inner[key]
+        pool = self.pool
+        start = self.window(a)
+        count = np.maximum(_window_end(pool, b, strict=True) - start, 0)
+        total = int(count.sum())
+        if total == 0:
+            out: tuple = ("none",)
+        elif total > RESAMPLE_ENUMERATE_PAIRS:
+            cum = np.cumsum(count)
+            ranks = ((np.arange(_RESAMPLE_SPLITS) + 0.5) * total
+                     / _RESAMPLE_SPLITS).astype(np.int64)
+            k = np.searchsorted(cum, ranks, side="right")
+            j = start[k] + ranks - (cum[k] - count[k])
+            out = ("cuts", *np.unique(pool.m[j] - pool.m[k]).tolist())
+        else:
+            k = np.repeat(np.arange(len(count)), count)
+            j = start[k] + np.arange(len(k)) - np.repeat(np.cumsum(count) - count, count)
+            sign = np.sign(pool.r[j] - pool.r[k])  # +1 concordant, 0 human tie, -1 discordant
+            keep = sign >= 0
+            k, j, sign = k[keep], j[keep], sign[keep]
+            if not len(k):  # only discordant pairs inside: the value is constant there
+                self.inner[key] = ("none",)
+                return self.inner[key]
+            diff = pool.m[j] - pool.m[k]
+            order = np.argsort(diff, kind="stable")
+            k, j, diff = k[order].astype(np.int32), j[order].astype(np.int32), diff[order]
+            step = np.where(sign[order] == 0, 1.0, -1.0)  # tie gained, concordant pair lost
+            run_end = np.flatnonzero(np.r_[diff[1:] != diff[:-1], True])
+            out = ("pairs", k, j, step, run_end, diff)
+            self._room(k.nbytes + j.nbytes + step.nbytes + run_end.nbytes + diff.nbytes)
+        self.inner[key] = out
+        return out
+
+
+class _StoryWeights:
+    """Overall level: pair weight ``u_k u_j`` from per-story weights ``u`` (sorted order).
+
+    The prefix table ``T[p, v] = sum_{j < p, r_j >= v} u_j`` is stored position-major: the
+    window ends of consecutive observations rise with them, so one epsilon's reads sweep the
+    table in order (memory-bound reads, several times faster than level-major)."""
+
+    def __init__(self, pool: _Pool, u: np.ndarray):
+        n, levels = len(pool.m), pool.counter.n_levels
+        onehot = np.zeros((n, levels + 1))
+        onehot[np.arange(n), pool.r] = u
+        at_least = np.cumsum(onehot[:, ::-1], axis=1)[:, ::-1]  # u_j [r_j >= v]
+        table = np.zeros((n + 1, levels + 1))
+        np.cumsum(at_least, axis=0, out=table[1:])
+        self.table, self.stride, self.u = table.ravel(), levels + 1, u
+        base = np.arange(1, n + 1) * self.stride + pool.r  # ge(k + 1, r_k)
+        base_ge, base_gt = self.table[base], self.table[base + 1]
+        self.denominator = (u.sum() ** 2 - (u**2).sum()) / 2
+        self.u_base_gt = float(u @ base_gt)
+        self.u_base_eq = float(u @ (base_ge - base_gt))
+
+    def counts(self, shared: _SharedSearch, eps: float) -> tuple[float, float]:
+        at = shared.flat(eps, self.stride)  # hi_k (levels + 1) + r_k
+        ge_eq = self.table[at]
+        ge_gt = self.table[at + 1]
+        u_gt = float(self.u @ ge_gt)
+        return u_gt - self.u_base_gt, float(self.u @ ge_eq) - u_gt - self.u_base_eq
+
+    def pair_weights(self, k: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return self.u[k] * self.u[j]
+
+
+class _GroupWeights:
+    """Prompt level: a group's pairs weigh ``factor[g]`` (its draws / its pairs / all draws)."""
+
+    def __init__(self, pool: _Pool, factor: np.ndarray):
+        self.factor, self.group = factor, pool.group
+        self.denominator = 1.0
+
+    def counts(self, shared: _SharedSearch, eps: float) -> tuple[float, float]:
+        pt = shared.point(eps)
+        return float(self.factor @ pt.conc_le), float(self.factor @ pt.tied_le)
+
+    def pair_weights(self, k: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return self.factor[self.group[k]]
+
+
+def _resample_best(shared: _SharedSearch, weights, conc: float) -> tuple[float, float]:
+    """Largest weighted correct count of one resample over all epsilons, and an epsilon
+    reaching it (branch and bound of `search_best_epsilon` on the shared structures)."""
+    found: dict[float, tuple[float, float, float]] = {}
+
+    def value(eps: float) -> float:
+        if eps not in found:
+            c, t = weights.counts(shared, eps)
+            found[eps] = (conc - c + t, c, t)
+        return found[eps][0]
+
+    # the hints (earlier resamples' best epsilons) only give a first incumbent: the intervals
+    # start from (0, span) and split at the same cuts in every resample, so that their shared
+    # structures are found again
+    best, best_eps = max((value(e), e) for e in (0.0, shared.span, *shared.hints))
+    intervals = [(0.0, shared.span)] if shared.span > 0 else []
+    while intervals:
+        survivors: list[tuple[float, float]] = []
+        for a, b in intervals:
+            fa, ca, ta = found[a]
+            fb, cb, tb = found[b]
+            if min(fa + (tb - ta), fb + (cb - ca)) <= best + _FLOAT_TIE * max(1.0, abs(best)):
+                continue  # nothing inside (a, b) beats the best
+            inner = shared.interval(a, b)
+            if inner[0] == "pairs":
+                _, k, j, step, run_end, diff = inner
+                curve = fa + np.cumsum(step * weights.pair_weights(k, j))[run_end]
+                top = int(np.argmax(curve))
+                if curve[top] > best:
+                    best, best_eps = float(curve[top]), float(diff[run_end[top]])
+            elif inner[0] == "cuts":
+                cuts = [a, *inner[1:], b]
+                for e in inner[1:]:
+                    if value(e) > best:
+                        best, best_eps = value(e), e
+                survivors.extend(zip(cuts[:-1], cuts[1:]))
+        intervals = survivors
+    return best, best_eps
+
+
+def resampled_best(h: np.ndarray, m: np.ndarray, codes: np.ndarray, clusters: np.ndarray,
+                   draws: np.ndarray, *, grouped: bool) -> np.ndarray | None:
+    """Tie-calibrated accuracy (acc23) at its best epsilon in every resample of clusters.
+
+    Parameters
+    ----------
+    h, m : ndarray of float64
+        Human and metric scores (no NaN).
+    codes : ndarray of int
+        Group of every observation (pairs within groups): all zeros for one pool.
+    clusters : ndarray of int
+        Cluster (prompt) code of every observation.
+    draws : ndarray (B, n_clusters)
+        How often each cluster is drawn in each resample.
+    grouped : bool
+        False: one pool, a pair of observations of clusters p and q weighs ``c_p c_q``;
+        True: groups are the clusters, a group's pairs weigh ``c_g / pairs_g`` (normalised).
+
+    Returns
+    -------
+    ndarray (B,) or None
+        The statistic of every resample (NaN where no pair has weight); None when the
+        overall level's weighted prefix table would exceed `RESAMPLE_TABLE_CELLS` (too many
+        human levels: the caller enumerates the pairs instead).
+
+    Notes
+    -----
+    The same values as recomputing the curve over every pair under every resample's weights
+    (`storyeval.compare.tie_calibration`), checked in tests/test_tie_calibration.py.
+    """
+    pool = _pool(h, m, codes)
+    n = len(pool.m)
+    if not grouped and (pool.counter.n_levels + 1) * (n + 1) > RESAMPLE_TABLE_CELLS:
+        return None
+    with _one_blas_thread():  # dot products of n: threaded BLAS only waits (20x under load)
+        return _resampled(pool, clusters, draws, grouped)
+
+
+def _resampled(pool: _Pool, clusters: np.ndarray, draws: np.ndarray,
+               grouped: bool) -> np.ndarray:
+    shared = _SharedSearch(pool, grouped)
+    clusters = clusters[pool.index]
+    out = np.full(len(draws), np.nan)
+    group_cluster = clusters[pool.starts]
+    conc_g = shared.point(shared.span).conc_le if grouped else None  # all pairs concordant
+    for b, c in enumerate(draws):
+        weights: _StoryWeights | _GroupWeights
+        if grouped:
+            drawn = c[group_cluster].astype(np.float64)
+            if drawn.sum() == 0:
+                continue
+            weights = _GroupWeights(pool, drawn / (pool.pairs * drawn.sum()))
+            conc = float(weights.factor @ conc_g)
+        else:
+            weights = _StoryWeights(pool, c[clusters].astype(np.float64))
+            if weights.denominator == 0:
+                continue
+            conc = weights.counts(shared, shared.span)[0]
+        best, eps = _resample_best(shared, weights, conc)
+        out[b] = best / weights.denominator
+        if eps not in shared.hints:
+            shared.hints = [eps, *shared.hints][:4]
+    return out

@@ -14,7 +14,8 @@ and removes that shortcut on *pairs* of stories (a, b):
   ``logit P(a wins) = b0 + phi * tanh(dlen / sd(dlen))`` (``dlen = len(a) - len(b)``) fitted
   by maximum likelihood with a ridge penalty 0.1 / 2 (b0^2 + phi^2), which keeps a judge that
   always picks the longer story (separable data) finite; the controlled win rate is
-  ``sigmoid(b0)``, the win rate at equal lengths;
+  ``sigmoid(b0)``, the win rate at equal lengths, with a cluster (prompt) bootstrap interval and
+  standard error when ``n_resamples > 0``;
 * `balance_length`: a length-balanced subset: the length differences (preferred minus
   rejected) are binned by absolute size, and in every bin the larger of the two signs is pruned
   at random to the size of the smaller (symmetric histogram: P(prefer longer) = 0.5 exactly);
@@ -176,13 +177,43 @@ def length_controlled_accuracy(human, judge, length_a, length_b, *,
             "n_unbalanced": int(size[~ok].sum())}
 
 
-def length_controlled_win_rate(verdict, length_a, length_b) -> dict[str, float]:
-    """Win rate of a over b (ties count half) and its length-controlled value (AlpacaEval).
+def length_controlled_win_rate(verdict, length_a, length_b, *, clusters=None,
+                               n_resamples: int = 0, confidence_level: float = 0.95,
+                               random_state: int | np.random.Generator | None = 0
+                               ) -> dict[str, float]:
+    """Win rate of a over b (ties count half) and its length-controlled value (AlpacaEval),
+    with a cluster bootstrap interval and standard error of the controlled value.
 
     The model ``logit P(a wins) = b0 + phi * tanh(dlen / sd(dlen))`` is fitted on the decided
     pairs (ridge penalty ``RIDGE / 2 * (b0^2 + phi^2)``); the controlled win rate is
     ``sigmoid(b0)``, the win rate at equal lengths. Returns ``win_rate``, ``lc_win_rate``,
-    ``length_coef`` (phi), ``n``.
+    ``length_coef`` (phi), ``n``; with ``n_resamples > 0`` also ``lc_standard_error``,
+    ``lc_ci_low``, ``lc_ci_high`` and ``n_resamples``.
+
+    Parameters
+    ----------
+    verdict, length_a, length_b : array-like (n,)
+        +1 (a preferred), -1 (b), 0 (tie); the lengths of the two stories.
+    clusters : array-like (n,), optional
+        Cluster (prompt) of every pair: the bootstrap draws clusters with replacement and all
+        pairs of a drawn cluster enter as often as it is drawn. None: pairs are drawn.
+    n_resamples : int, default 0
+        Bootstrap resamples (0: no interval).
+    confidence_level : float, default 0.95
+        Two-sided percentile interval.
+    random_state : int or Generator, default 0
+        Seed of the draws (``default_rng(random_state).integers(0, n_clusters, (b,
+        n_clusters))`` for chunks of ``b`` resamples in turn).
+
+    Notes
+    -----
+    Every resample refits the model, ``sd(dlen)`` included, from the full-sample estimate
+    (Newton's method, all resamples at once). ``lc_standard_error`` is the standard deviation
+    of the bootstrap values. AlpacaEval's own ``lc_standard_error`` is the standard error of
+    the mean of its per-instruction predictions at equal lengths; those differ between
+    instructions only through its instruction-difficulty term, which this model does not have
+    (every prediction is ``sigmoid(b0)``), so that formula would give 0 here and ignores the
+    uncertainty of the fitted coefficients; the bootstrap carries both.
     """
     v = _verdicts(verdict, "verdict")
     d = _lengths(length_a, length_b, len(v))
@@ -190,10 +221,96 @@ def length_controlled_win_rate(verdict, length_a, length_b) -> dict[str, float]:
     if decided.sum() < 2:
         raise InputError("length-controlled win rate needs at least two decided pairs")
     X = np.column_stack([np.ones(int(decided.sum())), _length_term(d[decided])])
-    beta = _fit_logistic(X, (v[decided] > 0).astype(float), np.array([True, True]))
-    return {"win_rate": float(np.mean((v + 1) / 2)),
-            "lc_win_rate": float(1.0 / (1.0 + np.exp(-beta[0]))),
-            "length_coef": float(beta[1]), "n": int(decided.sum())}
+    y = (v[decided] > 0).astype(float)
+    beta = _fit_logistic(X, y, np.array([True, True]))
+    out = {"win_rate": float(np.mean((v + 1) / 2)),
+           "lc_win_rate": float(1.0 / (1.0 + np.exp(-beta[0]))),
+           "length_coef": float(beta[1]), "n": int(decided.sum())}
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
+        raise InputError(f"n_resamples must be an integer >= 0, got {n_resamples!r}")
+    if n_resamples == 0:
+        return out
+    if not 0 < confidence_level < 1:
+        raise InputError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if clusters is None:
+        codes = np.arange(len(v))
+    else:
+        labels = np.asarray(clusters)
+        if labels.shape != v.shape:
+            raise InputError(f"clusters need one label per pair ({len(v)}), got shape "
+                             f"{labels.shape}")
+        codes = pd.factorize(labels, sort=True)[0]
+    n_c = int(codes.max()) + 1
+    rng = np.random.default_rng(random_state)
+    # chunks of resamples x pairs of about 32 MB per array; each chunk's draws are
+    # rng.integers(0, n_c, (chunk, n_c)), the clusters' multiplicities counted per row
+    step = max(1, 2**22 // max(int(decided.sum()), n_c, 1))
+    parts = []
+    for lo in range(0, n_resamples, step):
+        size = min(step, n_resamples - lo)
+        draws = rng.integers(0, n_c, size=(size, n_c)) + (np.arange(size) * n_c)[:, None]
+        mult = np.bincount(draws.ravel(), minlength=size * n_c).reshape(size, n_c)
+        parts.append(_refit_weighted(d[decided], y, mult[:, codes[decided]].astype(np.float64),
+                                     beta))
+    b0 = np.concatenate(parts)
+    lc = 1.0 / (1.0 + np.exp(-b0))
+    good = lc[np.isfinite(lc)]
+    a = (1 - confidence_level) / 2
+    low, high = np.quantile(good, [a, 1 - a]) if len(good) else (np.nan, np.nan)
+    out.update(lc_standard_error=float(good.std(ddof=1)) if len(good) > 1 else np.nan,
+               lc_ci_low=float(low), lc_ci_high=float(high), n_resamples=int(n_resamples))
+    return out
+
+
+def _refit_weighted(d: np.ndarray, y: np.ndarray, w: np.ndarray, start: np.ndarray,
+                    *, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
+    """``b0`` of the ridge logistic model refitted on every row of weights ``w`` (B, n): the
+    data with pair i repeated ``w[b, i]`` times (``sd(dlen)`` recomputed), by Newton's method
+    with step halving, all rows at once; NaN where a row has no pair or does not converge."""
+    tot = w.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (w @ d)[:, None] / tot
+        sd = np.sqrt((w * (d[None] - mean) ** 2).sum(axis=1, keepdims=True) / tot)
+        t = np.where(sd > 0, np.tanh(d[None] / sd), 0.0)
+    beta = np.tile(start, (len(w), 1))
+
+    def objective(bt: np.ndarray, rows) -> np.ndarray:
+        eta = bt[:, :1] + bt[:, 1:] * t[rows]
+        return (np.sum(w[rows] * (y * eta - np.logaddexp(0.0, eta)), axis=1)
+                - 0.5 * RIDGE * np.sum(bt**2, axis=1))
+
+    every = np.arange(len(w))
+    f = objective(beta, every)
+    done = np.zeros(len(w), dtype=bool)
+    for _ in range(max_iter):
+        eta = beta[:, :1] + beta[:, 1:] * t
+        p = 1.0 / (1.0 + np.exp(-eta))
+        r, q = w * (y - p), w * p * (1 - p)
+        g0 = r.sum(axis=1) - RIDGE * beta[:, 0]
+        g1 = (r * t).sum(axis=1) - RIDGE * beta[:, 1]
+        h00 = q.sum(axis=1) + RIDGE
+        h01 = (q * t).sum(axis=1)
+        h11 = (q * t * t).sum(axis=1) + RIDGE
+        det = h00 * h11 - h01**2
+        step = np.column_stack([(h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det])
+        step[done] = 0.0
+        scale = np.ones(len(w))
+        new = beta + step
+        f_new = objective(new, every)
+        for _ in range(30):  # halve where the penalised log-likelihood decreased
+            bad = f_new < f - 1e-12 * np.abs(f)
+            if not bad.any():
+                break
+            scale[bad] /= 2
+            new[bad] = beta[bad] + scale[bad, None] * step[bad]
+            f_new[bad] = objective(new[bad], bad)
+        beta, f = new, f_new
+        done |= np.max(np.abs(scale[:, None] * step), axis=1) < tol
+        if done.all():
+            break
+    out = beta[:, 0].copy()
+    out[~done | (tot[:, 0] == 0)] = np.nan
+    return out
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from storyeval._progress import progress_bar
 from storyeval.compare.procedures import MIN_SYSTEMS, SYSTEM_PERMUTATION_TESTS
 from storyeval.exceptions import InputError
 from storyeval.power.batch import _coef, _perm_random, _pvalues
@@ -108,14 +109,15 @@ def simulate_power(r_h1: float, r_h2: float, r_12: float, *, n: Any = None,
                    alpha: float = 0.05, human_scale: Any = "ratings", prompts: int = 50,
                    shared_quality: float = 0.5, replications: int = 2000,
                    n_permutations: int = 100, stop_power: float | None = None,
-                   seed: int | None = 0) -> pd.DataFrame:
+                   seed: int | None = 0, show_progress: bool | None = None) -> pd.DataFrame:
     """Simulated power of ``test`` for each size of the grid ``n`` (see the module doc).
 
     ``r_h1, r_h2, r_12``: the population coefficients r(h, a), r(h, b), r(a, b) (at the
     system level: of the system means). ``human_scale``: ``"ratings"``, ``"continuous"`` or
     ``(values, probabilities)`` (overall level; system means are continuous). ``stop_power``:
     sizes larger than the first one whose power reaches it are not simulated (None: all).
-    Returns the tidy table ``n, stories, power, mc_se, test, coef, level, alpha, delta,
+    ``show_progress``: a progress bar per size on standard error (None: on a terminal only,
+    and not under ``STORYEVAL_NO_PROGRESS=1``). Returns the tidy table ``n, stories, power, mc_se, test, coef, level, alpha, delta,
     n_replications``.
     """
     level, coef, test = _check_design(level, coef, test)
@@ -163,9 +165,12 @@ def simulate_power(r_h1: float, r_h2: float, r_12: float, *, n: Any = None,
             step = max(1, min(step, int(1e7 // (n_permutations * max(size * size // 2, prompts)))))
         hits = 0
         done = 0
+        bar = progress_bar(total=reps, desc=f"simulating n={size}", unit="rep",
+                           show=show_progress)
         while done < reps:
             k = min(step, reps - done)
             done += k
+            bar.update(k)
             if level == "overall" and test == "fisher-z":
                 p = _fisher_z_batch(rng, k, size, lat, human)
             elif level == "overall":
@@ -180,6 +185,7 @@ def simulate_power(r_h1: float, r_h2: float, r_12: float, *, n: Any = None,
                 else:
                     p = _pvalues(test, h.mean(-1), a.mean(-1), b.mean(-1), coef)
             hits += int(np.sum(np.asarray(p) < alpha))  # an undefined p (NaN) is no detection
+        bar.close()
         power = hits / reps
         rows.append({"n": size, "stories": stories, "power": power,
                      "mc_se": math.sqrt(max(power * (1 - power), 0.25 / reps) / reps),
@@ -404,7 +410,8 @@ def plan_power(r_human: Any = None, r_between: float | None = None, *,
                alpha: float = 0.05, n: Any = None, human_scale: Any = None,
                prompts: int | None = None, shared_quality: float = 0.5,
                replications: int = 2000, n_permutations: int = 100,
-               full_grid: bool = False, seed: int | None = 0) -> PowerResult:
+               full_grid: bool = False, seed: int | None = 0,
+               show_progress: bool | None = None) -> PowerResult:
     """Sample size needed to detect ``delta`` with probability ``power`` (see the module doc).
 
     Assumed mode: ``r_human = (r_h1, r_h2)`` (``delta = r_h1 - r_h2``) or ``r_human = r_h1``
@@ -414,7 +421,8 @@ def plan_power(r_human: Any = None, r_between: float | None = None, *,
     correlation is kept, b's set to ``r_h1 - delta``); at the overall level the human score
     takes the pilot criterion's values, at the system level ``prompts`` defaults to the
     pilot's. Sizes beyond the first that reaches ``power`` are not simulated unless
-    ``full_grid``.
+    ``full_grid``. ``show_progress``: progress bars of the simulation (None: on a terminal
+    only; see `simulate_power`).
 
     >>> res = plan_power((0.5, 0.4), 0.6, coef="pearson", n=[100, 400], replications=200)
     >>> list(res.table.columns[:4])
@@ -481,7 +489,8 @@ def plan_power(r_human: Any = None, r_between: float | None = None, *,
                            alpha=alpha, human_scale=human_scale, prompts=prompts,
                            shared_quality=shared_quality, replications=replications,
                            n_permutations=n_permutations,
-                           stop_power=None if full_grid else target, seed=seed)
+                           stop_power=None if full_grid else target, seed=seed,
+                           show_progress=show_progress)
     reached = table.loc[table["power"] >= target, "n"]
     required = int(reached.iloc[0]) if len(reached) else None
     scale = ("continuous" if level == "system" or human_scale == "continuous" else
