@@ -424,7 +424,8 @@ def test_partial_tie_credit_names_the_score_test():
 
 
 def test_terminal_pvalues_keep_three_significant_digits():
-    from storyeval.cli.pairwise import pvalue_text
+    # the one p-value format of every command (issue 53): "< 0.001", never an exponent
+    from storyeval.report.present import p_text
 
-    assert [pvalue_text(p) for p in (0.0498, 0.5, 1.0, 0.00123, 6.04e-9, float("nan"))] == \
-        ["0.0498", "0.500", "1.00", "0.00123", "6.0e-9", ""]
+    assert [p_text(p) for p in (0.0498, 0.5, 1.0, 0.00123, 6.04e-9, float("nan"))] == \
+        ["0.0498", "0.500", "1.00", "0.00123", "< 0.001", ""]

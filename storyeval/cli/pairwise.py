@@ -905,26 +905,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def pvalue_text(p: float) -> str:
-    """A p-value for reading: 3 significant digits from 0.001 (0.0498, never rounded to
-    0.050; 0.500), else 2 significant digits (6.0e-9)."""
-    import math
-
-    if math.isnan(p):
-        return ""
-    if p >= 0.001:
-        return f"{p:#.3g}"
-    mantissa, exponent = f"{p:.1e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def _readable(frame: pd.DataFrame, fmt: str) -> pd.DataFrame:
     """p-value columns as text for the human-readable formats (full precision otherwise)."""
+    from storyeval.report.present import p_text
+
     if fmt not in ("table", "md", "latex"):
         return frame
     out = frame.copy()
     for col in [c for c in out.columns if str(c).startswith("pvalue")]:
-        out[col] = out[col].map(pvalue_text)
+        out[col] = out[col].map(p_text)
     return out
 
 
