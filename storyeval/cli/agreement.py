@@ -182,9 +182,9 @@ def _estimate(value: float, low: float = math.nan, high: float = math.nan,
               digits: int = 3) -> str:
     if math.isnan(value):
         return ""
-    from storyeval.report.tables import fixed
+    from storyeval.report.present import fixed, interval_text
 
-    interval = "" if math.isnan(low) else f" [{fixed(low, digits)}, {fixed(high, digits)}]"
+    interval = "" if math.isnan(low) else f" {interval_text(low, high, digits)}"
     return f"{fixed(value, digits)}{interval}"
 
 
@@ -222,8 +222,12 @@ def render(name: str, table: pd.DataFrame, fmt: str, notes: list[str],
     text = format_table(display_annotators(table, confidence_level), fmt)
     if fmt not in COMMENT:
         return text
-    above = [COMMENT[fmt] + line + "\n" for line in notes]
-    below = [COMMENT[fmt] + line + "\n" for line in undefined_lines(table)]
+    from storyeval.report.present import current_width, wrap_lines
+
+    width = current_width() if fmt == "table" else None
+    above = [line + "\n" for line in wrap_lines(notes, width, prefix=COMMENT[fmt])]
+    below = [line + "\n" for line in wrap_lines(undefined_lines(table), width,
+                                                 prefix=COMMENT[fmt])]
     return "".join(above) + ("\n" if above else "") + text + ("\n" if below else "") + "".join(
         below)
 

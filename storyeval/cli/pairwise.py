@@ -57,6 +57,7 @@ from storyeval.cli.llm_options import (
     shard_from_args,
     shard_settings,
 )
+from storyeval.report.present import wrap_text
 
 #: Options of `pairwise judge` that shards merged together must share.
 JUDGE_SHARD_SETTINGS = ("judge", "dataset", "systems", "limit", "dimensions", "no_overall",
@@ -209,11 +210,11 @@ def _run_strengths(args: argparse.Namespace) -> int:
                         strong_weight=args.strong_weight, random_state=args.seed)
     sys.stdout.write(format_table(board.table, args.format, digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write(
+        sys.stdout.write(wrap_text(
             f"\nintervals: {args.confidence_level:g} percentile bootstrap over "
             f"{args.resample}s ({args.resamples} resamples, seed {args.seed}); rank_ci_*: "
             "percentile interval of the bootstrap ranks; rank_ci_aware: 1 + items whose "
-            f"interval lies wholly above; group: paired bootstrap tests, BH at {args.alpha:g}\n")
+            f"interval lies wholly above; group: paired bootstrap tests, BH at {args.alpha:g}\n"))
     if args.out is not None:
         from storyeval.report.leaderboard import write_leaderboard_report
 
@@ -815,7 +816,7 @@ def _run_pointwise(args: argparse.Namespace) -> int:
         sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                       digits=args.digits))
         if args.format in ("table", "md"):
-            sys.stdout.write(_pointwise_note(args))
+            sys.stdout.write(wrap_text(_pointwise_note(args)))
         _pointwise_report(args, result)
         return 0
     dataset = load_dataset_args(args, criteria=None if use_prefs else args.criteria)
@@ -831,7 +832,7 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write(_pointwise_note(args))
+        sys.stdout.write(wrap_text(_pointwise_note(args)))
     _pointwise_report(args, result)
     return 0
 
@@ -965,7 +966,7 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write(_accuracy_note(args))
+        sys.stdout.write(wrap_text(_accuracy_note(args)))
     _report(args, "storyeval pairwise accuracy", {"accuracy": result}, _accuracy_note(args),
             best_rows(result, "dimension", "accuracy",
                       ["dimension", "judge", "accuracy", "ci_low", "ci_high", "pvalue", "test",
@@ -1090,7 +1091,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                      f"BH over all judge pairs at {args.alpha:g}):\n\n")
     sys.stdout.write(format_table(_readable(groups, args.format), args.format,
                                   digits=args.digits))
-    sys.stdout.write("\n" + _COMPARE_NOTE + seed_note(args.seed))
+    sys.stdout.write(wrap_text("\n" + _COMPARE_NOTE + seed_note(args.seed)))
     return 0
 
 
@@ -1120,11 +1121,11 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
         shown = result.drop(columns="reason")  # every row defined: nothing to explain
     sys.stdout.write(format_table(shown, args.format, digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write("\nsystems: judge's vs humans' system strengths (pooled over systems x "
+        sys.stdout.write(wrap_text("\nsystems: judge's vs humans' system strengths (pooled over systems x "
                          "dimensions, then per dimension); items: -1/0/+1 verdicts on the pairs "
                          "both judged (means over annotators and orders); percentile intervals "
                          "over prompt resamples shared by both sides\n"
-                         + (seed_note(args.seed) if args.resamples else ""))
+                         + (seed_note(args.seed) if args.resamples else "")))
     _report(args, "storyeval pairwise ranking", {"ranking": result},
             seed_note(args.seed) if args.resamples else "", result,
             "the judge's agreement with the humans on system rankings and items")

@@ -128,18 +128,20 @@ def display_names(frame: pd.DataFrame, names: Mapping[str, str], *,
 # ------------------------------------------------------------------------- terminal width
 
 def hoist_constants(header: Sequence[str], cells: list[list[str]], *, keep: int = 1
-                    ) -> tuple[list[str], list[list[str]], list[str]]:
-    """Columns whose cell is the same on every row (of at least two rows), moved out of the
-    table into ``name: value`` texts; the first ``keep`` columns (row labels) always stay.
-    Returns the kept header, the kept cells and the hoisted texts."""
+                    ) -> tuple[list[int], list[str]]:
+    """The columns to keep and the texts ``name: value`` of those hoisted out of the table:
+    the columns whose cell is the same on every row (of at least two rows); a column empty on
+    every row is left out without a text (it has nothing to say). At least ``keep`` columns
+    stay (else nothing is hoisted)."""
+    every = list(range(len(header)))
     if len(cells) < 2:
-        return list(header), cells, []
-    constant = [i >= keep and len({row[i] for row in cells}) == 1 for i in range(len(header))]
-    if all(constant[keep:]) or not any(constant):
-        return list(header), cells, []
-    hoisted = [f"{header[i]}: {cells[0][i] or '(empty)'}" for i, c in enumerate(constant) if c]
-    kept = [i for i, c in enumerate(constant) if not c]
-    return ([header[i] for i in kept], [[row[i] for i in kept] for row in cells], hoisted)
+        return every, []
+    constant = [len({row[i] for row in cells}) == 1 for i in every]
+    if sum(not c for c in constant) < keep or not any(constant):
+        return every, []
+    hoisted = [f"{header[i]}: {cells[0][i]}" for i in every
+               if constant[i] and cells[0][i].strip()]
+    return [i for i in every if not constant[i]], hoisted
 
 
 def column_blocks(widths: Sequence[int], width: int, *, labels: int, gap: int = 2
@@ -169,23 +171,28 @@ def column_blocks(widths: Sequence[int], width: int, *, labels: int, gap: int = 
 
 
 def fit_table(header: Sequence[str], cells: list[list[str]], render, *,
-              width: int | None, labels: int = 1) -> str:
+              width: int | None) -> str:
     """A terminal table (``render(header, cells) -> text``) that fits ``width`` columns: as it
     is when it fits, else with its constant columns hoisted into a first line, then wrapped
-    into blocks of columns that repeat the first ``labels`` columns (`column_blocks`)."""
+    into blocks of columns that repeat its leading text columns (up to two: the row labels;
+    `column_blocks`)."""
     text = render(header, cells)
     if width is None or _widest(text) <= width:
         return text
-    labels = max(1, min(labels, len(header)))
-    header, cells, hoisted = hoist_constants(header, cells, keep=labels)
+    kept, hoisted = hoist_constants(header, cells, keep=1)
+    is_text = [not any(is_number_text(r[i]) for r in cells) for i in kept]
+    header, cells = [header[i] for i in kept], [[row[i] for i in kept] for row in cells]
     lead = "".join(line + "\n" for line in wrap_lines(["; ".join(hoisted)], width)) \
         if hoisted else ""
     text = render(header, cells)
     if _widest(text) <= width:
         return lead + text
+    labels = 0
+    while labels < min(2, len(header)) and is_text[labels]:
+        labels += 1
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
     parts = []
-    for block in column_blocks(widths, width, labels=labels):
+    for block in column_blocks(widths, width, labels=max(labels, 1)):
         parts.append(render([header[i] for i in block], [[r[i] for i in block] for r in cells]))
     return lead + "\n".join(parts)
 

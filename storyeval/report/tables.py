@@ -73,13 +73,8 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
     if fmt == "table":
         if width == "auto":
             width = current_width()
-        text_labels = 0
-        for col in frame.columns:
-            if pd.api.types.is_numeric_dtype(frame[col]) or text_labels == 2:
-                break
-            text_labels += 1
         return fit_table([str(c) for c in frame.columns], cells, _text,
-                         width=width if isinstance(width, int) else None, labels=text_labels)
+                         width=width if isinstance(width, int) else None)
     if fmt == "md":
         return _markdown(frame, cells)
     return _latex(frame, cells, caption=caption, label=label)
