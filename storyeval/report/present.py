@@ -74,12 +74,24 @@ def p_text(p: object) -> str:
     return f"{value:#.3g}"
 
 
+def p_clause(p: object) -> str:
+    """``"p = 0.0132"`` or ``"p < 0.001"`` (`p_text`) for a sentence; missing: ``"p undefined"``."""
+    text = p_text(p)
+    if not text:
+        return "p undefined"
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def is_p_column(name: object) -> bool:
     """``p``, ``pvalue``, ``p_value``, ``p_adjusted``, ``pvalue_bh``, ``perm_p``,
-    ``perm_p_adjusted``, ``p_vs_next``: a column of p-values (by its name)."""
-    parts = str(name).lower().replace("-", "_").split("_")
-    return bool(parts) and (parts[0] in ("p", "pvalue") or (parts[0] == "perm"
-                                                           and "p" in parts[1:2]))
+    ``perm_p_adjusted``, ``p_vs_next``, ``change_p``: a column of p-values (by its name; an
+    LLM's ``top_p`` is not one)."""
+    text = str(name).lower().replace("-", "_")
+    parts = text.split("_")
+    if text == "top_p":
+        return False
+    return (parts[0] in ("p", "pvalue") or parts[-1] in ("p", "pvalue")
+            or (parts[0] == "perm" and "p" in parts[1:2]) or text == "p_value")
 
 
 def fixed(value: float, digits: int = 3) -> str:
