@@ -323,8 +323,10 @@ def test_cli_pairwise_template_and_pointwise(tmp_path, capsys):
                  "--criteria", "RE,CH", "--format", "csv"]) == 0
     res = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     # a rater group resolves to its criterion-matched column; metrics pair with every
-    # criterion; rows in catalogue order, as in `storyeval meta`
-    got = sorted(zip(res["measure"], res["criterion"]))
+    # criterion; rows in catalogue order, as in `storyeval meta`; `measure` shows display
+    # names, `measure_id` the identifiers (issue 53)
+    assert sorted(set(res["measure"])) == ["BLEU", "Beluga-13B CH 1", "Beluga-13B RE 1"]
+    got = sorted(zip(res["measure_id"], res["criterion"]))
     assert got == sorted([("BLEU Ξ§", "Relevance"), ("BLEU Ξ§", "Coherence"),
                           ("Beluga-13B RE 1", "Relevance"),
                           ("Beluga-13B CH 1", "Coherence")])
@@ -336,7 +338,7 @@ def test_cli_pairwise_template_and_pointwise(tmp_path, capsys):
     assert main(["pairwise", "pointwise", "--metrics", "ROUGE-1*", "--criteria", "RE",
                  "--format", "csv"]) == 0
     res = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
-    assert len(res) >= 3 and all(m.startswith("ROUGE-1") for m in res["measure"])
+    assert len(res) >= 3 and all(m.startswith("ROUGE-1") for m in res["measure_id"])
     assert main(["pairwise", "pointwise", "--metrics", "BLEUU", "--criteria", "RE"]) == 2
     assert "BLEU" in capsys.readouterr().err
 

@@ -155,7 +155,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     out = parser.add_argument_group("output")
     add_format_option(out)
     add_out_option(out, "correlations.csv, baseline.csv, comparisons.csv (the old name "
-                        "williams*.csv is written too until 0.3), grids (md, tex, csv), "
+                        "williams*.csv is written too until 0.4), grids (md, tex, csv), "
                         "settings.json and the heatmaps (PNG; see --figure-format)")
     out.add_argument("--no-figures", action="store_true", help="with --out, skip the figures")
     out.add_argument("--figure-format", default="png", metavar="FMT[,FMT]",

@@ -57,7 +57,7 @@ from storyeval.cli.llm_options import (
     shard_from_args,
     shard_settings,
 )
-from storyeval.report.present import wrap_text
+from storyeval.report.present import MEASURE_ID, wrap_text
 
 #: Options of `pairwise judge` that shards merged together must share.
 JUDGE_SHARD_SETTINGS = ("judge", "dataset", "systems", "limit", "dimensions", "no_overall",
@@ -798,7 +798,8 @@ def _pointwise_note(args: argparse.Namespace) -> str:
             f"{args.tie_credit:g}" if args.human_ties == "exclude" else
             "human ties included: a tie is a third outcome the measure must match")
     note = (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
-            "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
+            "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n"
+            "measure: display name (CSV and JSON add measure_id, the identifier in the data)\n")
     if args.interval != "none":
         note += ("intervals: two-sided; pvalue: two-sided test of accuracy = chance (a measure "
                  "answering at random with its own tie rate)\n" + seed_note(args.seed))
@@ -828,13 +829,25 @@ def _run_pointwise(args: argparse.Namespace) -> int:
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
                                              tie_credit=args.tie_credit,
                                              **_interval_args(args))
-    result = _seeded(result, args)
-    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+    result = _seeded(_display_names(result, dataset), args)
+    shown = result
+    if args.format in ("table", "md", "latex"):  # the reader reads the display names
+        shown = result.drop(columns=MEASURE_ID, errors="ignore")
+    sys.stdout.write(format_table(_readable(shown, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(wrap_text(_pointwise_note(args)))
     _pointwise_report(args, result)
     return 0
+
+
+def _display_names(result: pd.DataFrame, dataset) -> pd.DataFrame:
+    """The ``measure`` column in display names (``BLEU``, not HANNA's ``BLEU Ξ§``), the
+    identifiers in a ``measure_id`` column after it (CSV, JSON and the report's files)."""
+    from storyeval.report.present import display_names
+
+    catalogue = dataset.catalogue
+    return display_names(result, dict(zip(catalogue["measure"], catalogue["display_name"])))
 
 
 def _pointwise_report(args: argparse.Namespace, result: pd.DataFrame) -> None:

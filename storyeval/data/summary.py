@@ -93,7 +93,8 @@ def format_summary(summary: dict) -> str:
     else:
         lines.append("missing cells: none")
     if s["default_reference"]:
-        lines.append(f"default Williams reference: {s['default_reference']!r}")
+        lines.append(f"default reference of the comparison tests (meta --reference): "
+                     f"{s['default_reference']!r}")
     lines += [f"note: {note}" for note in s["notes"]]
     return "\n".join(lines) + "\n"
 
