@@ -118,6 +118,32 @@ def interval_text(low: float, high: float, digits: int = 3) -> str:
     return f"{left}, {right}"
 
 
+def join_intervals(frame: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """For reading: each pair of numeric columns ``X_low`` / ``X_high`` whose ``X`` is ``ci`` or
+    ends in ``_ci`` (``ci_low``/``ci_high``, ``rank_ci_low``/``rank_ci_high``) as one column
+    ``X`` of `interval_text` cells, where ``X_low`` was (whole numbers, such as the interval of
+    a rank, without decimals). Other columns unchanged."""
+    out = frame
+    for low in [c for c in frame.columns if isinstance(c, str) and c.endswith("ci_low")]:
+        stem = low[: -len("_low")]
+        high = f"{stem}_high"
+        if (stem != "ci" and not stem.endswith("_ci")) or high not in frame.columns \
+                or stem in frame.columns:
+            continue
+        if not (pd.api.types.is_numeric_dtype(frame[low])
+                and pd.api.types.is_numeric_dtype(frame[high])):
+            continue
+        if out is frame:
+            out = frame.copy()
+        ends = pd.concat([out[low], out[high]]).dropna().astype(float)
+        places = 0 if stem != "ci" and len(ends) and (ends % 1 == 0).all() else digits  # ranks
+        text = [interval_text(lo, hi, places) for lo, hi in zip(out[low], out[high])]
+        position = out.columns.get_loc(low)
+        out = out.drop(columns=[low, high])
+        out.insert(position, stem, text)
+    return out
+
+
 def display_names(frame: pd.DataFrame, names: Mapping[str, str], *,
                   column: str = "measure") -> pd.DataFrame:
     """``frame`` with ``column``'s raw measure identifiers replaced by their display names
@@ -142,11 +168,12 @@ def display_names(frame: pd.DataFrame, names: Mapping[str, str], *,
 def hoist_constants(header: Sequence[str], cells: list[list[str]], *, keep: int = 1
                     ) -> tuple[list[int], list[str]]:
     """The columns to keep and the texts ``name: value`` of those hoisted out of the table:
-    the columns whose cell is the same on every row (of at least two rows); a column empty on
+    the columns whose cell is the same on every row (of at least three rows: two that agree
+    may agree by chance); a column empty on
     every row is left out without a text (it has nothing to say). At least ``keep`` columns
     stay (else nothing is hoisted)."""
     every = list(range(len(header)))
-    if len(cells) < 2:
+    if len(cells) < 3:
         return every, []
     constant = [len({row[i] for row in cells}) == 1 for i in every]
     if sum(not c for c in constant) < keep or not any(constant):
