@@ -55,8 +55,8 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
         (full precision, NaN as null).
     digits : int
         Decimals shown for floats in ``table``, ``md`` and ``latex``; p-value columns
-        (`storyeval.report.present.is_p_column`) as `p_text` prints them; in ``table`` and
-        ``md``, the columns ``ci_low`` / ``ci_high`` (and ``X_ci_low`` / ``X_ci_high``) as one
+        (`storyeval.report.present.is_p_column`) as `p_text` prints them; in ``table``, the
+        columns ``ci_low`` / ``ci_high`` (and ``X_ci_low`` / ``X_ci_high``) as one
         column ``ci`` of intervals ``[low, high]`` (`storyeval.report.present.join_intervals`).
     width : int, None or "auto"
         ``table``: the widest line; a wider table has its constant columns hoisted into a
@@ -72,7 +72,7 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
         return frame.to_csv(index=False)
     if fmt == "json":
         return to_json(frame)
-    if fmt in ("table", "md"):
+    if fmt == "table":
         frame = join_intervals(frame, digits)  # one interval notation: [low, high]
     cells = _display_cells(frame, digits)
     if fmt == "table":
