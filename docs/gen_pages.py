@@ -238,16 +238,16 @@ def user_study(write) -> None:
     from storyeval.reproduction.user_study import user_study_table
 
     tab = user_study_table()
-    shown = tab[tab["paper_ac1"].notna()]
+    shown = tab[tab["paper_gwet_ac1"].notna()]
     ac1 = pd.DataFrame({
         "error category": shown["display_name"],
-        "paper AC1": shown["paper_ac1"].map(lambda v: f"{v:.2f}"),
-        "storyeval AC1": shown["ac1"],
-        "difference": [signed(o - p) for o, p in zip(shown["ac1"], shown["paper_ac1"])],
+        "paper AC1": shown["paper_gwet_ac1"].map(lambda v: f"{v:.2f}"),
+        "storyeval AC1": shown["gwet_ac1"],
+        "difference": [signed(o - p) for o, p in zip(shown["gwet_ac1"], shown["paper_gwet_ac1"])],
         "95% CI": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(shown["ci_low"],
                                                             shown["ci_high"])],
-        "agrees at 2 decimals": [agrees(o, p) for o, p in zip(shown["ac1"],
-                                                              shown["paper_ac1"])],
+        "agrees at 2 decimals": [agrees(o, p) for o, p in zip(shown["gwet_ac1"],
+                                                              shown["paper_gwet_ac1"])],
     })
     write("user_study_ac1", md(ac1))
     rates = pd.DataFrame({
@@ -260,10 +260,10 @@ def user_study(write) -> None:
             lambda v: f"{100 * v:.0f}%"),
     })
     write("user_study_rates", md(rates))
-    other = tab[tab["paper_ac1"].isna()]
+    other = tab[tab["paper_gwet_ac1"].isna()]
     write("user_study_other", md(pd.DataFrame({
         "error category": other["display_name"], "label column": other["label_column"],
-        "share of labels": other["error_rate"], "AC1": other["ac1"],
+        "share of labels": other["error_rate"], "AC1": other["gwet_ac1"],
         "percent agreement": other["percent_agreement"]})))
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 COMMENT = {"table": "# ", "md": "> "}
 USER_STUDY_COLUMNS = [
-    "display_name", "error_rate", "error_rate_majority", "ac1", "standard_error", "ci_low",
+    "display_name", "error_rate", "error_rate_majority", "gwet_ac1", "standard_error", "ci_low",
     "ci_high", "n_explanations",
 ]
 USER_STUDY_TITLE = "User study (Beluga-13B explanations): error rate and Gwet's AC1"
@@ -201,7 +201,7 @@ def display_annotators(table: pd.DataFrame, confidence_level: float) -> pd.DataF
         "alpha interval": [_estimate(v) for v in table["alpha_interval"]],
         "alpha ordinal": [_estimate(v) for v in table["alpha_ordinal"]],
         "Fleiss kappa": [_estimate(v) for v in table["fleiss_kappa"]],
-        f"AC1 {ci}": [_estimate(r["ac1"], r["ac1_ci_low"], r["ac1_ci_high"]) for r in rows],
+        f"AC1 {ci}": [_estimate(r["gwet_ac1"], r["gwet_ac1_ci_low"], r["gwet_ac1_ci_high"]) for r in rows],
         "categories": table["categories"],
     })
 
