@@ -288,7 +288,7 @@ def test_cli_table_with_custom_criteria(capsys, ratings_csv):
     assert "Fun" in notes and "(ragged)" in notes  # the dataset's notes
     assert "left out (n_items_omitted" in notes  # the ICC policy
     body = [line.split()[0] for line in lines if line.split()[:1] in (["Fun"], ["Clarity"])]
-    assert body == ["Fun", "Clarity"]
+    assert body[:2] == ["Fun", "Clarity"]  # (a wide table continues in a block of its own)
     assert any(line.startswith("# undefined for Fun: fleiss_kappa") for line in lines)
 
 
