@@ -36,7 +36,7 @@ DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated"
 FIGURES = ("kendall_overall", "kendall_system", "williams_overall", "williams_system")
 #: Lines of `storyeval meta --metrics all` shown on the quickstart page.
-QUICKSTART_LINES = 24
+QUICKSTART_LINES = 36
 TUTORIAL_PAGE = "tutorial-own-metric.md"
 
 # The paper's published figures: Chhun, Suchanek, Clavel (TACL 2024), Section 5 "ASE1"
