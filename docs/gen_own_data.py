@@ -149,9 +149,16 @@ def command_snippet(argv: Sequence[str], output: str) -> str:
 def williams_excerpt(output: str) -> str:
     """The comparison-test header lines and the comparison matrices of a meta output."""
     lines = output.splitlines()
-    keep = [line for line in lines
-            if line.startswith(("# comparison tests", "# Williams tests", "# effect size"))
-            or (line.startswith("# ") and ": test '" in line)]
+    keep, kept = [], False
+    for line in lines:
+        if line.startswith("#   "):  # the continuation of a wrapped header line
+            if kept:
+                keep.append(line)
+            continue
+        kept = (line.startswith(("# comparison tests", "# Williams tests", "# effect size"))
+                or (line.startswith("# ") and ": test '" in line))
+        if kept:
+            keep.append(line)
     start = next(i for i, line in enumerate(lines)
                  if not line.startswith("#") and "-adjusted" in line and " p (" in line)
     return "\n".join([*keep, "...", *lines[start:]])
