@@ -162,7 +162,7 @@ def adjust_pvalues(
         if method == "by":
             harmonic = np.cumsum(1.0 / np.arange(1, int(m_per_family.max()) + 1))
             scale = ms * harmonic[ms.astype(np.intp) - 1]
-        raw = ps * scale / rank
+        raw = ps * (scale / rank)  # a factor >= 1 exactly: never below p, as in exact arithmetic
         # Step-up: running minimum from the largest p-value down, restarting at each family.
         rev = pd.Series(raw[::-1]).groupby(cs[::-1], sort=False).cummin().to_numpy()[::-1]
         adj = np.minimum(rev, 1.0)
