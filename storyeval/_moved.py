@@ -1,4 +1,5 @@
-"""Old import paths of modules that moved, kept for one release with a DeprecationWarning.
+"""Old import paths of modules that move, kept for one release with a DeprecationWarning (the
+mechanism; the paths of 0.1 were removed in 0.4).
 
 Release 0.2 splits ``storyeval.meta`` by idea (``storyeval.correlation``, ``storyeval.compare``,
 ``storyeval.agreement``, ``storyeval.power``, ``storyeval.reproduction``; ``storyeval.meta`` is
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: The release after which the old paths are removed.
-REMOVED_IN = "0.4"
+REMOVED_IN = "0.5"
 
 
 def forward(old: str, new: str) -> Callable[[str], Any]:

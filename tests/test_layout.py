@@ -27,6 +27,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"power", "pairwise"},
     {"meta"},
     {"report", "bias"},
+    {"judge"},
     {"cli"},
 ))
 #: Entry points that sit above everything: ``python -m storyeval`` and the lazy top level.

@@ -254,31 +254,17 @@ def test_undefined_values_and_intervals_say_why(toy):
     assert re.split(r"\s{2,}", row.strip()) == ["good", f"{corr.loc[0, 'value']:.3f}"]
 
 
-def test_old_williams_names_warn_and_still_work(all_pairs, tmp_path):
-    # result.williams & co. are the old names of the comparison table (one release)
-    with pytest.warns(DeprecationWarning, match="MetaResult.comparisons"):
-        old = all_pairs.williams
-    assert old is all_pairs.comparisons
-    with pytest.warns(DeprecationWarning, match="comparisons_all_pairs"):
-        assert all_pairs.williams_all_pairs()
-    with pytest.warns(DeprecationWarning, match="comparison_matrix"):
-        m = all_pairs.williams_matrix("system", "Relevance")
-    assert m.equals(all_pairs.comparison_matrix("system", "Relevance"))
-    with pytest.warns(DeprecationWarning, match=r'settings\["comparisons"\]'):
-        assert all_pairs.settings["williams"] is all_pairs.settings["comparisons"]
-    with pytest.warns(DeprecationWarning, match="comparison_caption"):
-        from storyeval.report.meta_report import williams_caption  # noqa: F401
-    # the files: comparisons*.csv, and the same content under the old williams*.csv names
+def test_old_williams_names_are_gone_in_0_4(all_pairs, tmp_path):
+    # result.williams & co. and the williams*.csv files were the old names of the comparison
+    # table, announced for removal in 0.4
+    for name in ("williams", "williams_all_pairs", "williams_matrix", "williams_grid"):
+        assert not hasattr(all_pairs, name)
+    assert "williams" not in all_pairs.settings
     from storyeval.report.meta_files import write_report
 
     write_report(all_pairs, tmp_path / "out", figures=False)
     names = {p.name for p in (tmp_path / "out").iterdir()}
-    new = sorted(n for n in names if n.startswith("comparisons") and n.endswith(".csv"))
-    assert "comparisons.csv" in new and len(new) > 1
-    for name in new:
-        old_name = "williams" + name[len("comparisons"):]
-        assert (tmp_path / "out" / old_name).read_bytes() == \
-            (tmp_path / "out" / name).read_bytes()
-    assert not any(n.startswith("williams") and not n.endswith(".csv") for n in names)
+    assert "comparisons.csv" in names
+    assert not any(n.startswith("williams") for n in names)
     # every row names the test that ran (calibrated default on user-like data)
     assert set(all_pairs.comparisons["test"]) <= {"paper", "permutation-random", "ustat"}

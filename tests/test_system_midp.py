@@ -219,9 +219,11 @@ def test_interval_carries_the_bootstrap_spread_of_delta(method, seed, monkeypatc
     seen = {}
     original = procedures.compatible_interval
 
-    def spy(observed, low, high, se, confidence_level=0.95, reject=None):
+    def spy(observed, low, high, se, confidence_level=0.95, reject=None,
+            alternative="two-sided"):
         seen.update(low=low.copy(), high=high.copy(), se=se.copy())
-        return original(observed, low, high, se, confidence_level, reject=reject)
+        return original(observed, low, high, se, confidence_level, reject=reject,
+                        alternative=alternative)
 
     monkeypatch.setattr(procedures, "compatible_interval", spy)
     res = _run(_wide(h, a, b), "Overall", "METEOR", "my-metric", method)

@@ -155,18 +155,41 @@ def _both_engines(monkeypatch, *args, **kwargs):
 
 
 @needs_numba
-def test_compiled_kernel_runs_where_it_pays(monkeypatch):
-    import sys
-
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c"])
+def test_compiled_kernel_runs_where_it_pays(monkeypatch, method):
+    import storyeval.correlation.kendall_sorted as ks
     from storyeval.compare.procedures import _compiled_permutation
 
-    assert "numba" in sys.modules or importlib.import_module("numba")
-    assert _compiled_permutation(3, 200, 5)  # numba loaded: always
-    monkeypatch.delitem(sys.modules, "numba")  # as in a process that has not imported it
-    assert not _compiled_permutation(30, 1001, 5)  # 4 ms of NumPy: not worth loading numba
-    assert _compiled_permutation(2610, 1001, 10)  # 1.8 s of NumPy
+    def load(seconds):
+        monkeypatch.setattr(ks, "numba_load_seconds", lambda module: seconds)
+
+    load(0.0)  # loaded in this process: whenever it saves anything
+    assert _compiled_permutation(3, 200, 5, method)
+    load(ks.NUMBA_WARM_SECONDS)  # a warm cache: not for a few ms of NumPy
+    assert not _compiled_permutation(30, 1001, 5, method)
+    assert _compiled_permutation(10000, 2001, 10, method)
+    load(ks.NUMBA_COLD_SECONDS)  # a first run compiles: only for long work
+    assert not _compiled_permutation(2610, 2001, 10, method)
+    assert _compiled_permutation(50000, 2001, 10, method)
     monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
-    assert not _compiled_permutation(2610, 1001, 10)
+    load(0.0)
+    assert not _compiled_permutation(50000, 2001, 10, method)
+
+
+def test_numba_load_seconds_looks_for_the_cache(monkeypatch, tmp_path):
+    import sys
+
+    from storyeval.correlation import kendall_sorted as ks
+
+    module = "storyeval.correlation._permutation_numba"
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert ks.numba_load_seconds(module) == ks.NUMBA_COLD_SECONDS  # nothing cached: compiles
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "_permutation_numba.kendall_deltas-1.py311.nbi").write_bytes(b"")
+    assert ks.numba_load_seconds(module) == ks.NUMBA_WARM_SECONDS
+    monkeypatch.setitem(sys.modules, module, object())
+    assert ks.numba_load_seconds(module) == 0.0
 
 
 @needs_numba

@@ -45,6 +45,7 @@ COMMANDS: tuple[str, ...] = (
     "diversity",
     "perturb",
     "robustness",
+    "judge_report",
 )
 
 

@@ -279,12 +279,12 @@ def add_sentinel_option(group) -> None:
 
 def apply_sentinels(args: argparse.Namespace, dataset):
     """(dataset with the sentinels, measure specification with them) for ``meta``."""
+    if not args.sentinels:  # before any import: storyeval.bias loads scipy.stats (~0.5 s)
+        return dataset, args.metrics
     from storyeval.bias.sentinels import SENTINEL_KINDS, add_sentinels
     from storyeval.data.selection import select_measures
     from storyeval.exceptions import InputError
 
-    if not args.sentinels:
-        return dataset, args.metrics
     ref = dataset.reference_system
     if ref in dataset.systems and not args.include_human_stories:
         dataset = dataset.select_systems(exclude=[ref])

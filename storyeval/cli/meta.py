@@ -63,8 +63,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="human criteria, names or codes (default: all of the dataset's); "
                            "for a wide or long score table, the columns that hold them")
     what.add_argument("--levels", default="overall,system", metavar="LIST",
-                      help="comma-separated among overall, system, prompt "
-                           "(default: overall,system)")
+                      help="comma-separated among overall, system, prompt, within "
+                           "(within-system: correlate within each system, then average; "
+                           "default: overall,system)")
     what.add_argument("--coef", default="kendall_b",
                       choices=["kendall", "kendall_b", "kendall_c", "pearson", "spearman",
                                "acc_eq", "tau23", "spa"],
@@ -154,9 +155,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="random seed of resampling (default: 0)")
     out = parser.add_argument_group("output")
     add_format_option(out)
-    add_out_option(out, "correlations.csv, baseline.csv, comparisons.csv (the old name "
-                        "williams*.csv is written too until 0.4), grids (md, tex, csv), "
-                        "settings.json and the heatmaps (PNG; see --figure-format)")
+    add_out_option(out, "correlations.csv, baseline.csv, comparisons.csv, grids (md, tex, "
+                        "csv), settings.json and the heatmaps (PNG; see --figure-format)")
     out.add_argument("--no-figures", action="store_true", help="with --out, skip the figures")
     out.add_argument("--figure-format", default="png", metavar="FMT[,FMT]",
                      help="with --out, the heatmaps' formats, comma-separated among png, pdf, "

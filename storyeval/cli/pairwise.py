@@ -525,7 +525,7 @@ def _judge_shard(args: argparse.Namespace, shard, pairs):
              {"role": "failures", "name": fail_name, "format": fmt, "unit": "pair"}]
     info = make_shard_info(sidecar_path(args.out), command="pairwise judge", shard=shard,
                            settings=shard_settings(args, JUDGE_SHARD_SETTINGS), all_ids=ids,
-                           extra={"format": fmt, "files": files})
+                           inputs=pairs, extra={"format": fmt, "files": files})
     return pairs.iloc[rows].reset_index(drop=True), info
 
 
@@ -579,10 +579,11 @@ def _run_judge(args: argparse.Namespace) -> int:
         print(f"shard {shard} holds none of the pairs: nothing to judge")
         if shard_info is not None and not args.dry_run:  # empty outputs for `storyeval merge`
             from storyeval._atomic import atomic_write_bytes, atomic_write_text
+            from storyeval.data.shards import record_files
 
             for name in (f["name"] for f in shard_info.extra["files"]):
                 atomic_write_bytes(args.out.with_name(name), b"")
-            atomic_write_text(shard_info.path, shard_info.to_json())
+            atomic_write_text(shard_info.path, record_files(shard_info).to_json())
         return 0
     common = {"dimensions": _split(args.dimensions) if args.dimensions else None,
               "overall": not args.no_overall, "both_orders": not args.one_order,
@@ -619,8 +620,9 @@ def _run_judge(args: argparse.Namespace) -> int:
     _write_table(j[~ok], fail_path)
     if shard_info is not None:
         from storyeval._atomic import atomic_write_text
+        from storyeval.data.shards import record_files
 
-        atomic_write_text(shard_info.path, shard_info.to_json())
+        atomic_write_text(shard_info.path, record_files(shard_info).to_json())
     fails = result.failures()
     summary = {"plan": result.plan.to_dict(), "sent": result.n_sent,
                "answered": result.n_answered, "request_failures": result.n_request_failures,

@@ -120,6 +120,11 @@ RANGES: dict[str, Range] = {
     "--per-sitting": AT_LEAST_1,
     "pairwise bias --bins": Range(1, hint="length bins of the balanced subset"),
     "ppi --folds": Range(1, hint="1: no cross-fitting (ppi-python's PPI++)"),
+    "judge-report --epsilon": Range(-1, 1, low_open=True, high_open=True,
+                                    hint="a margin on the probability scale, e.g. 0.2"),
+    "judge-report --q": PROBABILITY,
+    "judge-report --ppi-labels": Range(2),
+    "judge-report --n-resamples": Range(10),
 }
 
 

@@ -175,13 +175,21 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
             data = table.to_csv(index=False, lineterminator="\n").encode("utf-8")
             folder.file(name).write_bytes(data)
             files[name] = {"rows": len(table), "sha256": hashlib.sha256(data).hexdigest()}
-        if shard_info is not None:  # what `storyeval merge` reads
-            folder.file("shard.json").write_text(shard_info.to_json(), encoding="utf-8")
+        if shard_info is not None:  # what `storyeval merge` reads and checks
+            _write_shard_json(folder, shard_info)
         settings = {**summary, "files": files}
         folder.file("settings.json").write_text(
             json.dumps(settings, indent=2, default=str) + "\n", encoding="utf-8")
         (out / "settings.json").unlink(missing_ok=True)  # the folder is incomplete until the end
     return [*files, "settings.json"]
+
+
+def _write_shard_json(folder, shard_info) -> None:
+    """The shard's sidecar, with its staged files recorded (`storyeval merge` checks them)."""
+    from storyeval.data.shards import record_files
+
+    sealed = record_files(shard_info, folder.file("ratings.csv").parent)
+    folder.file("shard.json").write_text(sealed.to_json(), encoding="utf-8")
 
 
 def _empty_shard(args: argparse.Namespace, shard, shard_info) -> int:
@@ -193,7 +201,7 @@ def _empty_shard(args: argparse.Namespace, shard, shard_info) -> int:
 
         with OutputFolder(Path(args.out), overwrite=args.overwrite, command="rate") as folder:
             folder.file("ratings.csv").write_bytes(b"")
-            folder.file("shard.json").write_text(shard_info.to_json(), encoding="utf-8")
+            _write_shard_json(folder, shard_info)
             folder.file("settings.json").write_text(json.dumps(
                 {"shard": str(shard), "sent": 0, "answered": 0, "request_failures": 0,
                  "cache": str(args.cache)}, indent=2) + "\n", encoding="utf-8")
@@ -246,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
             ids = stories["story_id"].astype(str).tolist()
             shard_info = make_shard_info(
                 Path(args.out or ".") / "shard.json", command="rate", shard=shard,
-                settings=shard_settings(args, SHARD_SETTINGS), all_ids=ids,
+                settings=shard_settings(args, SHARD_SETTINGS), all_ids=ids, inputs=stories,
                 extra={"format": "folder", "files": [{"role": "ratings", "name": "ratings.csv",
                                                       "format": "csv", "unit": "story_id"}]})
             stories = stories.iloc[shard_rows(ids, shard)].reset_index(drop=True)

@@ -232,7 +232,7 @@ def _write_shard_info(args: argparse.Namespace, shard, stories, table) -> None:
               "unit": "story_id", "blocks": table.attrs["metric_blocks"]}]
     write_shard_info(sidecar_path(args.out), command="score", shard=shard,
                      settings={k: getattr(args, k) for k in SHARD_SETTINGS},
-                     all_ids=stories["story_id"].astype(str).tolist(),
+                     all_ids=stories["story_id"].astype(str).tolist(), inputs=stories,
                      extra={"format": _out_format(args.out), "files": files})
 
 

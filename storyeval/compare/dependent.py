@@ -125,13 +125,17 @@ def shared_kendall_rows(X: np.ndarray, xcols: np.ndarray,
     and O(n) memory; the NumPy engine counts the pairs with at most `_MAX_LEVELS` x levels
     in O(n G) time and memory and sends the others through `kendall_rows`. Both give the same
     exact integers."""
-    from storyeval.correlation.kendall_sorted import engine
+    from storyeval.correlation.kendall_sorted import engine, numba_load_seconds
 
-    if engine() == "numba":
+    n = X.shape[0]
+    # the NumPy engine's predicted seconds (about 3e-8 per pair, item and log2 item) against
+    # what the compiled one saves (about 70%) and costs to load here (a first run compiles)
+    numpy_seconds = 3e-8 * len(xcols) * n * max(1.0, np.log2(max(n, 2)))
+    if engine() == "numba" and 0.7 * numpy_seconds > numba_load_seconds(
+            "storyeval.correlation._kendall_rows_numba"):
         from storyeval.correlation._kendall_rows_numba import shared_rows
 
         return shared_rows(np.asarray(X, dtype=np.float64), np.asarray(xcols), np.asarray(ycols))
-    n = X.shape[0]
     order = np.argsort(X.T, axis=-1, kind="stable")
     start, end = _tie_bounds(np.take_along_axis(X.T, order, axis=-1))
     untied = np.empty(order.shape)

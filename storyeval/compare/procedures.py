@@ -39,7 +39,6 @@ the Williams tests; otherwise a paired bootstrap of prompts (percentile). The me
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Mapping
 from typing import cast
@@ -101,10 +100,10 @@ TEST_DESCRIPTIONS = {
     "permutation": "paired permutation test (Deutsch et al. 2021), p = (1 + #extreme)/(1 + N)",
     "permutation-random": "paired permutation test swapping whole prompts, ties with the "
                           "observed difference broken at random (exact under exchangeability)",
-    "permutation-midp": "paired permutation test swapping whole prompts, mid-p: ties with the "
-                        "observed difference count one half, rank coefficients' ties first "
-                        "ordered by the Pearson difference of the same means (a function of the "
-                        "data and the seed's swaps only)",
+    "permutation-midp": "paired permutation test swapping whole prompts, mid-p: swaps whose "
+                        "difference of the coefficient ties with the observed one count one "
+                        "half (a test of this coefficient's difference only; a function of the "
+                        "data and the seed's swaps)",
     "prompt-t": "paired t-test over prompts of the within-prompt differences r_p(h,a) - "
                 "r_p(h,b), prompts - 1 df (the prompt level's estimand: the mean within-prompt "
                 "difference over prompts, systems fixed)",
@@ -146,15 +145,31 @@ MIN_SYSTEMS_REASON = (f"fewer than {MIN_SYSTEMS} systems: a system-level correla
                       "undefined whatever the measures, so it is not reported or tested")
 SIGN_CONVENTIONS = ("auto", "raw", "paper")
 # Below this many systems a system-level comparison says little: a coefficient of 3-4 system
-# means takes a handful of values. Since the tie order (issue 35) the mid-p test's level there
-# was 0.045-0.066 on the simulated null data (tau-b and Pearson, 2,000 null data sets per
-# cell: benchmarks/bench_calibration.py --seed-stability --system-sizes 3,4; before it, with
-# ties split only, 0.015 at 3 systems and 0.035 at 4); the row's note says so.
+# means takes a handful of values, and the mid-p test of a rank coefficient's difference (which
+# borrows nothing from another coefficient: issue 47) cannot reach the nominal level there. The
+# levels measured with the default test on exchangeable data (benchmarks/bench_system_level.py,
+# 1,000 null data sets per cell; docs "Which test?"): the row's note says so wherever the row
+# is printed (terminal, HTML, CSV), with the test that can reach the level.
 FEW_SYSTEMS = 5
-FEW_SYSTEMS_NOTE = ("fewer than 5 systems: a coefficient of 3-4 system means takes a handful "
-                    "of values; the system-level test's measured level was 0.045-0.066 here "
-                    "(docs: Which test?), its power is very low, and its p-value is not "
-                    "comparable with larger studies'")
+FEW_SYSTEMS_LEVEL = {"kendall_b": (0.014, 0.021), "pearson": (0.059, 0.061)}
+
+
+def few_systems_note(method: str) -> str:
+    """The validity note of a system-level comparison of fewer than `FEW_SYSTEMS` systems."""
+    measured = method if method in FEW_SYSTEMS_LEVEL else "kendall_b"
+    low, high = FEW_SYSTEMS_LEVEL[measured]
+    which = "" if measured == method else " (measured for tau-b)"
+    text = ("fewer than 5 systems: a coefficient of 3-4 system means takes a handful of values; "
+            f"the system-level test's measured type-I error was {low:.3f}-{high:.3f} at "
+            f"nominal 0.05 with 3-4 systems{which} (docs: Which test?), its power is very low, "
+            "and its p-value is not comparable with larger studies'")
+    if method != "pearson":
+        text += ("; this rank coefficient is too discrete for the test to reach the level "
+                 "there: for a test that does, compare Pearson correlations (--coef pearson)")
+    return text
+
+
+FEW_SYSTEMS_NOTE = few_systems_note("kendall_b")
 PERMUTATION_INTERVAL = ("permutation interval: delta +- the {cl:.0%} quantile of |delta*| over "
                         "the test's {n} prompt swaps (fixed systems)")
 MIDP_INTERVAL = ("test-compatible interval (fixed systems): delta +- max(c, {z:.2f} se), c "
@@ -346,7 +361,8 @@ def _compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str
                             sign_convention=sign_convention, confidence_level=confidence_level,
                             n_resamples=n_resamples, resample_by=resample_by,
                             random_state=random_state, nan_policy=nan_policy, tie_rtol=tie_rtol,
-                            estimate=est, lower_is_better=lower_is_better))
+                            estimate=est, lower_is_better=lower_is_better,
+                            alternative=alternative))
     return out
 
 
@@ -392,10 +408,29 @@ def effect_sizes(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str,
                  random_state: int | None = 0, nan_policy: str = "raise",
                  tie_rtol: float = 1e-12,
                  estimate: DiffEstimate | None = None,
-                 lower_is_better: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
+                 lower_is_better: frozenset[str] = frozenset(),
+                 alternative: str = "two-sided") -> dict[str, np.ndarray]:
     """``delta`` and its confidence interval ``ci_low, ci_high`` (method in ``ci_method``) for
     every comparison row, whatever the test (see the module doc). ``estimate``: the rows'
-    U-statistic or jackknife estimate when the test (``test``) already computed it."""
+    U-statistic or jackknife estimate when the test (``test``) already computed it.
+
+    ``alternative`` ``"greater"``/``"less"``: the one-sided interval of a one-sided test,
+    ``[low, 2]`` or ``[-2, high]`` with the end of the same method's two-sided interval at
+    level ``1 - 2 (1 - confidence_level)`` (the other end the difference's bound)."""
+    if alternative in ("greater", "less"):
+        out = effect_sizes(wide, comp, level=level, method=method, test=test,
+                           sign_convention=sign_convention,
+                           confidence_level=1.0 - 2.0 * (1.0 - confidence_level),
+                           n_resamples=n_resamples, resample_by=resample_by,
+                           random_state=random_state, nan_policy=nan_policy,
+                           tie_rtol=tie_rtol, estimate=estimate,
+                           lower_is_better=lower_is_better)
+        bound = np.where(np.isfinite(out["delta"]), 2.0, np.nan)
+        key = "ci_high" if alternative == "greater" else "ci_low"
+        out[key] = bound if alternative == "greater" else -bound
+        out["ci_method"] = np.char.add(out["ci_method"].astype(str),
+                                       f", one-sided ({alternative})").astype(object)
+        return out
     sa, sb = _orient_rows(comp, sign_convention, lower_is_better)
     delta = sa * comp["r_a"] - sb * comp["r_b"]
     size = len(delta)
@@ -590,9 +625,9 @@ def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, rand
 
 
 def _z(confidence_level: float) -> float:
-    from scipy.stats import norm
+    from scipy import special  # light: scipy.stats costs ~0.5 s of import on a small run
 
-    return float(norm.ppf(0.5 + confidence_level / 2))
+    return float(special.ndtri(0.5 + confidence_level / 2))
 
 
 def _sd_columns(d: np.ndarray | str) -> np.ndarray | None:
@@ -611,20 +646,24 @@ def _sd_columns(d: np.ndarray | str) -> np.ndarray | None:
 
 def compatible_interval(observed: np.ndarray, low: np.ndarray, high: np.ndarray,
                         se: np.ndarray | None, confidence_level: float = 0.95,
-                        reject: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The test's interval ``[low, high]`` (around ``observed``) widened to ``observed +- z
-    se`` and made to agree with the test's decision ``reject`` (default: whether ``[low,
-    high]`` excludes 0).
+                        reject: np.ndarray | None = None,
+                        alternative: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
+    """The test's interval ``[low, high]`` (around ``observed``) widened by ``z se`` and made
+    to agree with the test's decision ``reject`` (default: whether ``[low, high]`` excludes 0).
 
-    The wide interval is ``observed +- max(c, z se)`` (``c`` the test interval's half-width).
-    Where the test does not reject, it is stretched to include 0 if it does not already.
-    Where the test rejects (say ``observed > 0``), the side away from 0 stays wide and the side
-    towards 0 is cut at 0, open there: ``max(observed - z se, 0+)``, represented by the
-    smallest positive float (``np.nextafter(0, 1)``) so that ``ci_low > 0`` stays true. So the
-    interval excludes 0 exactly when the test rejects (agreement by construction), and covers
-    the true difference whenever the wide interval does, except when the test's sign is wrong
-    (a directional error, rarer than its level). ``se`` None: the test's interval unchanged;
-    ``se`` NaN in a row: the wide interval is the test's interval there.
+    Two-sided: ``observed +- max(c, z se)`` (``c`` the test interval's half-width, ``z`` the
+    two-sided normal quantile). One-sided (``alternative`` ``"greater"``: the test's ``[low,
+    inf)``; ``"less"``: ``(-inf, high]``): the finite end moved out to ``observed -+ z se``
+    (``z`` the one-sided quantile) where that is further, the other end the coefficient's
+    bound (``+-2``, the possible range of a difference).
+    Where the test does not reject, the interval is stretched to include 0 if it does not
+    already. Where the test rejects (say ``observed > 0``), the side away from 0 stays wide and
+    the side towards 0 is cut at 0, open there: ``max(observed - z se, 0+)``, represented by
+    the smallest positive float (``np.nextafter(0, 1)``) so that ``ci_low > 0`` stays true. So
+    the interval excludes 0 exactly when the test rejects (agreement by construction), and
+    covers the true difference whenever the wide interval does, except when the test's sign is
+    wrong (a directional error, rarer than its level). ``se`` None: the test's interval
+    unchanged; ``se`` NaN in a row: the wide interval is the test's interval there.
 
     Why: the test's own interval inverts a permutation test of exchangeable measures, whose
     swaps hold the human scores fixed; when the measures differ, delta varies more than the
@@ -636,21 +675,30 @@ def compatible_interval(observed: np.ndarray, low: np.ndarray, high: np.ndarray,
     """
     if se is None:
         return low, high
+    observed, low, high = (np.asarray(x, dtype=np.float64) for x in (observed, low, high))
     if reject is None:
         with np.errstate(invalid="ignore"):
             reject = (low > 0) | (high < 0)
-    half_test = np.maximum(high - observed, observed - low)
-    half = np.where(np.isfinite(se), np.maximum(_z(confidence_level) * se, half_test),
-                    half_test)
-    wide_low, wide_high = observed - half, observed + half
-    tiny = np.nextafter(0.0, 1.0)
+    one_sided = alternative in ("greater", "less")
+    z = _z(1.0 - 2.0 * (1.0 - confidence_level)) if one_sided else _z(confidence_level)
     with np.errstate(invalid="ignore"):
+        stretch = np.where(np.isfinite(se), z * se, 0.0)
+        if alternative == "greater":
+            wide_low = np.minimum(low, observed - stretch)
+            wide_high = np.full_like(observed, 2.0)
+        elif alternative == "less":
+            wide_low = np.full_like(observed, -2.0)
+            wide_high = np.maximum(high, observed + stretch)
+        else:
+            half = np.maximum(stretch, np.maximum(high - observed, observed - low))
+            wide_low, wide_high = observed - half, observed + half
+        tiny = np.nextafter(0.0, 1.0)
         up, down = reject & (observed > 0), reject & (observed < 0)
         wide_low = np.where(up, np.maximum(wide_low, tiny), wide_low)
         wide_high = np.where(down, np.minimum(wide_high, -tiny), wide_high)
         wide_low = np.where(~reject, np.minimum(wide_low, 0.0), wide_low)
         wide_high = np.where(~reject, np.maximum(wide_high, 0.0), wide_high)
-    keep = ~np.isfinite(observed) | ~np.isfinite(low) | ~np.isfinite(high)
+    keep = ~np.isfinite(observed) | np.isnan(low) | np.isnan(high)
     return np.where(keep, low, wide_low), np.where(keep, high, wide_high)
 
 
@@ -775,11 +823,11 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     ``ties="mid"`` (test ``permutation-midp``, the default): the uniform is replaced by its
     mean, ``p = (#{|delta*| > |delta|} + (1 + #{|delta*| = |delta|}) / 2) / (1 + N)`` (the
     mid-p value; Lancaster 1961): a function of the data and of the seed's swaps only, never of
-    the names. For Kendall's tau-b and tau-c and Spearman, which take few values with 5-10
-    systems, a swap whose ``|delta*|`` ties with ``|delta|`` counts as more extreme when its
-    Pearson difference of the same system means is larger (lexicographic order), and only
-    swaps tied on both are split: the mid-p rule alone left a level of 0.033-0.043 at 5 systems
-    with tau-b (measured: docs "Which test?"). Its interval is `compatible_interval` with the
+    the names. It is a test of the coefficient's own difference: tied swaps are split, never
+    ordered by another statistic (0.3.1 ordered the ties of rank coefficients by their Pearson
+    difference, which made many of tau-b's rejections a Pearson test's: issue 47). A rank
+    coefficient of 3-4 system means is too discrete for the mid-p test to reach the nominal
+    level; those rows carry `few_systems_note`. Its interval is `compatible_interval` with the
     test's decision: the interval that inverts the mid-p test of the coefficient
     (`_midp_interval`, half-width ``c``) widened to ``delta +- z se``, ``se`` the standard
     deviation of delta over ``n_resamples`` paired bootstrap resamples of prompts
@@ -843,12 +891,20 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     # the criterion's system means under the tie rule (snapped per column: once for all rows)
     H = tie_values(observed_means[:, ih], "system", axis=0, rtol=tie_rtol)
     size = len(ih)
-    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S):
+    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S,
+                                                                      method):
         from storyeval.correlation._permutation_numba import kendall_deltas
 
         deltas, undone = kendall_deltas(swapped, mean, observed_means, scale, shift, H, ia, ib,
                                         sa, sb, tie_rtol, method)
         rows = np.flatnonzero(undone)  # a swapped mean overflowed: the NumPy engine's rules
+    elif method == "kendall_b":
+        deltas, rows = _kendall_b_deltas(swapped, mean, observed_means, scale, shift, H, ih, ia,
+                                         ib, sa, sb, tie_rtol)
+    elif method == "pearson":
+        deltas, rows = _pearson_deltas(swapped, mean, H, ih, ia, ib, sa, sb), np.arange(0)
+        if "r_a" in comp:  # the printed difference is the tested one (the reported means)
+            deltas[0] = sa * np.asarray(comp["r_a"], float) - sb * np.asarray(comp["r_b"], float)
     else:
         deltas, rows = np.empty((n_permutations + 1, size)), np.arange(size)
     per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
@@ -859,34 +915,27 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
             sa, sb, tie_rtol, method)
     observed, perm = deltas[0], deltas[1:]
     obs, dist = _oriented(observed, perm, alternative)
-    more = dist > obs + _TOL
-    tied = np.abs(dist - obs) <= _TOL
-    if ties == "mid" and method != "pearson":
-        # a coefficient of few system means takes few values: swaps that tie with the data are
-        # ordered by the Pearson difference of the same means (a finer function of the data),
-        # which leaves almost no ties for the mid-p rule to split (its level at 5 systems with
-        # tau-b was 0.033-0.043 without this; docs "Which test?", "Seeds and names")
-        pearson = np.nan_to_num(_all_deltas(np.arange(size), swapped, mean, observed_means,
-                                            scale, shift, H, ia, ib, sa, sb, tie_rtol,
-                                            "pearson", n_permutations, S))
-        s_obs, s_dist = _oriented(pearson[0], pearson[1:], alternative)
-        more = more | (tied & (s_dist > s_obs + _TOL))
-        tied = tied & (np.abs(s_dist - s_obs) <= _TOL)
-    more, tied = more.sum(0), tied.sum(0)
+    # the test of the coefficient's own difference: swaps that tie with the data (frequent for
+    # a rank coefficient of few system means) are split, never ordered by another statistic
+    more = (dist > obs + _TOL).sum(0)
+    tied = (np.abs(dist - obs) <= _TOL).sum(0)
     if ties == "mid":
         p = (more + 0.5 * (1 + tied)) / (n_permutations + 1)
-        low, high = _midp_interval(observed, perm, 1.0 - confidence_level)
+        low, high = _midp_interval(observed, perm, 1.0 - confidence_level, alternative)
         boot = _bootstrap_deltas(wide, comp, sa, sb, "system", method, n_resamples, "prompts",
                                  random_state, tie_rtol)
-        reject = p < 1.0 - confidence_level if alternative == "two-sided" else None
         low, high = compatible_interval(observed, low, high, _sd_columns(boot),
-                                        confidence_level, reject=reject)
+                                        confidence_level, reject=p < 1.0 - confidence_level,
+                                        alternative=alternative)
     else:
         u = comparison_uniforms(comp, "system", random_state)
+        # a difference of exactly 0 is no evidence either way: mid-p there (p >= 0.5), so that
+        # the randomised split never rejects a printed 0
+        u = np.where(np.abs(observed) <= _TOL, 0.5, u) if alternative == "two-sided" else u
         p = (more + u * (1 + tied)) / (n_permutations + 1)
         low, high = _permutation_interval(observed, perm, confidence_level)
     ok = np.isfinite(observed)
-    note = FEW_SYSTEMS_NOTE if ties == "mid" and S < FEW_SYSTEMS else ""
+    note = few_systems_note(method) if S < FEW_SYSTEMS else ""
     return {"t": observed, "p": np.where(ok, p, np.nan), "ci_low": low, "ci_high": high,
             "note": np.full(size, note, dtype=object),
             "statistic_kind": np.full(size, "delta", dtype=object),
@@ -904,40 +953,146 @@ def _oriented(observed: np.ndarray, perm: np.ndarray,
     return -observed, -perm
 
 
-def _all_deltas(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
-                observed_means: np.ndarray, scale: np.ndarray, shift: np.ndarray,
-                H: np.ndarray, ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
-                tie_rtol: float, method: str, n_permutations: int, S: int) -> np.ndarray:
-    """(N + 1, len(rows)) `_numpy_deltas` of the given rows, in blocks of rows of at most 256
-    MB of temporaries."""
-    out = np.empty((n_permutations + 1, len(rows)))
-    per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
-    step = max(1, int(2**28 // per_row))
-    for start in range(0, len(rows), step):
-        out[:, start:start + step] = _numpy_deltas(
-            rows[start:start + step], swapped, mean, observed_means, scale, shift, H, ia, ib,
-            sa, sb, tie_rtol, method)
-    return out
+def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
+                      scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
+                      ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                      tie_rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """(N + 1, rows) tau-b deltas of every swap by the NumPy engine, and the rows it leaves to
+    `_numpy_deltas`. The swapped means of a and b depend on the pair (a, b) and its
+    orientation, not on the criterion: their pair signs (S (S - 1) / 2 per swap) are computed
+    once per distinct pair and multiplied with every criterion's pair signs in one matrix
+    product. Pairs closer than the tie rule's tolerance are ties; where two swapped means are
+    near but not equal (the tie rule's chains could then join more), or not finite, the rows
+    of that pair go to `_numpy_deltas`, whose tie rule is the reported correlations' own; so
+    both engines give the same numbers."""
+    total, S = swapped.shape[0], swapped.shape[1]
+    iu, ju = np.triu_indices(S, k=1)
+    crit, hrow = np.unique(ih, return_inverse=True)
+    first = np.array([np.flatnonzero(ih == c)[0] for c in crit])
+    h_sign = np.sign(H[iu][:, first] - H[ju][:, first])  # (pairs, C); H is snapped already
+    h_den = (h_sign != 0).sum(0).astype(np.float64)
+    keys = np.stack([ia, ib, sa, sb], 1)
+    groups, grow = np.unique(keys, axis=0, return_inverse=True)
+    grow = grow.ravel()
+    out = np.empty((total, len(ia)))
+    fallback = np.zeros(len(groups), dtype=bool)
+    step = max(1, int(2**25 // (8 * total * max(len(iu), 1))))
+
+    def signs(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pair signs under the tie rule, untied pairs per swap, and the groups whose swaps
+        hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: the exact
+        per-pair tolerance is evaluated on those candidates only (rare)."""
+        d = V[..., iu] - V[..., ju]
+        sign = np.sign(d)
+        with np.errstate(invalid="ignore"):
+            candidate = np.abs(d) <= tie_rtol * np.abs(V).max(axis=-1, keepdims=True)
+        near = ~np.isfinite(V).all(axis=(0, 2))
+        untied = np.full(d.shape[:-1], float(len(iu)))
+        if candidate.any():
+            n, g, k = np.nonzero(candidate)
+            x, y = V[n, g, iu[k]], V[n, g, ju[k]]
+            tied = np.abs(x - y) <= tie_rtol * np.maximum(np.abs(x), np.abs(y))
+            sign[n[tied], g[tied], k[tied]] = 0.0
+            np.subtract.at(untied, (n[tied], g[tied]), 1.0)
+            near[np.unique(g[tied & (x != y)])] = True
+        return sign, untied, near
+
+    for lo in range(0, len(groups), step):
+        g = groups[lo:lo + step]
+        ga, gb = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
+        gsa, gsb = g[:, 2], g[:, 3]
+        with np.errstate(over="ignore", invalid="ignore"):
+            move = swapped[:, :, gb] * gsb - swapped[:, :, ga] * gsa  # (N+1, S, G)
+            A = (mean[:, ga] * gsa + move) * scale[ga] + gsa * shift[ga]
+            B = (mean[:, gb] * gsb - move) * scale[gb] + gsb * shift[gb]
+        A[0], B[0] = observed_means[:, ga] * gsa, observed_means[:, gb] * gsb
+        A, B = np.ascontiguousarray(A.transpose(0, 2, 1)), np.ascontiguousarray(
+            B.transpose(0, 2, 1))  # (N+1, G, S)
+        a_sign, a_den, a_near = signs(A)
+        b_sign, b_den, b_near = signs(B)
+        fallback[lo:lo + step] = a_near | b_near
+        num_a = a_sign @ h_sign  # (N+1, G, C): exact integer sums
+        num_b = b_sign @ h_sign
+        den_a, den_b = a_den[..., None], b_den[..., None]
+        mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
+        gi, ci = grow[mine] - lo, hrow[mine]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ta = num_a[:, gi, ci] / np.sqrt(h_den[ci] * den_a[:, gi, 0])
+            tb = num_b[:, gi, ci] / np.sqrt(h_den[ci] * den_b[:, gi, 0])
+        ta = np.where(h_den[ci] * den_a[:, gi, 0] > 0, ta, np.nan)
+        tb = np.where(h_den[ci] * den_b[:, gi, 0] > 0, tb, np.nan)
+        out[:, mine] = ta - tb
+    return out, np.flatnonzero(fallback[grow])
 
 
-# The NumPy engine's seconds per (row, permutation, pair of systems) of a Kendall coefficient
-# (1.8 s for 2,610 rows x 1,001 permutations x 45 pairs on the 2-core development machine), and
-# the one-off cost of importing numba and loading cached machine code in a process that has
-# not (as `storyeval.correlation.kendall` counts it).
-_NUMPY_PAIR_SECONDS = 1.5e-8
-_LOAD_NUMBA_SECONDS = 0.8
+def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np.ndarray,
+                    ia: np.ndarray, ib: np.ndarray, sa: np.ndarray,
+                    sb: np.ndarray) -> np.ndarray:
+    """(N + 1, rows) Pearson deltas ``r(h, a*) - r(h, b*)`` of every swap from inner products
+    of centred system-mean vectors (S systems): with ``M`` the centred means, ``W`` a swap's
+    centred swapped sums (row 0: none swapped) and ``a* = sa M_a + sb W_b - sa W_a``,
+    ``b* = sb M_b - sb W_b + sa W_a``, every ``h . a*`` and ``|a*|^2`` is a sum of products
+    that are computed once per measure or per distinct pair (a, b), whatever the criteria, in
+    blocks of 64 MB. Pearson is affine-invariant, so the z-scale of the swapped sums is kept.
+    A constant swapped vector gives NaN, as the coefficient is undefined there."""
+    W = swapped - swapped.mean(axis=1, keepdims=True)  # (N+1, S, K)
+    M = mean - mean.mean(axis=0, keepdims=True)  # (S, K)
+    crit, hrow = np.unique(ih, return_inverse=True)
+    first = np.array([np.flatnonzero(ih == c)[0] for c in crit])
+    Hc = H[:, first] - H[:, first].mean(axis=0, keepdims=True)  # (S, C)
+    hh = (Hc * Hc).sum(0)  # (C,)
+    G = np.einsum("nsk,sc->nck", W, Hc)  # (N+1, C, K): h . W_k
+    g = Hc.T @ M  # (C, K): h . M_k
+    ww = np.einsum("nsk,nsk->nk", W, W)  # |W_k|^2
+    mw = np.einsum("sk,nsk->nk", M, W)  # M_k . W_k
+    mm = (M * M).sum(0)
+    pairs, prow = np.unique(np.stack([ia, ib], 1), axis=0, return_inverse=True)
+    prow = prow.ravel()
+    total, S = W.shape[0], W.shape[1]
+    wab, mab, mba = (np.empty((total, len(pairs))) for _ in range(3))
+    step = max(1, int(2**26 // (8 * total * S)))
+    for lo in range(0, len(pairs), step):
+        pa, pb = pairs[lo:lo + step, 0], pairs[lo:lo + step, 1]
+        Wa, Wb = W[:, :, pa], W[:, :, pb]
+        wab[:, lo:lo + step] = np.einsum("nsr,nsr->nr", Wa, Wb)
+        mab[:, lo:lo + step] = np.einsum("sr,nsr->nr", M[:, pa], Wb)
+        mba[:, lo:lo + step] = np.einsum("sr,nsr->nr", M[:, pb], Wa)
+    s2 = sa * sb
+    ha = sa * g[hrow, ia] + sb * G[:, hrow, ib] - sa * G[:, hrow, ia]
+    hb = sb * g[hrow, ib] - sb * G[:, hrow, ib] + sa * G[:, hrow, ia]
+    aa = (mm[ia] + ww[:, ib] + ww[:, ia] + 2 * s2 * mab[:, prow] - 2 * mw[:, ia]
+          - 2 * s2 * wab[:, prow])
+    bb = (mm[ib] + ww[:, ib] + ww[:, ia] - 2 * mw[:, ib] + 2 * s2 * mba[:, prow]
+          - 2 * s2 * wab[:, prow])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale_a = np.sqrt(hh[hrow] * np.maximum(aa, 0.0))
+        scale_b = np.sqrt(hh[hrow] * np.maximum(bb, 0.0))
+        ra = np.where(scale_a > 0, ha / scale_a, np.nan)
+        rb = np.where(scale_b > 0, hb / scale_b, np.nan)
+    return np.clip(ra, -1.0, 1.0) - np.clip(rb, -1.0, 1.0)
 
 
-def _compiled_permutation(rows: int, total: int, systems: int) -> bool:
+# The NumPy engines' seconds per (row, permutation, pair of systems) of a Kendall coefficient:
+# tau-b by pair signs shared over criteria (`_kendall_b_deltas`: 1.7 s of CPU for 2,610 rows x
+# 2,001 permutations x 45 pairs, loaded machine), tau-c by `_numpy_deltas` (1.8 s for 2,610 x
+# 1,001 x 45); the compiled kernel takes about a third of tau-b's.
+_NUMPY_PAIR_SECONDS = {"kendall_b": 7e-9, "kendall_c": 1.5e-8}
+_COMPILED_SHARE = 0.35
+
+
+def _compiled_permutation(rows: int, total: int, systems: int,
+                          method: str = "kendall_c") -> bool:
     """Whether `system_permutation` runs its Kendall coefficients on the compiled kernel:
-    numba installed and not switched off, and either loaded already or the NumPy engine's
-    predicted time above the cost of loading it (a few rows of a small test stay on NumPy)."""
-    from storyeval.correlation.kendall_sorted import engine
+    numba installed and not switched off, and the time it saves over the NumPy engine above
+    what loading it costs here (`numba_load_seconds`: nothing when loaded, a second with a warm
+    cache, several on a first run that compiles it)."""
+    from storyeval.correlation.kendall_sorted import engine, numba_load_seconds
 
     if engine() != "numba":
         return False
-    work = _NUMPY_PAIR_SECONDS * rows * total * systems * (systems - 1) / 2
-    return "numba" in sys.modules or work > _LOAD_NUMBA_SECONDS
+    work = _NUMPY_PAIR_SECONDS[method] * rows * total * systems * (systems - 1) / 2
+    saved = work * (1.0 - _COMPILED_SHARE)
+    return saved > numba_load_seconds("storyeval.correlation._permutation_numba")
 
 
 # Mask matrices up to this size are drawn whole and multiplied at once (as before: the same
@@ -1013,38 +1168,42 @@ def _numpy_deltas(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
     return r[..., 0] - r[..., 1]
 
 
-def _midp_interval(observed: np.ndarray, perm: np.ndarray,
-                   alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """``observed +- c``: the values ``delta0`` that the two-sided mid-p test of the location
-    shift ``delta - delta0`` (``|delta - delta0|`` against the ``|delta*|``) does not reject at
-    ``alpha``. The mid-p of ``x`` is ``(#{d > x} + (1 + #{d = x}) / 2) / (N + 1)``, nonincreasing
-    in ``x``; the accepted ``x`` are ``[0, c]`` or ``[0, c)`` with ``c`` a value of ``|delta*|``
-    (``c`` is then shrunk by a few tolerances so that an observed ``|delta| = c`` lies outside,
-    as the test rejects it): the test at 0 and the interval agree by construction."""
-    n, rows = perm.shape
-    d = np.sort(np.abs(perm), axis=0)  # (N, rows), NaN last
+def _midp_interval(observed: np.ndarray, perm: np.ndarray, alpha: float,
+                   alternative: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
+    """The values ``delta0`` that the mid-p test of the location shift ``delta - delta0`` does
+    not reject at ``alpha``, against the swaps' ``delta*`` ordered as the test orders them
+    (`_oriented`): two-sided ``observed +- c``; ``"greater"`` ``[observed - c, inf)``;
+    ``"less"`` ``(-inf, observed + c]``. The mid-p of ``x`` is ``(#{d > x} + (1 + #{d = x}) /
+    2) / (N + 1)``, nonincreasing in ``x``; the accepted ``x`` are those below ``c``, a value of
+    the ordered ``delta*`` (``c`` is then shrunk by a few tolerances so that an observed
+    ``delta = c`` lies outside, as the test rejects it): the test at 0 and the interval agree by
+    construction. Every column at once, by one partition (O(N) per column)."""
+    _, d = _oriented(observed, perm, alternative)
+    n, rows = d.shape
     cut = alpha * (n + 1)
-    spread = np.full(rows, np.inf)
-    for j in range(rows):  # one column per comparison row: O(N log N) each
-        col = d[:, j]
-        if not np.isfinite(observed[j]) or np.isnan(col).any():
-            spread[j] = np.nan
-            continue
-        values, counts = np.unique(col, return_counts=True)
-        # merge values within the test's tolerance (they tie with each other)
-        keep = np.concatenate([[True], np.diff(values) > _TOL])
-        group = np.cumsum(keep) - 1
-        values, counts = values[keep], np.bincount(group, weights=counts).astype(np.int64)
-        above = n - np.cumsum(counts)  # #{d > v}
-        at = above + 0.5 * (1 + counts)  # mid-p count at v
-        gap = above + 0.5  # just above v (before the next value)
-        stop = np.flatnonzero((at < cut) | (gap < cut))
-        if len(stop):  # the first value v where the test starts rejecting
-            v = values[stop[0]]
-            # v itself rejected: [0, v); else v accepted and anything above rejected: [0, v]
-            spread[j] = v - 4 * _TOL * max(1.0, v) if at[stop[0]] < cut else v
-    low, high = observed - spread, observed + spread
-    return np.where(np.abs(low) <= _TOL, 0.0, low), np.where(np.abs(high) <= _TOL, 0.0, high)
+    # the test rejects just above v when #{d > v} < cut - 1/2, i.e. #{d > v} <= top: the first
+    # such v is the (top + 1)-th largest value (one partition per column, no sort)
+    top = math.ceil(cut - 0.5) - 1
+    if top < 0:
+        spread = np.full(rows, np.inf)
+    else:
+        k = max(0, n - 1 - top)
+        v = np.partition(np.nan_to_num(d, nan=np.inf), k, axis=0)[k]
+        above = (d > v + _TOL).sum(axis=0)
+        tied = (np.abs(d - v) <= _TOL).sum(axis=0)
+        at = above + 0.5 * (1 + tied)  # the mid-p count at v itself
+        # v itself rejected: [0, v); else v accepted and anything above rejected: [0, v]
+        spread = np.where(at < cut, v - 4 * _TOL * np.maximum(1.0, np.abs(v)), v)
+    spread = np.where(np.isfinite(observed) & ~np.isnan(d).any(axis=0), spread, np.nan)
+    if alternative == "greater":
+        low, high = observed - spread, np.full(rows, np.inf)
+    elif alternative == "less":
+        low, high = np.full(rows, -np.inf), observed + spread
+    else:
+        low, high = observed - spread, observed + spread
+    with np.errstate(invalid="ignore"):
+        return (np.where(np.abs(low) <= _TOL, 0.0, low),
+                np.where(np.abs(high) <= _TOL, 0.0, high))
 
 
 def _permutation_interval(observed: np.ndarray, perm: np.ndarray,

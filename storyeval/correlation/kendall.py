@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -192,8 +191,11 @@ def _sorted_cost(g: int, n: int, p: int, q: int, same: bool) -> float:
         per_pair = _COST["pair_numba" if numba else "pair_numpy"]
         work = (g * (p + (0 if same else q)) * n * log_n * _COST["rank"]
                 + tasks * (_COST["task"] + per_pair * n * log_n))
-    loaded = "storyeval.correlation._kendall_numba" in sys.modules
-    return work + (_COST["load_numba"] if numba and not loaded else 0.0)
+    if not numba:
+        return work
+    from storyeval.correlation.kendall_sorted import numba_load_seconds
+
+    return work + numba_load_seconds("storyeval.correlation._kendall_numba")
 
 
 def _numba_available() -> bool:

@@ -9,6 +9,10 @@ per story), one float column per measure (``Dataset.wide()``). One explicit argu
 * ``"prompt"``: within each prompt, the scores of the systems are correlated, then the
   coefficients are averaged over prompts (n = systems per prompt, ``n_groups`` = prompts
   averaged). All prompts are computed at once from a 3-D (prompt, system, measure) array.
+* ``"within"`` (within-system): within each system, the scores of its stories (one per prompt)
+  are correlated, then the coefficients are averaged over systems (n = prompts per system,
+  ``n_groups`` = systems averaged): whether a measure tells a system's better stories from its
+  worse ones (mt-metrics-eval's ``average_by="sys"``; the same cube, transposed).
 """
 
 from __future__ import annotations
@@ -32,10 +36,14 @@ from storyeval.correlation.ties import TIE_RTOL, snap_ties, tie_values  # noqa: 
 from storyeval.data.level_names import canonical_level
 from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
-__all__ = ["LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
+__all__ = ["ALL_LEVELS", "LEVELS", "CorrelationGrid", "correlate", "correlation_grid", "correlation_matrix",
            "level_data"]
 
 LEVELS: tuple[str, ...] = ("overall", "system", "prompt")
+#: Every level a correlation can be computed at: `LEVELS` and ``"within"`` (within-system:
+#: correlate across a system's prompts, then average over systems; mt-metrics-eval's
+#: ``average_by="sys"``). Kept apart from `LEVELS`, whose three levels every table reports.
+ALL_LEVELS: tuple[str, ...] = (*LEVELS, "within")
 
 # the NaN reason that is not an undefined coefficient (no warning for it)
 _PROPAGATED = "missing values (nan_policy='propagate')"
@@ -53,8 +61,8 @@ def _plain(label: Any) -> Any:
 
 def _check_level(level: str) -> str:
     level = canonical_level(level)  # WMT / summarization names (storyeval.data.level_names)
-    if level not in LEVELS:
-        raise InputError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+    if level not in ALL_LEVELS:
+        raise InputError(f"level must be one of {', '.join(ALL_LEVELS)}; got {level!r}")
     return level
 
 
@@ -136,7 +144,7 @@ def level_data(
         Index ``(system, prompt_id)``, one float column per measure.
     measures : sequence of str, optional
         Columns to keep (default: all).
-    level : {"overall", "system", "prompt"}
+    level : {"overall", "system", "prompt", "within"}
     nan_policy : {"raise", "omit", "propagate"}
         ``"raise"``: InputError naming the measure and story. ``"omit"``: a system mean is the
         mean of that system's available stories (NaN if it has none). ``"propagate"``: a system
@@ -152,7 +160,8 @@ def level_data(
     DataFrame or ndarray
         ``"overall"``: the story x measure frame; ``"system"``: a system x measure frame of
         means; ``"prompt"``: an array of shape (prompt, system, measure), prompts and systems
-        sorted, NaN where a (system, prompt) story is absent.
+        sorted, NaN where a (system, prompt) story is absent; ``"within"``: the same array
+        transposed to (system, prompt, measure).
 
     Raises
     ------
@@ -194,7 +203,8 @@ def level_data(
         if nan_policy == "propagate":
             means = means.where(grouped.count().to_numpy() == grouped.size().to_numpy()[:, None])
         return means.copy(deep=False).pipe(_snap_frame, tie_rtol)
-    return _prompt_cube(sub, nan_policy)[0]
+    cube = _prompt_cube(sub, nan_policy)[0]
+    return cube.transpose(1, 0, 2) if level == "within" else cube
 
 
 def _snap_frame(frame: pd.DataFrame, tie_rtol: float) -> pd.DataFrame:
@@ -263,7 +273,10 @@ def _correlate_arrays(
         _warn_undefined(res, x_measures, y_measures, level)
         n_groups = np.ones(res.n.shape, dtype=np.int64)
         return res.statistic, res.n, n_groups, res.reason
-    cube, prompts, _ = _prompt_cube(sub, nan_policy)
+    cube, prompts, systems = _prompt_cube(sub, nan_policy)
+    if level == "within":  # groups are systems, points their prompts (average_by="sys")
+        cube, prompts = cube.transpose(1, 0, 2), systems
+    group, across = ("system", "prompts") if level == "within" else ("prompt", "systems")
     res = pairwise_correlations(cube[:, :, ix], None if ix == iy else cube[:, :, iy],
                                 method=method, nan_policy=nan_policy, warn=False)
     stat, n, reason = res.statistic, res.n, res.reason
@@ -277,8 +290,8 @@ def _correlate_arrays(
     n_min = np.where(n_groups > 0, n_min, 0)
     out_reason = np.full(value.shape, "", dtype=object)
     n_undefined = undefined.sum(axis=0)
-    out_reason[n_undefined > 0] = "some prompts left out (correlation undefined there)"
-    out_reason[n_groups == 0] = "correlation undefined in every prompt"
+    out_reason[n_undefined > 0] = f"some {group}s left out (correlation undefined there)"
+    out_reason[n_groups == 0] = f"correlation undefined in every {group}"
     if nan_policy == "propagate":
         prop = (np.isnan(stat) & ~undefined).any(axis=0)
         value = np.where(prop, np.nan, value)
@@ -289,9 +302,9 @@ def _correlate_arrays(
                              f"{int(n_undefined[a, b])}/{len(prompts)}" for a, b in where[:3])
         more = f" and {len(where) - 3} more pairs" if len(where) > 3 else ""
         warnings.warn(
-            f"prompt level, {method}: the correlation is undefined (constant across systems or "
-            f"fewer than 2 systems) in some prompts, which are left out of the average "
-            f"(n_groups reports the prompts averaged): {examples}{more}",
+            f"{level} level, {method}: the correlation is undefined (constant across {across} or "
+            f"fewer than 2 {across}) in some {group}s, which are left out of the average "
+            f"(n_groups reports the {group}s averaged): {examples}{more}",
             UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return value, n_min.astype(np.int64), n_groups.astype(np.int64), out_reason
 
@@ -341,7 +354,7 @@ def correlate(
         Every x measure is correlated with every y measure; ``y_measures=None`` uses
         ``x_measures``. With a `Dataset` and no ``x_measures``: its automatic measures (x)
         with its human criteria (y).
-    level : {"overall", "system", "prompt"}, default "overall"
+    level : {"overall", "system", "prompt", "within"}, default "overall"
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     nan_policy : {"raise", "omit", "propagate"}, default "raise"
         See [`level_data`][] (system means) and
@@ -354,9 +367,9 @@ def correlate(
     DataFrame
         One row per (x, y) pair, x-major: ``measure_x, measure_y, level, coefficient, value, n,
         n_groups, reason``. ``n`` is the number of stories (overall), systems (system) or the
-        smallest number of systems in any averaged prompt (prompt); ``n_groups`` is the number
-        of prompts averaged (prompt level; 1 otherwise). ``reason`` explains a NaN or a
-        shortened prompt average.
+        smallest number of systems in any averaged prompt (prompt) or of prompts in any averaged
+        system (within); ``n_groups`` is the number of prompts (prompt level) or systems
+        (within level) averaged, 1 otherwise. ``reason`` explains a NaN or a shortened average.
 
     Warns
     -----
@@ -367,7 +380,8 @@ def correlate(
     Notes
     -----
     prompt level: value = (1/G) sum_g corr(x[g, :], y[g, :]) over the G prompts g where the
-    coefficient is defined, x[g, s] the score of system s on prompt g.
+    coefficient is defined, x[g, s] the score of system s on prompt g. within level: value =
+    (1/S) sum_s corr(x[:, s], y[:, s]) over the S systems where it is defined.
 
     References
     ----------
@@ -375,7 +389,9 @@ def correlate(
        Stories? Prompting Large Language Models for Automatic Story Evaluation. TACL 12.
 
     Validated against per-pair ``scipy.stats`` coefficients computed on pandas group means and
-    on per-prompt slices (tests/test_correlation.py), and against the paper's figures on HANNA.
+    on per-prompt slices (tests/test_correlation.py), against the paper's figures on HANNA, and
+    (within level) against mt-metrics-eval's ``AverageCorrelation(average_by="sys")``
+    (tests/test_within_level.py).
 
     Examples
     --------

@@ -9,8 +9,6 @@ products, weighted O(n log k) counts of `storyeval.correlation.kendall_weighted`
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from scipy import sparse
 
@@ -316,9 +314,10 @@ def overall_kendall_plan(X: np.ndarray, ia: np.ndarray, ic: np.ndarray, mode: st
         distinct[k] = len(np.unique(X[:, :, k]))
     levels = np.minimum(distinct[ia], distinct[ic]).max(initial=1)
     per = _COST["sorted_numba" if numba else "sorted_numpy"] * max(1.0, np.log2(levels + 1) / 4)
-    loaded = "storyeval.correlation._kendall_numba" in sys.modules
-    costs["sorted"] = (per * n_resamples * n * M
-                       + (_COST["load_numba"] if numba and not loaded else 0.0))
+    from storyeval.correlation.kendall_sorted import numba_load_seconds
+
+    costs["sorted"] = (per * n_resamples * n * M + (
+        numba_load_seconds("storyeval.correlation._kendall_numba") if numba else 0.0))
     return min(costs, key=costs.get), costs
 
 

@@ -36,7 +36,7 @@ TIE_RULE = ("overall and prompt levels: raw scores compared exactly (equal float
             "system level: system means, in point estimates and in every resample or "
             "permutation alike, that agree within the relative tolerance tie_rtol "
             "(|a - b| <= tie_rtol * max(|a|, |b|), chained over sorted values) are made equal, "
-            "then compared exactly (storyeval.meta.ties)")
+            "then compared exactly (storyeval.correlation.ties)")
 """The tie rule in words (written to settings.json as ``tie_rule``)."""
 
 

@@ -216,7 +216,9 @@ class Dataset:
         if how not in (None, "inner", "left"):
             raise InputError(f"how must be 'inner' or 'left', got {how!r}")
         scores = validate_scores(scores, source=source, require=("story_id", "measure", "value"))
-        clash = sorted(set(scores["measure"]) & set(self.measures))
+        # the distinct names first: iterating an Arrow-backed column boxes every row (5 s at
+        # 3.6 million score rows)
+        clash = sorted(set(scores["measure"].unique()) & set(self.measures))
         if clash:
             raise InputError(f"new scores repeat measures already in the dataset: {clash[:5]}")
         new = scores.pivot(index="story_id", columns="measure", values="value")

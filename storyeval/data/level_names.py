@@ -20,6 +20,7 @@ LEVEL_ALIASES: dict[str, str] = {
     "prompt": "prompt", "item": "prompt", "input": "prompt", "summary-level": "prompt",
     "item-level": "prompt", "input-level": "prompt", "group-by-item": "prompt",
     "prompt-level": "prompt",
+    "within": "within", "within-system": "within", "average-by-sys": "within",
 }
 
 
@@ -33,7 +34,8 @@ def canonical_level(name: Any) -> Any:
 
 
 def resolve_level(name: str) -> str:
-    """storyeval's level (``overall``, ``system``, ``prompt``) for a level name or alias.
+    """storyeval's level (``overall``, ``system``, ``prompt``, ``within``) for a level name or
+    alias.
 
     Examples
     --------
@@ -44,6 +46,6 @@ def resolve_level(name: str) -> str:
         raise InputError(f"a level must be a string, got {type(name).__name__}")
     key = re.sub(r"[\s_]+", "-", name.strip().lower())
     if key not in LEVEL_ALIASES:
-        raise InputError(f"unknown level {name!r}; levels are overall, system, prompt (aliases: "
+        raise InputError(f"unknown level {name!r}; levels are overall, system, prompt, within (aliases: "
                          f"{', '.join(sorted(k for k in LEVEL_ALIASES if k != LEVEL_ALIASES[k]))})")
     return LEVEL_ALIASES[key]

@@ -13,14 +13,14 @@ May import every package below it (data, correlation, resample, compare, agreeme
 ``report`` or ``cli``.
 
 The names that lived here before release 0.2 (``storyeval.meta.icc2k``,
-``storyeval.meta.correlate``, ...) still resolve for one release, with a DeprecationWarning
-naming their new home.
+``storyeval.meta.correlate``, ...) and the modules that moved out of it were removed in 0.4, as
+announced: import them from their packages (``storyeval.agreement``, ``storyeval.correlation``,
+...).
 """
 
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,49 +33,10 @@ _LAZY = {
     "MetaResult": "storyeval.meta.pipeline",
 }
 
-#: Names re-exported here before 0.2 whose home is now another package.
-_MOVED = {
-    "select_measures": "storyeval.data.selection",
-    "select_criteria": "storyeval.data.selection",
-    "pairwise_correlations": "storyeval.correlation",
-    "CorrelationMatrix": "storyeval.correlation",
-    "correlate": "storyeval.correlation",
-    "correlation_matrix": "storyeval.correlation",
-    "correlation_grid": "storyeval.correlation",
-    "CorrelationGrid": "storyeval.correlation",
-    "level_data": "storyeval.correlation",
-    "williams_test": "storyeval.compare",
-    "WilliamsResult": "storyeval.compare",
-    "ustat_diff": "storyeval.compare",
-    "jackknife_diff": "storyeval.compare",
-    "zou_ci": "storyeval.compare",
-    "resolve_tests": "storyeval.compare",
-    "adjust_pvalues": "storyeval.compare",
-    "adjust_frame": "storyeval.compare",
-    "icc2k": "storyeval.agreement",
-    "icc2k_many": "storyeval.agreement",
-    "ICCResult": "storyeval.agreement",
-    "gwet_ac1": "storyeval.agreement",
-    "fleiss_kappa": "storyeval.agreement",
-    "krippendorff_alpha": "storyeval.agreement",
-    "annotator_icc": "storyeval.agreement",
-    "annotator_agreement": "storyeval.agreement",
-    "user_study_table": "storyeval.reproduction",
-    "plan_power": "storyeval.power",
-    "PowerResult": "storyeval.power",
-    "fisher_z_power": "storyeval.power",
-}
-
 __all__ = ["MetaResult", "human_baseline", "meta_evaluate"]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in _MOVED:
-        from storyeval._moved import REMOVED_IN
-
-        warnings.warn(f"storyeval.meta.{name} moved to {_MOVED[name]}.{name}; the old path will "
-                      f"be removed in storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module 'storyeval.meta' has no attribute {name!r}")

@@ -25,6 +25,7 @@ import pandas as pd
 from storyeval.compare.multitest import adjust_frame, family_sizes, warn_single_test_families
 from storyeval.compare.procedures import (
     CALIBRATED_LEVEL,
+    FEW_SYSTEMS,
     MIN_SYSTEMS,
     MIN_SYSTEMS_REASON,
     PAPER_LEVEL,
@@ -32,13 +33,14 @@ from storyeval.compare.procedures import (
     TEST_PERMUTATIONS,
     compare_rows,
     effect_sizes,
+    few_systems_note,
     resolve_sign_convention,
     resolve_tests,
 )
 from storyeval.compare.williams import WILLIAMS_NOTE, williams_test
 from storyeval.correlation.kernel import resolve_method
 from storyeval.correlation.levels import (
-    LEVELS,
+    ALL_LEVELS,
     TIE_RTOL,
     CorrelationGrid,
     correlation_grid,
@@ -69,7 +71,7 @@ WILLIAMS_COLUMNS = [
     "p_adjusted", "family", "rater_a", "rater_b", "coefficient", "alternative", "hypothesis",
     "swapped",
     "reason", "note", "test", "sided", "convention", "statistic_kind", "delta", "ci_low",
-    "ci_high", "ci_method",
+    "ci_high", "ci_method", "sign_a", "sign_b",
 ]
 #: The columns of `MetaResult.comparisons` (``WILLIAMS_COLUMNS`` is the old name).
 COMPARISON_COLUMNS = WILLIAMS_COLUMNS
@@ -77,32 +79,6 @@ COMPARISON_COLUMNS = WILLIAMS_COLUMNS
 # direction of the larger |r|, every other test two-sided with the direction fixed (a vs b)
 TEST_DEFAULTS = {"paper": ("greater", "larger")}
 OTHER_DEFAULTS = ("two-sided", "fixed")
-
-
-def _renamed(old: str, new: str) -> None:
-    import warnings
-
-    from storyeval._moved import REMOVED_IN
-
-    warnings.warn(f"{old} is now {new} (the comparisons are the test named in each row's "
-                  f"'test' column, not always Williams' t); the old name will be removed in "
-                  f"storyeval {REMOVED_IN}", DeprecationWarning, stacklevel=3)
-
-
-class _Settings(dict):
-    """The settings dict; its old key ``"williams"`` reads ``"comparisons"`` with a
-    DeprecationWarning (one release)."""
-
-    def __missing__(self, key):
-        if key == "williams" and "comparisons" in self:
-            _renamed('settings["williams"]', 'settings["comparisons"]')
-            return self["comparisons"]
-        raise KeyError(key)
-
-    def get(self, key, default=None):
-        if key == "williams" and key not in self and "comparisons" in self:
-            return self[key]
-        return super().get(key, default)
 
 
 @dataclass
@@ -120,6 +96,9 @@ class MetaResult:
         One row per comparison test, the columns of `COMPARISON_COLUMNS`; the ``test`` column
         names the test that ran (``ustat``, ``jackknife``, ``permutation-random``, ``paper``
         (Williams' t), ...). ``williams`` is its old name (deprecated, removed in 0.3).
+        ``r_a``, ``r_b`` are the correlations as measured; ``sign_a``, ``sign_b`` (+-1) the
+        orientation they enter the difference with: ``delta = sign_a r_a - sign_b r_b`` (the
+        sign convention, or a measure declared lower-is-better).
     settings : dict
         Dataset, systems, stories, coefficient, levels, reference, test and family conventions.
     dataset : Dataset
@@ -138,6 +117,28 @@ class MetaResult:
     # a report renders one result several times: warn once, count the families once
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _test_groups: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def comparison_rows(self, level: str, criterion: str | None = None) -> pd.DataFrame:
+        """The comparison tests of ``level`` (and ``criterion``), grouped once per table (a
+        report takes a level's rows many times)."""
+        frame = self.comparisons
+        if self._test_groups is None or self._test_groups[0] is not frame:
+            groups: dict = {}
+            if not frame.empty and "level" in frame:
+                keys = pd.MultiIndex.from_arrays([frame["level"].to_numpy(object),
+                                                  frame["criterion"].to_numpy(object)])
+                codes, uniques = pd.factorize(keys)
+                for k, key in enumerate(uniques):
+                    groups[key] = np.flatnonzero(codes == k)
+            self._test_groups = (frame, groups)
+        groups = self._test_groups[1]
+        if criterion is not None:
+            take = groups.get((level, criterion), np.zeros(0, dtype=np.int64))
+        else:
+            parts = [v for (lev, _), v in groups.items() if lev == level]
+            take = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        return frame.iloc[take]
 
     def __repr__(self) -> str:
         from storyeval.meta.result_views import result_repr
@@ -195,32 +196,6 @@ class MetaResult:
                             columns=[c for c in self.settings["criteria"] if c in set(rows["criterion"])])
         return self._labelled(grid, "measure")
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.settings, _Settings):
-            self.settings = _Settings(self.settings)
-
-    @property
-    def williams(self) -> pd.DataFrame:
-        """Deprecated name of ``comparisons`` (the tests are not all Williams tests)."""
-        _renamed("MetaResult.williams", "MetaResult.comparisons")
-        return self.comparisons
-
-    def williams_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
-        """Deprecated name of ``comparison_grid``."""
-        _renamed("MetaResult.williams_grid", "MetaResult.comparison_grid")
-        return self.comparison_grid(level, column=column)
-
-    def williams_matrix(self, level: str, criterion: str, *,
-                        column: str = "p_adjusted") -> pd.DataFrame:
-        """Deprecated name of ``comparison_matrix``."""
-        _renamed("MetaResult.williams_matrix", "MetaResult.comparison_matrix")
-        return self.comparison_matrix(level, criterion, column=column)
-
-    def williams_all_pairs(self) -> bool:
-        """Deprecated name of ``comparisons_all_pairs``."""
-        _renamed("MetaResult.williams_all_pairs", "MetaResult.comparisons_all_pairs")
-        return self.comparisons_all_pairs()
-
     def comparison_grid(self, level: str, *, column: str = "p_adjusted") -> pd.DataFrame:
         """Adjusted p-values of the comparison tests (or another ``column``) at ``level``:
         rows compared raters, columns criteria. Only for tests against one reference rater;
@@ -254,8 +229,7 @@ class MetaResult:
         of first appearance in the tests, labelled with [`catalogue_labels`][]
         (``matrix.attrs["ids"]`` holds the keys).
         """
-        rows = self.comparisons[(self.comparisons["level"] == level)
-                             & (self.comparisons["criterion"] == criterion)]
+        rows = self.comparison_rows(level, criterion)
         if rows.empty:
             tested = self.comparisons.loc[self.comparisons["level"] == level, "criterion"].unique()
             raise InputError(f"no comparison tests of criterion {criterion!r} at the {level} "
@@ -599,9 +573,9 @@ def _check_levels(levels: str | Sequence[str]) -> list[str]:
     levels = [p.strip() for p in levels.split(",") if p.strip()] if isinstance(levels, str) \
         else list(levels)
     levels = [canonical_level(lev) for lev in levels]  # aliases: storyeval.data.level_names
-    bad = [lev for lev in levels if lev not in LEVELS]
+    bad = [lev for lev in levels if lev not in ALL_LEVELS]
     if bad or not levels:
-        raise InputError(f"levels must be among {list(LEVELS)}; got {levels}")
+        raise InputError(f"levels must be among {list(ALL_LEVELS)}; got {levels}")
     return list(dict.fromkeys(levels))
 
 
@@ -783,7 +757,14 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
                    reason=np.broadcast_to(np.asarray(result.reason, dtype=object), size),
                    statistic_kind=_constant("t(n-3)", size),
                    note=_constant(WILLIAMS_NOTE if method != "pearson" else "", size))
-        out.update(effect_sizes(wide, comp, test=test, **shared))
+        # the Williams test with a fixed direction has a one-sided interval when it is
+        # one-sided; the paper's direction is chosen per row after seeing the data, so its
+        # interval stays two-sided (rows where the two disagree are marked in the reports)
+        out.update(effect_sizes(wide, comp, test=test, **shared,
+                                alternative=alternative if test == "williams" else "two-sided"))
+        out["ci_method"] = np.char.add(
+            np.asarray(out["ci_method"]).astype(str),
+            "; not the Williams test's inversion: it may disagree with p").astype(object)
     else:
         res = compare_rows(wide, comp, test=test, alternative=alternative,
                            n_permutations=options.n_permutations,
@@ -806,6 +787,14 @@ def _test_level(comp: dict[str, np.ndarray], info: pd.DataFrame, wide: pd.DataFr
                       np.where(reason != "", reason, extra))
     out["reason"] = _undefined_reasons(joined.astype(object), out["p"], comp)
     rater = info["rater"].to_numpy(dtype=object)
+    from storyeval.compare.procedures import orientation
+
+    # the orientation each correlation entered delta with: delta = sign_a r_a - sign_b r_b
+    # (r_a, r_b stay the signed correlations as measured)
+    out["sign_a"] = orientation(comp["r_a"], options.sign_convention, comp["measure_a"],
+                                options.lower_is_better)
+    out["sign_b"] = orientation(comp["r_b"], options.sign_convention, comp["measure_b"],
+                                options.lower_is_better)
     return {
         **comp, **out,
         "rater_a": rater[positions(info.index, comp["measure_a"], "the catalogue's")],
@@ -869,10 +858,16 @@ def _drop_few_systems(out: dict[str, np.ndarray], comp: dict[str, np.ndarray]) -
                                 ).astype(object)
 
 
-def measured_level_text(test: str, method: str, level: str) -> str:
+def measured_level_text(test: str, method: str, level: str,
+                        n_systems: int | None = None) -> str:
     """"measured type-I error 0.010-0.015 at nominal 0.05 (30-5,000 stories; ...)" for the
     paper's convention and the calibrated defaults (`storyeval.compare.procedures.PAPER_LEVEL`,
-    ``CALIBRATED_LEVEL``: benchmarks/bench_calibration.py), else ""."""
+    ``CALIBRATED_LEVEL``: benchmarks/bench_calibration.py), else "". With ``n_systems`` below
+    `FEW_SYSTEMS` at the system level, the level measured with that few systems
+    (`few_systems_note`), not the one of larger studies."""
+    if (level == "system" and n_systems is not None and n_systems < FEW_SYSTEMS
+            and test == calibrated_name(level, method)):
+        return few_systems_note(method)
     if test == "paper":
         table = PAPER_LEVEL
     elif test == calibrated_name(level, method):
@@ -972,7 +967,8 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
             "reference": ref_rater,
             "test": dict(options.tests),
             "test_description": {lev: TEST_DESCRIPTIONS[t] for lev, t in options.tests.items()},
-            "measured_level": {lev: measured_level_text(t, method, lev)
+            "measured_level": {lev: measured_level_text(t, method, lev,
+                                                        len(dataset.systems))
                                for lev, t in options.tests.items()},
             "alternative": _one(options.alternative_for, williams_levels),
             "p_value": _one(lambda lev: _p_value_text(options.tests[lev],

@@ -17,7 +17,6 @@ from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from storyeval.exceptions import InputError
 
@@ -42,6 +41,8 @@ def clustered_mean(x: np.ndarray, clusters: np.ndarray, *, confidence: float = 0
         return mean, np.nan, np.nan, np.nan, np.nan
     sums = np.bincount(codes, weights=x - mean, minlength=g)
     se = float(np.sqrt(g / (g - 1) * np.sum(sums ** 2)) / n)
+    from scipy import stats  # on use: `storyeval --help` and the parser need no scipy.stats
+
     zc = float(stats.norm.ppf(0.5 + confidence / 2))
     p = float(2 * stats.t.sf(abs(mean / se), g - 1)) if se > 0 else (1.0 if mean == 0 else 0.0)
     return mean, se, mean - zc * se, mean + zc * se, p

@@ -304,7 +304,7 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str],
             blocks += _figure(figures, stem)
             effect = mr.effect_matrix(result, level, criterion, digits)
             if effect is not None and len(effect):  # the effect sizes beside their p-values
-                blocks.append(Block("table", f"{mr.effect_caption(result, level)}, {criterion}",
+                blocks.append(Block("table", mr.effect_caption(result, level, criterion),
                                     effect))
         blocks += [Block("list", items=tuple(lines))
                    for lines in [mr.comparison_undefined_lines(result, level)] if lines]

@@ -42,13 +42,7 @@ from storyeval.report.tables import FILE_SUFFIX, check_digits, format_table
 if TYPE_CHECKING:
     from storyeval._atomic import OutputFolder
 
-__all__ = ["LEGACY_NOTE", "figure_title", "fitted_limits", "measure_rows", "write_report"]
-
-#: What index.html says about the old file names.
-LEGACY_NOTE = ("williams*.csv: the old names of comparisons*.csv (same content), written up to "
-               "storyeval 0.3 (removed in 0.4); the test that ran is named in each row's "
-               "'test' column")
-
+__all__ = ["figure_title", "fitted_limits", "measure_rows", "write_report"]
 
 def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = True,
                  digits: int = 3, overwrite: bool = False,
@@ -75,10 +69,6 @@ def write_report(result: MetaResult, out_dir: str | Path, *, figures: bool = Tru
     [`render`][storyeval.report.meta_report.render]. ``extra(folder, figure_formats)`` stages further files in the same folder
     (the ``--clusters`` / ``--length`` tables of ``storyeval meta``); ``extra_tables``, titled
     tables, are shown in index.html after the levels (the clusters, the length tables).
-
-    Every ``comparisons*.csv`` is also written under its old name ``williams*.csv`` for one
-    release (`LEGACY_NOTE`): the tests are named in each row's ``test`` column and are Williams'
-    t only under ``--test paper`` / ``williams``.
 
     ``figure_workers`` (`storyeval.report.figures.FigureWorkers`) draws the heatmaps in
     worker processes while the tables are written; by default they are drawn here.
@@ -137,9 +127,6 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
 
     def save(name: str, text: str) -> None:
         folder.write_text(name, text)
-        if name.startswith("comparisons") and name.endswith(".csv"):
-            # the old file names (williams*.csv), kept for one release (LEGACY_NOTE)
-            folder.write_text("williams" + name[len("comparisons"):], text)
 
     def draw(grid: pd.DataFrame, stem: str, **kwargs) -> None:
         kwargs["title"] = figure_title(kwargs["title"])
@@ -228,7 +215,7 @@ def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], N
         effect = effect_matrix(result, level, criterion, digits)
         if effect is not None:
             _save_grid(save, f"{stem}_effect", effect,
-                       f"{effect_caption(result, level)}, {criterion}", digits)
+                       effect_caption(result, level, criterion), digits)
         if draw is not None and len(matrix) <= meta_report.MATRIX_FIGURE_MAX:
             # as in the reference grid: * where the second measure had the larger |r|
             swapped = result.comparison_matrix(level, criterion, column="swapped")

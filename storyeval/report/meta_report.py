@@ -10,6 +10,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
@@ -59,6 +60,9 @@ def level_caption(result: MetaResult, level: str) -> str:
         what = f"{s['n_stories']} stories pooled"
     elif level == "system":
         what = f"means of {count(s['n_systems'], 'system')}"
+    elif level == "within":
+        what = (f"within each of {count(s['n_systems'], 'system')} across its stories, averaged "
+                "over systems")
     else:
         what = (f"within each prompt across {count(s['n_systems'], 'system')}, averaged over "
                 "prompts")
@@ -93,10 +97,28 @@ def comparison_caption(result: MetaResult, level: str, criterion: str | None = N
             else f"{label} p (not adjusted)")
     text = (f"{what} ({_per_level(w['p_value'], level)}, "
             f"{family_text(result, level, criterion)}), {w['comparison']}, {level} level")
-    if criterion is None:
-        return text
-    return (f"{text}, {criterion}; cell (row, column): row measure tested against column "
-            "measure, each pair once (upper triangle; lower triangle and diagonal blank)")
+    if criterion is not None:
+        text += (f", {criterion}; cell (row, column): row measure tested against column "
+                 "measure, each pair once (upper triangle; lower triangle and diagonal blank)")
+    return text + "".join(_row_notes(result, level, criterion))
+
+
+def _row_notes(result: MetaResult, level: str, criterion: str | None,
+               mark: bool = False) -> list[str]:
+    """The validity notes of a level's comparison rows (e.g. few systems), for every caption
+    the rows appear under, and with ``mark`` the legend of the disagreement mark (the cells of
+    the effect tables carry it)."""
+    rows = result.comparisons
+    if rows.empty or "level" not in rows:
+        return []
+    rows = result.comparison_rows(level, criterion)
+    out = [f"; note: {note}"
+           for note in dict.fromkeys(rows.get("note", pd.Series(dtype=object)).fillna(""))
+           if note]
+    if mark and disagreeing_rows(rows).any():
+        out.append(f"; {DISAGREE_MARK}: the interval (per comparison, not adjusted) and the "
+                   "adjusted p disagree at 0.05")
+    return out
 
 
 def family_text(result: MetaResult, level: str | None = None,
@@ -374,7 +396,7 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
         parts.append(_titled(caption, _journal(matrix).reset_index(), fmt, digits))
         effect = effect_matrix(result, level, criterion, digits)
         if effect is not None:
-            parts.append(_titled(f"{effect_caption(result, level)}, {criterion}",
+            parts.append(_titled(effect_caption(result, level, criterion),
                                  effect.reset_index(), fmt, digits))
         if "perm_p_adjusted" in result.comparisons.columns:
             perm = result.comparison_matrix(level, criterion, column="perm_p_adjusted")
@@ -388,7 +410,9 @@ def _journal(grid: pd.DataFrame) -> pd.DataFrame:
     "< 0.001", three significant digits), for reading; the CSV files keep full precision."""
     from storyeval.report.present import p_text
 
-    out = grid.map(p_text).astype(object)
+    values = grid.to_numpy(dtype=float)  # cell by cell on one array (DataFrame.map goes by
+    text = np.array([p_text(v) for v in values.ravel()], dtype=object)  # column: slow)
+    out = pd.DataFrame(text.reshape(values.shape), index=grid.index, columns=grid.columns)
     out.attrs = dict(grid.attrs)
     return out
 
@@ -419,8 +443,9 @@ def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
     return table
 
 
-def effect_caption(result: MetaResult, level: str) -> str:
-    """What an effect-size table holds."""
+def effect_caption(result: MetaResult, level: str, criterion: str | None = None) -> str:
+    """What an effect-size table holds (of one ``criterion`` when given), with the rows'
+    validity notes and the legend of the disagreement mark."""
     will = result.comparisons
     rows = will[will["level"] == level]
     method = rows["ci_method"].iloc[0] if "ci_method" in rows and len(rows) else ""
@@ -431,11 +456,32 @@ def effect_caption(result: MetaResult, level: str) -> str:
     return (f"difference of correlations with the human criterion, delta = {delta} "
             f"[{cl:.0%} CI, per comparison (not adjusted for multiplicity): {method}], "
             f"{result.settings['comparisons']['comparison']}, "
-            f"{level} level")
+            f"{level} level" + (f", {criterion}" if criterion is not None else "")
+            + "".join(_row_notes(result, level, criterion, mark=True)))
+
+
+DISAGREE_MARK = "\u2020"  # dagger
 
 
 def _delta_cells(rows: pd.DataFrame, digits: int) -> list[str]:
-    return _interval_cells(rows["delta"], rows["ci_low"], rows["ci_high"], digits)
+    cells = _interval_cells(rows["delta"], rows["ci_low"], rows["ci_high"], digits)
+    marked = disagreeing_rows(rows)
+    return [f"{c} {DISAGREE_MARK}" if m and c else c for c, m in zip(cells, marked)]
+
+
+def disagreeing_rows(rows: pd.DataFrame) -> np.ndarray:
+    """Rows whose interval excludes 0 while the printed (adjusted) p is not below 0.05, or the
+    reverse: the interval is per comparison (unadjusted), and for some tests (the paper's
+    Williams t) another procedure's, so the row says which level each refers to."""
+    if "ci_low" not in rows or rows.empty:
+        return np.zeros(len(rows), dtype=bool)
+    p = rows["p_adjusted"] if "p_adjusted" in rows else rows.get("p")
+    if p is None:
+        return np.zeros(len(rows), dtype=bool)
+    p = p.to_numpy(dtype=float)
+    low, high = rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float)
+    defined = np.isfinite(p) & np.isfinite(low) & np.isfinite(high)
+    return defined & (((low > 0) | (high < 0)) != (p < SIGNIFICANCE))
 
 
 def effect_grid(result: MetaResult, level: str, digits: int = 3) -> pd.DataFrame | None:
@@ -461,12 +507,13 @@ def effect_matrix(result: MetaResult, level: str, criterion: str,
     if "delta" not in will.columns or will.empty:
         return None
     matrix = result.comparison_matrix(level, criterion)
-    rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
+    rows = result.comparison_rows(level, criterion)
     key_a, key_b = result._pair_keys()
-    where = {k: i for i, k in enumerate(matrix.attrs["ids"])}
-    text = pd.DataFrame("", index=matrix.index, columns=matrix.columns, dtype=object)
-    for a, b, cell in zip(rows[key_a], rows[key_b], _delta_cells(rows, digits)):
-        text.iloc[where[a], where[b]] = cell
+    where = pd.Index(matrix.attrs["ids"])
+    cells = np.full(matrix.shape, "", dtype=object)
+    cells[where.get_indexer(rows[key_a]), where.get_indexer(rows[key_b])] = np.asarray(
+        _delta_cells(rows, digits), dtype=object)
+    text = pd.DataFrame(cells, index=matrix.index, columns=matrix.columns)
     text.attrs["ids"] = matrix.attrs["ids"]
     return text
 
@@ -643,29 +690,4 @@ def _slugs(criteria: list[str]) -> dict[str, str]:
         slugs[criterion] = slug
     return slugs
 
-
-_RENAMED = {"williams_caption": "comparison_caption",
-            "williams_undefined_lines": "comparison_undefined_lines"}
-
-
-def __getattr__(name: str):
-    # write_report and its figure helpers live in storyeval.report.meta_files (which imports
-    # this module and storyeval.report.html_report); the old path works for one release.
-    if name in _RENAMED:  # old names of the caption helpers (one release)
-        import warnings
-
-        from storyeval._moved import REMOVED_IN
-
-        warnings.warn(f"storyeval.report.meta_report.{name} is now {_RENAMED[name]}; the old "
-                      f"name will be removed in storyeval {REMOVED_IN}", DeprecationWarning,
-                      stacklevel=2)
-        return globals()[_RENAMED[name]]
-    if name in ("write_report", "figure_title", "fitted_limits", "_save_grid"):
-        import importlib
-        import warnings
-
-        warnings.warn(f"storyeval.report.meta_report.{name} moved to "
-                      f"storyeval.report.meta_files.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module("storyeval.report.meta_files"), name)
-    raise AttributeError(f"module 'storyeval.report.meta_report' has no attribute {name!r}")
 

@@ -114,17 +114,20 @@ def _json_value(value: object) -> object:
 
 def _display_cells(frame: pd.DataFrame, digits: int) -> list[list[str]]:
     columns = []
-    for col in frame.columns:
-        series = frame[col]
-        if is_p_column(col) and (pd.api.types.is_numeric_dtype(series)
-                                 or series.dtype == object):
-            columns.append([p_text(v) for v in series])
-        elif pd.api.types.is_float_dtype(series):
-            columns.append(["" if pd.isna(v) else fixed(v, digits) for v in series])
+    # one object array for the whole table: taking columns one by one from a wide table of
+    # objects, or iterating an Arrow-backed string column, costs ~1 ms a column
+    table = frame.to_numpy(dtype=object)
+    for k, dtype in enumerate(frame.dtypes):
+        values = table[:, k]
+        if is_p_column(frame.columns[k]) and (pd.api.types.is_numeric_dtype(dtype)
+                                              or dtype == object):
+            columns.append([p_text(v) for v in values])
+        elif pd.api.types.is_float_dtype(dtype):
+            columns.append(["" if pd.isna(v) else fixed(v, digits) for v in values])
         else:
             columns.append(["" if (v is None or v is pd.NA or (isinstance(v, float) and
                                                                  math.isnan(v))) else str(v)
-                            for v in series])
+                            for v in values])
     return [list(row) for row in zip(*columns)] if columns else []
 
 

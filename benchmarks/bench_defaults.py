@@ -1,0 +1,219 @@
+"""The default path, timed: this checkout beside the previous release's code and the peers, each
+workload in fresh processes (docs page "Scale", section "The default path").
+
+Workloads (the commands a user runs with the defaults):
+
+* ``own-small``: ``storyeval meta --data R --scores S --metrics all --reference all`` on
+  synthetic data of 10 systems x 20 prompts (200 stories), 6 Likert-mean criteria and 36
+  measures, all pairs; timed twice: the first run after install (numba's cache empty:
+  ``NUMBA_CACHE_DIR`` a new folder) and a second run.
+* ``hanna``: ``storyeval meta --metrics all`` on the embedded HANNA data.
+* ``scale``: the same ``meta`` on 10^5 stories (100 systems x 1,000 prompts) x 36 measures and
+  one criterion, beside its peer: a loop of ``scipy.stats.kendalltau`` over the same (criterion,
+  measure) pairs at the overall and system levels (the correlations alone, no tests).
+
+The previous release's code is extracted from git (``--previous``, default the newest commit
+made on or before the day of the newest other release in CHANGELOG.md) into a temporary
+folder and
+run with ``PYTHONPATH`` pointing there, with the same venv. Every number is the median wall time
+of ``--repeat`` fresh processes (user CPU beside it), with the 1-minute load average during the
+run: on a shared machine, compare the columns of one run, not runs of different days.
+
+Run: ``python benchmarks/bench_defaults.py [--workloads own-small,hanna,scale] [--repeat 3]
+[--markdown FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_calibration import write_page  # noqa: E402
+
+MARKER = "defaults"
+WORKLOADS = ("own-small", "hanna", "scale")
+
+
+def make_data(folder: Path, systems: int, prompts: int, measures: int, criteria: int,
+              seed: int = 11) -> tuple[Path, Path]:
+    """Long ratings (3 annotators, 1-5) and long scores of a synthetic study, names the code
+    has never seen."""
+    rng = np.random.default_rng(seed)
+    names = [f"writer-{k:03d}" for k in range(systems)]
+    q = rng.normal(size=(systems, prompts)) + np.linspace(-1, 1, systems)[:, None]
+    sys_idx, prompt_idx = np.meshgrid(np.arange(systems), np.arange(prompts), indexing="ij")
+    base = {"system": np.repeat(np.array(names, dtype=object)[sys_idx.ravel()], 1),
+            "prompt_id": prompt_idx.ravel()}
+    parts = []
+    for c in range(criteria):
+        for a in range(3):
+            value = np.clip(np.rint(3 + q + rng.normal(0, 1.2, q.shape)), 1, 5).ravel()
+            parts.append(pd.DataFrame({**base, "criterion": f"Aspect {c + 1}",
+                                       "annotator": f"rater-{a}", "value": value}))
+    ratings = folder / f"ratings_{systems}x{prompts}.csv"
+    pd.concat(parts).to_csv(ratings, index=False)
+    scores = []
+    for m in range(measures):
+        value = (rng.uniform(0, 1) * q + rng.normal(size=q.shape)).ravel()
+        scores.append(pd.DataFrame({**base, "measure": f"score-{m:02d}", "value": value}))
+    score_file = folder / f"scores_{systems}x{prompts}.csv"
+    pd.concat(scores).to_csv(score_file, index=False)
+    return ratings, score_file
+
+
+SCIPY_LOOP = textwrap.dedent("""
+    import sys, warnings
+    import pandas as pd
+    from scipy import stats
+    ratings, scores = pd.read_csv(sys.argv[1]), pd.read_csv(sys.argv[2])
+    h = ratings.groupby(["system", "prompt_id", "criterion"])["value"].mean().unstack()
+    m = scores.pivot_table(index=["system", "prompt_id"], columns="measure", values="value")
+    data = h.join(m)
+    means = data.groupby(level="system").mean()
+    warnings.simplefilter("ignore")
+    for frame in (data, means):
+        for c in h.columns:
+            for k in m.columns:
+                stats.kendalltau(frame[c], frame[k])
+""")
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds and user+system CPU seconds of one fresh process (it must succeed)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def extract(rev: str, folder: Path) -> Path:
+    """The package of ``rev`` in ``folder`` (git archive), for PYTHONPATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", rev, "storyeval"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def last_release() -> str:
+    """The previous release's code: the newest commit dated on or before the day of the newest
+    release in CHANGELOG.md that is not the version being prepared (``## [X] - DATE``)."""
+    import re
+
+    version = re.search(r'"(.+)"', (ROOT / "storyeval" / "_version.py").read_text()).group(1)
+    for name, day in re.findall(r"^## \[([^\]]+)\] - (\d{4}-\d{2}-\d{2})",
+                                (ROOT / "CHANGELOG.md").read_text(), flags=re.M):
+        if name != version:
+            log = subprocess.run(["git", "log", "-1", "--format=%H",
+                                  f"--before={day} 23:59:59 +0000"], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout.split()
+            if log:
+                return log[0]
+    return "HEAD"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--previous", help="git revision of the previous release")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--markdown")
+    parser.add_argument("--page", help=f"put the table into this docs page, between its "
+                                       f"<!-- {MARKER}:start/end --> markers")
+    args = parser.parse_args(argv)
+    previous = args.previous or last_release()
+    work = Path(tempfile.mkdtemp(prefix="bench_defaults_"))
+    try:
+        old = extract(previous, work / "previous")
+        name = subprocess.run(["git", "rev-parse", "--short", previous], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        versions = {"this checkout": ROOT, f"previous release ({name})": old}
+        rows = []
+        loads = []
+        base_env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "MPLBACKEND": "Agg"}
+        for workload in args.workloads.split(","):
+            if workload == "own-small":
+                data = make_data(work, 10, 20, 36, 6)
+                meta = ["meta", "--data", str(data[0]), "--scores", str(data[1]),
+                        "--metrics", "all", "--reference", "all"]
+                cases = [("first run (numba cache empty)", meta, True),
+                         ("second run", meta, False)]
+            elif workload == "hanna":
+                cases = [("meta --metrics all", ["meta", "--metrics", "all"], False)]
+            elif workload == "scale":
+                data = make_data(work, 100, 1000, 36, 1)
+                cases = [("10^5 stories x 36 measures", [
+                    "meta", "--data", str(data[0]), "--scores", str(data[1]),
+                    "--metrics", "all"], False)]
+            else:
+                raise SystemExit(f"unknown workload {workload!r}; use {WORKLOADS}")
+            for label, command, cold in cases:
+                for version, path in versions.items():
+                    walls, cpus = [], []
+                    for _ in range(args.repeat):
+                        env = {**base_env, "PYTHONPATH": str(path)}
+                        cache = Path(tempfile.mkdtemp(dir=work))
+                        if cold:  # a first run: nothing compiled yet
+                            env["NUMBA_CACHE_DIR"] = str(cache)
+                        wall, cpu = run([sys.executable, "-m", "storyeval", *command], env,
+                                        work)
+                        walls.append(wall)
+                        cpus.append(cpu)
+                        loads.append(os.getloadavg()[0])
+                        shutil.rmtree(cache, ignore_errors=True)
+                    rows.append((workload, label, version, statistics.median(walls),
+                                 statistics.median(cpus)))
+                    print(rows[-1], flush=True)
+                if workload == "scale":
+                    walls, cpus = [], []
+                    for _ in range(args.repeat):
+                        script = work / "scipy_loop.py"
+                        script.write_text(SCIPY_LOOP)
+                        wall, cpu = run([sys.executable, str(script), str(data[0]),
+                                         str(data[1])], base_env, work)
+                        walls.append(wall)
+                        cpus.append(cpu)
+                    rows.append((workload, label, "peer: scipy.stats.kendalltau loop",
+                                 statistics.median(walls), statistics.median(cpus)))
+                    print(rows[-1], flush=True)
+        table = ["| workload | case | code | wall (s, median) | CPU (s, median) |",
+                 "| --- | --- | --- | --- | --- |"]
+        table += [f"| {w} | {c} | {v} | {wall:.2f} | {cpu:.2f} |"
+                  for w, c, v, wall, cpu in rows]
+        table.append("")
+        table.append(f"{args.repeat} fresh processes per cell; 1-minute load during the runs "
+                     f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores.")
+        text = "\n".join(table) + "\n"
+        print(text)
+        if args.markdown:
+            Path(args.markdown).write_text(text)
+        if args.page:
+            write_page(args.page, text, (f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

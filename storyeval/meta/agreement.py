@@ -1,5 +1,0 @@
-"""Deprecated path: this module moved to `storyeval.agreement.coefficients` (release 0.2)."""
-
-from storyeval._moved import forward
-
-__getattr__ = forward(__name__, "storyeval.agreement.coefficients")

@@ -1,5 +1,0 @@
-"""Deprecated path: this module moved to `storyeval.correlation.ties` (release 0.2)."""
-
-from storyeval._moved import forward
-
-__getattr__ = forward(__name__, "storyeval.correlation.ties")

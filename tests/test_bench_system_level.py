@@ -1,0 +1,56 @@
+"""benchmarks/bench_system_level.py and bench_defaults.py: the edge cells' data are what their
+docs say (only-pearson keeps the systems' expected order), a tiny run fills its page markers
+with no disagreement between p and interval, and the defaults benchmark finds the previous
+release in the changelog and writes data with the stated shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _bench import load_bench
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from load_bench("bench_system_level")
+
+
+@pytest.fixture(scope="module")
+def defaults():
+    yield from load_bench("bench_defaults")
+
+
+def test_only_pearson_keeps_the_order_of_expected_scores(bench):
+    # E[b | s] = q_s + offset(q_s) is increasing in q_s (the order of E[a | s] = q_s: equal
+    # tau-b) but not linear in it (unequal Pearson)
+    q = np.linspace(-1, 1, 41)
+    expected_b = q + bench.only_pearson_offset(q)
+    assert np.all(np.diff(expected_b) > 0)
+    assert abs(np.corrcoef(q, expected_b)[0, 1]) < 0.999
+    rng = np.random.default_rng(0)
+    h, m = bench.simulate("only-pearson", 50, 5, rng)
+    assert h.shape == (50, 5, bench.PROMPTS) and m.shape == (50, 5, bench.PROMPTS, 2)
+
+
+def test_tiny_run_fills_the_page(bench, tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("before\n<!-- system-edges:start -->\nold\n<!-- system-edges:end -->\nafter\n")
+    assert bench.main(["--reps", "20", "--sizes", "4", "--dgps", "exchangeable,only-pearson",
+                       "--methods", "kendall_b", "--page", str(page)]) == 0
+    text = page.read_text()
+    assert "old" not in text and "only-pearson | 4 | tau-b" in text
+    rows = [line for line in text.splitlines() if line.startswith(("| exch", "| only"))]
+    assert all("| 0 | 0 of 20 |" in line for line in rows), rows  # no delta-0 rejection, agree
+
+
+def test_defaults_previous_release_and_data(defaults, tmp_path):
+    rev = defaults.last_release()
+    assert len(rev) == 40 or rev == "HEAD"
+    ratings, scores = defaults.make_data(tmp_path, 3, 4, 2, 2)
+    r, s = pd.read_csv(ratings), pd.read_csv(scores)
+    assert len(r) == 3 * 4 * 2 * 3 and set(r["criterion"]) == {"Aspect 1", "Aspect 2"}
+    assert len(s) == 3 * 4 * 2 and s["system"].nunique() == 3
+    assert Path(ratings).name == "ratings_3x4.csv"
