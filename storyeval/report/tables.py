@@ -120,7 +120,7 @@ def _display_cells(frame: pd.DataFrame, digits: int) -> list[list[str]]:
     for k, dtype in enumerate(frame.dtypes):
         values = table[:, k]
         if is_p_column(frame.columns[k]) and (pd.api.types.is_numeric_dtype(dtype)
-                                              or dtype == object):
+                                              or pd.api.types.is_object_dtype(dtype)):
             columns.append([p_text(v) for v in values])
         elif pd.api.types.is_float_dtype(dtype):
             columns.append(["" if pd.isna(v) else fixed(v, digits) for v in values])
