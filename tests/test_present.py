@@ -139,11 +139,13 @@ def _html_p_cells(page: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
+    """humans.csv and judges.csv: two judges agreeing with the humans on 85% and 60% of pairs."""
     folder = tmp_path_factory.mktemp("present")
     human = _verdicts("human", 1.0, None, 1)
-    judges = pd.concat([_verdicts("good", 0.85, human, 2), _verdicts("fair", 0.6, human, 3)])
-    human.to_csv(folder / "humans.csv", index=False)
-    judges.to_csv(folder / "judges.csv", index=False)
+    judges = [_verdicts(name, share, human, seed)
+              for name, share, seed in (("good", 0.85, 2), ("fair", 0.6, 3))]
+    for name, frame in (("humans", human), ("judges", pd.concat(judges))):
+        frame.to_csv(folder / f"{name}.csv", index=False)
     return folder
 
 
