@@ -1,6 +1,7 @@
 """Significance clusters (storyeval.compare.clusters): the WMT rank-assignment rule."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
