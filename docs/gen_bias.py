@@ -16,17 +16,15 @@ dates, paths or timings; ``tests/test_docs_bias.py`` regenerates it and compares
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import sys
 import tempfile
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from gen_common import run_cli, shell, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -37,36 +35,10 @@ LLM_SYSTEMS = ("Llama-7b", "Mistral-7b", "Beluga-13b", "OrcaPlatypus-13b", "Llam
                "Platypus2-70b")
 
 
-def run_cli(argv: Sequence[str], cwd: Path | None = None) -> str:
-    from storyeval.cli import main
-
-    buffer = io.StringIO()
-    old = Path.cwd()
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()), \
-                warnings.catch_warnings():
-            warnings.simplefilter("default")  # the command prints its warnings (to stderr)
-            code = main(list(argv))
-    finally:
-        os.chdir(old)
-    if code != 0:
-        raise RuntimeError(f"storyeval {' '.join(argv)} exited with {code}")
-    return buffer.getvalue()
-
-
-def _shown(argv: Sequence[str]) -> str:
-    return " ".join(a if not any(c in a for c in " ,&") else f"'{a}'" for a in argv)
-
-
-def console(argv: Sequence[str], cwd: Path | None = None) -> str:
-    return f"```text\n$ storyeval {_shown(argv)}\n{run_cli(argv, cwd).rstrip()}\n```\n"
-
-
 def markdown(argv: Sequence[str], cwd: Path | None = None) -> str:
     """The command, then its Markdown output (tables render on the page)."""
-    return f"```text\n$ storyeval {_shown(argv)}\n```\n\n{run_cli(argv, cwd).rstrip()}\n"
+    output = run_cli(argv, cwd=cwd, warning_action="default")  # its warnings as in a shell
+    return f"```text\n$ {shell(argv)}\n```\n\n{output.rstrip()}\n"
 
 
 def simulated_rating_run(folder: Path) -> None:
@@ -212,13 +184,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-
-    def write(name: str, text: str) -> None:
-        path = out / f"{name}.md"
-        text = text.rstrip("\n") + "\n"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        written.append(path)
+    write = snippet_writer(out, written)
 
     write("self_preference", self_preference_demo())
     write("ratings_hanna", markdown(["bias", "--metrics", "Beluga-13B 1,Mistral-7B 1",

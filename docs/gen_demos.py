@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -58,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gen_common import md, run_cli, shell, snippet_writer, working_directory
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "demos"
@@ -96,49 +96,16 @@ KEYWORDS_SHOWN = 10
 
 
 # ---------------------------------------------------------------------------------- helpers
-def md(frame: pd.DataFrame, digits: int = 3) -> str:
-    """A Markdown table through storyeval's own formatter."""
-    from storyeval.report.tables import format_table
-
-    return format_table(frame, "md", digits=digits)
-
-
 def ci(value: float, low: float, high: float, digits: int = 3) -> str:
-    """``0.788 [0.693, 0.872]``."""
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    """``0.788 [0.693, 0.872]`` (the interval as storyeval prints one)."""
+    from storyeval.report.present import fixed, interval_text
+
+    return f"{fixed(value, digits)} {interval_text(low, high, digits)}"
 
 
 def minus(text: str) -> str:
     """A typographic minus sign in a formatted number."""
     return text.replace("-", "\u2212")
-
-
-def run_cli(argv: Sequence[str]) -> str:
-    """Run ``storyeval ARGV`` in-process; return its standard output; raise if it fails."""
-    from storyeval.cli import main
-
-    buffer, errors = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
-        code = main(list(argv))
-    if code != 0:
-        raise RuntimeError(f"storyeval {' '.join(argv)} exited with {code}: "
-                           f"{errors.getvalue()[-2000:]}")
-    return buffer.getvalue()
-
-
-def shell(argv: Sequence[str]) -> str:
-    """``storyeval ARGV`` as a shell line."""
-    return " ".join(["storyeval", *argv])
-
-
-@contextlib.contextmanager
-def working_directory(path: Path) -> Iterator[None]:
-    here = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(here)
 
 
 @contextlib.contextmanager
@@ -253,8 +220,8 @@ def run_contamination(steps: int, folder: Path, *, retrain: bool = False) -> dic
         code = compile(contamination_code(steps), f"contamination demo, {steps} steps", "exec")
         with tiny_lm_training(steps, retrain=retrain):
             exec(code, {"__name__": "__demo__"})  # noqa: S102 - our own code, on the page
-        run_cli(LABELLED_ARGS)
-        run_cli(RATE_ARGS)
+        run_cli(LABELLED_ARGS, warning_action=None)
+        run_cli(RATE_ARGS, warning_action=None)
     labelled = json.loads((folder / "out/labelled/summary.json").read_text(encoding="utf-8"))
     rate = json.loads((folder / "out/rate/summary.json").read_text(encoding="utf-8"))
     members = pd.read_csv(folder / "labelled.csv")["member"]
@@ -354,7 +321,7 @@ def contamination(write, folder: Path, *, figures: bool, img_dir: Path,
 def run_explain(args: Sequence[str], folder: Path, *, figures: bool) -> dict:
     argv = list(args) + ([] if figures else ["--projection", "pca"])
     with working_directory(folder):
-        run_cli(argv)
+        run_cli(argv, warning_action=None)
     out = folder / args[args.index("--out") + 1]
     return {
         "out": out,
@@ -493,13 +460,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, *, figures: bool = True,
     if figures:
         img.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-
-    def write(name: str, text: str) -> None:
-        path = out / f"{name}.md"
-        text = text.rstrip("\n") + "\n"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        written.append(path)
+    write = snippet_writer(out, written)
 
     with tempfile.TemporaryDirectory() as tmp, deterministic_torch():
         contamination(write, Path(tmp) / "contamination", figures=figures, img_dir=img,

@@ -16,15 +16,12 @@ robustness`. Each command's output is one Markdown snippet ``docs/generated/gene
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import os
-import shlex
 import sys
 import tempfile
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+
+from gen_common import run_cli, shell, snippet_writer, working_directory
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "generation"
@@ -43,40 +40,6 @@ COMMANDS: dict[str, list[str]] = {
 EXPECTED_EXIT: dict[str, int] = {}
 
 
-def shell(argv: Sequence[str]) -> str:
-    if argv[0] == "head":
-        return " ".join(argv)
-    return "storyeval " + " ".join(shlex.quote(a) for a in argv)
-
-
-def run_cli(name: str, argv: Sequence[str]) -> str:
-    """``storyeval ARGV`` in-process (``head`` reads the file); its standard output."""
-    if argv[0] == "head":
-        return "".join(Path(argv[-1]).read_text(encoding="utf-8").splitlines(True)[
-            :int(argv[2])])
-    from storyeval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(list(argv))
-    if code != EXPECTED_EXIT.get(name, 0):
-        raise RuntimeError(f"`{shell(argv)}` failed with {code}:\n{err.getvalue()[-3000:]}")
-    text = out.getvalue()
-    return text if code == 0 else text + f"(exit code {code})\n"
-
-
-@contextlib.contextmanager
-def working_directory(path: Path) -> Iterator[None]:
-    here = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(here)
-
-
 def write_subset(folder: Path) -> None:
     """subset.csv: the 112 HANNA stories (96 LLM, 16 human) of prompts 0-15."""
     from storyeval.data.hanna import load_hanna_stories
@@ -88,18 +51,16 @@ def write_subset(folder: Path) -> None:
 def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
+    write = snippet_writer(out, written)
     with tempfile.TemporaryDirectory() as tmp, working_directory(Path(tmp)):
         write_subset(Path(tmp))
         for name, argv in COMMANDS.items():
-            output = run_cli(name, argv).rstrip()
+            output = run_cli(argv, expect=EXPECTED_EXIT.get(name, 0)).rstrip()
             text = f"```bash\n{shell(argv)}\n```\n"
             if output:  # `storyeval score` reports on standard error only
                 text += f"\n```text\n{output}\n```\n"
-            path = out / f"{name}.md"
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
-            written.append(path)
+            write(name, text)
     for stale in sorted(out.glob("*.md")):
         if stale not in written:
             stale.unlink()

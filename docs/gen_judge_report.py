@@ -17,11 +17,8 @@ false-pass rate and power, read from ``benchmarks/bench_judge_report.json``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
-import io
 import json
-import os
 import sys
 import tempfile
 import warnings
@@ -30,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gen_common import console, md, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -40,9 +38,7 @@ SHORT = {"replaces the annotators": "replaces"}
 
 
 def _md(frame: pd.DataFrame, digits: int = 3) -> str:
-    from storyeval.report.tables import format_table
-
-    return format_table(frame, "md", digits=digits).rstrip() + "\n"
+    return md(frame, digits).rstrip() + "\n"
 
 
 def hanna_report():
@@ -178,27 +174,12 @@ OWN_DATA_COMMAND = ["judge-report", "--data", "ratings.csv", "--annotator-ids", 
 
 
 def own_data() -> str:
-    from storyeval.cli import main
-
     module = _make_data()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         module.write(folder)
         own_data_judge(module).to_csv(folder / "judge.csv", index=False)
-        buffer = io.StringIO()
-        old = Path.cwd()
-        try:
-            os.chdir(folder)
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()), \
-                    warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                code = main(OWN_DATA_COMMAND)
-        finally:
-            os.chdir(old)
-    if code != 0:
-        raise RuntimeError(f"storyeval {' '.join(OWN_DATA_COMMAND)} exited with {code}")
-    shown = " ".join(a if " " not in a else f"'{a}'" for a in OWN_DATA_COMMAND)
-    return f"```text\n$ storyeval {shown}\n{buffer.getvalue().rstrip()}\n```\n"
+        return console(OWN_DATA_COMMAND, cwd=folder)
 
 
 def generate(out: Path = DEFAULT_OUT) -> list[Path]:
@@ -215,11 +196,10 @@ def generate(out: Path = DEFAULT_OUT) -> list[Path]:
         "runtime": runtime(),
         "own_data": own_data(),
     }
-    paths = []
+    paths: list[Path] = []
+    write = snippet_writer(out, paths)
     for name, text in snippets.items():
-        path = out / f"{name}.md"
-        path.write_text(text, encoding="utf-8")
-        paths.append(path)
+        write(name, text)
     return paths
 
 

@@ -18,17 +18,12 @@ Markdown snippet ``docs/generated/leaderboards/NAME.md``. The benchmark tables
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import os
-import shlex
 import sys
 import tempfile
-import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from gen_common import run_cli, shell, snippet_writer, working_directory
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "leaderboards"
@@ -43,23 +38,6 @@ COMMANDS: dict[str, list[str]] = {
 # paper 001, Appendix A, Overall (rows: Ours, Agents' Room, Dramatron; row beat column)
 OVERALL = ("item,Ours,AgentsRoom,Dramatron\nOurs,0,41,47\nAgentsRoom,15,0,33\n"
            "Dramatron,9,23,0\n")
-
-
-def shell(argv: Sequence[str]) -> str:
-    return "storyeval " + " ".join(shlex.quote(a) for a in argv)
-
-
-def run_cli(argv: Sequence[str]) -> str:
-    from storyeval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(list(argv))
-    if code != 0:
-        raise RuntimeError(f"`{shell(argv)}` failed with {code}:\n{err.getvalue()[-3000:]}")
-    return out.getvalue()
 
 
 def write_data(folder: Path) -> None:
@@ -77,19 +55,13 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(DOCS.parent))
-    written = []
-    here = Path.cwd()
-    with tempfile.TemporaryDirectory() as tmp:
-        os.chdir(tmp)
-        try:
-            write_data(Path(tmp))
-            for name, argv in COMMANDS.items():
-                text = run_cli([*argv, "--format", "md"])
-                path = out / f"{name}.md"
-                path.write_text(f"```console\n$ {shell(argv)}\n```\n\n{text}")
-                written.append(path)
-        finally:
-            os.chdir(here)
+    written: list[Path] = []
+    write = snippet_writer(out, written)
+    with tempfile.TemporaryDirectory() as tmp, working_directory(Path(tmp)):
+        write_data(Path(tmp))
+        for name, argv in COMMANDS.items():
+            text = run_cli([*argv, "--format", "md"])
+            write(name, f"```console\n$ {shell(argv)}\n```\n\n{text}")
     return written
 
 

@@ -23,16 +23,15 @@ import contextlib
 import importlib.util
 import io
 import os
-import shlex
 import sys
 import tempfile
 import time
-import traceback
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from gen_common import CommandFailed, invoke, snippet_writer, working_directory
+from gen_common import shell as common_shell
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "own_data"
@@ -110,66 +109,25 @@ WRAP = 92  # shell lines longer than this are continued with a backslash
 
 
 # ---------------------------------------------------------------------------------- helpers
-class CommandFailed(RuntimeError):
-    """A page command did not do what the page says (exit code, or an expected error that
-    did not happen)."""
-
-
 def shell(argv: Sequence[str]) -> str:
-    """``storyeval ARGV`` as the shell line shown on the page (quoted; wrapped before an
-    option when the option and its values would pass :data:`WRAP` characters)."""
-    units = ["storyeval"]  # the command, then one unit per option with its values
-    for word in argv:
-        if word.startswith("--"):
-            units.append(shlex.quote(word))
-        else:
-            units[-1] += " " + shlex.quote(word)
-    lines, line = [], ""
-    for unit in units:
-        if line and len(line) + 1 + len(unit) > WRAP:
-            lines.append(line + " \\")
-            line = "    " + unit
-        else:
-            line = f"{line} {unit}" if line else unit
-    return "\n".join([*lines, line])
+    """``storyeval ARGV`` as the page shows it, continued before an option past `WRAP`."""
+    return common_shell(argv, wrap=WRAP)
 
 
 def run_cli(argv: Sequence[str], *, expect_error: bool = False) -> tuple[str, str]:
-    """Run ``storyeval ARGV`` in-process; return (stdout, stderr).
+    """Run ``storyeval ARGV`` in-process (`gen_common.invoke`); return (stdout, stderr).
 
-    Raises :class:`CommandFailed` with the command's error output when it fails (or, with
+    Raises `CommandFailed` with the command's error output when it fails (or, with
     ``expect_error``, when it succeeds), including argparse errors such as an option the
     installed storyeval does not have yet.
     """
-    from storyeval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    # warnings as in a fresh process (each shown once), whatever ran before in this one
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings():
-        warnings.simplefilter("default")
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # argparse: unknown option, bad choice
-            code = exc.code if isinstance(exc.code, int) else 2
-        except Exception:  # noqa: BLE001 - a crash is reported with the command
-            code = "a crash"
-            err.write(traceback.format_exc())
-    failed = code != 0
+    run = invoke(argv)  # warnings as in a fresh process (each shown once)
+    failed = run.code != 0
     if failed != expect_error:
-        what = (f"failed with {code}" if failed else "succeeded but the page shows its error")
-        raise CommandFailed(f"`{shell(argv)}` {what}:\n{err.getvalue()[-3000:]}")
-    return out.getvalue(), err.getvalue()
-
-
-@contextlib.contextmanager
-def working_directory(path: Path) -> Iterator[None]:
-    here = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(here)
+        what = (f"failed with {run.code}" if failed else "succeeded but the page shows its "
+                "error")
+        raise CommandFailed(f"`{shell(argv)}` {what}:\n{run.err[-3000:]}")
+    return run.out, run.err
 
 
 def run_python(code: str, name: str) -> str:
@@ -191,9 +149,16 @@ def command_snippet(argv: Sequence[str], output: str) -> str:
 def williams_excerpt(output: str) -> str:
     """The comparison-test header lines and the comparison matrices of a meta output."""
     lines = output.splitlines()
-    keep = [line for line in lines
-            if line.startswith(("# comparison tests", "# Williams tests", "# effect size"))
-            or (line.startswith("# ") and ": test '" in line)]
+    keep, kept = [], False
+    for line in lines:
+        if line.startswith("#   "):  # the continuation of a wrapped header line
+            if kept:
+                keep.append(line)
+            continue
+        kept = (line.startswith(("# comparison tests", "# Williams tests", "# effect size"))
+                or (line.startswith("# ") and ": test '" in line))
+        if kept:
+            keep.append(line)
     start = next(i for i, line in enumerate(lines)
                  if not line.startswith("#") and "-adjusted" in line and " p (" in line)
     return "\n".join([*keep, "...", *lines[start:]])
@@ -286,25 +251,21 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     written: list[Path] = []
     failures: list[str] = []
 
-    def write(name: str, text: str, tmp: str) -> None:
-        text = text.rstrip("\n") + "\n"
-        if tmp in text or Path(tmp).resolve().as_posix() in text:
-            raise CommandFailed(f"snippet {name} holds the temporary folder's path")
-        path = out / f"{name}.md"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        written.append(path)
-
     with tempfile.TemporaryDirectory() as tmp:
+        def no_paths(name: str, text: str) -> None:
+            if tmp in text or Path(tmp).resolve().as_posix() in text:
+                raise CommandFailed(f"snippet {name} holds the temporary folder's path")
+
+        write = snippet_writer(out, written, check=no_paths)
         folder = Path(tmp) / "data"
         load_make_data().write(folder)
         with working_directory(folder):
-            write("data", data_snippet(folder), tmp)
+            write("data", data_snippet(folder))
             run_python(RERUN_CODE, "mine-rerun")
-            write("rerun_code", block(RERUN_CODE, "python"), tmp)
+            write("rerun_code", block(RERUN_CODE, "python"))
             run_python(PREFERENCES_CODE, "preferences")
             write("preferences_code", block(PREFERENCES_CODE, "python") + "\n"
-                  + block(f"==> prefs.csv <==\n{head(folder / 'prefs.csv', 4)}"), tmp)
+                  + block(f"==> prefs.csv <==\n{head(folder / 'prefs.csv', 4)}"))
             for name, argv in COMMANDS.items():
                 try:
                     stdout, stderr = run_cli(argv, expect_error=name in EXPECTED_ERRORS)
@@ -315,14 +276,14 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
                     stdout + (f"\n{stderr.strip()}" if stderr.strip() else ""))
                 if name == "meta_family":
                     shown = williams_excerpt(stdout)
-                write(name, command_snippet(argv, shown), tmp)
+                write(name, command_snippet(argv, shown))
             try:
                 check_wide_equals_long(folder)
             except CommandFailed as exc:
                 failures.append(str(exc))
-            write("baseline_modes", baseline_modes_table(folder), tmp)
+            write("baseline_modes", baseline_modes_table(folder))
             printed = run_python(PYTHON_CODE, "own-data.md")
-            write("python", block(PYTHON_CODE, "python") + "\n" + block(printed), tmp)
+            write("python", block(PYTHON_CODE, "python") + "\n" + block(printed))
     if failures:
         raise CommandFailed(f"{len(failures)} of the page's steps failed; their snippets were "
                             "not written:\n\n" + "\n\n".join(failures))

@@ -19,8 +19,6 @@ that they exist but does not compare their bytes (they depend on the matplotlib 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import math
 import os
 import re
@@ -32,12 +30,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gen_common import console, invoke, md, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated"
 FIGURES = ("kendall_overall", "kendall_system", "williams_overall", "williams_system")
 #: Lines of `storyeval meta --metrics all` shown on the quickstart page.
-QUICKSTART_LINES = 24
+QUICKSTART_LINES = 36
 TUTORIAL_PAGE = "tutorial-own-metric.md"
 
 # The paper's published figures: Chhun, Suchanek, Clavel (TACL 2024), Section 5 "ASE1"
@@ -56,13 +55,6 @@ LLM_RATERS = ("Beluga-13B 1", "Llama-13B 1", "Mistral-7B 1", "ChatGPT 1")
 
 
 # ---------------------------------------------------------------------------------- helpers
-def md(frame: pd.DataFrame, digits: int = 3) -> str:
-    """A Markdown table through storyeval's own formatter."""
-    from storyeval.report.tables import format_table
-
-    return format_table(frame, "md", digits=digits)
-
-
 def fmt(value: float, digits: int = 3) -> str:
     """``value`` at ``digits`` decimals; NaN as an empty cell."""
     return "" if math.isnan(value) else f"{value:.{digits}f}"
@@ -93,25 +85,11 @@ def comparison(rows: Sequence[tuple[str, float, float]], *, digits: int = 3) -> 
     return md(frame)
 
 
-def run_cli(argv: Sequence[str]) -> tuple[int, str]:
-    """Run ``storyeval ARGV`` in-process; return the exit code and standard output."""
-    from storyeval.cli import main
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
-        code = main(list(argv))
-    return code, buffer.getvalue()
-
-
-def console(command: str, output: str) -> str:
-    """A shell transcript block."""
-    return f"```text\n$ {command}\n{output.rstrip()}\n```\n"
-
-
 # ------------------------------------------------------------------------------- the pages
 def quickstart(write: Callable[[str, str], None]) -> None:
     """The README's main command and the beginning of its real output."""
-    code, out = run_cli(["meta", "--metrics", "all"])
+    run = invoke(["meta", "--metrics", "all"], warning_action=None)
+    code, out = run.code, run.out
     if code != 0:
         raise RuntimeError(f"storyeval meta --metrics all exited with {code}")
     lines = out.rstrip("\n").split("\n")
@@ -243,7 +221,7 @@ def williams(write, result, figure) -> None:
         title = (f"{w['adjustment'].upper()}-adjusted Williams p, {w['reference']} vs each "
                  f"measure, {level} level")  # the full caption is under the figure
         figure(f"williams_{level}", grid, title=title,
-               cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p")
+               pvalues=True, colorbar_label="adjusted p (steps; break at 0.05)")
     chatgpt = result.comparison_grid("overall").loc["ChatGPT 1"]
     system = result.comparison_grid("system")
     write("compare_williams", comparison([
@@ -260,16 +238,16 @@ def user_study(write) -> None:
     from storyeval.reproduction.user_study import user_study_table
 
     tab = user_study_table()
-    shown = tab[tab["paper_ac1"].notna()]
+    shown = tab[tab["paper_gwet_ac1"].notna()]
     ac1 = pd.DataFrame({
         "error category": shown["display_name"],
-        "paper AC1": shown["paper_ac1"].map(lambda v: f"{v:.2f}"),
-        "storyeval AC1": shown["ac1"],
-        "difference": [signed(o - p) for o, p in zip(shown["ac1"], shown["paper_ac1"])],
+        "paper AC1": shown["paper_gwet_ac1"].map(lambda v: f"{v:.2f}"),
+        "storyeval AC1": shown["gwet_ac1"],
+        "difference": [signed(o - p) for o, p in zip(shown["gwet_ac1"], shown["paper_gwet_ac1"])],
         "95% CI": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(shown["ci_low"],
                                                             shown["ci_high"])],
-        "agrees at 2 decimals": [agrees(o, p) for o, p in zip(shown["ac1"],
-                                                              shown["paper_ac1"])],
+        "agrees at 2 decimals": [agrees(o, p) for o, p in zip(shown["gwet_ac1"],
+                                                              shown["paper_gwet_ac1"])],
     })
     write("user_study_ac1", md(ac1))
     rates = pd.DataFrame({
@@ -282,10 +260,10 @@ def user_study(write) -> None:
             lambda v: f"{100 * v:.0f}%"),
     })
     write("user_study_rates", md(rates))
-    other = tab[tab["paper_ac1"].isna()]
+    other = tab[tab["paper_gwet_ac1"].isna()]
     write("user_study_other", md(pd.DataFrame({
         "error category": other["display_name"], "label column": other["label_column"],
-        "share of labels": other["error_rate"], "AC1": other["ac1"],
+        "share of labels": other["error_rate"], "AC1": other["gwet_ac1"],
         "percent agreement": other["percent_agreement"]})))
 
 
@@ -355,7 +333,8 @@ def tutorial(write) -> None:
         head = "\n".join(path.read_text(encoding="utf-8").split("\n")[:4])
         args = ["meta", "--scores", str(path), "--metrics", "type-token ratio,Beluga-13B 1",
                 "--include-human-stories", "--levels", "overall"]
-        code, out = run_cli(args)
+        run = invoke(args, warning_action=None)
+        code, out = run.code, run.out
     if code != 0:
         raise RuntimeError(f"storyeval {' '.join(args)} exited with {code}")
     write("tutorial_csv", console("head -4 my_scores.csv", head))
@@ -454,13 +433,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, *, figures: bool = True) -> list
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-
-    def write(name: str, text: str) -> None:
-        path = out / f"{name}.md"
-        text = text.rstrip("\n") + "\n"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        written.append(path)
+    write = snippet_writer(out, written)
 
     def figure(name: str, grid: pd.DataFrame, **options) -> None:
         if not figures:

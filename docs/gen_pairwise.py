@@ -19,18 +19,14 @@ regenerates the snippets and compares them with the committed ones.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import os
-import shlex
 import sys
 import tempfile
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gen_common import run_cli, shell, snippet_writer, working_directory
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "pairwise"
@@ -56,34 +52,6 @@ COMMANDS: dict[str, list[str]] = {
     "preferences_only": ["pairwise", "pointwise", "--preferences", "prefs.csv", "--scores",
                          "scores.csv", "--interval", "auto"],
 }
-
-
-def shell(argv: Sequence[str]) -> str:
-    return "storyeval " + " ".join(shlex.quote(a) for a in argv)
-
-
-def run_cli(argv: Sequence[str]) -> str:
-    """``storyeval ARGV`` in-process; its standard output, or an error with its stderr."""
-    from storyeval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(list(argv))
-    if code != 0:
-        raise RuntimeError(f"`{shell(argv)}` failed with {code}:\n{err.getvalue()[-3000:]}")
-    return out.getvalue()
-
-
-@contextlib.contextmanager
-def working_directory(path: Path) -> Iterator[None]:
-    here = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(here)
 
 
 def write_data(folder: Path) -> None:
@@ -138,16 +106,14 @@ def preference_data(n_pairs: int = 300) -> tuple[pd.DataFrame, pd.DataFrame]:
 def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
+    write = snippet_writer(out, written)
     with tempfile.TemporaryDirectory() as tmp:
         write_data(Path(tmp))
         with working_directory(Path(tmp)):
             for name, argv in COMMANDS.items():
-                text = f"```bash\n{shell(argv)}\n```\n\n```text\n{run_cli(argv).rstrip()}\n```\n"
-                path = out / f"{name}.md"
-                if not path.exists() or path.read_text(encoding="utf-8") != text:
-                    path.write_text(text, encoding="utf-8")
-                written.append(path)
+                write(name, f"```bash\n{shell(argv)}\n```\n\n```text\n"
+                            f"{run_cli(argv).rstrip()}\n```\n")
     for stale in sorted(out.glob("*.md")):
         if stale not in written and stale.name not in FOREIGN:
             stale.unlink()

@@ -22,19 +22,15 @@ with the committed ones.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
-import os
-import shlex
 import sys
 import tempfile
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gen_common import run_cli, shell, snippet_writer, working_directory
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "planning"
@@ -76,40 +72,6 @@ COMMANDS: dict[str, list[str]] = {
 }
 #: Commands whose non-zero exit code is the point of the example.
 EXPECTED_EXIT = {"check_damaged": 1}
-
-
-def shell(argv: Sequence[str]) -> str:
-    if argv[0] == "head":
-        return " ".join(argv)
-    return "storyeval " + " ".join(shlex.quote(a) for a in argv)
-
-
-def run_cli(name: str, argv: Sequence[str]) -> str:
-    """``storyeval ARGV`` in-process (``head`` reads the file); its standard output."""
-    if argv[0] == "head":
-        return "".join(Path(argv[-1]).read_text(encoding="utf-8").splitlines(True)[
-            :int(argv[2])])
-    from storyeval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(list(argv))
-    if code != EXPECTED_EXIT.get(name, 0):
-        raise RuntimeError(f"`{shell(argv)}` failed with {code}:\n{err.getvalue()[-3000:]}")
-    text = out.getvalue()
-    return text if code == 0 else text + f"(exit code {code})\n"
-
-
-@contextlib.contextmanager
-def working_directory(path: Path) -> Iterator[None]:
-    here = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(here)
 
 
 def _hanna_wide() -> pd.DataFrame:
@@ -215,23 +177,16 @@ def coverage_table(bench_path: Path = BENCH) -> str:
 def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
+    write = snippet_writer(out, written)
     with tempfile.TemporaryDirectory() as tmp, working_directory(Path(tmp)):
         write_items(Path(tmp))
         for name, argv in COMMANDS.items():
             if name == "check_damaged":
                 fill_plan(Path(tmp))
-            text = (f"```bash\n{shell(argv)}\n```\n\n```text\n"
-                    f"{run_cli(name, argv).rstrip()}\n```\n")
-            path = out / f"{name}.md"
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
-            written.append(path)
-    table = out / "ppi_coverage.md"
-    text = coverage_table()
-    if not table.exists() or table.read_text(encoding="utf-8") != text:
-        table.write_text(text, encoding="utf-8")
-    written.append(table)
+            write(name, f"```bash\n{shell(argv)}\n```\n\n```text\n"
+                        f"{run_cli(argv, expect=EXPECTED_EXIT.get(name, 0)).rstrip()}\n```\n")
+    write("ppi_coverage", coverage_table())
     for stale in sorted(out.glob("*.md")):
         if stale not in written:
             stale.unlink()

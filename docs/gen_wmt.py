@@ -18,8 +18,6 @@ own folder because ``docs/gen_pages.py`` owns the ``*.md`` files directly under
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import sys
 from collections.abc import Sequence
@@ -27,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gen_common import console, md, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -34,28 +33,6 @@ DEFAULT_OUT = DOCS / "generated" / "wmt"
 REFERENCE = ROOT / "tests" / "data" / "mteval_reference.json"
 MEASURES = "BLEU,BERTScore F1,Beluga-13B 1"
 CRITERIA = "Relevance,Coherence"
-
-
-def md(frame: pd.DataFrame, digits: int = 3) -> str:
-    from storyeval.report.tables import format_table
-
-    return format_table(frame, "md", digits=digits)
-
-
-def run_cli(argv: Sequence[str]) -> str:
-    from storyeval.cli import main
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
-        code = main(list(argv))
-    if code != 0:
-        raise RuntimeError(f"storyeval {' '.join(argv)} exited with {code}")
-    return buffer.getvalue()
-
-
-def console(argv: Sequence[str]) -> str:
-    shown = " ".join(a if " " not in a and "," not in a else f"'{a}'" for a in argv)
-    return f"```text\n$ storyeval {shown}\n{run_cli(argv).rstrip()}\n```\n"
 
 
 def _hanna_wide() -> pd.DataFrame:
@@ -185,13 +162,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-
-    def write(name: str, text: str) -> None:
-        path = out / f"{name}.md"
-        text = text.rstrip("\n") + "\n"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        written.append(path)
+    write = snippet_writer(out, written)
 
     base = ["meta", "--metrics", MEASURES, "--criteria", CRITERIA]
     write("acc_eq", console([*base, "--coef", "acc_eq", "--levels", "overall,item,system",

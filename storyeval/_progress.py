@@ -20,6 +20,19 @@ def progress_enabled(show: bool | None = None) -> bool:
     return sys.stderr.isatty()
 
 
+def _tqdm_class():
+    """tqdm's notebook widget (``tqdm.auto``) where ipywidgets is installed, else the plain text
+    bar: without ipywidgets, ``tqdm.auto`` in a notebook warns "IProgress not found" on the
+    first bar."""
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm
+
+
 def progress(
     iterable: Iterable[T],
     *,
@@ -29,8 +42,7 @@ def progress(
     show: bool | None = None,
 ) -> Iterator[T]:
     """Wrap ``iterable`` in a tqdm bar on standard error (see `progress_enabled`)."""
-    from tqdm.auto import tqdm
-
+    tqdm = _tqdm_class()
     return iter(
         tqdm(iterable, total=total, desc=desc, unit=unit, disable=not progress_enabled(show),
              file=sys.stderr, dynamic_ncols=True)
@@ -40,8 +52,7 @@ def progress(
 def progress_bar(*, total: int | None, desc: str | None = None, unit: str = "it",
                  show: bool | None = None):
     """A manual tqdm bar (call ``.update(n)``; use as a context manager)."""
-    from tqdm.auto import tqdm
-
+    tqdm = _tqdm_class()
     return tqdm(total=total, desc=desc, unit=unit, disable=not progress_enabled(show),
                 file=sys.stderr, dynamic_ncols=True)
 

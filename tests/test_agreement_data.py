@@ -171,8 +171,8 @@ def test_gwet_ac1_equals_irrcac(table, ratings, criterion):
     categories = sorted(np.unique(y.to_numpy()[~np.isnan(y.to_numpy())]).tolist())
     ref = raw.CAC(y.reset_index(drop=True), categories=categories, digits=12).gwet()["est"]
     got = row(table, criterion)
-    assert got["ac1"] == pytest.approx(float(ref["coefficient_value"]), abs=1e-10)
-    assert (got["ac1_ci_low"], got["ac1_ci_high"]) == pytest.approx(
+    assert got["gwet_ac1"] == pytest.approx(float(ref["coefficient_value"]), abs=1e-10)
+    assert (got["gwet_ac1_ci_low"], got["gwet_ac1_ci_high"]) == pytest.approx(
         tuple(map(float, ref["confidence_interval"])), abs=1e-10)
 
 
@@ -186,7 +186,7 @@ def test_gwet_ac1_equals_irrcac_on_complete_stories(ratings):
     categories = sorted(np.unique(complete.to_numpy()).tolist())
     ref = raw.CAC(complete.reset_index(drop=True), categories=categories,
                   digits=12).gwet()["est"]
-    assert got["ac1"] == pytest.approx(float(ref["coefficient_value"]), abs=1e-10)
+    assert got["gwet_ac1"] == pytest.approx(float(ref["coefficient_value"]), abs=1e-10)
 
 
 # ----------------------------------------------------------------------------- options
@@ -200,8 +200,8 @@ def test_criteria_exclude_systems_and_level(ratings):
         annotator_agreement(ratings_to_dataset(kept, annotators="ids"),
                             criteria=["Clarity"]).at[0, "alpha_interval"], abs=1e-12)
     full = annotator_agreement(dataset, criteria="Clarity", exclude_systems=["alpha"])
-    assert one.at[0, "ac1_ci_high"] - one.at[0, "ac1_ci_low"] < (
-        full.at[0, "ac1_ci_high"] - full.at[0, "ac1_ci_low"])
+    assert one.at[0, "gwet_ac1_ci_high"] - one.at[0, "gwet_ac1_ci_low"] < (
+        full.at[0, "gwet_ac1_ci_high"] - full.at[0, "gwet_ac1_ci_low"])
     with pytest.raises(InputError, match="unknown criterion 'Joy'"):
         annotator_agreement(dataset, criteria="Joy")
     with pytest.raises(InputError, match="unknown system"):
@@ -225,7 +225,7 @@ def test_criterion_without_annotators_is_a_row_with_reason(ratings):
     table = annotator_agreement(dataset)
     style = row(table, "Style")
     assert style["k"] == 0 and style["n_items"] == 8
-    assert np.isnan(style[["icc2k", "alpha_interval", "fleiss_kappa", "ac1"]].astype(float)).all()
+    assert np.isnan(style[["icc2k", "alpha_interval", "fleiss_kappa", "gwet_ac1"]].astype(float)).all()
     assert "fewer than 2 annotator columns" in style["reason"]
 
 
@@ -234,8 +234,8 @@ def test_undefined_values_have_reasons():
                          "criterion": "Fun", "annotator": ["x", "y"] * 4, "value": 3})
     got = annotator_agreement(ratings_to_dataset(same)).iloc[0]
     assert np.isnan(got[["icc2k", "alpha_interval", "alpha_ordinal", "fleiss_kappa",
-                         "ac1"]].astype(float)).all()
-    for name in ("icc2k:", "alpha_interval:", "alpha_ordinal:", "fleiss_kappa:", "ac1:"):
+                         "gwet_ac1"]].astype(float)).all()
+    for name in ("icc2k:", "alpha_interval:", "alpha_ordinal:", "fleiss_kappa:", "gwet_ac1:"):
         assert name in got["reason"]
     assert "a single rating value observed" in got["reason"]
 
@@ -257,7 +257,7 @@ def test_wide_table_with_annotator_columns(tmp_path, ratings, table):
     dataset = read_dataset(path, id="system=model,prompt_id=item", annotators=["Fun=fun_*"])
     got = annotator_agreement(dataset).iloc[0]
     expected = row(table, "Fun")
-    for col in ("icc2k", "alpha_interval", "alpha_ordinal", "ac1"):
+    for col in ("icc2k", "alpha_interval", "alpha_ordinal", "gwet_ac1"):
         assert got[col] == pytest.approx(expected[col], abs=1e-12)
 
 
@@ -282,10 +282,13 @@ def test_cli_table_with_custom_criteria(capsys, ratings_csv):
     assert lines[0].startswith("ratings: agreement of the human annotators per criterion")
     assert "hanna" not in out.lower() and "User study" not in out
     comments = [line for line in lines if line.startswith("# ")]
-    assert any("Fun" in c and "(ragged)" in c for c in comments)  # the dataset's notes
-    assert any("left out (n_items_omitted" in c for c in comments)  # the ICC policy
+    # notes wider than the terminal's 120 columns continue on lines "#   ..." (issue 53)
+    assert max(len(line) for line in lines) <= 120
+    notes = " ".join(line[2:].strip() for line in comments)
+    assert "Fun" in notes and "(ragged)" in notes  # the dataset's notes
+    assert "left out (n_items_omitted" in notes  # the ICC policy
     body = [line.split()[0] for line in lines if line.split()[:1] in (["Fun"], ["Clarity"])]
-    assert body == ["Fun", "Clarity"]
+    assert body[:2] == ["Fun", "Clarity"]  # (a wide table continues in a block of its own)
     assert any(line.startswith("# undefined for Fun: fleiss_kappa") for line in lines)
 
 

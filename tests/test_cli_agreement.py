@@ -38,11 +38,11 @@ def test_json_output_pinned(capsys):
     assert icc == {"Relevance": 0.325, "Coherence": -0.179, "Empathy": 0.282, "Surprise": 0.139,
                    "Engagement": 0.397, "Complexity": 0.536}
     us = payload["user_study"]
-    assert list(us[0]) == ["category", "error_rate", "error_rate_majority", "ac1",
+    assert list(us[0]) == ["category", "error_rate", "error_rate_majority", "gwet_ac1",
                            "standard_error", "ci_low", "ci_high", "n_explanations"]
     # The paper's AC1 (Chhun et al. 2024): 0.90, 0.97, 0.66, 0.60, 0.81; Incorrectness is not
     # in the paper (no worker flagged it: AC1 = 1).
-    assert {r["category"]: round(r["ac1"], 2) for r in us} == {
+    assert {r["category"]: round(r["gwet_ac1"], 2) for r in us} == {
         "Wrong Guideline": 0.90, "Poor Syntax": 0.97, "Superfluous Text": 0.66,
         "Incorrectness": 1.0, "Unsubstantiated Claims": 0.60, "Incoherence": 0.81}
 
@@ -72,7 +72,7 @@ def test_out_dir_writes_files(capsys, tmp_path):
     assert files == [".storyeval-run.json", "annotators.csv", "index.html",
                      "user_study.csv"]  # + manifest
     text = (tmp_path / "res" / "user_study.csv").read_text()
-    assert text.splitlines()[0].startswith("category,error_rate,error_rate_majority,ac1")
+    assert text.splitlines()[0].startswith("category,error_rate,error_rate_majority,gwet_ac1")
     assert str(tmp_path / "res" / "annotators.csv") in out
 
 
@@ -105,7 +105,7 @@ def test_subprocess_entry_point():
         check=False, capture_output=True, text=True, env=env, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert round(json.loads(proc.stdout)["user_study"][1]["ac1"], 2) == 0.97
+    assert round(json.loads(proc.stdout)["user_study"][1]["gwet_ac1"], 2) == 0.97
     bad = subprocess.run(
         [sys.executable, "-m", "storyeval", "agreement", "--confidence-level", "0"],
         check=False, capture_output=True, text=True, env=env, timeout=120,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -40,8 +41,12 @@ def test_tau23_with_bootstrap_interval_table(capsys):
                  "--resamples", "50"]) == 0
     out = capsys.readouterr().out
     assert "Kendall tau_23 at the optimal tie epsilon" in out
-    assert "percentile intervals from 50 prompt resamples" in out
-    assert "ci_low" in out and "7.6e-05" in out  # epsilon in 3 significant digits
+    notes = re.sub(r"\n#   ", " ", out)  # header lines wrapped at 120 columns, joined
+    assert "percentile intervals from 50 prompt resamples" in notes
+    assert "7.6e-05" in out  # epsilon in 3 significant digits
+    # the interval in the one notation of terminal tables (issue 53), lines within 120 columns
+    assert re.search(r"\[-?\d\.\d{3}, -?\d\.\d{3}\]", out)
+    assert max(len(line) for line in out.splitlines()) <= 120
 
 
 def test_spa_and_out_folder(tmp_path, capsys):

@@ -207,7 +207,7 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 CHROMIUM_MISSING = (
     f"headless Chromium is not on PATH (looked for {', '.join(CHROMIUM_NAMES)}); the docs "
     f"browser tests need it. On Debian or Ubuntu: apt-get install chromium chromium-driver "
-    f"(what .ci/run does).")
+    f"fonts-liberation (what .ci/run does).")
 
 
 def _chromium_binary() -> str | None:

@@ -57,9 +57,15 @@ def _output(name: str) -> list[str]:
 def _table(lines: list[str], title: str) -> dict[str, dict[str, str]]:
     """The text table whose title (or header) line starts with ``title``: {row: {column: cell}}.
     Cells are cut at the columns of the dashes line, so blank cells stay blank."""
-    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    def joined(i: int) -> tuple[str, int]:  # a title wrapped at 120 columns, and what follows
+        text, j = lines[i], i + 1
+        while j < len(lines) and lines[j].startswith("  ") and lines[j].strip("- "):
+            text, j = f"{text} {lines[j].strip()}", j + 1
+        return text, j
+
+    start = next(i for i in range(len(lines)) if joined(i)[0].startswith(title))
     if not re.fullmatch(r"[- ]+", lines[start + 1]):
-        start += 1  # a title line above the header
+        start = joined(start)[1]  # a title line (or lines) above the header
     header, dashes = lines[start], lines[start + 1]
     spans = [m.span() for m in re.finditer(r"-+", dashes)]
 
@@ -151,12 +157,13 @@ def test_meta_numbers_quoted_on_the_page():
         for cell in (v for row in deltas.values() for v in row.values() if v):
             low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(","))
             assert low <= 0 <= high, cell  # "every interval contains 0"
-    header = lines[next(i for i, line in enumerate(lines)
-                        if line.startswith("# comparison tests"))]
+    # the header lines, their 120-column wraps ("#   ...") joined
+    notes = re.sub(r"\n#   ", " ", "\n".join(line for line in lines if line.startswith("#")))
+    header = next(line for line in notes.splitlines() if line.startswith("# comparison tests"))
     assert "2 families of m = 3 tests (overall level), 2 families of m = 3 tests (system " \
            "level)" in header
     assert any("test 'ustat'" in line for line in lines if line.startswith("#"))
-    family = "\n".join(_output("meta_family"))
+    family = re.sub(r"\n#   ", " ", "\n".join(_output("meta_family")))
     assert "family 'paper': 3 families of m = 2 tests" in family
 
 

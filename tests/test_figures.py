@@ -87,3 +87,21 @@ def test_workers_draw_the_same_files_as_the_caller(tmp_path, monkeypatch):
     monkeypatch.setenv("STORYEVAL_FIGURE_WORKERS", "two")
     with pytest.raises(InputError, match="STORYEVAL_FIGURE_WORKERS"):
         FigureWorkers.start()
+
+
+def test_p_value_heatmaps_break_at_0_05_and_name_the_mark_they_draw(tmp_path):
+    # issue 53: p 0.013 and 0.075 never share a colour; the legend names the mark drawn
+    scale = figures.p_value_scale()
+    colour = [scale["cmap"](scale["norm"](p)) for p in (0.0004, 0.013, 0.049, 0.051, 0.075, 1)]
+    assert colour[1] != colour[4] and colour[2] != colour[3] and colour[3] == colour[4]
+    assert 0.05 in figures.P_BOUNDARIES
+    small = pd.DataFrame([[0.013, 0.075], [0.0004, 1.0]], index=["a", "b"], columns=["x", "y"])
+    marks = small < 0.05
+    fig = figures.heatmap(small, title="p", pvalues=True, marks=marks, marks_label="m")
+    assert fig._suptitle.get_text() == "p; * m"  # values written: the mark is a star
+    assert {t.get_text() for t in fig.axes[0].texts} >= {"0.0130*", "< 0.001*", "1.00"}
+    big = pd.DataFrame(np.linspace(0, 1, 192 * 6).reshape(192, 6))
+    fig = figures.heatmap(big, title="p", pvalues=True, marks=big < 0.05, marks_label="m")
+    assert fig._suptitle.get_text() == "p; • m"  # no values: the mark is a dot
+    fig = figures.heatmap(small, title="p", pvalues=True, marks=small > 2, marks_label="m")
+    assert fig._suptitle.get_text() == "p"  # nothing marked: no legend

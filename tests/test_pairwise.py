@@ -323,8 +323,10 @@ def test_cli_pairwise_template_and_pointwise(tmp_path, capsys):
                  "--criteria", "RE,CH", "--format", "csv"]) == 0
     res = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     # a rater group resolves to its criterion-matched column; metrics pair with every
-    # criterion; rows in catalogue order, as in `storyeval meta`
-    got = sorted(zip(res["measure"], res["criterion"]))
+    # criterion; rows in catalogue order, as in `storyeval meta`; `measure` shows display
+    # names, `measure_id` the identifiers (issue 53)
+    assert sorted(set(res["measure"])) == ["BLEU", "Beluga-13B CH 1", "Beluga-13B RE 1"]
+    got = sorted(zip(res["measure_id"], res["criterion"]))
     assert got == sorted([("BLEU Ξ§", "Relevance"), ("BLEU Ξ§", "Coherence"),
                           ("Beluga-13B RE 1", "Relevance"),
                           ("Beluga-13B CH 1", "Coherence")])
@@ -336,7 +338,7 @@ def test_cli_pairwise_template_and_pointwise(tmp_path, capsys):
     assert main(["pairwise", "pointwise", "--metrics", "ROUGE-1*", "--criteria", "RE",
                  "--format", "csv"]) == 0
     res = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
-    assert len(res) >= 3 and all(m.startswith("ROUGE-1") for m in res["measure"])
+    assert len(res) >= 3 and all(m.startswith("ROUGE-1") for m in res["measure_id"])
     assert main(["pairwise", "pointwise", "--metrics", "BLEUU", "--criteria", "RE"]) == 2
     assert "BLEU" in capsys.readouterr().err
 
@@ -427,7 +429,8 @@ def test_partial_tie_credit_names_the_score_test():
 
 
 def test_terminal_pvalues_keep_three_significant_digits():
-    from storyeval.cli.pairwise import pvalue_text
+    # the one p-value format of every command (issue 53): "< 0.001", never an exponent
+    from storyeval.report.present import p_text
 
-    assert [pvalue_text(p) for p in (0.0498, 0.5, 1.0, 0.00123, 6.04e-9, float("nan"))] == \
-        ["0.0498", "0.500", "1.00", "0.00123", "6.0e-9", ""]
+    assert [p_text(p) for p in (0.0498, 0.5, 1.0, 0.00123, 6.04e-9, float("nan"))] == \
+        ["0.0498", "0.500", "1.00", "0.00123", "< 0.001", ""]

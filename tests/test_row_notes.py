@@ -6,6 +6,8 @@ marked, and no row prints a difference of exactly 0 with p < 0.5."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,8 +46,10 @@ def test_few_systems_note_everywhere(three_systems, capsys):
     low, high = FEW_SYSTEMS_LEVEL["kendall_b"]
     assert f"measured type-I error was {low:.3f}-{high:.3f}" in text  # the header's level
     assert "measured type-I error 0.038" not in text  # not the level of 5-20 systems
-    captions = [line for line in text.splitlines() if line.startswith(("BH-adjusted",
-                                                                        "difference of"))]
+    # captions wider than 120 columns continue on lines "  ..." (issue 53): joined
+    joined = re.sub(r"\n  (?=\S)", " ", text)
+    captions = [line for line in joined.splitlines() if line.startswith(("BH-adjusted",
+                                                                          "difference of"))]
     assert captions and all("--coef pearson" in line for line in captions)
     page = (out / "index.html").read_text()
     assert "fewer than 5 systems" in page and "--coef pearson" in page

@@ -27,10 +27,10 @@ PAPER_AC1 = {"guidelines": 0.90, "syntax": 0.97, "superfluous": 0.66, "unsubstan
 
 @pytest.mark.parametrize("category,expected", sorted(PAPER_AC1.items()))
 def test_ac1_reproduces_paper(table, category, expected):
-    assert round(table.at[category, "ac1"], 2) == expected
-    assert table.at[category, "paper_ac1"] == expected
+    assert round(table.at[category, "gwet_ac1"], 2) == expected
+    assert table.at[category, "paper_gwet_ac1"] == expected
     low, high = table.at[category, "ci_low"], table.at[category, "ci_high"]
-    assert low < table.at[category, "ac1"] < high <= 1
+    assert low < table.at[category, "gwet_ac1"] < high <= 1
 
 
 def test_error_rates_from_released_data(table):
@@ -59,7 +59,7 @@ def test_labels_grouped_by_consecutive_rows():
     # AC1 from the array equals the table's.
     j = [c.key for c in USER_STUDY_CATEGORIES].index("superfluous")
     assert gwet_ac1(errors[:, :, j], categories=[0, 1]).statistic == pytest.approx(
-        user_study_table().set_index("category").at["superfluous", "ac1"], abs=1e-15)
+        user_study_table().set_index("category").at["superfluous", "gwet_ac1"], abs=1e-15)
 
 
 def test_released_csv_layout_gives_same_table():
@@ -101,4 +101,4 @@ def test_bad_tables():
                         **{c.column: [0, 1] for c in USER_STUDY_CATEGORIES}})
     with pytest.raises(InputError, match="not a multiple"):
         user_study_table(raw)
-    assert np.isfinite(user_study_table(raw, raters_per_explanation=2)["ac1"]).all()
+    assert np.isfinite(user_study_table(raw, raters_per_explanation=2)["gwet_ac1"]).all()

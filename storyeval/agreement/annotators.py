@@ -31,8 +31,8 @@ __all__ = ["AGREEMENT_COLUMNS", "annotator_agreement"]
 
 AGREEMENT_COLUMNS = [
     "criterion", "n_items", "k", "ratings_per_item", "icc2k", "icc2k_ci_low", "icc2k_ci_high",
-    "n_items_omitted", "alpha_interval", "alpha_ordinal", "fleiss_kappa", "ac1", "ac1_ci_low",
-    "ac1_ci_high", "categories", "reason",
+    "n_items_omitted", "alpha_interval", "alpha_ordinal", "fleiss_kappa", "gwet_ac1", "gwet_ac1_ci_low",
+    "gwet_ac1_ci_high", "categories", "reason",
 ]
 
 
@@ -71,8 +71,8 @@ def annotator_agreement(
         one rating of the criterion; ``k`` its annotator columns; ``ratings_per_item`` the
         number of ratings per story (``"3"``, or ``"2-5"`` when ragged); ``icc2k`` with its
         interval ``icc2k_ci_low, icc2k_ci_high`` and ``n_items_omitted`` (incomplete stories
-        left out of the ICC); ``alpha_interval``, ``alpha_ordinal``; ``fleiss_kappa``; ``ac1``
-        with its interval ``ac1_ci_low, ac1_ci_high``; ``categories`` the categories of kappa
+        left out of the ICC); ``alpha_interval``, ``alpha_ordinal``; ``fleiss_kappa``; ``gwet_ac1``
+        with its interval ``gwet_ac1_ci_low, gwet_ac1_ci_high``; ``categories`` the categories of kappa
         and AC1; ``reason`` why a value is NaN (``"statistic: reason"``, ``"; "``-separated).
         Undefined values are NaN with their reason, without a warning.
 
@@ -165,7 +165,7 @@ def _criterion_row(wide: pd.DataFrame, criterion: str, columns: list[str],
         reasons = {"icc2k": str(icc["reason"])}
         alphas = {lvl: krippendorff_alpha(y, level=lvl) for lvl in ("interval", "ordinal")}
         kappa, reasons["fleiss_kappa"] = _fleiss(y, per_item, categories)
-        ac1, ac1_ci, reasons["ac1"] = _ac1(y, categories, confidence_level)
+        ac1, ac1_ci, reasons["gwet_ac1"] = _ac1(y, categories, confidence_level)
     reasons.update({f"alpha_{lvl}": res.reason for lvl, res in alphas.items()})
     return {
         "criterion": criterion, "n_items": len(y), "k": len(columns),
@@ -173,8 +173,8 @@ def _criterion_row(wide: pd.DataFrame, criterion: str, columns: list[str],
         "icc2k_ci_low": icc["ci_low"], "icc2k_ci_high": icc["ci_high"],
         "n_items_omitted": int(icc["n_items_omitted"]),
         "alpha_interval": alphas["interval"].statistic,
-        "alpha_ordinal": alphas["ordinal"].statistic, "fleiss_kappa": kappa, "ac1": ac1,
-        "ac1_ci_low": ac1_ci[0], "ac1_ci_high": ac1_ci[1],
+        "alpha_ordinal": alphas["ordinal"].statistic, "fleiss_kappa": kappa, "gwet_ac1": ac1,
+        "gwet_ac1_ci_low": ac1_ci[0], "gwet_ac1_ci_high": ac1_ci[1],
         "categories": ", ".join(f"{c:g}" for c in categories), "reason": _join(reasons),
     }
 

@@ -27,6 +27,7 @@ from storyeval.resample._common import check_confidence
 __all__ = [
     "AgreementResult",
     "ICCResult",
+    "ac1",
     "annotator_icc",
     "category_counts",
     "cohen_kappa",
@@ -357,6 +358,12 @@ def gwet_ac1(
 
 
 # ----------------------------------------------------------------------------- Fleiss' kappa
+#: Alias of `gwet_ac1` (storyeval names the coefficient ``gwet_ac1`` everywhere: the function,
+#: the ``method`` of its result, the columns ``gwet_ac1``, ``gwet_ac1_ci_low``, ``gwet_ac1_ci_high``
+#: of the annotator and user-study tables, the ``coefficient`` rows of pairwise agreement).
+ac1 = gwet_ac1
+
+
 def fleiss_kappa(
     ratings: Any,
     *,

@@ -18,6 +18,7 @@ from typing import NoReturn
 
 from storyeval._version import __version__
 from storyeval.exceptions import InputError, MissingDependencyError, StoryevalWarning
+from storyeval.report.present import TERMINAL_WIDTH, terminal_width
 
 #: storyeval's warnings of the command being run, for the reports it writes (index.html).
 RUN_WARNINGS: list[str] = []
@@ -93,7 +94,45 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         sub = module.add_parser(subparsers)
         sub.set_defaults(_run=module.run)
+    for sub in _all_parsers(parser)[1:]:
+        if "--wide" not in sub._option_string_actions:
+            sub.add_argument("--wide", action="store_true",
+                             help=f"terminal tables in full, however wide (default: fitted to "
+                                  f"{TERMINAL_WIDTH} columns: constant columns in a header "
+                                  f"line, the others wrapped into blocks)")
     return parser
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-parser below it (``pairwise`` and ``pairwise bt``, ...)."""
+    out = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _all_parsers(sub)
+    return out
+
+
+def _unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+                     ) -> NoReturn | None:
+    """Unrecognised arguments are reported by the sub-command that got them, an option with a
+    close match named (``--metrcs``: did you mean --metrics?)."""
+    import difflib
+
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return None
+    sub, _ = command_parser(parser, args)
+    hints = []
+    for word in extra:
+        if word.startswith("-"):
+            name = word.split("=", 1)[0]
+            close = difflib.get_close_matches(name, list(sub._option_string_actions), n=1,
+                                              cutoff=0.7)
+            if close:
+                hints.append(f"{name}: did you mean {close[0]}?")
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    sub.error(message + (f" ({'; '.join(hints)})" if hints else ""))
 
 
 def _short_warnings(command: str) -> Callable[..., None]:
@@ -154,6 +193,7 @@ def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
+    _unknown_options(parser, argv)
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help()
@@ -165,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from storyeval.cli.ranges import check_numeric_options
 
         check_numeric_options(*command_parser(parser, args), args)
-        with raw_csv(True) if getattr(args, "raw_csv", False) else contextlib.nullcontext():
+        with (raw_csv(True) if getattr(args, "raw_csv", False) else contextlib.nullcontext(),
+              terminal_width(None if getattr(args, "wide", False) else TERMINAL_WIDTH)):
             return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError) as exc:
         if args.debug:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 COMMENT = {"table": "# ", "md": "> "}
 USER_STUDY_COLUMNS = [
-    "display_name", "error_rate", "error_rate_majority", "ac1", "standard_error", "ci_low",
+    "display_name", "error_rate", "error_rate_majority", "gwet_ac1", "standard_error", "ci_low",
     "ci_high", "n_explanations",
 ]
 USER_STUDY_TITLE = "User study (Beluga-13B explanations): error rate and Gwet's AC1"
@@ -182,9 +182,9 @@ def _estimate(value: float, low: float = math.nan, high: float = math.nan,
               digits: int = 3) -> str:
     if math.isnan(value):
         return ""
-    from storyeval.report.tables import fixed
+    from storyeval.report.present import fixed, interval_text
 
-    interval = "" if math.isnan(low) else f" [{fixed(low, digits)}, {fixed(high, digits)}]"
+    interval = "" if math.isnan(low) else f" {interval_text(low, high, digits)}"
     return f"{fixed(value, digits)}{interval}"
 
 
@@ -201,7 +201,7 @@ def display_annotators(table: pd.DataFrame, confidence_level: float) -> pd.DataF
         "alpha interval": [_estimate(v) for v in table["alpha_interval"]],
         "alpha ordinal": [_estimate(v) for v in table["alpha_ordinal"]],
         "Fleiss kappa": [_estimate(v) for v in table["fleiss_kappa"]],
-        f"AC1 {ci}": [_estimate(r["ac1"], r["ac1_ci_low"], r["ac1_ci_high"]) for r in rows],
+        f"AC1 {ci}": [_estimate(r["gwet_ac1"], r["gwet_ac1_ci_low"], r["gwet_ac1_ci_high"]) for r in rows],
         "categories": table["categories"],
     })
 
@@ -222,8 +222,12 @@ def render(name: str, table: pd.DataFrame, fmt: str, notes: list[str],
     text = format_table(display_annotators(table, confidence_level), fmt)
     if fmt not in COMMENT:
         return text
-    above = [COMMENT[fmt] + line + "\n" for line in notes]
-    below = [COMMENT[fmt] + line + "\n" for line in undefined_lines(table)]
+    from storyeval.report.present import current_width, wrap_lines
+
+    width = current_width() if fmt == "table" else None
+    above = [line + "\n" for line in wrap_lines(notes, width, prefix=COMMENT[fmt])]
+    below = [line + "\n" for line in wrap_lines(undefined_lines(table), width,
+                                                 prefix=COMMENT[fmt])]
     return "".join(above) + ("\n" if above else "") + text + ("\n" if below else "") + "".join(
         below)
 

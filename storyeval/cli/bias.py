@@ -185,6 +185,7 @@ SHORT_DROP = ("test", "se", "null", "t", "df")
 def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
     import json
 
+    from storyeval.report.present import wrap_text
     from storyeval.report.tables import format_table
 
     notes = _notes(args, tables)
@@ -199,7 +200,7 @@ def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
             shown = table.drop(columns=[c for c in SHORT_DROP if c in table.columns])
             sys.stdout.write(f"{TITLES.get(name, name)}\n\n"
                              + format_table(shown, args.format, digits=args.digits) + "\n")
-        sys.stdout.write("".join(f"{line}\n" for line in notes))
+        sys.stdout.write(wrap_text("".join(f"{line}\n" for line in notes)))
     if args.out is not None:
         from storyeval.cli.common import write_tables_report
 

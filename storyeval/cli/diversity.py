@@ -124,5 +124,7 @@ def run(args: argparse.Namespace) -> int:
             plot_over_time(spread, f.file("over_time.png"), group=args.group, time=args.time)
     div = res["diversity"]
     print(f"storyeval diversity: {len(stories)} stories, orders {orders}, seed {args.seed}")
-    print(div.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    from storyeval.report.tables import format_table
+
+    print(format_table(div, "table", digits=4), end="")
     return 0

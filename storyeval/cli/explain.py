@@ -159,6 +159,8 @@ def _clean(obj):
 
 
 def _print(result, summary: dict, out: Path) -> None:
+    from storyeval.report.present import p_clause
+
     sep = result.separation
     counts = ", ".join(f"{k} {v}" for k, v in summary["criteria"].items())
     dropped = summary.get("n_dropped_empty", 0)
@@ -166,7 +168,7 @@ def _print(result, summary: dict, out: Path) -> None:
           + (f"; {dropped} empty row(s) dropped" if dropped else ""))
     print(f"silhouette by criterion ({sep.metric}, {sep.n_items} explanations, "
           f"{sep.n_excluded} unknown left out): {sep.statistic:.3f}; shuffled labels "
-          f"{sep.null_mean:.3f} +/- {sep.null_sd:.3f}, p = {sep.pvalue:.4g} "
+          f"{sep.null_mean:.3f} +/- {sep.null_sd:.3f}, {p_clause(sep.pvalue)} "
           f"({sep.n_permutations} permutations)")
     print(sep.per_criterion.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print("top keywords (YAKE!):")

@@ -134,8 +134,12 @@ def run_coef(args: argparse.Namespace, dataset) -> int:
                       tie_rtol=args.tie_rtol)
     note = _coef_note(args, sel)
     if args.format in ("table", "md", "latex"):
+        from storyeval.report.present import current_width, wrap_lines
+
         comment = {"table": "# ", "md": "> ", "latex": "% "}[args.format]
-        sys.stdout.write(f"{comment}{COEF_DESCRIPTIONS[args.coef]}\n{comment}{note}\n")
+        width = current_width() if args.format == "table" else None
+        sys.stdout.write("".join(f"{line}\n" for line in wrap_lines(
+            [COEF_DESCRIPTIONS[args.coef], note], width, prefix=comment)))
     sys.stdout.write(format_table(_shown(table, args.format), args.format, digits=args.digits))
     if args.out is not None:
         settings = {"command": "meta", "coefficient": args.coef,
@@ -325,5 +329,7 @@ def render_extras(shown: list[tuple[str, pd.DataFrame]], fmt: str, digits: int) 
             print("note: with --format csv/json, the cluster and length tables are written "
                   "with --out only", file=sys.stderr)
         return ""
-    return "".join(f"\n{title}\n\n{format_table(table, fmt, digits=digits)}"
-                   for title, table in shown)
+    from storyeval.report.present import wrap_text
+
+    return "".join(f"\n{wrap_text(title) if fmt == 'table' else title}\n\n"
+                   f"{format_table(table, fmt, digits=digits)}" for title, table in shown)

@@ -58,6 +58,7 @@ from storyeval.cli.llm_options import (
     shard_from_args,
     shard_settings,
 )
+from storyeval.report.present import MEASURE_ID, wrap_text
 
 #: Options of `pairwise judge` that shards merged together must share.
 JUDGE_SHARD_SETTINGS = ("judge", "dataset", "systems", "limit", "dimensions", "no_overall",
@@ -248,11 +249,11 @@ def _run_strengths(args: argparse.Namespace) -> int:
     stages.done(f"{len(board.items)} items")
     sys.stdout.write(format_table(board.table, args.format, digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write(
+        sys.stdout.write(wrap_text(
             f"\nintervals: {args.confidence_level:g} percentile bootstrap over "
             f"{args.resample}s ({args.resamples} resamples, seed {args.seed}); rank_ci_*: "
             "percentile interval of the bootstrap ranks; rank_ci_aware: 1 + items whose "
-            f"interval lies wholly above; group: paired bootstrap tests, BH at {args.alpha:g}\n")
+            f"interval lies wholly above; group: paired bootstrap tests, BH at {args.alpha:g}\n"))
     if args.out is not None:
         from storyeval.report.leaderboard import write_leaderboard_report
 
@@ -845,7 +846,8 @@ def _pointwise_note(args: argparse.Namespace) -> str:
             f"{args.tie_credit:g}" if args.human_ties == "exclude" else
             "human ties included: a tie is a third outcome the measure must match")
     note = (f"\nagainst: {human}\nties: {ties}\ndirection: a measure prefers the story it "
-            "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n")
+            "scores higher; lower-is-better measures are not flipped (they score below 0.5)\n"
+            "measure: display name (CSV and JSON add measure_id, the identifier in the data)\n")
     if args.interval != "none":
         note += ("intervals: two-sided; pvalue: two-sided test of accuracy = chance (a measure "
                  "answering at random with its own tie rate)\n" + seed_note(args.seed))
@@ -863,7 +865,7 @@ def _run_pointwise(args: argparse.Namespace) -> int:
         sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                       digits=args.digits))
         if args.format in ("table", "md"):
-            sys.stdout.write(_pointwise_note(args))
+            sys.stdout.write(wrap_text(_pointwise_note(args)))
         _pointwise_report(args, result)
         return 0
     dataset = load_dataset_args(args, criteria=None if use_prefs else args.criteria)
@@ -875,13 +877,25 @@ def _run_pointwise(args: argparse.Namespace) -> int:
         result = pointwise_pairwise_accuracy(dataset.wide(), pairs, human_ties=args.human_ties,
                                              tie_credit=args.tie_credit,
                                              **_interval_args(args))
-    result = _seeded(result, args)
-    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+    result = _seeded(_display_names(result, dataset), args)
+    shown = result
+    if args.format in ("table", "md", "latex"):  # the reader reads the display names
+        shown = result.drop(columns=MEASURE_ID, errors="ignore")
+    sys.stdout.write(format_table(_readable(shown, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write(_pointwise_note(args))
+        sys.stdout.write(wrap_text(_pointwise_note(args)))
     _pointwise_report(args, result)
     return 0
+
+
+def _display_names(result: pd.DataFrame, dataset) -> pd.DataFrame:
+    """The ``measure`` column in display names (``BLEU``, not HANNA's ``BLEU Ξ§``), the
+    identifiers in a ``measure_id`` column after it (CSV, JSON and the report's files)."""
+    from storyeval.report.present import display_names
+
+    catalogue = dataset.catalogue
+    return display_names(result, dict(zip(catalogue["measure"], catalogue["display_name"])))
 
 
 def _pointwise_report(args: argparse.Namespace, result: pd.DataFrame) -> None:
@@ -953,26 +967,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def pvalue_text(p: float) -> str:
-    """A p-value for reading: 3 significant digits from 0.001 (0.0498, never rounded to
-    0.050; 0.500), else 2 significant digits (6.0e-9)."""
-    import math
-
-    if math.isnan(p):
-        return ""
-    if p >= 0.001:
-        return f"{p:#.3g}"
-    mantissa, exponent = f"{p:.1e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def _readable(frame: pd.DataFrame, fmt: str) -> pd.DataFrame:
     """p-value columns as text for the human-readable formats (full precision otherwise)."""
+    from storyeval.report.present import p_text
+
     if fmt not in ("table", "md", "latex"):
         return frame
     out = frame.copy()
     for col in [c for c in out.columns if str(c).startswith("pvalue")]:
-        out[col] = out[col].map(pvalue_text)
+        out[col] = out[col].map(p_text)
     return out
 
 
@@ -1025,7 +1028,7 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write(_accuracy_note(args))
+        sys.stdout.write(wrap_text(_accuracy_note(args)))
     _report(args, "storyeval pairwise accuracy", {"accuracy": result}, _accuracy_note(args),
             best_rows(result, "dimension", "accuracy",
                       ["dimension", "judge", "accuracy", "ci_low", "ci_high", "pvalue", "test",
@@ -1159,7 +1162,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                      f"BH over all judge pairs at {args.alpha:g}):\n\n")
     sys.stdout.write(format_table(_readable(groups, args.format), args.format,
                                   digits=args.digits))
-    sys.stdout.write("\n" + _COMPARE_NOTE + seed_note(args.seed))
+    sys.stdout.write(wrap_text("\n" + _COMPARE_NOTE + seed_note(args.seed)))
     return 0
 
 
@@ -1189,11 +1192,11 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
         shown = result.drop(columns="reason")  # every row defined: nothing to explain
     sys.stdout.write(format_table(shown, args.format, digits=args.digits))
     if args.format in ("table", "md"):
-        sys.stdout.write("\nsystems: judge's vs humans' system strengths (pooled over systems x "
+        sys.stdout.write(wrap_text("\nsystems: judge's vs humans' system strengths (pooled over systems x "
                          "dimensions, then per dimension); items: -1/0/+1 verdicts on the pairs "
                          "both judged (means over annotators and orders); percentile intervals "
                          "over prompt resamples shared by both sides\n"
-                         + (seed_note(args.seed) if args.resamples else ""))
+                         + (seed_note(args.seed) if args.resamples else "")))
     _report(args, "storyeval pairwise ranking", {"ranking": result},
             seed_note(args.seed) if args.resamples else "", result,
             "the judge's agreement with the humans on system rankings and items")

@@ -165,13 +165,15 @@ def run(args: argparse.Namespace) -> int:
     level = f"{args.confidence_level:g}"
     tuning = (f"lambda {result.lam:.3g}, cross-fitted over {result.folds} folds, seed "
               f"{result.seed}" if result.folds > 1 else f"lambda {result.lam:.3g}")
-    print(f"{src}: {result.estimand} of {what}, {args.method} ({args.interval} interval, "
-          f"{tuning}); {result.n_labelled} human-labelled, {result.n_unlabelled} judge-only "
-          "items")
-    print(f"  prediction-powered: {result.estimate:.4f}  [{result.low:.4f}, {result.high:.4f}] "
-          f"({level}), se {result.se:.4f}")
-    print(f"  human only:         {result.human_estimate:.4f}  [{human_low:.4f}, "
-          f"{human_high:.4f}], "
+    from storyeval.report.present import interval_text, wrap_text
+
+    print(wrap_text(f"{src}: {result.estimand} of {what}, {args.method} ({args.interval} "
+                    f"interval, {tuning}); {result.n_labelled} human-labelled, "
+                    f"{result.n_unlabelled} judge-only items"))
+    print(f"  prediction-powered: {result.estimate:.4f}  "
+          f"{interval_text(result.low, result.high, 4)} ({level}), se {result.se:.4f}")
+    print(f"  human only:         {result.human_estimate:.4f}  "
+          f"{interval_text(human_low, human_high, 4)}, "
           f"se {result.human_se:.4f}")
     print(f"  width ratio {result.width_ratio:.3f}; the judge makes the {result.n_labelled} human "
           f"labels worth {result.n_eff:.1f} (effective number of human labels)")

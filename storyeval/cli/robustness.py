@@ -7,6 +7,7 @@ Exit codes: 0 ok, 2 usage or input error.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 EPILOG = """\
@@ -82,5 +83,7 @@ def run(args: argparse.Namespace) -> int:
         write_csv(outcomes, folder.file("outcomes.csv"))
         folder.write_text("robustness.html", "<!doctype html><meta charset='utf-8'>"
                           + robustness_html(table) + "\n")
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    from storyeval.report.tables import format_table
+
+    sys.stdout.write(format_table(table, "table", digits=3))
     return 0

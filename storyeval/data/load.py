@@ -63,6 +63,25 @@ def read_human_table(
     return dataset
 
 
+def _check_long_value(frame: pd.DataFrame, columns: list[str], source: str) -> None:
+    """A long table (a ``criterion``, ``annotator`` or ``measure`` column: one row per rating
+    or score) without a ``value`` column is an error naming the missing column and the
+    ``--id`` mapping that declares it, never read as a wide table of repeated stories."""
+    long_roles = [c for c in ("criterion", "annotator", "measure") if c in columns]
+    identified = {"system", "prompt_id"} <= set(columns) or "story_id" in columns
+    if not long_roles or "value" in columns or not identified:
+        return  # (unidentified stories: the wide reader's message names every --id role)
+    known = {"system", "prompt_id", "story_id", *long_roles}
+    numeric = [c for c in columns if c not in known
+               and pd.api.types.is_numeric_dtype(frame[c])]
+    example = numeric[0] if numeric else "COLUMN"
+    candidates = f" (a numeric column: {', '.join(numeric[:5])})" if numeric else ""
+    raise InputError(f"{source}: a long table (column {', '.join(long_roles)}) needs a 'value' "
+                     f"column holding the ratings or scores; none is named 'value'"
+                     f"{candidates}; name it with --id value={example} (Python: "
+                     f"id='value={example}')")
+
+
 def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mode,
                       reference_system, require_same_prompts, format, scales,
                       hanna_out_of_scale="keep") -> Dataset:
@@ -101,6 +120,8 @@ def _read_human_table(path, *, id, criteria, annotators, measures, annotator_mod
         return ratings_to_dataset(frame, annotators=annotator_mode,
                                   reference_system=reference_system,
                                   require_same_prompts=require_same_prompts, **common)
+    if not annotators and measures is None:
+        _check_long_value(frame, columns, source)
     if "measure" in columns and "value" in columns and not annotators:
         from storyeval.data.scores import scores_to_dataset
 

@@ -113,7 +113,8 @@ def format_summary(summary: dict) -> str:
         lines.append(f"LLM ratings outside the {lo:g}-{hi:g} scale: {oos['total']}"
                      + (f"; per rater: {_preview(per, 6)}" if per else ""))
     if s["default_reference"]:
-        lines.append(f"default Williams reference: {s['default_reference']!r}")
+        lines.append(f"default reference of the comparison tests (meta --reference): "
+                     f"{s['default_reference']!r}")
     lines += [f"note: {note}" for note in s["notes"]]
     return "\n".join(lines) + "\n"
 

@@ -120,9 +120,12 @@ def _identifiers(frame: pd.DataFrame, ids: dict[str, str], source: str, fmt: str
     dup = index.duplicated(keep=False)
     if dup.any():
         rows = np.flatnonzero(dup)[:2]
+        system, prompt = index[rows[0]]
         raise InputError(f"{row_label(source, int(rows[0]), fmt)} and "
                          f"{row_label(source, int(rows[1]), fmt).split(', ')[-1]} are the same "
-                         f"story {index[rows[0]]}; a wide table has one row per story")
+                         f"story (system {str(system)!r}, prompt_id {prompt!s}); a wide table "
+                         "has one row per story (a long table, one row per rating, needs its "
+                         "criterion or measure and value columns: --id criterion=...,value=...)")
     return index, used
 
 

@@ -14,8 +14,10 @@ __all__ = ["report_html", "write_report"]
 
 def _agreement_wide(report: JudgeReport) -> pd.DataFrame:
     """Agreement as one row per criterion and rater, a "value [low, high]" cell per level."""
+    from storyeval.report.present import fixed, interval_text
+
     a = report.agreement.copy()
-    a["cell"] = [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if pd.notna(v) else ""
+    a["cell"] = [f"{fixed(v)} {interval_text(lo, hi)}".rstrip() if pd.notna(v) else ""
                  for v, lo, hi in zip(a["value"], a["ci_low"], a["ci_high"])]
     table = a.pivot_table(index=["criterion", "judge"], columns="level", values="cell",
                           aggfunc="first", sort=False)

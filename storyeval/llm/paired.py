@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from storyeval._multitest import bh
 from storyeval.exceptions import InputError
 
 __all__ = ["judge_systems_paired"]
@@ -69,10 +70,7 @@ def judge_systems_paired(scores: pd.DataFrame, *, confidence_level: float = 0.95
             df = np.maximum(n - 1, 1)
             p = np.where(n >= 2, 2 * stats.t.sf(np.abs(t), df), np.nan)
             half = np.where(n >= 2, stats.t.ppf(0.5 + confidence_level / 2, df) * se, np.nan)
-        ok = np.isfinite(p)
-        p_bh = np.full(len(p), np.nan)
-        if ok.any():
-            p_bh[ok] = stats.false_discovery_control(p[ok], method="bh")
+        p_bh = bh(np.where(np.isfinite(p), p, np.nan))  # NaN: an undefined test, left out
         frames.append(pd.DataFrame({
             "measure": measure, "system_a": systems[i], "system_b": systems[j],
             "mean_difference": mean, "sd": sd, "n_prompts": n, "ci_low": mean - half,

@@ -30,6 +30,9 @@ __all__ = ["TIDY_COLUMNS", "result_html", "result_repr", "result_summary", "tidy
 TIDY_COLUMNS = ("table", "level", "criterion", "measure", "other", "quantity", "value", "n",
                 "reason")
 _BASELINE_LABEL = "human baseline"
+#: The human baselines of `summary()`, named (`storyeval.meta.baseline`): each annotator against
+#: the mean of all (an upper bound) and against the mean of the others (leave-one-out).
+_BASELINE_NAMES = {"upper_bound": "upper bound", "leave_one_out": "leave-one-out"}
 
 
 def result_repr(result: MetaResult) -> str:
@@ -105,7 +108,8 @@ def _tidy_comparisons(will: pd.DataFrame) -> pd.DataFrame:
 
 def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
     """A few lines: the data and settings, then per level and criterion the best measure,
-    the human baseline and how many comparison tests (the ``comparisons`` table: Williams' t on
+    the human baselines by name (upper bound: each annotator against the mean of all
+    annotators; leave-one-out: against the mean of the others) and how many comparison tests (the ``comparisons`` table: Williams' t on
     HANNA, the calibrated tests on other data) are significant after adjustment."""
     s = result.settings
     lines = [f"Meta-evaluation of {s.get('dataset', '?')!r}: {s.get('n_systems', '?')} systems, "
@@ -130,8 +134,7 @@ def result_summary(result: MetaResult, *, alpha: float = 0.05) -> str:
 def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
     corr = result.correlations[result.correlations["level"] == level]
     base = result.baseline
-    base = base[(base["level"] == level) & (base["variant"] == "upper_bound")] \
-        if len(base) else base
+    base = base[base["level"] == level] if len(base) else base
     will = result.comparisons
     will = will[will["level"] == level] if len(will) else will
     lines = []
@@ -143,8 +146,13 @@ def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
         best = rows.loc[rows["value"].abs().idxmax()]
         text = f"{crit}: largest |r| {best['display_name']} {best['value']:.3f} (n={best['n']})"
         human = base[base["criterion"] == crit] if len(base) else base
-        if len(human) and np.isfinite(human["value"].iloc[0]):
-            text += f"; human baseline {human['value'].iloc[0]:.3f}"
+        named = []
+        for variant, name in _BASELINE_NAMES.items():
+            rows = human[human["variant"] == variant] if len(human) else human
+            if len(rows) and np.isfinite(rows["value"].iloc[0]):
+                named.append(f"{name} {rows['value'].iloc[0]:.3f}")
+        if named:
+            text += f"; human baselines: {', '.join(named)}"
         tests = will[will["criterion"] == crit] if len(will) else will
         if len(tests):
             sig = int((tests["p_adjusted"] < alpha).sum())

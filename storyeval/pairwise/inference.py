@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from storyeval.compare.multitest import adjust_pvalues
 from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 from storyeval.resample.clusters import (
     ONE_CLUSTER_REASON,
@@ -1338,8 +1339,8 @@ def compare_judges(
                              "cluster": "none" if labels is None else cluster_name(g, cluster)})
         if rows:
             frame = pd.DataFrame(rows)
-            frame["pvalue_bh"] = stats.false_discovery_control(frame["pvalue"].to_numpy(),
-                                                               method="bh")
+            frame["pvalue_bh"] = adjust_pvalues(frame["pvalue"].to_numpy(dtype=float),
+                                                method="bh")
             frames.append(frame)
     if not frames:
         raise InputError("no two judges judged the same (pair, order, dimension)")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.report.meta_report import TEST_LABELS
-from storyeval.report.tables import fixed, journal_p
+from storyeval.report.present import fixed, p_text
 
 if TYPE_CHECKING:
     from storyeval.meta.pipeline import MetaResult
@@ -180,7 +180,7 @@ def _decisions(tests: pd.DataFrame, rows: pd.DataFrame, labels: dict[str, str], 
         ps.append(pair[p_column].iloc[0] if not pair.empty else float("nan"))
     beats = None if None in verdicts else all(verdicts)
     decided = {None: "not tested", True: "yes", False: "no"}[beats]
-    p_next = journal_p(max(ps)) if not any(pd.isna(ps)) else ""
+    p_next = p_text(max(ps)) if not any(pd.isna(ps)) else ""
     group, untested = [], 0
     for k, m in enumerate(rows["measure"]):
         if k < n_ties:

@@ -59,6 +59,8 @@ def heatmap(
     marks: pd.DataFrame | None = None,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
     annotate: bool | None = None,
+    pvalues: bool = False,
+    marks_label: str = "",
 ) -> Any:
     """Draw ``matrix`` (rows x columns, floats, NaN left blank) and save ``path_stem`` in each
     of ``formats`` (default PNG); return the paths. Without ``path_stem`` nothing is written:
@@ -67,8 +69,13 @@ def heatmap(
 
     The cells show their values (``digits`` decimals) when ``annotate`` is True, or by default
     when the grid has at most `ANNOTATE_MAX_CELLS` cells. ``marks`` (same shape, booleans)
-    appends a ``*`` to the marked cells' values (explain it in the title); in a grid without
-    values, marked cells get a dot."""
+    appends a ``*`` to the marked cells' values; in a grid without values, marked cells get a
+    dot. ``marks_label`` says what a mark means: the title ends with it, after the mark that is
+    drawn (``*`` or ``•``), when a cell is marked.
+
+    ``pvalues``: the cells are p-values, drawn on the stepped scale `P_BOUNDARIES` (a break at
+    0.05: blues below, light colours above; ``cmap``, ``vmin`` and ``vmax`` are not used) and
+    written as `storyeval.report.present.p_text` prints them."""
     formats = check_figure_formats(formats)
     if annotate is None:
         annotate = matrix.size <= ANNOTATE_MAX_CELLS
@@ -79,24 +86,30 @@ def heatmap(
     with matplotlib.rc_context({"text.parse_math": False}):
         from matplotlib.figure import Figure  # no pyplot: no global figure registry to clean up
 
+        values = matrix.to_numpy(dtype=float)
+        marked = (np.zeros(values.shape, bool) if marks is None
+                  else marks.to_numpy(dtype=bool, na_value=False))
+        if marks_label and (marked & np.isfinite(values)).any():
+            title = f"{title}; {'*' if annotate else '•'} {marks_label}"
         layout = _Layout.of(matrix, title, annotate)
         fig = Figure(figsize=(layout.width, layout.height))
         ax, cax = layout.axes(fig)
-        values = matrix.to_numpy(dtype=float)
-        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax,
-                          aspect="auto", interpolation="nearest")
+        scale: dict[str, Any] = (p_value_scale() if pvalues
+                                 else {"cmap": cmap, "vmin": vmin, "vmax": vmax})
+        image = ax.imshow(np.ma.masked_invalid(values), aspect="auto",
+                          interpolation="nearest", **scale)
         ax.set_xticks(range(matrix.shape[1]), [str(c) for c in matrix.columns], rotation=45,
                       ha="right", rotation_mode="anchor", fontsize=8)
         _row_labels(ax, [str(r) for r in matrix.index])
-        marked = (np.zeros(values.shape, bool) if marks is None
-                  else marks.to_numpy(dtype=bool, na_value=False))
         if annotate:
-            _write_values(ax, image, values, marked, digits)
+            _write_values(ax, image, values, marked, digits, pvalues=pvalues)
         elif marked.any():
             rows, cols = np.nonzero(marked & np.isfinite(values))
             ax.scatter(cols, rows, s=4, c="black", marker="o", linewidths=0)
         fig.suptitle(layout.title, fontsize=9, x=0.5, y=1 - 0.08 / layout.height, va="top")
-        fig.colorbar(image, cax=cax, label=colorbar_label)
+        bar = fig.colorbar(image, cax=cax, label=colorbar_label)
+        if pvalues:
+            bar.set_ticks(P_BOUNDARIES, labels=[f"{b:g}" for b in P_BOUNDARIES], fontsize=7)
         if path_stem is None:  # a notebook: the figure itself, shown as PNG, nothing written
             fig._repr_png_ = lambda: _png_bytes(fig, layout.dpi)  # type: ignore[attr-defined]
             return fig
@@ -131,14 +144,35 @@ def _row_labels(ax, labels: list[str]) -> None:
                 in_layout=False)
 
 
-def _write_values(ax, image, values: np.ndarray, marked: np.ndarray, digits: int) -> None:
-    """The value of every defined cell, in black or white by the luminance of its colour."""
+#: The steps of the colour scale of p-value heatmaps: a break at 0.05 (and at 0.001, 0.01, 0.1,
+#: 0.5), so that p = 0.013 and p = 0.075 never share a colour.
+P_BOUNDARIES = (0.0, 0.001, 0.01, 0.05, 0.1, 0.5, 1.0)
+#: Their colours: three blues below 0.05 (darker: smaller p), light colours above.
+_P_COLOURS = ("#08306b", "#2171b5", "#6baed6", "#fdd49e", "#f7f7f7", "#ffffff")
+
+
+def p_value_scale() -> dict[str, Any]:
+    """``cmap`` and ``norm`` of a p-value heatmap (`P_BOUNDARIES`, `_P_COLOURS`): a
+    ``BoundaryNorm`` with its break at 0.05."""
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    cmap = ListedColormap(list(_P_COLOURS), name="storyeval_p").with_extremes(bad="white")
+    return {"cmap": cmap, "norm": BoundaryNorm(list(P_BOUNDARIES), cmap.N)}
+
+
+def _write_values(ax, image, values: np.ndarray, marked: np.ndarray, digits: int, *,
+                  pvalues: bool = False) -> None:
+    """The value of every defined cell, in black or white by the luminance of its colour
+    (p-values as `storyeval.report.present.p_text` prints them)."""
+    from storyeval.report.present import p_text
+
     rgba = image.cmap(image.norm(values))
     luminance = rgba[..., :3] @ np.array([0.299, 0.587, 0.114])  # readable on any colormap
     for i, j in zip(*np.nonzero(np.isfinite(values))):
         star = "*" if marked[i, j] else ""
         # in_layout=False: the texts lie inside the axes; nothing needs to measure them
-        ax.text(j, i, f"{fixed(values[i, j], digits)}{star}", ha="center", va="center",
+        shown = p_text(values[i, j]) if pvalues else fixed(values[i, j], digits)
+        ax.text(j, i, f"{shown}{star}", ha="center", va="center",
                 fontsize=6, color="black" if luminance[i, j] > 0.5 else "white",
                 in_layout=False)
 

@@ -37,13 +37,18 @@ def plot_over_time(table: pd.DataFrame, path: str | Path, *, group: str, time: s
 
 
 def table_html(table: pd.DataFrame, *, digits: int = 3) -> str:
-    """An escaped HTML table (numbers shown with ``digits`` decimals; the CSV keeps all)."""
+    """An escaped HTML table (numbers shown with ``digits`` decimals, p-values as
+    `storyeval.report.present.p_text` prints them; the CSV keeps all)."""
+    from storyeval.report.present import fixed, is_p_column, p_text
+
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    pcols = [is_p_column(c) for c in table.columns]
     body = []
     for rec in table.itertuples(index=False):
         cells = []
-        for v in rec:
-            text = f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+        for v, is_p in zip(rec, pcols):
+            text = ((p_text(v) if is_p else fixed(v, digits)) if isinstance(v, float)
+                    else str(v))
             cells.append(f"<td>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -5,7 +5,7 @@ figures are the folder's own image files, referenced by relative paths (the page
 figures move together). It opens with the answer (`storyeval.report.answer`: per criterion and
 level the best measure, its interval, its significance group and the tests' measured levels),
 then the header facts (data, test, family, seed, versions), every table with its caption
-(p-values as a journal prints them: `storyeval.report.tables.journal_p`; correlations with
+(p-values as a journal prints them: `storyeval.report.present.p_text`; correlations with
 their bootstrap intervals when the run computed them), the figures and the warnings of the
 run, and links to every file. A viewport tag and a fluid layout keep it readable from a
 400 px phone to a 1400 px screen (tests/test_html_report.py checks both in Chromium).
@@ -48,7 +48,7 @@ dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 .warnings li { color: #8a4b00; }
 table.answer th, table.answer td { text-align: left; vertical-align: top; }
-table.answer td.num { white-space: nowrap; }
+table.answer td.num, td.p { white-space: nowrap; }
 @media (max-width: 600px) {
   table.answer, table.answer tbody, table.answer tr, table.answer td { display: block; }
   table.answer thead { display: none; }
@@ -67,7 +67,7 @@ class Block:
     text: str = ""
     table: pd.DataFrame | None = None
     items: tuple[str, ...] = ()
-    #: the table's numbers are p-values (shown as `journal_p` prints them)
+    #: the table's numbers are p-values (shown as `storyeval.report.present.p_text` prints them)
     pvalues: bool = False
     #: whether the table's index is shown (its first column)
     index: bool = True
@@ -98,17 +98,12 @@ def versions() -> str:
 def table_html(table: pd.DataFrame, digits: int, *, pvalues: bool = False,
                index: bool = True) -> str:
     """A table as HTML, numbers rounded to ``digits`` (p-values, with ``pvalues`` or in a
-    column whose name starts with "p" and holds p-values, as `journal_p` prints them),
+    column whose name starts with "p" and holds p-values, as `storyeval.report.present.p_text` prints them),
     missing values blank."""
-    return _strings(table, digits, pvalues).to_html(na_rep="", border=0, escape=True,
+    text = _strings(table, digits, pvalues).to_html(na_rep="", border=0, escape=True,
                                                     index=index)
-
-
-def _is_p_column(name: str) -> bool:
-    """p, pvalue, p_adjusted, pvalue_bh, perm_p, p_vs_next, ...: a column of p-values."""
-    parts = name.lower().replace("-", "_").split("_")
-    return bool(parts) and (parts[0] in ("p", "pvalue") or "p" in parts[1:2]
-                            and parts[0] in ("perm",))
+    # "< 0.001" stays on one line however narrow its column
+    return text.replace("<td>&lt; 0.001</td>", "<td class='p'>&lt; 0.001</td>")
 
 
 def render_page(page: Page, *, digits: int = 3) -> str:
@@ -185,13 +180,13 @@ def _answer_html(block: Block, digits: int) -> str:
 
 def _strings(table: pd.DataFrame, digits: int, pvalues: bool) -> pd.DataFrame:
     """The cells as `table_html` prints them (p-values as a journal does, missing blank)."""
-    from storyeval.report.tables import fixed, journal_p
+    from storyeval.report.present import fixed, is_p_column, p_text
 
     shown = table.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            if pvalues or _is_p_column(str(column)):
-                shown[column] = shown[column].map(journal_p)
+            if pvalues or is_p_column(column):
+                shown[column] = shown[column].map(p_text)
             else:
                 shown[column] = shown[column].map(
                     lambda v: "" if pd.isna(v) else fixed(v, digits))

@@ -170,10 +170,9 @@ def _write_files(result: MetaResult, folder: OutputFolder, figure_formats: tuple
             # cells where that is the compared measure, not the reference
             swapped = result.comparison_grid(level, column="swapped").reindex(
                 index=grid.index, columns=grid.columns).fillna(False).astype(bool)
-            draw(grid, f"comparisons_{level}",
-                 title=comparison_caption(result, level)
-                 + "; * the compared measure has the larger |r|",
-                 cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p", marks=swapped)
+            draw(grid, f"comparisons_{level}", title=comparison_caption(result, level),
+                 marks_label="the compared measure has the larger |r|", pvalues=True,
+                 colorbar_label="adjusted p (steps; break at 0.05)", marks=swapped)
 
 
 def figure_title(text: str) -> str:
@@ -220,8 +219,8 @@ def _write_matrices(result: MetaResult, level: str, save: Callable[[str, str], N
         if draw is not None and len(matrix) <= meta_report.MATRIX_FIGURE_MAX:
             # as in the reference grid: * where the second measure had the larger |r|
             swapped = result.comparison_matrix(level, criterion, column="swapped")
-            draw(matrix, stem, title=caption + "; * the column measure has the larger |r|",
-                 cmap="viridis", vmin=0.0, vmax=1.0, colorbar_label="adjusted p",
+            draw(matrix, stem, title=caption, marks_label="the column measure has the larger |r|",
+                 pvalues=True, colorbar_label="adjusted p (steps; break at 0.05)",
                  marks=swapped.fillna(0.0).astype(bool))
 
 

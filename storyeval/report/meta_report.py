@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.meta.pipeline import MetaResult
+from storyeval.report.present import current_width, wrap_lines, wrap_text
 from storyeval.report.tables import count, fixed, format_table, interval_text
 
 if TYPE_CHECKING:
@@ -340,9 +341,10 @@ def render(result: MetaResult, fmt: str = "table", *, digits: int = 3) -> str:
     if fmt == "json":
         return to_json(result)
     comment = {"table": "# ", "md": "> ", "latex": "% "}[fmt]
+    width = current_width() if fmt == "table" else None
 
     def notes(lines: list[str]) -> list[str]:
-        return ["\n".join(comment + line for line in lines) + "\n"] if lines else []
+        return ["\n".join(wrap_lines(lines, width, prefix=comment)) + "\n"] if lines else []
 
     parts = notes(settings_lines(result))
     for level in result.settings["levels"]:
@@ -404,12 +406,12 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
 
 
 def _journal(grid: pd.DataFrame) -> pd.DataFrame:
-    """A grid of p-values as a journal prints them (`journal_p`: "< 0.001", three significant
-    digits), for reading; the CSV files keep full precision."""
-    from storyeval.report.tables import journal_p
+    """A grid of p-values as a journal prints them (`storyeval.report.present.p_text`:
+    "< 0.001", three significant digits), for reading; the CSV files keep full precision."""
+    from storyeval.report.present import p_text
 
     values = grid.to_numpy(dtype=float)  # cell by cell on one array (DataFrame.map goes by
-    text = np.array([journal_p(v) for v in values.ravel()], dtype=object)  # column: slow)
+    text = np.array([p_text(v) for v in values.ravel()], dtype=object)  # column: slow)
     out = pd.DataFrame(text.reshape(values.shape), index=grid.index, columns=grid.columns)
     out.attrs = dict(grid.attrs)
     return out
@@ -646,7 +648,7 @@ def permutation_caption(result: MetaResult, level: str) -> str:
 def _titled(title: str, table: pd.DataFrame, fmt: str, digits: int) -> str:
     if fmt == "latex":
         return format_table(table, "latex", digits=digits, caption=title)
-    heading = f"## {title}\n\n" if fmt == "md" else f"{title}\n"
+    heading = f"## {title}\n\n" if fmt == "md" else wrap_text(f"{title}\n")
     return heading + format_table(table, fmt, digits=digits)
 
 

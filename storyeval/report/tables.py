@@ -15,6 +15,19 @@ import pandas as pd
 
 from storyeval._csv import csv_text
 from storyeval.exceptions import InputError
+from storyeval.report.present import (
+    current_width,
+    fit_table,
+    fixed,
+    interval_text,
+    is_number_text,
+    is_p_column,
+    join_intervals,
+    p_text,
+)
+
+__all__ = ["FORMATS", "FILE_SUFFIX", "format_table", "check_digits", "to_json", "latex_escape",
+           "count", "fixed", "interval_text", "journal_p", "p_text"]
 
 FORMATS = ("table", "md", "csv", "latex", "json")
 
@@ -30,7 +43,8 @@ _LATEX_SPECIAL = {
 
 
 def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
-                 caption: str | None = None, label: str | None = None) -> str:
+                 caption: str | None = None, label: str | None = None,
+                 width: int | None | str = "auto") -> str:
     """Render ``frame`` in one of `FORMATS`.
 
     Parameters
@@ -41,7 +55,16 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
         Terminal text, GitHub Markdown, CSV (full precision), LaTeX booktabs, JSON records
         (full precision, NaN as null).
     digits : int
-        Decimals shown for floats in ``table``, ``md`` and ``latex``.
+        Decimals shown for floats in ``table``, ``md`` and ``latex``; p-value columns
+        (`storyeval.report.present.is_p_column`) as `p_text` prints them; in ``table``, the
+        columns ``ci_low`` / ``ci_high`` (and ``X_ci_low`` / ``X_ci_high``) as one
+        column ``ci`` of intervals ``[low, high]`` (`storyeval.report.present.join_intervals`).
+    width : int, None or "auto"
+        ``table``: the widest line; a wider table has its constant columns hoisted into a
+        header line and is wrapped into blocks of columns
+        (`storyeval.report.present.fit_table`). None: no limit; "auto" (default): the width of
+        `storyeval.report.present.terminal_width` (the command line: 120 unless ``--wide``;
+        no limit in library calls).
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {list(FORMATS)}")
@@ -50,9 +73,14 @@ def format_table(frame: pd.DataFrame, fmt: str = "table", *, digits: int = 3,
         return csv_text(frame)
     if fmt == "json":
         return to_json(frame)
+    if fmt == "table":
+        frame = join_intervals(frame, digits)  # one interval notation: [low, high]
     cells = _display_cells(frame, digits)
     if fmt == "table":
-        return _text(frame.columns, cells)
+        if width == "auto":
+            width = current_width()
+        return fit_table([str(c) for c in frame.columns], cells, _text,
+                         width=width if isinstance(width, int) else None)
     if fmt == "md":
         return _markdown(frame, cells)
     return _latex(frame, cells, caption=caption, label=label)
@@ -92,7 +120,10 @@ def _display_cells(frame: pd.DataFrame, digits: int) -> list[list[str]]:
     table = frame.to_numpy(dtype=object)
     for k, dtype in enumerate(frame.dtypes):
         values = table[:, k]
-        if pd.api.types.is_float_dtype(dtype):
+        if is_p_column(frame.columns[k]) and (pd.api.types.is_numeric_dtype(dtype)
+                                              or pd.api.types.is_object_dtype(dtype)):
+            columns.append([p_text(v) for v in values])
+        elif pd.api.types.is_float_dtype(dtype):
             columns.append(["" if pd.isna(v) else fixed(v, digits) for v in values])
         else:
             columns.append(["" if (v is None or v is pd.NA or (isinstance(v, float) and
@@ -112,11 +143,7 @@ def _text(header: Sequence[object], cells: list[list[str]]) -> str:
 
 
 def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return is_number_text(text)
 
 
 def _markdown(frame: pd.DataFrame, cells: list[list[str]]) -> str:
@@ -168,34 +195,5 @@ def count(n: object, noun: str, nouns: str | None = None) -> str:
     return f"{n} {noun if isinstance(n, (int, np.integer)) and n == 1 else plural}"
 
 
-def fixed(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` decimals, a negative zero printed as zero: -0.0002 at three
-    decimals is ``0.000``, never ``-0.000`` (a sign without a digit to carry it)."""
-    text = f"{value:.{digits}f}"
-    if text.startswith("-") and not text.strip("-0."):
-        return text[1:]
-    return text
-
-
-def interval_text(low: float, high: float, digits: int = 3) -> str:
-    """``"[low, high]"`` with `fixed` ends; an end that lies strictly beyond 0 but prints as
-    zero is printed as an open 0: ``"(0, 0.412]"``, ``"[-0.412, 0)"`` (a test-compatible
-    interval cut at 0 where its test rejects ends there: `storyeval.compare.procedures.
-    compatible_interval`), so that an interval that excludes 0 never reads as touching it."""
-    lo, hi = fixed(low, digits), fixed(high, digits)
-    zero = fixed(0.0, digits)
-    left = "(0" if low > 0 and lo == zero else f"[{lo}"
-    right = "0)" if high < 0 and hi == zero else f"{hi}]"
-    return f"{left}, {right}"
-
-
-def journal_p(p: float) -> str:
-    """A p-value as a journal prints it: ``"< 0.001"`` below 0.001, else three significant
-    digits with their trailing zeros (``0.0498``, ``0.500``, ``1.00``): never ``0.000``, and a
-    0.0498 is never rounded to ``0.050``. NaN: empty."""
-    if p is None or (isinstance(p, float) and math.isnan(p)) or pd.isna(p):
-        return ""
-    p = float(p)
-    if p < 0.001:
-        return "< 0.001"
-    return f"{p:#.3g}"
+#: The one p-value format of text output (`storyeval.report.present.p_text`).
+journal_p = p_text

@@ -171,8 +171,8 @@ def user_study_table(
     pandas.DataFrame
         One row per category: ``category, display_name, label_column, error_rate`` (share of
         all worker labels flagging the error), ``error_rate_majority`` (share of explanations
-        flagged by a strict majority of workers), ``ac1, standard_error, ci_low, ci_high,
-        pvalue, percent_agreement, chance_agreement, n_explanations, n_labels, paper_ac1,
+        flagged by a strict majority of workers), ``gwet_ac1, standard_error, ci_low, ci_high,
+        pvalue, percent_agreement, chance_agreement, n_explanations, n_labels, paper_gwet_ac1,
         paper_error_rate, reason``.
 
     Notes
@@ -193,7 +193,7 @@ def user_study_table(
     Examples
     --------
     >>> tab = user_study_table()
-    >>> tab.set_index("category")["ac1"].round(2).tolist()
+    >>> tab.set_index("category")["gwet_ac1"].round(2).tolist()
     [0.9, 0.97, 0.66, 1.0, 0.6, 0.81]
 
     Validated against the paper's AC1 values (tests/test_user_study.py).
@@ -212,7 +212,7 @@ def user_study_table(
                 "label_column": cat.column,
                 "error_rate": float(e.mean()),
                 "error_rate_majority": float((2 * e.sum(axis=1) > m).mean()),
-                "ac1": res.statistic,
+                "gwet_ac1": res.statistic,
                 "standard_error": res.standard_error,
                 "ci_low": low,
                 "ci_high": high,
@@ -221,7 +221,7 @@ def user_study_table(
                 "chance_agreement": res.chance_agreement,
                 "n_explanations": n,
                 "n_labels": n * m,
-                "paper_ac1": math.nan if cat.paper_ac1 is None else cat.paper_ac1,
+                "paper_gwet_ac1": math.nan if cat.paper_ac1 is None else cat.paper_ac1,
                 "paper_error_rate": (
                     math.nan if cat.paper_error_rate is None else cat.paper_error_rate
                 ),

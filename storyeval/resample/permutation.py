@@ -264,7 +264,7 @@ def paired_permutation_test(
     >>> bool(res.loc[0, "pvalue"] < 0.05)
     True
     """
-    from scipy.stats import false_discovery_control
+    from storyeval._multitest import bh
 
     level = check_level(level)
     method = check_method(method)
@@ -356,10 +356,7 @@ def paired_permutation_test(
         warnings.warn(f"permutation test: correlation undefined (constant measure) for "
                       f"{[measures_b[k] for k in np.flatnonzero(undefined)][:3]}; p-value NaN",
                       UndefinedStatisticWarning, stacklevel=user_stacklevel())
-    bh = np.full(Kb, np.nan)
-    ok = np.isfinite(pvalue)
-    if ok.any():
-        bh[ok] = false_discovery_control(pvalue[ok], method="bh")
+    adjusted = bh(np.where(np.isfinite(pvalue), pvalue, np.nan))  # NaN: left out of the family
     return pd.DataFrame({
         "criterion": criterion,
         "measure_a": measure_a,
@@ -370,7 +367,7 @@ def paired_permutation_test(
         "value_b": obs[1:],
         "delta": delta,
         "pvalue": pvalue,
-        "pvalue_bh": bh,
+        "pvalue_bh": adjusted,
         "family": f"{criterion} | {measure_a} vs {Kb} measure(s) | {level}",
         "unit": unit,
         "alternative": alternative,
