@@ -354,7 +354,10 @@ def _compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str
                            n=n_permutations, cl=confidence_level)
                            if test == "permutation-random" else MIDP_INTERVAL.format(
                            n=n_permutations, alpha=1 - confidence_level, b=n_resamples,
-                           z=_z(confidence_level)),
+                           z=_z(confidence_level) if alternative == "two-sided"
+                           else _z(2 * confidence_level - 1))
+                           + ("" if alternative == "two-sided"
+                              else f", one-sided ({alternative})"),
                            dtype=object))
             return out
     out.update(effect_sizes(wide, comp, level=level, method=method, test=test,
