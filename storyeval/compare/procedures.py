@@ -119,23 +119,24 @@ PAPER_LEVEL = {
     "spearman": {"overall": (0.117, 0.122, "30-5,000 stories"),
                  "system": (0.150, 0.288, "5-20 systems")},
 }
-# The calibrated defaults (CALIBRATED) on user data, as `meta` runs them (sign convention raw,
-# 1,000 permutations): benchmarks/bench_calibration.py --reps 2000 --seed 0 (docs/which-test.md;
+# The calibrated defaults (CALIBRATED) on user data, as `meta` runs them (sign convention raw).
+# System level since 0.4.0: benchmarks/bench_system_level.py --reps 1000 (docs/which-test.md,
+# "The system-level test at the edges"). Otherwise: benchmarks/bench_calibration.py --reps 2000
+# --seed 0 (docs/which-test.md;
 # Likert-mean and single-rating human scores, rho 0.1, rho(a, b) 0.8, heavy tails). Spearman's
-# system rows: permutation-midp, bench_calibration.py --reps 600 --seed 0 (issue 35); Spearman's
-# jackknife and permutation-random rows come from the earlier benchmark (30 and 100 stories only;
-# its leave-one-out ranks cost O(n^2) per replication).
+# jackknife rows come from the earlier benchmark (30 and 100 stories only; its leave-one-out
+# ranks cost O(n^2) per replication).
 CALIBRATED_LEVEL = {
     "kendall_b": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
                   "overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
-                  "system": (0.038, 0.067, "5-20 systems, 5 simulated data types, 600 per "
-                                           "cell")},
+                  "system": (0.037, 0.051, "5-10 systems, exchangeable and heavy-tailed "
+                                           "nulls, 1,000 per cell")},
     "pearson": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
                 "overall": (0.039, 0.061, "30-1,000 stories, 5 simulated data types"),
-                "system": (0.033, 0.072, "5-20 systems, 5 simulated data types, 600 per "
-                                         "cell")},
-    "spearman": {"overall": (0.036, 0.045, "30-100 stories"),
-                 "system": (0.042, 0.049, "5-20 systems")},
+                "system": (0.051, 0.061, "5-10 systems, exchangeable and heavy-tailed "
+                                         "nulls, 1,000 per cell")},
+    # the system-level Spearman row was measured with 0.3.1's tie order: not claimed since
+    "spearman": {"overall": (0.036, 0.045, "30-100 stories")},
 }
 _TOL = 1e-12
 # A system-level correlation of fewer systems is +-1 or undefined whatever the measures: it is
