@@ -49,7 +49,7 @@ def test_page_includes_every_snippet(gen):
 def test_counts_snippet_shows_the_published_numbers():
     text = (SNIPPETS / "counts.md").read_text(encoding="utf-8")
     # p = 6.0e-9 and 9.7e-4 print as a journal does (issue 53: one p-value format)
-    assert text.count("< 0.001") == 2 and "e-" not in text
+    assert text.count("< 0.001") == 4 and "e-" not in text  # exact and score p, two rows
     for value in ("0.613", "0.719", "0.515", "0.560", "two-sided"):
         assert value in text
 

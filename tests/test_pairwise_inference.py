@@ -124,7 +124,7 @@ def test_cli_counts_prints_the_published_numbers(capsys):
     assert main(["pairwise", "counts", "201/301", "1053/1959"]) == 0
     out = capsys.readouterr().out
     # p = 6.0e-9 and 9.7e-4 print as a journal does (issue 53: one p-value format)
-    assert out.count("< 0.001") == 2 and "e-" not in out
+    assert out.count("< 0.001") == 4 and "e-" not in out  # exact and score p, two rows
     for text in ("0.613", "0.719", "0.515", "0.560", "two-sided"):
         assert text in out
     assert main(["pairwise", "counts", "201/301", "--format", "json"]) == 0
