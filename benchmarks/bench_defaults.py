@@ -121,6 +121,9 @@ def last_release() -> str:
     release in CHANGELOG.md that is not the version being prepared (``## [X] - DATE``)."""
     import re
 
+    if not (ROOT / ".git").exists():  # an unpacked sdist: no history to take it from
+        raise SystemExit("bench_defaults: the previous release is taken from git history; run "
+                         "it in a git checkout, or pass --previous with a checkout's revision")
     version = re.search(r'"(.+)"', (ROOT / "storyeval" / "_version.py").read_text()).group(1)
     for name, day in re.findall(r"^## \[([^\]]+)\] - (\d{4}-\d{2}-\d{2})",
                                 (ROOT / "CHANGELOG.md").read_text(), flags=re.M):
