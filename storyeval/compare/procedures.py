@@ -960,6 +960,14 @@ def _oriented(observed: np.ndarray, perm: np.ndarray,
     return -observed, -perm
 
 
+def _criterion_columns(H: np.ndarray, ih: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct criteria's columns of the rows' criterion means ``H`` (S, rows), (S, C),
+    and each row's criterion among them: what the swaps are compared with, once per
+    criterion instead of once per row."""
+    crit, first, hrow = np.unique(ih, return_index=True, return_inverse=True)
+    return H[:, first], hrow.ravel()
+
+
 def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
                       scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
                       ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
@@ -974,9 +982,8 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
     both engines give the same numbers."""
     total, S = swapped.shape[0], swapped.shape[1]
     iu, ju = np.triu_indices(S, k=1)
-    crit, hrow = np.unique(ih, return_inverse=True)
-    first = np.array([np.flatnonzero(ih == c)[0] for c in crit])
-    h_sign = np.sign(H[iu][:, first] - H[ju][:, first])  # (pairs, C); H is snapped already
+    Hu, hrow = _criterion_columns(H, ih)
+    h_sign = np.sign(Hu[iu] - Hu[ju])  # (pairs, C); H is snapped already
     h_den = (h_sign != 0).sum(0).astype(np.float64)
     keys = np.stack([ia, ib, sa, sb], 1)
     groups, grow = np.unique(keys, axis=0, return_inverse=True)
@@ -1044,9 +1051,8 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
     A constant swapped vector gives NaN, as the coefficient is undefined there."""
     W = swapped - swapped.mean(axis=1, keepdims=True)  # (N+1, S, K)
     M = mean - mean.mean(axis=0, keepdims=True)  # (S, K)
-    crit, hrow = np.unique(ih, return_inverse=True)
-    first = np.array([np.flatnonzero(ih == c)[0] for c in crit])
-    Hc = H[:, first] - H[:, first].mean(axis=0, keepdims=True)  # (S, C)
+    Hu, hrow = _criterion_columns(H, ih)
+    Hc = Hu - Hu.mean(axis=0, keepdims=True)  # (S, C)
     hh = (Hc * Hc).sum(0)  # (C,)
     G = np.einsum("nsk,sc->nck", W, Hc)  # (N+1, C, K): h . W_k
     g = Hc.T @ M  # (C, K): h . M_k
