@@ -307,3 +307,33 @@ def test_prompt_sums_add_the_stories_of_a_cell_in_order():
     old_sums, old_count = _old_prompt_sums(repeated, cols)
     assert_same_bits(sums, old_sums)
     assert_same_bits(count, old_count)
+
+
+@pytest.mark.parametrize("rounded", [False, True])
+def test_tau_b_pair_signs_equal_the_reference_engine(rounded):
+    """`_kendall_b_deltas` (pair signs shared over criteria) gives `_numpy_deltas`'s numbers bit
+    for bit on every row it does not hand back (near ties go to the reference engine)."""
+    from storyeval.compare.procedures import _kendall_b_deltas
+
+    g = np.random.default_rng(7 + rounded)
+    for _ in range(10):
+        S, K, rows = int(g.integers(3, 9)), 6, 12
+        swapped = g.normal(size=(41, S, K))
+        swapped[0] = 0.0
+        if rounded:  # exact ties between swapped means
+            swapped = np.round(swapped * 2) / 2
+        mean = g.normal(size=(S, K))
+        observed = mean * 1.3 + 0.2
+        scale, shift = np.abs(g.normal(size=K)) + 0.5, g.normal(size=K)
+        ih = g.integers(0, 3, size=rows)
+        ia = g.integers(3, 6, size=rows)
+        ib = (ia - 2) % 3 + 3
+        sa, sb = g.choice([-1.0, 1.0], rows), g.choice([-1.0, 1.0], rows)
+        H = tie_values(np.round(g.normal(size=(S, 3)) * 2)[:, ih] / 2, "system", axis=0,
+                       rtol=1e-12)
+        fast, handed_back = _kendall_b_deltas(swapped, mean, observed, scale, shift, H, ih, ia,
+                                              ib, sa, sb, 1e-12)
+        ref = _numpy_deltas(np.arange(rows), swapped, mean, observed, scale, shift, H, ia, ib,
+                            sa, sb, 1e-12, "kendall_b")
+        keep = ~np.isin(np.arange(rows), handed_back)
+        assert_same_bits(fast[:, keep], ref[:, keep])
