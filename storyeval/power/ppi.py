@@ -264,6 +264,48 @@ def _frame(estimand: str, method: str, y: np.ndarray, f_lab: np.ndarray, f_unl: 
         "folds": used, "seed": seed, "df": df}, columns=_COLUMNS)
 
 
+def _paired_difference(dh: np.ndarray, df: np.ndarray, options: dict[str, Any]) -> PPIResult:
+    """`ppi_mean` of the paired differences A - B, antisymmetric in A and B (see
+    `_antisymmetric`)."""
+    forward = ppi_mean(dh, df, **options).to_frame()
+    backward = ppi_mean(-dh, -df, **options).to_frame() if _crossfitted(forward).any() else None
+    return _to_result(_antisymmetric(forward, backward))
+
+
+def _crossfitted(frame: pd.DataFrame) -> np.ndarray:
+    return ((frame["folds"] > 1) & (frame["method"] == "ppi++")).to_numpy()
+
+
+def _antisymmetric(forward: pd.DataFrame, backward: pd.DataFrame | None) -> pd.DataFrame:
+    """Rows of a paired difference that swapping A and B negates exactly.
+
+    Cross-fitting deals the labelled items to folds in the order of their sorted values, and
+    negating the differences (B - A) reverses that order: the folds, hence the lambdas, would
+    differ. Where a row is cross-fitted, its estimate is therefore the mean of the cross-fits
+    of A - B (`forward`) and of -(B - A) (`backward`, computed on the negated differences),
+    and its standard error the mean of theirs (not below the standard error of the mean of
+    the two estimates); other rows (one fold: ppi-python's PPI++) are `forward` as is.
+    """
+    out = forward.assign(estimand="difference")
+    if backward is None:
+        return out
+    rows = _crossfitted(forward)
+    est = 0.5 * (forward["estimate"].to_numpy() - backward["estimate"].to_numpy())
+    se = 0.5 * (forward["se"].to_numpy() + backward["se"].to_numpy())
+    q = np.array([_quantile(level, interval, dof) for level, interval, dof in
+                  zip(forward["confidence_level"], forward["interval"], forward["df"])])
+    human_se = forward["human_se"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(human_se > 0, se / human_se, np.nan)
+        n_eff = np.where(se > 0, forward["n_labelled"].to_numpy() * (human_se / se) ** 2, np.nan)
+    lam = 0.5 * (forward["lam"].to_numpy() + backward["lam"].to_numpy())
+    for column, values in (("estimate", est), ("se", se), ("low", est - q * se),
+                           ("high", est + q * se), ("lam", lam), ("n_eff", n_eff),
+                           ("width_ratio", ratio)):
+        out[column] = np.where(rows, values, out[column].to_numpy())
+    return out
+
+
 def _to_result(frame: pd.DataFrame) -> PPIResult:
     row = frame.iloc[0]
     values = {name: (row[name].item() if hasattr(row[name], "item") else row[name])
@@ -523,7 +565,10 @@ def ppi_mean_difference_many(human_a, predicted_a, human_b, predicted_b, *,
         if fa.shape != fb.shape:
             raise InputError("ppi_mean_difference_many(paired=True): predicted_a and "
                              f"predicted_b have different shapes ({fa.shape} and {fb.shape})")
-        return ppi_mean_many(ha - hb, fa - fb, **options).assign(estimand="difference")
+        dh, df = ha - hb, fa - fb
+        forward = ppi_mean_many(dh, df, **options)
+        backward = ppi_mean_many(-dh, -df, **options) if _crossfitted(forward).any() else None
+        return _antisymmetric(forward, backward)
     if ha.shape[:1] != hb.shape[:1]:
         raise InputError(f"ppi_mean_difference_many: system A has {ha.shape[0]} studies and "
                          f"system B {hb.shape[0]}")
@@ -544,7 +589,8 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
         False: the systems' items are independent samples (each its own estimate and lambda;
         the variances add). True: item i of A and item i of B answer the same prompt and were
         labelled together (same NaN pattern); the estimate is `ppi_mean` of the per-prompt
-        differences, which keeps the prompt-level correlation.
+        differences, which keeps the prompt-level correlation (cross-fitted in both
+        directions and averaged, so that swapping A and B negates it exactly).
     method, folds, seed, confidence_level, interval
         As in `ppi_mean` (``"t"`` for independent systems: Welch-Satterthwaite degrees of
         freedom from the two standard errors and label counts).
@@ -588,8 +634,7 @@ def ppi_mean_difference(human_a, predicted_a, human_b, predicted_b, *, paired: b
                 raise InputError(f"ppi_mean_difference(paired=True): the difference of the "
                                  f"{what} values A - B overflows at item {over[0]} "
                                  f"({x1[over[0]]:g} - {x2[over[0]]:g}); rescale the scores")
-        result = ppi_mean(dh, df, **options)
-        return PPIResult(**{**asdict(result), "estimand": "difference"})
+        return _paired_difference(dh, df, options)
     a = ppi_mean(human_a, predicted_a, **options)
     b = ppi_mean(human_b, predicted_b, **options)
     return _to_result(_difference_frame(a.to_frame(), b.to_frame(), confidence_level, interval))
