@@ -69,7 +69,8 @@ print(result.summary())'''),
      "(`_repr_html_`): the correlation grid with the human baseline row.\n\n"
      "## 3. Every number as one tidy table\n\n`to_frame()` has one number per row: "
      "correlations, the human baseline and the comparison tests, ready for `query`, `pivot` or "
-     "plotting:", '''\
+     "plotting (`measure` and `other` hold the identifiers as in the data, `measure_name` and "
+     "`other_name` the display names that tables and figures print):", '''\
 tidy = result.to_frame()
 print(tidy.groupby("table").size().to_string())
 print(tidy.query("table == 'correlation' and level == 'system'")

@@ -47,7 +47,8 @@ def test_meta_evaluate_and_views_on_dataframes():
     assert text.startswith("<MetaResult") and "\n" not in text and len(text) < 300
     tidy = result.to_frame()
     assert list(tidy.columns) == ["table", "level", "criterion", "measure", "other",
-                                  "quantity", "value", "n", "reason"]
+                                  "quantity", "value", "n", "reason", "measure_name",
+                                  "other_name"]
     corr = result.correlations.set_index(["measure", "level"])["value"]
     got = tidy[tidy["table"] == "correlation"].set_index(["measure", "level"])["value"]
     pd.testing.assert_series_equal(got.sort_index(), corr.sort_index(), check_names=False)
@@ -81,3 +82,16 @@ def test_the_typed_public_api_script_runs():
     ratings, scores = _data()
     text = module.evaluate(ratings, scores)
     assert "numbers; " in text and "system level:" in text
+
+
+def test_to_frame_names_hanna_measures_by_display_name():
+    # identifiers stay in `measure` / `other` (the key of the data); the names the tables print
+    # (HANNA's `BLEU Ξ§` is `BLEU`) are in `measure_name` / `other_name`
+    result = storyeval.meta_evaluate(storyeval.load_hanna(), levels="overall")
+    tidy = result.to_frame()
+    bleu = tidy[tidy["measure"] == "BLEU Ξ§"]
+    assert len(bleu) and set(bleu["measure_name"]) == {"BLEU"}
+    tests = tidy[(tidy["table"] == "comparisons") & (tidy["other"] == "BLEU Ξ§")]
+    assert len(tests) and set(tests["other_name"]) == {"BLEU"}
+    baseline = tidy[tidy["table"] == "baseline"]
+    assert set(baseline["measure_name"]) == {"human baseline"}

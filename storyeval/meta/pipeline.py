@@ -155,7 +155,8 @@ class MetaResult:
 
     def to_frame(self) -> pd.DataFrame:
         """Every number of the result in one tidy table, one number per row (columns
-        ``table, level, criterion, measure, other, quantity, value, n, reason``; see
+        ``table, level, criterion, measure, other, quantity, value, n, reason, measure_name,
+        other_name``: identifiers in ``measure``/``other``, display names in ``*_name``; see
         `storyeval.meta.result_views.tidy_frame`)."""
         from storyeval.meta.result_views import tidy_frame
 

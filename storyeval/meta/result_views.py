@@ -28,7 +28,7 @@ __all__ = ["TIDY_COLUMNS", "result_html", "result_repr", "result_summary", "tidy
 
 #: Columns of `MetaResult.to_frame`: one number per row.
 TIDY_COLUMNS = ("table", "level", "criterion", "measure", "other", "quantity", "value", "n",
-                "reason")
+                "reason", "measure_name", "other_name")
 _BASELINE_LABEL = "human baseline"
 #: The human baselines of `summary()`, named (`storyeval.meta.baseline`): each annotator against
 #: the mean of all (an upper bound) and against the mean of the others (leave-one-out).
@@ -48,7 +48,9 @@ def result_repr(result: MetaResult) -> str:
 
 
 def tidy_frame(result: MetaResult) -> pd.DataFrame:
-    """Every number of the result as one row (`TIDY_COLUMNS`): correlations (quantity: the
+    """Every number of the result as one row (`TIDY_COLUMNS`; ``measure`` and ``other`` are the
+    identifiers as in the data, ``measure_name`` and ``other_name`` their display names, as the
+    tables and figures print them): correlations (quantity: the
     coefficient, and ``ci_low`` / ``ci_high`` when intervals were computed), the human baseline
     (measure ``"human baseline"``, other: the variant) and the comparison tests (measure: the
     compared measure ``measure_a``, other: ``measure_b``; quantities ``r_a``, ``r_b``, ``t``,
@@ -59,9 +61,23 @@ def tidy_frame(result: MetaResult) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=list(TIDY_COLUMNS))
     out = pd.concat(parts, ignore_index=True)
+    names = _display_names(result)
+    out["measure_name"] = out["measure"].map(lambda m: names.get(m, m))
+    out["other_name"] = out["other"].map(lambda m: names.get(m, m))
     out["n"] = out["n"].astype("Int64")
     out["reason"] = out["reason"].fillna("").astype(str)
     return out.loc[:, list(TIDY_COLUMNS)]
+
+
+def _display_names(result: MetaResult) -> dict[str, str]:
+    """Display name of every measure identifier of the result (``BLEU`` for HANNA's
+    ``BLEU Ξ§``); identifiers without one map to themselves."""
+    corr = result.correlations
+    if corr.empty or "display_name" not in corr.columns:
+        return {}
+    rows = corr.drop_duplicates("measure")
+    return {m: (d if isinstance(d, str) and d else m)
+            for m, d in zip(rows["measure"], rows["display_name"])}
 
 
 def _melt(frame: pd.DataFrame, table: str, measure: pd.Series | str, other: pd.Series | str,
