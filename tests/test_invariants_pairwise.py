@@ -34,6 +34,7 @@ from storyeval.pairwise.inference import (
     judge_accuracy_inference,
 )
 from storyeval.power.ppi import ppi_mean, ppi_mean_difference
+from storyeval.resample.clusters import sign_flips
 
 FAST = settings(max_examples=25, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -120,13 +121,36 @@ def test_clustered_comparisons_are_functions_of_the_data(data):
             if res.difference == 0:
                 assert res.pvalue >= 0.5
             rejects = res.pvalue < 0.05
-            if test == "cluster-t":  # the interval inverts the test
-                assert res.agreement == "inverts the test"
-                assert _excludes(res.ci_low, res.ci_high) == rejects
-            else:  # two procedures: the row says whether they agree
-                agree = _excludes(res.ci_low, res.ci_high) == rejects
-                assert res.agreement == ("agree" if agree else res.agreement)
-                assert res.agreement.startswith("DISAGREE") == (not agree)
+            # both intervals invert their test (the sign-flip test's by
+            # sign_flip_ratio_interval, on the same sign vectors)
+            assert res.agreement == "inverts the test"
+            assert _excludes(res.ci_low, res.ci_high) == rejects
+            assert res.ci_low <= res.difference <= res.ci_high
+
+
+@FAST
+@given(clustered_scores(), st.sampled_from([0.8, 0.9, 0.95]))
+def test_sign_flip_interval_is_the_set_of_accepted_differences(data, level):
+    # brute force: the sign-flip test of H0: delta (centred cluster sums D_c - delta n_c, the
+    # same sign vectors) on a grid; the interval's ends are the accepted region's hull
+    a, b, clusters, _ = data
+    codes, n_clusters = np.unique(clusters, return_inverse=True)[1], clusters.max() + 1
+    if n_clusters > 9 or n_clusters < 2:
+        return
+    with _quiet():
+        res = compare_accuracies(a, b, clusters=clusters, test="permutation",
+                                 n_resamples=2 ** n_clusters, confidence_level=level)
+    signs, exact = sign_flips(n_clusters, 2 ** n_clusters, np.random.default_rng(0))
+    assert exact
+    d = np.bincount(codes, a - b, minlength=n_clusters)
+    m = np.bincount(codes, minlength=n_clusters).astype(float)
+    grid = np.linspace(-1, 1, 801)
+    centred = d[None, :] - grid[:, None] * m[None, :]
+    extreme = np.abs(centred @ signs.T) >= np.abs(centred.sum(axis=1))[:, None] - 1e-9
+    accepted = grid[~(extreme.mean(axis=1) < 1 - level)]
+    assert accepted.min() >= res.ci_low - 1e-12 and accepted.max() <= res.ci_high + 1e-12
+    assert res.ci_low > accepted.min() - 2 / 800 - 1e-12
+    assert res.ci_high < accepted.max() + 2 / 800 + 1e-12
 
 
 def test_interval_agreement_names_each_case():

@@ -317,9 +317,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    default="auto",
                    help="paired test: McNemar's score test with the Tango interval that "
                         "inverts it (mcnemar), or the exact McNemar test beside that interval "
-                        "(mcnemar-exact) (independent pairs); cluster sign-flip permutation, "
-                        "paired cluster bootstrap (both with a cluster-bootstrap interval) or "
-                        "cluster-robust t with the interval that inverts it (cluster-t, G - 1 "
+                        "(mcnemar-exact) (independent pairs); cluster sign-flip permutation "
+                        "with the interval that inverts it, paired cluster bootstrap (with a "
+                        "cluster-bootstrap percentile interval) or cluster-robust t with the interval that inverts it (cluster-t, G - 1 "
                         "df; few prompts) (clustered pairs); auto: mcnemar without clusters, "
                         "else permutation (default). Column agreement: whether the interval "
                         "and the p-value agree about 0")
@@ -1100,9 +1100,10 @@ def _accuracy_note(args: argparse.Namespace) -> str:
 
 _COMPARE_NOTE = ("difference = accuracy_a - accuracy_b (pooled over the verdicts both judged); "
                  "p-values two-sided\nagreement: 'inverts the test' (McNemar score test with "
-                 "Tango's interval, cluster-t: the interval excludes 0 exactly when p < 1 - "
+                 "Tango's interval, the cluster sign-flip permutation test with its inversion, "
+                 "cluster-t: the interval excludes 0 exactly when p < 1 - "
                  "confidence level), 'agree' or 'DISAGREE' (a cluster-bootstrap interval beside "
-                 "a permutation or bootstrap p-value, or the exact McNemar test beside Tango's "
+                 "a bootstrap p-value, or the exact McNemar test beside Tango's "
                  "interval: two procedures; the p-value decides)\ngroups: accuracy k/n with the interval pairwise accuracy "
                  "prints for it (same method, resamples and seed; column interval)\n")
 

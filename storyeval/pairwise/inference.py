@@ -42,6 +42,7 @@ from storyeval.resample.clusters import (
     cluster_sums,
     percentile_interval,
     rng_from,
+    sign_flip_ratio_interval,
     sign_flips,
     single_cluster,
     warn_few_clusters,
@@ -1176,9 +1177,11 @@ def compare_accuracies(
         ``"mcnemar-exact"``: the exact conditional McNemar test (conservative) beside the
         same Tango interval; ``agreement`` marks a row where they disagree. ``"permutation"``: cluster sign-flip test (the judges' labels swapped
         within a cluster; exact enumeration when 2^C <= ``n_resamples``).
-        ``"bootstrap"``: paired cluster bootstrap, p from the centred distribution.
-        Permutation and bootstrap give the cluster-bootstrap percentile interval of the
-        difference. ``"cluster-t"``: the cluster-robust (CR1) t test of the difference with
+        ``"bootstrap"``: paired cluster bootstrap, p from the centred distribution, with the
+        cluster-bootstrap percentile interval of the difference (two procedures: the row's
+        ``agreement`` says whether they agree). The permutation test comes with the interval
+        that inverts it (`sign_flip_ratio_interval`: every difference delta that the sign-flip
+        test of the centred cluster sums does not reject, the same sign vectors). ``"cluster-t"``: the cluster-robust (CR1) t test of the difference with
         ``clusters - 1`` df and the t interval it inverts (holds its level with 10-20 prompts;
         measured by benchmarks/bench_pairwise_few_clusters.py). ``"auto"``: McNemar for
         independent 0/1 units, else permutation. Before 0.3.2 ``"mcnemar"`` was the exact
@@ -1236,27 +1239,41 @@ def compare_accuracies(
         return _cluster_t_difference(sums, diff, n, level, common)
     if n_clusters < n:  # sign flips with few clusters are exact but coarse: warn for both
         warn_few_clusters(n_clusters, f"{test} comparison of two judges")
-    boot = bootstrap_weights(n_clusters, reps, rng) @ sums
-    with np.errstate(invalid="ignore", divide="ignore"):
-        draws = boot[:, 0] / boot[:, 1]
-    boot_low, boot_high = percentile_interval(draws, level)
     if test == "bootstrap":
-        p = _bootstrap_pvalue(draws, diff, 0.0, "two-sided", reps)
-        name = "cluster-bootstrap"
-    else:
-        signs, exact = sign_flips(n_clusters, reps, rng)
-        total = sums[:, 0].sum()
-        flipped = signs @ sums[:, 0]
-        # a relative tolerance so that float sums equal to |T| count as extreme
-        extreme = np.count_nonzero(np.abs(flipped) >= abs(total) - 1e-9 * (1 + abs(total)))
-        p = extreme / len(signs) if exact else (1 + extreme) / (1 + len(signs))
-        name = "cluster-permutation-exact" if exact else "cluster-permutation"
-    p = float(min(1.0, p))
-    return JudgeComparison(ci_low=float(boot_low), ci_high=float(boot_high), pvalue=p,
-                           test=name, interval="cluster-bootstrap-percentile",
-                           n_resamples=reps,
-                           agreement=interval_agreement(boot_low, boot_high, p, level, False),
-                           **common)
+        boot = bootstrap_weights(n_clusters, reps, rng) @ sums
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws = boot[:, 0] / boot[:, 1]
+        boot_low, boot_high = percentile_interval(draws, level)
+        p = float(min(1.0, _bootstrap_pvalue(draws, diff, 0.0, "two-sided", reps)))
+        return JudgeComparison(ci_low=float(boot_low), ci_high=float(boot_high), pvalue=p,
+                               test="cluster-bootstrap", interval="cluster-bootstrap-percentile",
+                               n_resamples=reps,
+                               agreement=interval_agreement(boot_low, boot_high, p, level,
+                                                            False), **common)
+    return _sign_flip_difference(sums, diff, level, reps, rng, common)
+
+
+def _sign_flip_difference(sums: np.ndarray, diff: float, level: float, reps: int,
+                          rng: np.random.Generator, common: dict[str, Any]) -> JudgeComparison:
+    """`compare_accuracies`' cluster sign-flip test of the difference and the interval that
+    inverts it (`sign_flip_ratio_interval`, the same sign vectors), from the cluster sums
+    (C, 2) of a - b and of the units."""
+    signs, exact = sign_flips(len(sums), reps, rng)
+    total = sums[:, 0].sum()
+    flipped = signs @ sums[:, 0]
+    # a relative tolerance so that float sums equal to |T| count as extreme
+    extreme = np.count_nonzero(np.abs(flipped) >= abs(total) - 1e-9 * (1 + abs(total)))
+    p = float(min(1.0, extreme / len(signs) if exact else (1 + extreme) / (1 + len(signs))))
+    low, high = sign_flip_ratio_interval(sums, signs, exact, level)
+    low, high = max(-1.0, low), min(1.0, high)
+    if not p < 1 - level and not low <= 0.0 <= high:
+        # only the float tolerance above can count a vector at 0 that the interval's exact
+        # ends leave out (a difference of 1e-16): the test's decision wins
+        low, high = min(low, 0.0), max(high, 0.0)
+    return JudgeComparison(ci_low=low, ci_high=high, pvalue=p,
+                           test="cluster-permutation-exact" if exact else "cluster-permutation",
+                           interval="cluster-permutation-inversion", n_resamples=reps,
+                           agreement=interval_agreement(low, high, p, level, True), **common)
 
 
 def _cluster_t_difference(sums: np.ndarray, diff: float, n: int, level: float,

@@ -3,6 +3,7 @@ bootstrap weights and cluster sign flips (all as matrix products, no loop over p
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -83,6 +84,41 @@ def sign_flips(n_clusters: int, n_resamples: int, rng: np.random.Generator
         grid = (np.arange(2 ** n_clusters)[:, None] >> np.arange(n_clusters)) & 1
         return 1.0 - 2.0 * grid, True
     return 1.0 - 2.0 * rng.integers(0, 2, size=(n_resamples, n_clusters)), False
+
+
+def sign_flip_ratio_interval(sums: np.ndarray, signs: np.ndarray, exact: bool,
+                             confidence_level: float) -> tuple[float, float]:
+    """The interval that inverts the two-sided cluster sign-flip test of a ratio estimate.
+
+    ``sums`` (C, 2) holds each cluster's sum of the differences ``D_c`` and its units
+    ``n_c``; the estimate is ``d = sum D_c / sum n_c``. The test of ``H0: delta`` flips the
+    signs of the centred cluster sums ``D_c - delta n_c``: a sign vector is as extreme as the
+    data when ``|sum s_c (D_c - delta n_c)| >= |sum (D_c - delta n_c)|``, which holds exactly
+    for ``delta`` between the ratio of the flipped clusters and the ratio of the others (the
+    two roots of a downward parabola in ``delta``; a vector that flips all or none is always
+    extreme). Both ratios bracket ``d`` (a weighted mean of them), so the p-value falls as
+    ``delta`` leaves ``d`` and ``{delta: p(delta) >= 1 - confidence_level}`` is the interval
+    returned: from the k-th smallest lower end to the k-th largest upper end, k the fewest
+    extreme vectors with p >= alpha (p = k / B when ``exact``, else (1 + k) / (1 + B), as the
+    test computes it). At ``delta = 0`` it is the test at 0, so the interval excludes 0
+    exactly when that test's p < alpha.
+    """
+    d_sum, n_sum = float(sums[:, 0].sum()), float(sums[:, 1].sum())
+    a_s, b_s = signs @ sums[:, 0], signs @ sums[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flipped = (d_sum - a_s) / (n_sum - b_s)  # ratio of the clusters with sign -1
+        kept = (d_sum + a_s) / (n_sum + b_s)  # ratio of the clusters with sign +1
+    always = ~(np.isfinite(flipped) & np.isfinite(kept))  # flips all clusters or none
+    low = np.where(always, -np.inf, np.minimum(flipped, kept))
+    high = np.where(always, np.inf, np.maximum(flipped, kept))
+    total = len(signs)
+    counts = np.arange(total + 1)
+    p = counts / total if exact else (1 + counts) / (1 + total)
+    # accepted where the test does not reject (p < alpha rejects); p(total) = 1: always found
+    k = int(np.argmax(~(p < 1 - confidence_level)))
+    if k == 0:
+        return -math.inf, math.inf
+    return float(np.sort(low)[k - 1]), float(-np.sort(-high)[k - 1])
 
 
 def percentile_interval(draws: np.ndarray, confidence_level: float) -> tuple[np.ndarray,
