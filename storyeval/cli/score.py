@@ -21,8 +21,10 @@ correlations; without both columns, story ids SYSTEM/PROMPT give them).
 output columns: story_id, system, prompt_id, measure, value, reason (why a value is NaN).
 
 metrics: rouge, bleu, chrf, surface, bertscore, bartscore, families lexical, embedding,
-model-based, fast (lexical + surface), all, or evaluate:PATH for any Hugging Face evaluate
-module. Measure names: see docs/metrics.md.
+model-based, fast (lexical + surface), all, evaluate:PATH for any Hugging Face evaluate
+module, or rm:PATH for a Bradley-Terry reward model (a local sequence classifier with one
+logit; prompt and story through its chat template; --device, --dtype, --batch-size and
+--max-length apply). Measure names: see docs/metrics.md.
 
 examples:
   storyeval score --dataset hanna --metrics fast --out hanna_scores.csv
@@ -71,7 +73,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--cache", type=Path, metavar="DIR",
                      help="score cache folder (one SQLite file per metric configuration); "
                      "re-runs and interrupted runs only score what is missing")
-    run.add_argument("--device", metavar="DEV", help="torch device for bertscore / bartscore "
+    run.add_argument("--device", metavar="DEV", help="torch device for bertscore / bartscore / rm "
                      "(cpu, cuda, cuda:1; default: cuda if available)")
     run.add_argument("--batch-size", type=int, default=16, metavar="N",
                      help="stories per batch (default: 16)")
@@ -116,7 +118,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="comma-separated: ref->story, story->ref, prompt->story, "
                       "story->prompt, ref<->story, prompt<->story (default: all)")
     bart.add_argument("--max-length", type=int, metavar="N",
-                      help="BARTScore token limit (default: the model's)")
+                      help="BARTScore and rm: token limit (default: the model's)")
     return parser
 
 
@@ -137,13 +139,16 @@ def metric_options(args: argparse.Namespace) -> dict[str, dict]:
         bart["directions"] = [d.strip() for d in args.bartscore_directions.split(",") if d.strip()]
     if args.max_length is not None:
         bart["max_length"] = args.max_length
-    for opts in (bert, bart):
+    rm: dict = {}
+    if args.max_length is not None:
+        rm["max_length"] = args.max_length
+    for opts in (bert, bart, rm):
         if args.device:
             opts["device"] = args.device
         if args.dtype:
             opts["dtype"] = args.dtype
         opts["batch_size"] = args.batch_size
-    return {"bertscore": bert, "bartscore": bart,
+    return {"bertscore": bert, "bartscore": bart, "rm": rm,
             "surface": {"tokenizer": args.surface_tokenizer}}
 
 
