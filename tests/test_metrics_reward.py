@@ -10,10 +10,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from _tiny_models import CORPUS, save_tiny_llama  # noqa: E402
+
 from storyeval.exceptions import InputError  # noqa: E402
 from storyeval.metrics import get_metric, resolve_metrics, score  # noqa: E402
 from storyeval.metrics.reward import RewardModelMetric  # noqa: E402
-from _tiny_models import CORPUS, save_tiny_llama  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -128,3 +128,32 @@ def test_genrm_multi_token_choice_is_refused(lm_folders):
 def test_genrm_template_needs_placeholders():
     with pytest.raises(InputError, match="placeholder"):
         GenerativeRewardModel(model="m", template="{prompt} {first}")
+
+
+def test_cli_genrm_on_a_litbench_pair_file(lm_folders, tmp_path, capsys):
+    import json
+
+    from storyeval.cli import main
+
+    pairs = pd.DataFrame({"prompt": [CORPUS[i] for i in range(4)],
+                          "chosen_story": [CORPUS[i + 1] for i in range(4)],
+                          "rejected_story": [CORPUS[i + 5] for i in range(4)]})
+    src = tmp_path / "pairs.csv"
+    pairs.to_csv(src, index=False)
+    out = tmp_path / "verdicts.csv"
+    assert main(["pairwise", "genrm", "--pairs", str(src), "--model", str(lm_folders["chat"]),
+                 "--device", "cpu", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    v = pd.read_csv(out)
+    assert len(v) == 8 and summary["pairs"] == 4
+    p = v["p_story_a_pair"].to_numpy()[:4]  # story_a is the chosen story in both orders
+    assert summary["accuracy"] == pytest.approx(np.mean(p > 0.5))
+    assert v["story_a"].iloc[0] == "chosen-0/0"
+    # the verdict file is a verdict table the other actions read
+    from storyeval.pairwise import read_verdicts
+
+    assert len(read_verdicts(out)) == 8
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prompt,chosen_story\nx,y\n")
+    assert main(["pairwise", "genrm", "--pairs", str(bad), "--model", "m",
+                 "--out", str(tmp_path / "v2.csv")]) == 2

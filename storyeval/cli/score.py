@@ -11,6 +11,10 @@ import time
 from pathlib import Path
 
 EPILOG = """\
+A best-of-N file (prompt, chosen, rejected: RewardBench 2; prompt, chosen_story,
+rejected_story: LitBench) is read as is: its stories get the ids chosen-K/ID, rejected-K/ID
+that `storyeval pairwise pointwise --preferences FILE --scores OUT` reads back.
+
 input columns: story_id (required, unique; built as "{system}/{prompt_id}" when absent and
 both columns exist), story (required), reference (the human story for
 the same prompt; needed by rouge, bleu, chrf, bertscore and BARTScore's ref directions),
@@ -258,8 +262,16 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--subset applies to --dataset hanna only")
         from storyeval.data.io import read_table
 
-        stories, _ = read_table(args.input)
+        stories, fmt = read_table(args.input)
         source = str(args.input)
+        from storyeval.pairwise.best_of_n import (
+            best_of_n_stories,
+            is_best_of_n_table,
+            validate_best_of_n,
+        )
+
+        if is_best_of_n_table(stories.columns):  # RewardBench 2 / LitBench sets, read as is
+            stories = best_of_n_stories(validate_best_of_n(stories, source=source, fmt=fmt))
         stories = validate_stories(stories, source=source)
     start = time.perf_counter()
     table, catalogue = score(

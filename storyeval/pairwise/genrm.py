@@ -69,6 +69,9 @@ class GenerativeRewardModel:
         after the cue. Each must be one token.
     template : str, optional
         Replacement request with ``{prompt}``, ``{first}``, ``{second}``.
+    answer_cue : str, default ``"\\nAnswer:"``
+        Appended after the reasoning (e.g. ``"\\nPreferred:"`` for LitBench's GenRM-CoT
+        prompt).
 
     Notes
     -----
@@ -92,6 +95,7 @@ class GenerativeRewardModel:
     max_new_tokens: int = 256
     choices: tuple[str, str] | None = None
     template: str | None = None
+    answer_cue: str = ANSWER_CUE
 
     def __post_init__(self) -> None:
         if not str(self.model).strip():
@@ -143,7 +147,7 @@ class GenerativeRewardModel:
 
     def _reason(self, torch, tok, model, dev, seqs: list[list[int]]) -> list[str]:
         """Greedy reasoning text of each request (cut at the end token and before any
-        ``Answer:`` the model wrote itself)."""
+        answer cue the model wrote itself)."""
         from storyeval.metrics.reward import pad_batch
 
         x, mask = pad_batch(torch, seqs, tok.pad_token_id, left=True)
@@ -155,7 +159,8 @@ class GenerativeRewardModel:
             if tok.eos_token_id in row:
                 row = row[:row.index(tok.eos_token_id)]
             text = tok.decode(row, skip_special_tokens=True)
-            texts.append(text.split("Answer:")[0].rstrip())
+            cue = self.answer_cue.strip()
+            texts.append(text.split(cue)[0].rstrip() if cue else text)
         return texts
 
     def choice_logprobs(self, prompts: Sequence[str], firsts: Sequence[str],
@@ -181,7 +186,7 @@ class GenerativeRewardModel:
                     texts = self._reason(torch, tok, model, dev, seqs)
                     for r, t in zip(rows, texts):
                         reasons[r] = t
-                    seqs = [tok(reqs[r][0] + t + ANSWER_CUE, add_special_tokens=reqs[r][1])
+                    seqs = [tok(reqs[r][0] + t + self.answer_cue, add_special_tokens=reqs[r][1])
                             ["input_ids"] for r, t in zip(rows, texts)]
                 logp = self._forward_last(torch, model, dev, seqs, tok.pad_token_id)
                 out[rows] = logp[:, ids]
