@@ -150,3 +150,86 @@ def test_selected_accuracy_renaming_templates_changes_nothing():
     ra, rb = a[a["selected"]].iloc[0], b[b["selected"]].iloc[0]
     assert ra["template"] == rb["template"]
     assert ra["ci_low"] == pytest.approx(rb["ci_low"]) and ra["pvalue"] == rb["pvalue"]
+
+
+def _votes_file(tmp_path, seed=0):
+    y, pair, texts = _explained(seed)
+    voter = pd.Series(pair).groupby(pair).cumcount().to_numpy()
+    df = pd.DataFrame({"pair": pair, "voter": voter, "correct": y.astype(int),
+                       "explanation": texts})
+    path = tmp_path / "votes.csv"
+    df.to_csv(path, index=False)
+    return path, df
+
+
+def test_cli_votes_equals_the_library(tmp_path, capsys):
+    import io
+    import json
+
+    from storyeval.cli import main
+
+    path, df = _votes_file(tmp_path)
+    kw = tmp_path / "kw.json"
+    kw.write_text(json.dumps({"plot": ["plot", "twist"], "character": ["characters"]}))
+    assert main(["pairwise", "votes", "--votes", str(path), "--keywords", str(kw),
+                 "--format", "csv"]) == 0
+    pooled_text, feat_text = capsys.readouterr().out.split("\n\n", 1)
+    pooled = pd.read_csv(io.StringIO(pooled_text))
+    ref = pooled_vote_accuracy(df["correct"].to_numpy(float), df["pair"].to_numpy())
+    assert pooled["accuracy"].iloc[0] == pytest.approx(ref.statistic)
+    assert pooled["ci_low"].iloc[0] == pytest.approx(ref.ci_low)
+    feats = pd.read_csv(io.StringIO(feat_text))
+    lib = explanation_features(df["correct"].to_numpy(float), keyword_indicators(
+        df["explanation"], {"plot": ["plot", "twist"], "character": ["characters"]}),
+        df["pair"].to_numpy())
+    np.testing.assert_allclose(feats["p_adjusted"], lib["p_adjusted"], rtol=1e-9)
+
+
+def test_cli_select_equals_the_library(tmp_path, capsys):
+    import io
+
+    from storyeval.cli import main
+
+    rng = np.random.default_rng(0)
+    clusters = np.repeat(np.arange(30), 4)
+    s = (rng.random((120, 3)) < [0.6, 0.65, 0.55]).astype(int)
+    rows = [(f"u{i}", f"c{clusters[i]}", f"T{k}", s[i, k]) for i in range(120) for k in range(3)]
+    path = tmp_path / "v.csv"
+    pd.DataFrame(rows, columns=["unit", "cluster", "template", "correct"]).to_csv(path,
+                                                                                  index=False)
+    assert main(["pairwise", "select", "--verdicts", str(path), "--format", "csv"]) == 0
+    got = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    # the CLI orders units by id; the clusters are the same sets of units
+    order = np.argsort([f"u{i}" for i in range(120)])
+    lib = selected_accuracy(s[order].astype(float), clusters[order], names=["T0", "T1", "T2"])
+    sel, ref = got[got["selected"]].iloc[0], lib[lib["selected"]].iloc[0]
+    assert sel["template"] == ref["template"]
+    assert sel["ci_low"] == pytest.approx(ref["ci_low"]) and got["seed"].iloc[0] == 0
+
+
+@pytest.mark.parametrize("damage", ["empty", "header_only", "cut", "duplicate", "bad_value"])
+@pytest.mark.parametrize("command", ["votes", "select"])
+def test_cli_damaged_files(tmp_path, capsys, damage, command):
+    from storyeval.cli import main
+
+    if command == "votes":
+        lines = ["pair,voter,correct", "p1,v1,1", "p1,v2,0", "p2,v1,1", "p2,v2,1"]
+    else:
+        lines = ["unit,cluster,template,correct", "u1,c1,A,1", "u1,c1,B,0", "u2,c2,A,1",
+                 "u2,c2,B,1"]
+    if damage == "empty":
+        lines = []
+    elif damage == "header_only":
+        lines = lines[:1]
+    elif damage == "cut":
+        lines = lines[:3] + [lines[3].rsplit(",", 1)[0]]
+    elif damage == "duplicate":
+        lines = lines + lines[1:2]
+    else:
+        lines[2] = lines[2].rsplit(",", 1)[0] + ",2"
+    path = tmp_path / "f.csv"
+    path.write_text("\n".join(lines) + ("\n" if lines else ""))
+    flag = "--votes" if command == "votes" else "--verdicts"
+    assert main(["pairwise", command, flag, str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0]

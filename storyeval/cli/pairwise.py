@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge", "bias", "genrm", "prepare")
+            "pointwise", "template", "judge", "bias", "genrm", "prepare", "votes", "select")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -990,7 +990,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if action == "judge":
         return _run_judge(args)
-    if action in ("genrm", "prepare"):
+    if action in ("genrm", "prepare", "votes", "select"):
         from storyeval.cli.pairwise_litbench import run as run_litbench
 
         return run_litbench(args)

@@ -1,5 +1,7 @@
 """LitBench's procedures under ``storyeval pairwise``: ``genrm`` (a generative reward model on
-preference pairs) and ``prepare`` (LitBench's curation filters and length debiasing).
+preference pairs), ``prepare`` (LitBench's curation filters and length debiasing), ``votes``
+(pooled per-vote accuracy clustered by pair; explanation features vs correctness) and
+``select`` (the best template's accuracy with the choice accounted for).
 
 Exit codes: 0 ok, 2 usage or input error.
 """
@@ -7,9 +9,10 @@ Exit codes: 0 ok, 2 usage or input error.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-ACTIONS = ("genrm", "prepare")
+ACTIONS = ("genrm", "prepare", "votes", "select")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +21,172 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     from storyeval.cli.pairwise_prepare import add_prepare_parser
 
     add_prepare_parser(sub)
+    _add_votes_parser(sub)
+    _add_select_parser(sub)
+
+
+def _add_votes_parser(sub: argparse._SubParsersAction) -> None:
+    from storyeval.cli.common import add_format_option
+
+    p = sub.add_parser(
+        "votes", help="pooled per-vote accuracy clustered by pair; explanation features vs "
+                      "correctness (cluster-robust, BH)",
+        description="Accuracy pooled over every vote of a study where each pair gets several "
+                    "votes (LitBench: 10-13), with the cluster-robust t interval (CR1, pairs "
+                    "as clusters, G - 1 df). With --keywords and an 'explanation' column: "
+                    "the regression of correctness on each feature's keyword indicator, "
+                    "cluster-robust intervals, BH-adjusted p-values over the features.",
+        epilog="votes file: pair, voter, correct (1/0, or a credit in between), optional "
+               "explanation. keywords file: JSON {\"feature\": [\"word\", ...]}. Exit codes: 0 "
+               "ok, 2 usage or input error.")
+    p.add_argument("--votes", type=Path, required=True, metavar="FILE")
+    p.add_argument("--keywords", type=Path, metavar="JSON",
+                   help="features as keyword lists (needs an 'explanation' column)")
+    p.add_argument("--model", choices=["marginal", "joint"], default="marginal",
+                   help="one regression per feature (default) or all features at once")
+    p.add_argument("--adjust", choices=["bh", "by", "bonferroni", "holm", "none"],
+                   default="bh", help="multiplicity over the features (default bh)")
+    p.add_argument("--chance", type=float, default=0.5)
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    add_format_option(p)
+
+
+def _add_select_parser(sub: argparse._SubParsersAction) -> None:
+    from storyeval.cli.common import add_format_option
+
+    p = sub.add_parser(
+        "select", help="the best template's accuracy with the choice accounted for (max-t "
+                       "simultaneous intervals, or a validation split)",
+        description="Which of several judging templates is best, and its accuracy with an "
+                    "interval that accounts for having picked it (the winner's curse): max-t "
+                    "(default; chosen by simulation, docs/litbench.md), split, or naive.",
+        epilog="verdicts file: unit, cluster, template, correct (every unit judged by every "
+               "template). Exit codes: 0 ok, 2 usage or input error.")
+    p.add_argument("--verdicts", type=Path, required=True, metavar="FILE")
+    p.add_argument("--method", choices=["max-t", "split", "naive"], default="max-t")
+    p.add_argument("--chance", type=float, default=0.5)
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--resamples", type=int, default=2000)
+    p.add_argument("--validation-share", type=float, default=0.5)
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap or the split")
+    add_format_option(p)
+
+
+def _read_columns(path: Path, columns: tuple[str, ...], keys: tuple[str, ...]):
+    """A table with ``columns`` (correct numeric in [0, 1]; the others text), its rows
+    unique by ``keys``; errors name the file, column and row."""
+    import numpy as np
+    import pandas as pd
+
+    from storyeval.data.io import numeric_column, read_table, row_label, string_column
+    from storyeval.exceptions import InputError
+
+    frame, fmt = read_table(path)
+    if len(frame) == 0:
+        raise InputError(f"{path}: no rows")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {missing}; expected {list(columns)}")
+    out = pd.DataFrame({c: string_column(frame[c], c, str(path), fmt).to_numpy()
+                        for c in columns if c != "correct"})
+    y = numeric_column(frame["correct"], "correct", str(path), fmt).to_numpy()
+    bad = np.flatnonzero(~((y >= 0) & (y <= 1)))
+    if len(bad):
+        raise InputError(f"{row_label(str(path), int(bad[0]), fmt)}: column 'correct' must be "
+                         f"in [0, 1], got {frame['correct'].iloc[int(bad[0])]!r}")
+    out["correct"] = y
+    dup = out.duplicated(list(keys))
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(f"{row_label(str(path), i, fmt)}: {dict(out.loc[i, list(keys)])} is "
+                         "given twice")
+    for extra in ("explanation",):
+        if extra in frame.columns:
+            out[extra] = frame[extra].fillna("").astype(str).to_numpy()
+    return out
+
+
+def run_votes(args: argparse.Namespace) -> int:
+    import json
+
+    import pandas as pd
+
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.human_study import (
+        explanation_features,
+        keyword_indicators,
+        pooled_vote_accuracy,
+    )
+    from storyeval.report.tables import format_table
+
+    votes = _read_columns(args.votes, ("pair", "voter", "correct"), ("pair", "voter"))
+    res = pooled_vote_accuracy(votes["correct"].to_numpy(), votes["pair"].to_numpy(),
+                               chance=args.chance, confidence_level=args.confidence_level)
+    pooled = pd.DataFrame([{"accuracy": res.statistic, "ci_low": res.ci_low,
+                            "ci_high": res.ci_high, "pvalue": res.pvalue, "votes": res.n,
+                            "pairs": res.n_clusters, "chance": args.chance,
+                            "test": res.test}])
+    sys.stdout.write(format_table(pooled, args.format))
+    if args.format in ("table", "md"):
+        print(f"\nintervals: two-sided {args.confidence_level:g}, votes clustered by pair; "
+              f"p: two-sided test of accuracy = {args.chance:g}")
+    if args.keywords is None:
+        return 0
+    if "explanation" not in votes.columns:
+        raise InputError(f"--keywords needs an 'explanation' column in {args.votes}")
+    from storyeval.data.io import read_text
+
+    try:
+        keywords = json.loads(read_text(args.keywords))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{args.keywords}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(keywords, dict) or not all(
+            isinstance(v, list) and all(isinstance(w, str) for w in v)
+            for v in keywords.values()):
+        raise InputError(f"{args.keywords}: expected an object {{feature: [keyword, ...]}}")
+    feats = keyword_indicators(votes["explanation"].tolist(), keywords)
+    table = explanation_features(votes["correct"].to_numpy(), feats, votes["pair"].to_numpy(),
+                                 model=args.model, adjust=args.adjust,
+                                 confidence_level=args.confidence_level)
+    print()
+    sys.stdout.write(format_table(table, args.format))
+    if args.format in ("table", "md"):
+        print(f"\neffect: slope of correctness on the feature ({args.model}; marginal = "
+              f"accuracy with minus without); p_adjusted: {args.adjust} over the "
+              f"{len(table)} features; clusters: pairs")
+    return 0
+
+
+def run_select(args: argparse.Namespace) -> int:
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.selection import selected_accuracy
+    from storyeval.report.tables import format_table
+
+    v = _read_columns(args.verdicts, ("unit", "cluster", "template", "correct"),
+                      ("unit", "template"))
+    wide = v.pivot(index="unit", columns="template", values="correct")
+    if wide.isna().any().any():
+        unit = wide.index[wide.isna().any(axis=1)][0]
+        raise InputError(f"{args.verdicts}: unit {unit!r} lacks a verdict of template(s) "
+                         f"{list(wide.columns[wide.loc[unit].isna()])}; every unit needs "
+                         "every template")
+    clusters = v.drop_duplicates("unit").set_index("unit")["cluster"].reindex(wide.index)
+    if v.groupby("unit")["cluster"].nunique().max() > 1:
+        raise InputError(f"{args.verdicts}: a unit is listed in two clusters")
+    res = selected_accuracy(wide.to_numpy(), clusters.to_numpy(), names=list(wide.columns),
+                            method=args.method, chance=args.chance,
+                            confidence_level=args.confidence_level,
+                            n_resamples=args.resamples,
+                            validation_share=args.validation_share, random_state=args.seed)
+    res = res.assign(seed=args.seed)
+    sys.stdout.write(format_table(res, args.format))
+    if args.format in ("table", "md"):
+        best = res[res["selected"]].iloc[0]
+        print(f"\nchosen: {best['template']} ({args.method}; the interval accounts for "
+              f"choosing the best of {len(res)} templates"
+              + (")" if args.method != "naive" else " - naive: it does NOT)")
+              + f"; random seed {args.seed} (--seed)")
+    return 0
 
 
 def _add_genrm_parser(sub: argparse._SubParsersAction) -> None:
@@ -149,6 +318,10 @@ def run_genrm(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.pairwise_action == "genrm":
         return run_genrm(args)
+    if args.pairwise_action == "votes":
+        return run_votes(args)
+    if args.pairwise_action == "select":
+        return run_select(args)
     from storyeval.cli.pairwise_prepare import run_prepare
 
     return run_prepare(args)

@@ -181,7 +181,7 @@ def simulate_selection(
     of data sets whose interval holds the chosen template's true accuracy), ``mean_width``,
     ``bias`` (mean estimate minus the truth), the settings and the seed.
     """
-    from scipy.special import expit, logit
+    from scipy.special import expit
 
     rng = np.random.default_rng(seed)
     n = n_clusters * per_cluster
@@ -193,7 +193,7 @@ def simulate_selection(
         lo, hi = (mid, hi) if expit(mid + z).mean() < accuracy else (lo, mid)
     b0 = (lo + hi) / 2
     truth = float(expit(b0 + z).mean())
-    rows = {m: [] for m in SELECTION_METHODS}
+    rows: dict[str, list[tuple[bool, float, float]]] = {m: [] for m in SELECTION_METHODS}
     clusters = np.repeat(np.arange(n_clusters), per_cluster)
     for sim in range(n_sims):
         u = rng.normal(0, cluster_sd, n_clusters)[clusters]
