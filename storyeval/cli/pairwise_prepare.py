@@ -51,10 +51,15 @@ def add_prepare_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stories", type=Path, required=True, metavar="FILE",
                    help="stories (CSV, TSV, JSONL or Parquet; columns below)")
-    p.add_argument("--min-upvotes", type=_threshold(float), default=10.0, metavar="N")
-    p.add_argument("--max-tokens", type=_threshold(int), default=2048, metavar="N")
-    p.add_argument("--min-words", type=_threshold(int), default=50, metavar="N")
-    p.add_argument("--min-upvote-gap", type=_threshold(float), default=0.25, metavar="SHARE")
+    p.add_argument("--min-upvotes", type=_threshold(float), default=10.0, metavar="N",
+                   help="drop stories with fewer upvotes (default 10; none: off)")
+    p.add_argument("--max-tokens", type=_threshold(int), default=2048, metavar="N",
+                   help="drop stories with more tokens (default 2048; none: off)")
+    p.add_argument("--min-words", type=_threshold(int), default=50, metavar="N",
+                   help="drop stories with fewer words (default 50; none: off)")
+    p.add_argument("--min-upvote-gap", type=_threshold(float), default=0.25, metavar="SHARE",
+                   help="drop pairs with (u_chosen - u_rejected) / u_chosen below SHARE "
+                        "(default 0.25; none: off)")
     p.add_argument("--no-later-winner", action="store_true",
                    help="keep pairs whose chosen story was posted first")
     p.add_argument("--length-bins", type=int, default=100, metavar="N",
