@@ -152,3 +152,53 @@ def save_tiny_roberta(folder: str | Path, *, tokenizer: str = "roberta", layers:
     model.load_state_dict(state)
     model.save_pretrained(folder)
     return folder
+
+
+#: A minimal chat template (role tags), as instruct checkpoints ship one.
+CHAT_TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</s>{% endfor %}"
+                 "{% if add_generation_prompt %}<assistant>{% endif %}")
+
+
+def _numpy_weights(model, seed: int) -> None:
+    """Overwrite every weight with NumPy's seeded normal draws (sd 0.2; norms at 1), so no
+    number depends on how a transformers release initialises a model."""
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(seed)
+    state = model.state_dict()
+    for name, value in state.items():
+        if "norm" in name.lower():
+            state[name] = torch.ones_like(value)
+        else:
+            state[name] = torch.tensor(rng.normal(0.0, 0.2, tuple(value.shape)),
+                                       dtype=torch.float32)
+    model.load_state_dict(state)
+
+
+def save_tiny_llama(folder: str | Path, *, head: str = "classifier", chat: bool = True,
+                    seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+    """A random two-layer Llama saved with a byte-level BPE tokenizer in ``folder``.
+
+    ``head="classifier"``: ``LlamaForSequenceClassification`` with one logit (a
+    Bradley-Terry reward model); ``"causal"``: ``LlamaForCausalLM`` (a generative RM).
+    ``chat``: give the tokenizer `CHAT_TEMPLATE`."""
+    from transformers import LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification
+
+    folder = Path(folder)
+    tok = train_tokenizer(list(CORPUS) * 3 + ["A B A B Answer: A Answer: B"] * 5)
+    tok.model_max_length = 512
+    if chat:
+        tok.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=512, num_labels=1,
+                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+                         eos_token_id=tok.eos_token_id, tie_word_embeddings=False)
+    cls = LlamaForSequenceClassification if head == "classifier" else LlamaForCausalLM
+    model = cls(config)
+    _numpy_weights(model, seed)
+    model.eval()
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge", "bias")
+            "pointwise", "template", "judge", "bias", "genrm", "prepare", "votes", "select")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -355,6 +355,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--no-overall", action="store_true", help="do not ask for an overall line")
     p.add_argument("--template", type=Path, metavar="FILE", help="a replacement template file")
     _add_judge_parser(sub)
+    from storyeval.cli.pairwise_litbench import add_parsers as add_litbench_parsers
+
+    add_litbench_parsers(sub)
     from storyeval.cli.bias import add_pairwise_parser
 
     add_pairwise_parser(sub)
@@ -459,7 +462,9 @@ def _add_pointwise_parser(sub) -> argparse.ArgumentParser:
     data.add_argument("--preferences", type=Path, metavar="FILE",
                       help="human preferences (story_a, story_b, winner[, criterion, "
                            "annotator]) to compare with, instead of the pairs derived from the "
-                           "per-story human scores")
+                           "per-story human scores; or a best-of-N file read as is (prompt, "
+                           "chosen, rejected: RewardBench 2; chosen_story, rejected_story: "
+                           "LitBench) with --scores: best-of-N / RM accuracy")
     what = p.add_argument_group("what to compute")
     what.add_argument("--metrics", default="all", metavar="SPEC",
                       help="measures, as in `storyeval meta --metrics`: all, llm, non-llm, a "
@@ -860,6 +865,8 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     from storyeval.report.tables import format_table
 
     use_prefs = args.preferences is not None
+    if use_prefs and _is_best_of_n(args.preferences):
+        return _run_best_of_n(args)
     if use_prefs and args.data is None:
         result = _seeded(_preference_only_result(args), args)
         sys.stdout.write(format_table(_readable(result, args.format), args.format,
@@ -886,6 +893,52 @@ def _run_pointwise(args: argparse.Namespace) -> int:
     if args.format in ("table", "md"):
         sys.stdout.write(wrap_text(_pointwise_note(args)))
     _pointwise_report(args, result)
+    return 0
+
+
+def _is_best_of_n(path: Path) -> bool:
+    from storyeval.data.io import read_table
+    from storyeval.pairwise.best_of_n import is_best_of_n_table
+
+    return is_best_of_n_table(read_table(path)[0].columns)
+
+
+def _run_best_of_n(args: argparse.Namespace) -> int:
+    """Best-of-N accuracy (RM accuracy for pairs) of the measures of --scores on the sets of
+    a RewardBench 2 / LitBench file."""
+    from storyeval.data.selection import split_spec
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.best_of_n import best_of_n_accuracy, read_best_of_n
+    from storyeval.pairwise.preferences import preference_scores
+    from storyeval.report.tables import format_table
+
+    if args.data is not None or not args.scores:
+        raise InputError(f"--preferences {args.preferences} is a best-of-N file (chosen and "
+                         "rejected texts): give the scores of its stories with --scores FILE "
+                         "(from `storyeval score --input` on the same file), without --data")
+    sets = read_best_of_n(args.preferences)
+    wide = preference_scores(args.scores)
+    tokens = split_spec(args.metrics)
+    measures = None if [t.lower() for t in tokens] == ["all"] else tokens
+    interval = "auto" if args.interval == "none" else args.interval
+    result = best_of_n_accuracy(sets, wide, measures, interval=interval,
+                                **{k: v for k, v in _interval_args(args).items()
+                                   if k != "interval"})
+    result = with_seed(result, args.seed, args.format)
+    sys.stdout.write(format_table(_readable(result, args.format), args.format,
+                                  digits=args.digits))
+    if args.format in ("table", "md"):
+        sys.stdout.write(wrap_text(
+            f"\nagainst: the sets of {args.preferences} (best-of-N: every chosen story must "
+            "score strictly above every rejected one; a tie is wrong; with one chosen and one "
+            "rejected story this is RM accuracy r_chosen > r_rejected)\nchance: 1 / C(N, "
+            "chosen) per set (1/4 for one of four), averaged\nintervals: two-sided, clustered "
+            "by prompt text (Wilson when every prompt has one set)\n" + seed_note(args.seed)))
+    _report(args, "storyeval pairwise pointwise (best-of-N)", {"best_of_n": result}, "",
+            best_rows(result[result["subset"] == "all"], "subset", "accuracy",
+                      ["subset", "measure", "accuracy", "ci_low", "ci_high", "pvalue",
+                       "n_sets"]),
+            "the measure that ranks the chosen stories first most often")
     return 0
 
 
@@ -937,6 +990,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if action == "judge":
         return _run_judge(args)
+    if action in ("genrm", "prepare", "votes", "select"):
+        from storyeval.cli.pairwise_litbench import run as run_litbench
+
+        return run_litbench(args)
     if action == "pointwise":
         return _run_pointwise(args)
     if action == "counts":

@@ -11,6 +11,10 @@ import time
 from pathlib import Path
 
 EPILOG = """\
+A best-of-N file (prompt, chosen, rejected: RewardBench 2; prompt, chosen_story,
+rejected_story: LitBench) is read as is: its stories get the ids chosen-K/ID, rejected-K/ID
+that `storyeval pairwise pointwise --preferences FILE --scores OUT` reads back.
+
 input columns: story_id (required, unique; built as "{system}/{prompt_id}" when absent and
 both columns exist), story (required), reference (the human story for
 the same prompt; needed by rouge, bleu, chrf, bertscore and BARTScore's ref directions),
@@ -21,8 +25,10 @@ correlations; without both columns, story ids SYSTEM/PROMPT give them).
 output columns: story_id, system, prompt_id, measure, value, reason (why a value is NaN).
 
 metrics: rouge, bleu, chrf, surface, bertscore, bartscore, families lexical, embedding,
-model-based, fast (lexical + surface), all, or evaluate:PATH for any Hugging Face evaluate
-module. Measure names: see docs/metrics.md.
+model-based, fast (lexical + surface), all, evaluate:PATH for any Hugging Face evaluate
+module, or rm:PATH for a Bradley-Terry reward model (a local sequence classifier with one
+logit; prompt and story through its chat template; --device, --dtype, --batch-size and
+--max-length apply). Measure names: see docs/metrics.md.
 
 examples:
   storyeval score --dataset hanna --metrics fast --out hanna_scores.csv
@@ -71,7 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--cache", type=Path, metavar="DIR",
                      help="score cache folder (one SQLite file per metric configuration); "
                      "re-runs and interrupted runs only score what is missing")
-    run.add_argument("--device", metavar="DEV", help="torch device for bertscore / bartscore "
+    run.add_argument("--device", metavar="DEV", help="torch device for bertscore / bartscore / rm "
                      "(cpu, cuda, cuda:1; default: cuda if available)")
     run.add_argument("--batch-size", type=int, default=16, metavar="N",
                      help="stories per batch (default: 16)")
@@ -116,7 +122,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="comma-separated: ref->story, story->ref, prompt->story, "
                       "story->prompt, ref<->story, prompt<->story (default: all)")
     bart.add_argument("--max-length", type=int, metavar="N",
-                      help="BARTScore token limit (default: the model's)")
+                      help="BARTScore and rm: token limit (default: the model's)")
     return parser
 
 
@@ -137,13 +143,16 @@ def metric_options(args: argparse.Namespace) -> dict[str, dict]:
         bart["directions"] = [d.strip() for d in args.bartscore_directions.split(",") if d.strip()]
     if args.max_length is not None:
         bart["max_length"] = args.max_length
-    for opts in (bert, bart):
+    rm: dict = {}
+    if args.max_length is not None:
+        rm["max_length"] = args.max_length
+    for opts in (bert, bart, rm):
         if args.device:
             opts["device"] = args.device
         if args.dtype:
             opts["dtype"] = args.dtype
         opts["batch_size"] = args.batch_size
-    return {"bertscore": bert, "bartscore": bart,
+    return {"bertscore": bert, "bartscore": bart, "rm": rm,
             "surface": {"tokenizer": args.surface_tokenizer}}
 
 
@@ -253,8 +262,16 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--subset applies to --dataset hanna only")
         from storyeval.data.io import read_table
 
-        stories, _ = read_table(args.input)
+        stories, fmt = read_table(args.input)
         source = str(args.input)
+        from storyeval.pairwise.best_of_n import (
+            best_of_n_stories,
+            is_best_of_n_table,
+            validate_best_of_n,
+        )
+
+        if is_best_of_n_table(stories.columns):  # RewardBench 2 / LitBench sets, read as is
+            stories = best_of_n_stories(validate_best_of_n(stories, source=source, fmt=fmt))
         stories = validate_stories(stories, source=source)
     start = time.perf_counter()
     table, catalogue = score(

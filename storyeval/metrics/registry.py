@@ -27,6 +27,8 @@ BUILTIN: dict[str, tuple[str, str]] = {
 }
 
 _REGISTRY: dict[str, Callable[..., Metric]] = {}
+#: Metric names that carry a path after the prefix (kept as written: paths are case-sensitive).
+_PATH_PREFIXES = ("evaluate:", "rm:")
 #: Family names accepted by ``--metrics``, each expanding to registered metric names.
 FAMILIES: dict[str, tuple[str, ...]] = {
     "lexical": ("rouge", "bleu", "chrf", "surface"),
@@ -66,7 +68,8 @@ def get_metric(name: str, **options) -> Metric:
     """Build the metric registered as ``name`` with keyword ``options``.
 
     ``"evaluate:PATH_OR_NAME"`` wraps any Hugging Face ``evaluate`` module (a local folder or
-    script, or a hub name when online) as a storyeval metric.
+    script, or a hub name when online) as a storyeval metric; ``"rm:PATH"`` a Bradley-Terry
+    reward model (`storyeval.metrics.reward.RewardModelMetric`).
 
     Raises
     ------
@@ -79,6 +82,10 @@ def get_metric(name: str, **options) -> Metric:
         from storyeval.metrics.evaluate_module import EvaluateMetric
 
         return EvaluateMetric(key.split(":", 1)[1], **options)
+    if key.lower().startswith("rm:"):
+        from storyeval.metrics.reward import RewardModelMetric
+
+        return RewardModelMetric(model=key.split(":", 1)[1], **options)
     factory = _REGISTRY.get(key.lower())
     if factory is None:
         import difflib
@@ -87,7 +94,8 @@ def get_metric(name: str, **options) -> Metric:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise InputError(
             f"unknown metric {name!r}.{hint} Known metrics: {', '.join(sorted(_REGISTRY))}; "
-            f"families: {', '.join(FAMILIES)}; or 'evaluate:PATH' for an evaluate module."
+            f"families: {', '.join(FAMILIES)}; or 'evaluate:PATH' for an evaluate module, "
+            "'rm:PATH' for a reward model."
         )
     return factory(**options)
 
@@ -110,7 +118,7 @@ def resolve_metrics(spec: str | Sequence[str]) -> list[str]:
             continue
         names = FAMILIES.get(item.lower())
         if names is None:
-            if not item.lower().startswith("evaluate:"):
+            if not item.lower().startswith(_PATH_PREFIXES):
                 get_metric_name_check(item)
                 names = (item.lower(),)
             else:

@@ -240,7 +240,10 @@ def score(
         else:
             for name in resolve_metrics([m]):
                 try:
-                    metric_objs.append(get_metric(name, **options.get(name.lower(), {})))
+                    # rm:PATH takes the options given under "rm" (one entry for every path)
+                    opts = options.get(name.lower(), options.get(name.split(":", 1)[0].lower(),
+                                                                 {}))
+                    metric_objs.append(get_metric(name, **opts))
                 except TypeError as exc:
                     raise InputError(f"options for metric {name!r}: {exc}") from exc
 
