@@ -151,3 +151,29 @@ def shard_from_args(args):
 def shard_settings(args, names: tuple[str, ...]) -> dict:
     """The options of ``args`` that shards of one run must share."""
     return {k: getattr(args, k, None) for k in (*LLM_SHARD_SETTINGS, *names)}
+
+
+def add_price_option(group) -> None:
+    """``--price`` of `rate` and `pairwise judge`."""
+    group.add_argument("--price", metavar="SPEC",
+                       help="price per 1M tokens, 'prompt=0.5,completion=1.5[,currency=USD]', "
+                            "or a JSON file (one such object, or one per judge / model label "
+                            "with '*' for the others): the summary and the cost file then give "
+                            "the cost per item, per judge and per 1,000 judgments")
+
+
+def cost_of_run(frame, args, *, unit: list[str], by: str):
+    """The run's cost table (`storyeval.llm.cost.cost_table`) with the ``--price`` given."""
+    from storyeval.llm.cost import cost_table, parse_prices
+
+    spec = getattr(args, "price", None)
+    return cost_table(frame, unit=unit, by=by,
+                      prices=parse_prices(spec) if spec is not None else None)
+
+
+def for_file(frame):
+    """``frame`` without the columns of wall time (`storyeval.llm.cost.FILE_USAGE_COLUMNS`:
+    a file of the same answers is the same bytes whichever run wrote it)."""
+    from storyeval.llm.cost import WALL_COLUMNS
+
+    return frame.drop(columns=[c for c in ("wall_s", *WALL_COLUMNS) if c in frame.columns])
