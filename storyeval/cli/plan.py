@@ -26,6 +26,9 @@ examples:
       --cost-judge 0.002 --width 0.1 --simulate 500
   storyeval plan budget --pilot pilot.csv --human human --judge llm --cost-human 0.5 \\
       --judge-cost-from runs/my-model/cost.csv --budget 200
+  storyeval plan active --data items.csv --probability judge_p --budget 100 --out next.csv
+  storyeval ppi --data next_labelled.csv --human human --judge judge_p \\
+      --label-probability label_probability
 
 Exit codes: 0 ok, 1 the returned study does not match its plan, 2 usage or input error.
 """
@@ -88,6 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="no progress bar (also STORYEVAL_NO_PROGRESS=1; none when piped)")
     add_raw_csv_option(assign)
     _add_budget_parser(sub)
+    _add_active_parser(sub)
     check = sub.add_parser("check", help="compare a returned study with its plan")
     check.add_argument("--plan", required=True, metavar="FILE")
     check.add_argument("--returned", required=True, metavar="FILE")
@@ -97,7 +101,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     """Run one step of ``storyeval plan``."""
     return {"power": _power, "assign": _assign, "check": _check,
-            "budget": _budget}[args.plan_command](args)
+            "budget": _budget, "active": _active}[args.plan_command](args)
 
 
 def _power(args: argparse.Namespace) -> int:
@@ -363,3 +367,89 @@ def _budget_text(plan, src: str, cost_source: str, check) -> str:
             f" coverage {check['coverage']:.3f}"))
     lines.append(f"  rounding: {plan.rounding}")
     return "\n".join(lines)
+
+
+def _add_active_parser(sub) -> None:
+    active = sub.add_parser(
+        "active", help="which items to send to humans next: probabilities from the judge's "
+                       "uncertainty (active statistical inference), a seeded draw",
+        description="Give every item a probability of a human label proportional to the "
+                    "judge's uncertainty (mixed with uniform sampling), draw the items to "
+                    "label (seeded), and write both: after labelling, `storyeval ppi "
+                    "--label-probability label_probability` gives the estimate that stays "
+                    "valid under this choice (Zrnic and Candes 2024).")
+    active.add_argument("--data", required=True, metavar="FILE",
+                        help="one row per item (CSV/TSV/JSONL/Parquet)")
+    how = active.add_mutually_exclusive_group(required=True)
+    how.add_argument("--probability", metavar="COL",
+                     help="the judge's probability of a 1 (a win): uncertainty sqrt(p (1-p))")
+    how.add_argument("--votes", metavar="COL,COL,...",
+                     help="several verdicts per item (judges, orders, tries): uncertainty = "
+                          "their standard deviation (disagreement)")
+    how.add_argument("--uncertainty", metavar="COL", help="an uncertainty score >= 0")
+    active.add_argument("--budget", type=float, required=True,
+                        help="expected number of human labels")
+    active.add_argument("--mix", type=float, default=0.2,
+                        help="share of uniform sampling mixed in (default 0.2; > 0 keeps "
+                             "every item possible)")
+    active.add_argument("--id", metavar="COL", help="item id column: a repeated id is an error")
+    active.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    active.add_argument("--out", required=True, metavar="FILE",
+                        help="the items with label_probability and send_to_human (1/0) added")
+
+
+def _active(args: argparse.Namespace) -> int:
+    from storyeval._atomic import atomic_path
+    from storyeval._csv import write_csv
+    from storyeval.data.io import numeric_column, read_table, row_label
+    from storyeval.exceptions import InputError
+    from storyeval.power.active import (
+        active_probabilities,
+        active_sample,
+        uncertainty_from_probability,
+        uncertainty_from_votes,
+    )
+
+    frame, fmt = read_table(args.data)
+    src = str(args.data)
+    if frame.empty:
+        raise InputError(f"{src}: no rows (a header only)")
+    names = (args.votes.split(",") if args.votes else [args.probability or args.uncertainty])
+    names = [n.strip() for n in names if n.strip()]
+    for name in (*names, *([args.id] if args.id else [])):
+        if name not in frame.columns:
+            raise InputError(f"{src}: no column {name!r}; columns: {list(frame.columns)}")
+    for taken in ("label_probability", "send_to_human"):
+        if taken in frame.columns:
+            raise InputError(f"{src}: already has a column {taken!r} (an earlier plan?)")
+    if args.id:
+        dup = frame[args.id].astype(str).duplicated().to_numpy()
+        if dup.any():
+            i = int(np.flatnonzero(dup)[0])
+            raise InputError(f"{row_label(src, i, fmt)}: id {str(frame[args.id].iloc[i])!r} "
+                             f"repeats an earlier row (column {args.id!r})")
+    cols = np.column_stack([numeric_column(frame[n], n, src, fmt).to_numpy(dtype=float)
+                            for n in names])
+    empty = np.argwhere(np.isnan(cols))
+    if args.votes is None and empty.size:
+        i, j = empty[0]
+        raise InputError(f"{row_label(src, int(i), fmt)}: column {names[j]!r} is empty")
+    if args.probability:
+        u = uncertainty_from_probability(cols[:, 0])
+    elif args.votes:
+        if len(names) < 2:
+            raise InputError("--votes needs at least two columns")
+        u = uncertainty_from_votes(cols)
+    else:
+        u = cols[:, 0]
+    pi = active_probabilities(u, args.budget, mix=args.mix)
+    chosen = active_sample(pi, seed=args.seed)
+    out = frame.assign(label_probability=pi, send_to_human=chosen.astype(int))
+    with atomic_path(args.out) as tmp:
+        write_csv(out, tmp)
+    print(f"{src}: {len(frame):,} items, expected {args.budget:g} human labels (mix "
+          f"{args.mix:g}); seed {args.seed}: send {int(chosen.sum()):,} items to humans "
+          f"(probabilities {pi.min():.3g}-{pi.max():.3g}) -> {args.out}")
+    print("Keep label_probability: `storyeval ppi --label-probability label_probability` "
+          "weights each human label by 1 / probability.")
+    return 0
