@@ -168,7 +168,7 @@ def test_cli_rate_prints_and_writes_the_cost(tmp_path, capsys):
     with StubServer(Script(usage={"prompt_tokens": 1000, "completion_tokens": 100})) as srv:
         assert main(_rate_cli(srv, src, tmp_path, "--price", "prompt=0.5,completion=1.5",
                               "--out", str(tmp_path / "out"))) == 0
-        printed = capsys.readouterr().out
+        printed = " ".join(capsys.readouterr().out.split())  # lines wrapped at 120 columns
         # 4 requests x (1000 x 0.5 + 100 x 1.5) / 1e6 = 0.0026
         assert "usage of stub: 4 of 4 judgments answered; prompt tokens 4,000 (1000.0 per " \
                "judgment), completion tokens 400 (100.0)" in printed
@@ -225,7 +225,7 @@ def test_cli_pairwise_judge_writes_a_cost_file(tmp_path, capsys):
                 "--stories", str(src), "--cache", str(tmp_path / "c.sqlite"), "--no-api-key",
                 "--no-progress", "--out", str(tmp_path / "v.csv"), "--price", str(price)]
         assert main(argv) == 0
-    printed = capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())
     # 2 pairs x 2 orders = 4 requests of 300 x 2 + 30 x 10 = 900 per 1e6: 0.0036 in all
     assert "0.0036 USD in all, 0.0018 per pair, 0.9 per 1,000 judgments" in printed
     cost = pd.read_csv(tmp_path / "v.cost.csv")

@@ -702,8 +702,9 @@ def _run_judge(args: argparse.Namespace) -> int:
         print("judgments per judge x dimension:")
         print(fails.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         from storyeval.llm.cost import cost_lines
+        from storyeval.report.present import wrap_text
 
-        print("\n".join(cost_lines(cost, item="pair")))
+        print(wrap_text("\n".join(cost_lines(cost, item="pair")), prefix="  "))
         print(f"wrote {int(ok.sum())} verdicts to {args.out} and {int((~ok).sum())} failures "
               f"to {fail_path}" + (f"; cost to {cost_path}" if shard_info is None else ""))
     return 1 if result.n_request_failures else 0

@@ -326,8 +326,9 @@ def run(args: argparse.Namespace) -> int:
             print("failures per model x Eval-Prompt x criterion:")
             print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             from storyeval.llm.cost import cost_lines
+            from storyeval.report.present import wrap_text
 
-            print("\n".join(cost_lines(cost, item="story")))
+            print(wrap_text("\n".join(cost_lines(cost, item="story")), prefix="  "))
             if args.out is not None:
                 print(f"wrote {', '.join(written)} to {args.out}")
         _print_failed(outputs.failed_requests(ratings), args.out)
