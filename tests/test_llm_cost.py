@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _openai_stub_server import Script, StubServer
@@ -233,3 +235,43 @@ def test_cli_pairwise_judge_writes_a_cost_file(tmp_path, capsys):
     verdicts = pd.read_csv(tmp_path / "v.csv")
     assert len(verdicts) == 4 * 5 and (verdicts["prompt_tokens"] == 300).all()
     assert "wall_s" not in verdicts.columns
+
+
+def test_merged_rate_shards_are_priced_as_one_run(tmp_path, capsys):
+    src = tmp_path / "s.csv"
+    stories(6).to_csv(src, index=False)
+    price = ["--price", "prompt=3,completion=7"]
+    with StubServer(Script(usage_fn=usage_by_length)) as srv:
+        def argv(cache, *extra):
+            return ["rate", "--model", "stub", "--base-url", srv.base_url, "--stories",
+                    str(src), "--eval-prompts", "1", "--criteria", "RE", "--tries", "1",
+                    "--no-api-key", "--no-progress", "--cache", str(tmp_path / cache), *price,
+                    *extra]
+        assert main(argv("one.sqlite", "--out", str(tmp_path / "one"))) == 0
+        for k in (1, 2):
+            assert main(argv(f"c{k}.sqlite", "--shard", f"{k}/2", "--out",
+                             str(tmp_path / f"part{k}"))) == 0
+    assert main(["merge", str(tmp_path / "part1"), str(tmp_path / "part2"), "--out",
+                 str(tmp_path / "merged")]) == 0
+    one = (tmp_path / "one" / "cost.csv").read_bytes()
+    assert (tmp_path / "merged" / "cost.csv").read_bytes() == one
+    assert pd.read_csv(tmp_path / "one" / "cost.csv")["price_prompt"].tolist() == [3.0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 1000), repeat=st.integers(1, 4))
+def test_cost_is_a_function_of_the_requests(seed, repeat):
+    rng = np.random.default_rng(seed)
+    n = 12
+    frame = pd.DataFrame({"key": [f"k{i}" for i in range(n)], "item": rng.integers(0, 5, n),
+                          "judge": "J", "prompt_tokens": rng.integers(1, 500, n).astype(float),
+                          "completion_tokens": rng.integers(1, 50, n).astype(float),
+                          "usage_note": ""})
+    base = cost_table(frame, unit=["item"], by="judge", prices=Prices(1.5, 4.0))
+    # reordered rows, each request's row repeated (dimensions sharing an answer): the same
+    shuffled = frame.iloc[rng.permutation(n)].loc[lambda d: d.index.repeat(repeat)]
+    again = cost_table(shuffled, unit=["item"], by="judge", prices=Prices(1.5, 4.0))
+    pd.testing.assert_frame_equal(again, base, check_exact=False, rtol=1e-12)
+    # doubling both prices doubles every cost
+    double = cost_table(frame, unit=["item"], by="judge", prices=Prices(3.0, 8.0))
+    assert double["cost"].iloc[0] == pytest.approx(2 * base["cost"].iloc[0])

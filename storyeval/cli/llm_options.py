@@ -166,9 +166,37 @@ def cost_of_run(frame, args, *, unit: list[str], by: str):
     """The run's cost table (`storyeval.llm.cost.cost_table`) with the ``--price`` given."""
     from storyeval.llm.cost import cost_table, parse_prices
 
+    prices = getattr(args, "prices", None)  # already parsed (a merge of shards)
     spec = getattr(args, "price", None)
-    return cost_table(frame, unit=unit, by=by,
-                      prices=parse_prices(spec) if spec is not None else None)
+    if prices is None and spec is not None:
+        prices = parse_prices(spec)
+    return cost_table(frame, unit=unit, by=by, prices=prices)
+
+
+def prices_record(args):
+    """The ``--price`` table as JSON-ready data for settings.json (None without one), so that
+    `storyeval merge` prices the merged run as the shards were."""
+    from dataclasses import asdict
+
+    from storyeval.llm.cost import Prices, parse_prices
+
+    if getattr(args, "price", None) is None:
+        return None
+    table = parse_prices(args.price)
+    if isinstance(table, Prices):
+        return asdict(table)
+    return {k: asdict(v) for k, v in table.items()}
+
+
+def prices_from_record(record):
+    """The inverse of `prices_record`."""
+    from storyeval.llm.cost import Prices
+
+    if not record:
+        return None
+    if "prompt" in record:
+        return Prices(**record)
+    return {k: Prices(**v) for k, v in record.items()}
 
 
 def for_file(frame):

@@ -20,6 +20,8 @@ from storyeval.cli.llm_options import (
     backend_from_args,
     cost_of_run,
     for_file,
+    prices_from_record,
+    prices_record,
     sampling_from_args,
     shard_from_args,
     shard_settings,
@@ -306,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
             "request_failures": result.n_request_failures, "settings": result.settings,
             "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
             "parser": args.parser, "on_unparsed": args.on_unparsed, "cache": str(args.cache),
-            "cost": cost.to_dict("records"),
+            "cost": cost.to_dict("records"), "prices": prices_record(args),
         }
         if shard is not None:
             summary["shard"] = str(shard)
@@ -357,7 +359,8 @@ def write_merged(out: Path, tables: dict, infos: list, *, overwrite: bool) -> No
 
     settings = infos[0].settings
     args = argparse.Namespace(on_unparsed=settings["on_unparsed"], tries=settings["tries"],
-                              paired=settings["paired"], overwrite=overwrite, price=None)
+                              paired=settings["paired"], overwrite=overwrite, price=None,
+                              prices=None)
     ratings = _typed_ratings(tables["ratings"][0])
     shards = []
     for info in infos:
@@ -369,7 +372,9 @@ def write_merged(out: Path, tables: dict, infos: list, *, overwrite: bool) -> No
                                                    "cache")}})
     first = json.loads((Path(infos[0].path).parent / "settings.json").read_text(
         encoding="utf-8")) if (Path(infos[0].path).parent / "settings.json").is_file() else {}
+    args.prices = prices_from_record(first.get("prices"))  # as the shards were priced
     summary = {"merged_shards": shards, "settings": first.get("settings"),
+               "prices": first.get("prices"),
                "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
                "parser": settings["parser"], "on_unparsed": settings["on_unparsed"]}
     _write_outputs(out, args, ratings, outputs.failure_rates(ratings), summary)
