@@ -275,3 +275,17 @@ def test_cost_is_a_function_of_the_requests(seed, repeat):
     # doubling both prices doubles every cost
     double = cost_table(frame, unit=["item"], by="judge", prices=Prices(3.0, 8.0))
     assert double["cost"].iloc[0] == pytest.approx(2 * base["cost"].iloc[0])
+
+
+def test_dry_run_prints_the_most_the_requests_can_cost(tmp_path, capsys):
+    from storyeval.llm import plan
+
+    src = tmp_path / "s.csv"
+    stories(3).to_csv(src, index=False)
+    with StubServer(Script()) as srv:
+        assert main(_rate_cli(srv, src, tmp_path, "--dry-run", "--max-tokens", "50",
+                              "--price", "prompt=2,completion=8")) == 0
+        printed = " ".join(capsys.readouterr().out.split())
+        p = plan(stories(3), backend(srv), eval_prompts="1", criteria="RE", tries=1)
+    most = (p.est_prompt_tokens * 2 + 3 * 50 * 8) / 1e6
+    assert f"at most {most:.4g} USD" in printed and srv.state.received == {}

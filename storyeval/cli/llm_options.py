@@ -205,3 +205,17 @@ def for_file(frame):
     from storyeval.llm.cost import WALL_COLUMNS
 
     return frame.drop(columns=[c for c in ("wall_s", *WALL_COLUMNS) if c in frame.columns])
+
+
+def dry_run_cost(plan, args, label: str) -> str | None:
+    """With ``--price``: the most a dry run's requests can cost (the estimated prompt tokens at
+    the prompt price plus ``max_tokens`` per request at the completion price)."""
+    from storyeval.llm.cost import parse_prices, prices_for
+
+    if getattr(args, "price", None) is None:
+        return None
+    p = prices_for(parse_prices(args.price), label)
+    top = (plan.est_prompt_tokens * p.prompt + plan.max_completion_tokens * p.completion) / 1e6
+    return (f"Estimated cost at {p.prompt:g} / {p.completion:g} {p.currency} per 1M prompt / "
+            f"completion tokens: at most {top:.4g} {p.currency} (estimated prompt tokens, and "
+            "every answer as long as max_tokens).")

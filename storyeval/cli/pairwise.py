@@ -56,6 +56,7 @@ from storyeval.cli.llm_options import (
     add_shard_option,
     backend_from_args,
     cost_of_run,
+    dry_run_cost,
     for_file,
     sampling_from_args,
     shard_from_args,
@@ -647,6 +648,9 @@ def _run_judge(args: argparse.Namespace) -> int:
     if args.dry_run:
         the_plan = plan_judging(pairs, backend, cache=args.cache, **common)
         print(json.dumps(the_plan.to_dict(), indent=2) if args.json else the_plan.summary())
+        estimate = None if args.json else dry_run_cost(the_plan, args, the_plan.model)
+        if estimate:
+            print(estimate)
         return 0
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("storyeval pairwise judge: %(message)s"))

@@ -19,6 +19,7 @@ from storyeval.cli.llm_options import (
     add_shard_option,
     backend_from_args,
     cost_of_run,
+    dry_run_cost,
     for_file,
     prices_from_record,
     prices_record,
@@ -298,6 +299,9 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps(the_plan.to_dict(), indent=2))
             else:
                 print(the_plan.summary())
+                estimate = dry_run_cost(the_plan, args, the_plan.model)
+                if estimate:
+                    print(estimate)
             return 0
 
         ratings = result.ratings
