@@ -69,7 +69,24 @@ COMMANDS: dict[str, list[str]] = {
                        "--paired-by", "prompt_id"],
     "ppi_win_rate": ["ppi", "--data", "pairs.csv", "--human", "human", "--judge", "chatgpt",
                      "--estimand", "win_rate"],
+    "budget": ["plan", "budget", "--pilot", "stories.csv", "--human", "human", "--judge",
+               "chatgpt", "--cost-human", "0.5", "--cost-judge", "0.002", "--width", "0.2",
+               "--simulate", "500"],
+    "budget_dear_judge": ["plan", "budget", "--pilot", "stories.csv", "--human", "human",
+                          "--judge", "chatgpt", "--cost-human", "0.5", "--cost-judge", "0.2",
+                          "--width", "0.2"],
+    "budget_money": ["plan", "budget", "--pilot", "stories.csv", "--human", "human",
+                     "--judge", "chatgpt", "--cost-human", "0.5", "--judge-cost-from",
+                     "run/cost.csv", "--budget", "100"],
+    "active": ["plan", "active", "--data", "pairs_p.csv", "--probability", "judge_p",
+               "--budget", "200", "--seed", "0", "--out", "next.csv"],
+    "active_estimate": ["ppi", "--data", "labelled.csv", "--human", "human", "--judge",
+                        "judge_p", "--label-probability", "label_probability", "--estimand",
+                        "win_rate"],
 }
+#: Commands that need files written by an earlier step (run just before them).
+BEFORE = {"budget_money": "cost_run", "active_estimate": "label_next"}
+BENCH_ACTIVE = DOCS.parent / "benchmarks" / "bench_active.json"
 #: Commands whose non-zero exit code is the point of the example.
 EXPECTED_EXIT = {"check_damaged": 1}
 
@@ -134,6 +151,80 @@ def write_items(folder: Path) -> None:
     pairs.to_csv(folder / "pairs.csv", index=False)
 
 
+def write_active_items(folder: Path) -> None:
+    """pairs_p.csv: every pair of two machine systems' stories on one prompt with the human
+    preference and a judge's probability that A wins, from the difference of ChatGPT's
+    Coherence ratings (a logistic link; a seeded illustration, not a calibrated judge)."""
+    pairs = pd.read_csv(folder / "pairs.csv")
+    wide = _hanna_wide()
+    by = wide["ChatGPT CH 4"]
+    diff = (by.loc[list(zip(pairs.system_a, pairs.prompt_id, strict=True))].to_numpy()
+            - by.loc[list(zip(pairs.system_b, pairs.prompt_id, strict=True))].to_numpy())
+    human = wide["Coherence"]
+    hd = (human.loc[list(zip(pairs.system_a, pairs.prompt_id, strict=True))].to_numpy()
+          - human.loc[list(zip(pairs.system_b, pairs.prompt_id, strict=True))].to_numpy())
+    out = pairs[["system_a", "system_b", "prompt_id"]].assign(
+        truth=np.sign(hd) / 2 + 0.5, judge_p=(1 / (1 + np.exp(-1.5 * diff))).round(4))
+    out.to_csv(folder / "pairs_p.csv", index=False)
+
+
+def label_next(folder: Path) -> None:
+    """labelled.csv: next.csv with the human preference filled in where send_to_human is 1
+    (the humans' answers are the known HANNA preferences)."""
+    plan = pd.read_csv(folder / "next.csv")
+    plan["human"] = plan["truth"].where(plan["send_to_human"] == 1)
+    plan.drop(columns="truth").to_csv(folder / "labelled.csv", index=False)
+
+
+def cost_run(folder: Path) -> str:
+    """A `storyeval rate` run through a batch file, with a price: 12 HANNA stories, one
+    criterion, Eval-Prompt 1, one try. The requests are written with --batch-out; the results
+    file answers each with a scripted rating and a usage whose prompt tokens are the
+    characters of the request's messages / 4 and whose completion tokens are 40; reading it
+    with --batch-in --price gives the run's cost (run/cost.csv). Returns the page snippet."""
+    common = ["rate", "--dataset", "hanna", "--limit", "12", "--model", "my-judge",
+              "--eval-prompts", "1", "--criteria", "CH", "--tries", "1", "--no-api-key",
+              "--no-progress", "--cache", "answers.sqlite"]
+    run_cli([*common, "--batch-out", "requests.jsonl"])
+    results = []
+    for i, line in enumerate((folder / "requests.jsonl").read_text().splitlines()):
+        req = json.loads(line)
+        chars = sum(len(m["content"]) for m in req["body"]["messages"])
+        body = {"id": f"r{i}", "model": "my-judge", "choices": [{
+            "index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": f"{i % 5 + 1} - scripted."}}],
+            "usage": {"prompt_tokens": chars // 4, "completion_tokens": 40}}
+        results.append({"custom_id": req["custom_id"],
+                        "response": {"status_code": 200, "body": body}})
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    argv = [*common, "--batch-in", "results.jsonl", "--price", "prompt=2.5,completion=10",
+            "--out", "run"]
+    text = run_cli(argv)
+    cost = pd.read_csv(folder / "run" / "cost.csv")
+    return (f"```bash\n{shell(argv, wrap=90)}\n```\n\n```text\n{text.rstrip()}\n```\n\n"
+            f"`run/cost.csv`:\n\n```text\n{cost.T.to_string(header=False)}\n```\n")
+
+
+def active_table(bench_path: Path = BENCH_ACTIVE) -> str:
+    """The active-labelling benchmark table (Markdown) from its JSON."""
+    bench = json.loads(bench_path.read_text(encoding="utf-8"))
+    rows = pd.DataFrame(bench["results"])
+    lines = ["| scenario | budget | active width | uniform width | active / uniform | "
+             "coverage active | coverage uniform | ppi_mean (uniform) width, coverage |",
+             "| --- " * 8 + "|"]
+    for (scenario, budget), g in rows.groupby(["scenario", "budget"], sort=False):
+        by = g.set_index("method")
+        a, u, d = by.loc["active"], by.loc["uniform"], by.loc["ppi_mean uniform"]
+        lines.append(f"| {scenario} | {budget} | {a['mean width']:.4f} | {u['mean width']:.4f} "
+                     f"| **{a['width / uniform']:.3f}** | {a.coverage:.3f} | {u.coverage:.3f} "
+                     f"| {d['mean width']:.4f}, {d.coverage:.3f} |")
+    se = rows["mc se"].max()
+    return ("\n".join(lines) + "\n\n"
+            f"{bench['n_items']:,} items per study, {bench['reps']:,} replications per cell "
+            f"(seed {bench['seed']}), mix {bench['mix']:g}; Monte Carlo standard error of a "
+            f"coverage at most {se:.4f}.\n")
+
+
 def coverage_table(bench_path: Path = BENCH) -> str:
     """The PPI coverage table (Markdown) and its lowest coverages, from the benchmark JSON."""
     bench = json.loads(bench_path.read_text(encoding="utf-8"))
@@ -181,12 +272,19 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     write = snippet_writer(out, written)
     with tempfile.TemporaryDirectory() as tmp, working_directory(Path(tmp)):
         write_items(Path(tmp))
+        write_active_items(Path(tmp))
         for name, argv in COMMANDS.items():
             if name == "check_damaged":
                 fill_plan(Path(tmp))
-            write(name, f"```bash\n{shell(argv)}\n```\n\n```text\n"
+            if BEFORE.get(name) == "cost_run":
+                write("cost_run", cost_run(Path(tmp)))
+            elif BEFORE.get(name) == "label_next":
+                label_next(Path(tmp))
+            wrap = 100 if name.startswith(("budget", "active")) else None
+            write(name, f"```bash\n{shell(argv, wrap=wrap)}\n```\n\n```text\n"
                         f"{run_cli(argv, expect=EXPECTED_EXIT.get(name, 0)).rstrip()}\n```\n")
     write("ppi_coverage", coverage_table())
+    write("active_benchmark", active_table())
     for stale in sorted(out.glob("*.md")):
         if stale not in written:
             stale.unlink()

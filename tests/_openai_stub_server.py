@@ -62,6 +62,9 @@ class Script:
     fault_kinds: tuple[str, ...] = ("429", "500", "hang", "malformed")
     fault_seed: int = 0
     usage: dict[str, Any] | None = None
+    #: When set, the usage field of each answer: a function of the request's payload (None:
+    #: the answer carries no usage field at all)
+    usage_fn: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     finish_reason: Any = "stop"
     #: HTTP/1.1 framing faults of a broken server or proxy, on every answer: "garbage" (stray
     #: bytes right after the response, same write), "garbage-later" (stray bytes in a second
@@ -228,6 +231,8 @@ class _Handler:
               nonce: str | None = None) -> bytes:
         usage = dict(self.script.usage) if self.script.usage is not None else \
             {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if self.script.usage_fn is not None:
+            usage = self.script.usage_fn(payload)
         if echo:
             finish_reason = f"stop{echo}"
             usage.update(prompt_tokens=f"10{echo}", completion_tokens=f"5{echo}",
@@ -248,6 +253,8 @@ class _Handler:
                          "message": {"role": "assistant", "content": text}}],
             "usage": usage,
         }
+        if usage is None:
+            del body["usage"]
         return json.dumps(body).encode()
 
 

@@ -243,7 +243,8 @@ def test_canary_key_echoed_everywhere_reaches_no_file_or_message(tmp_path, monke
 # 3. rate --out: previous runs, atomic files
 # ---------------------------------------------------------------------------------------------
 
-OUTPUTS = ("ratings.csv", "scores.csv", "failures.csv", "failed_requests.csv", "judge_systems.csv",
+OUTPUTS = ("ratings.csv", "scores.csv", "failures.csv", "failed_requests.csv", "cost.csv",
+           "judge_systems.csv",
            "consistency.csv", "settings.json")
 
 

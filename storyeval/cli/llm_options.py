@@ -151,3 +151,71 @@ def shard_from_args(args):
 def shard_settings(args, names: tuple[str, ...]) -> dict:
     """The options of ``args`` that shards of one run must share."""
     return {k: getattr(args, k, None) for k in (*LLM_SHARD_SETTINGS, *names)}
+
+
+def add_price_option(group) -> None:
+    """``--price`` of `rate` and `pairwise judge`."""
+    group.add_argument("--price", metavar="SPEC",
+                       help="price per 1M tokens, 'prompt=0.5,completion=1.5[,currency=USD]', "
+                            "or a JSON file (one such object, or one per judge / model label "
+                            "with '*' for the others): the summary and the cost file then give "
+                            "the cost per item, per judge and per 1,000 judgments")
+
+
+def cost_of_run(frame, args, *, unit: list[str], by: str):
+    """The run's cost table (`storyeval.llm.cost.cost_table`) with the ``--price`` given."""
+    from storyeval.llm.cost import cost_table, parse_prices
+
+    prices = getattr(args, "prices", None)  # already parsed (a merge of shards)
+    spec = getattr(args, "price", None)
+    if prices is None and spec is not None:
+        prices = parse_prices(spec)
+    return cost_table(frame, unit=unit, by=by, prices=prices)
+
+
+def prices_record(args):
+    """The ``--price`` table as JSON-ready data for settings.json (None without one), so that
+    `storyeval merge` prices the merged run as the shards were."""
+    from dataclasses import asdict
+
+    from storyeval.llm.cost import Prices, parse_prices
+
+    if getattr(args, "price", None) is None:
+        return None
+    table = parse_prices(args.price)
+    if isinstance(table, Prices):
+        return asdict(table)
+    return {k: asdict(v) for k, v in table.items()}
+
+
+def prices_from_record(record):
+    """The inverse of `prices_record`."""
+    from storyeval.llm.cost import Prices
+
+    if not record:
+        return None
+    if "prompt" in record:
+        return Prices(**record)
+    return {k: Prices(**v) for k, v in record.items()}
+
+
+def for_file(frame):
+    """``frame`` without the columns of wall time (`storyeval.llm.cost.FILE_USAGE_COLUMNS`:
+    a file of the same answers is the same bytes whichever run wrote it)."""
+    from storyeval.llm.cost import WALL_COLUMNS
+
+    return frame.drop(columns=[c for c in ("wall_s", *WALL_COLUMNS) if c in frame.columns])
+
+
+def dry_run_cost(plan, args, label: str) -> str | None:
+    """With ``--price``: the most a dry run's requests can cost (the estimated prompt tokens at
+    the prompt price plus ``max_tokens`` per request at the completion price)."""
+    from storyeval.llm.cost import parse_prices, prices_for
+
+    if getattr(args, "price", None) is None:
+        return None
+    p = prices_for(parse_prices(args.price), label)
+    top = (plan.est_prompt_tokens * p.prompt + plan.max_completion_tokens * p.completion) / 1e6
+    return (f"Estimated cost at {p.prompt:g} / {p.completion:g} {p.currency} per 1M prompt / "
+            f"completion tokens: at most {top:.4g} {p.currency} (estimated prompt tokens, and "
+            "every answer as long as max_tokens).")

@@ -51,9 +51,13 @@ from storyeval.cli.common import (
 )
 from storyeval.cli.llm_options import (
     add_backend_model_options,
+    add_price_option,
     add_sampling_and_transport_options,
     add_shard_option,
     backend_from_args,
+    cost_of_run,
+    dry_run_cost,
+    for_file,
     sampling_from_args,
     shard_from_args,
     shard_settings,
@@ -552,7 +556,9 @@ def _add_judge_parser(sub) -> argparse.ArgumentParser:
                    help="print the number of requests and a token estimate, send nothing")
     c.add_argument("--out", type=Path, metavar="FILE",
                    help="verdict table to write (.csv, .tsv or .jsonl; required unless "
-                        "--dry-run); failures go to FILE's stem + '.failures' + suffix")
+                        "--dry-run); failures go to FILE's stem + '.failures' + suffix, "
+                        "tokens, wall time and cost per judge to FILE's stem + '.cost.csv'")
+    add_price_option(c)
     add_shard_option(c, "pairs")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -619,6 +625,10 @@ def _run_judge(args: argparse.Namespace) -> int:
         check_out_file(args.out)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1, got {args.limit}")
+    if args.price is not None:  # a bad price table is refused before anything is sent
+        from storyeval.llm.cost import parse_prices
+
+        parse_prices(args.price)
     shard = shard_from_args(args)
     sampling = sampling_from_args(args)
     backend = backend_from_args(args)
@@ -643,6 +653,9 @@ def _run_judge(args: argparse.Namespace) -> int:
     if args.dry_run:
         the_plan = plan_judging(pairs, backend, cache=args.cache, **common)
         print(json.dumps(the_plan.to_dict(), indent=2) if args.json else the_plan.summary())
+        estimate = None if args.json else dry_run_cost(the_plan, args, the_plan.model)
+        if estimate:
+            print(estimate)
         return 0
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("storyeval pairwise judge: %(message)s"))
@@ -664,22 +677,29 @@ def _run_judge(args: argparse.Namespace) -> int:
     ok = j["status"] == "ok"
     fail_path = args.out.with_name(args.out.stem + ".failures" + args.out.suffix)
     if ok.any() or shard_info is not None:  # a shard writes its file, even an empty one
-        _write_table(result.verdicts, args.out)
+        _write_table(for_file(result.verdicts), args.out)
     else:
         print("storyeval pairwise judge: warning: no usable verdict; the verdict file is not "
               "written", file=sys.stderr)
-    _write_table(j[~ok], fail_path)
+    _write_table(for_file(j[~ok]), fail_path)
     if shard_info is not None:
         from storyeval._atomic import atomic_write_text
         from storyeval.data.shards import record_files
 
         atomic_write_text(shard_info.path, record_files(shard_info).to_json())
+    cost = cost_of_run(j.assign(judge=result.settings["judge"]), args,
+                       unit=["prompt_id", "story_a", "story_b"], by="judge")
+    cost_path = args.out.with_name(args.out.stem + ".cost.csv")
+    if shard_info is None:  # a shard's cost is the merged run's business
+        _write_table(for_file(cost), cost_path)
     fails = result.failures()
     summary = {"plan": result.plan.to_dict(), "sent": result.n_sent,
                "answered": result.n_answered, "request_failures": result.n_request_failures,
                "statuses": {k: int(v) for k, v in j["status"].value_counts().items()},
                "settings": result.settings, "cache": str(args.cache),
-               "out": str(args.out) if ok.any() else None, "failures_file": str(fail_path)}
+               "out": str(args.out) if ok.any() else None, "failures_file": str(fail_path),
+               "cost": cost.to_dict("records"),
+               "cost_file": str(cost_path) if shard_info is None else None}
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
@@ -690,8 +710,12 @@ def _run_judge(args: argparse.Namespace) -> int:
               f"{result.n_request_failures} failed")
         print("judgments per judge x dimension:")
         print(fails.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        from storyeval.llm.cost import cost_lines
+        from storyeval.report.present import wrap_text
+
+        print(wrap_text("\n".join(cost_lines(cost, item="pair")), prefix="  "))
         print(f"wrote {int(ok.sum())} verdicts to {args.out} and {int((~ok).sum())} failures "
-              f"to {fail_path}")
+              f"to {fail_path}" + (f"; cost to {cost_path}" if shard_info is None else ""))
     return 1 if result.n_request_failures else 0
 
 

@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
 EPILOG = """\
 examples:
   storyeval ppi --data items.csv --human human --judge llm
@@ -57,6 +59,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                              "(default 5); 1: lambda from all labels (as ppi-python)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the folds (default 0)")
     parser.add_argument("--confidence-level", type=float, default=0.95)
+    parser.add_argument("--label-probability", metavar="COL",
+                        help="the items were sent to humans with these probabilities "
+                             "(`storyeval plan active`): the inverse-probability-weighted "
+                             "estimate of active statistical inference (mean or win rate; "
+                             "normal interval; --method, --folds and --interval do not apply)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
@@ -107,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     src = str(args.data)
     frame = _check_columns(frame, [args.human, args.judge], src, fmt)
     estimand = args.estimand or ("difference" if args.systems else "mean")
+    if args.label_probability is not None:
+        return _run_active(args, frame, src, fmt, estimand)
     options = {"method": args.method, "confidence_level": args.confidence_level,
                "interval": args.interval, "folds": args.folds, "seed": args.seed}
     if estimand == "difference":
@@ -177,4 +186,48 @@ def run(args: argparse.Namespace) -> int:
           f"se {result.human_se:.4f}")
     print(f"  width ratio {result.width_ratio:.3f}; the judge makes the {result.n_labelled} human "
           f"labels worth {result.n_eff:.1f} (effective number of human labels)")
+    return 0
+
+
+def _run_active(args: argparse.Namespace, frame, src: str, fmt: str, estimand: str) -> int:
+    """``--label-probability``: the active estimate (`storyeval.power.active.active_mean`)."""
+    from storyeval.data.io import numeric_column, row_label
+    from storyeval.exceptions import InputError
+    from storyeval.power.active import active_mean
+
+    if estimand == "difference" or args.systems or args.paired_by:
+        raise InputError("--label-probability estimates a mean or a win rate (not a "
+                         "difference of systems)")
+    if args.label_probability not in frame.columns:
+        raise _no_column(frame, args.label_probability, src)
+    pi = numeric_column(frame[args.label_probability], args.label_probability, src,
+                        fmt).to_numpy(dtype=float)
+    bad = np.flatnonzero(~((pi > 0) & (pi <= 1)))
+    if bad.size:
+        raise InputError(f"{row_label(src, int(bad[0]), fmt)}: {args.label_probability} "
+                         f"{pi[bad[0]]!r} is not a probability in (0, 1]")
+    human = _column(frame, args.human)
+    if estimand == "win_rate":
+        outside = np.flatnonzero((human < 0) | (human > 1))
+        if outside.size:
+            raise InputError(f"{row_label(src, int(outside[0]), fmt)}: {args.human} "
+                             f"{human[outside[0]]!r} is outside [0, 1] for a win rate")
+    result = active_mean(human, _column(frame, args.judge), pi,
+                         confidence_level=args.confidence_level)
+    row = {k: (v.item() if hasattr(v, "item") else v)
+           for k, v in result.to_frame().iloc[0].items()}
+    if args.json:
+        json.dump({"data": src, "of": args.human, "estimand": estimand,
+                   "method": "active (inverse-probability weighted)", **row}, sys.stdout,
+                  indent=2)
+        print()
+        return 0
+    from storyeval.report.present import interval_text, wrap_text
+
+    print(wrap_text(f"{src}: {estimand.replace('_', ' ')} of {args.human}, active labelling "
+                    f"(each human label weighted by 1 / {args.label_probability}; normal "
+                    f"interval; lambda {result.lam:.3g}); {result.n_labelled} human-labelled "
+                    f"of {result.n_items} items (expected {result.expected_labels:.1f})"))
+    print(f"  estimate: {result.estimate:.4f}  {interval_text(result.low, result.high, 4)} "
+          f"({args.confidence_level:g}), se {result.se:.4f}")
     return 0

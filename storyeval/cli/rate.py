@@ -14,9 +14,15 @@ from pathlib import Path
 
 from storyeval.cli.llm_options import (
     add_backend_model_options,
+    add_price_option,
     add_sampling_and_transport_options,
     add_shard_option,
     backend_from_args,
+    cost_of_run,
+    dry_run_cost,
+    for_file,
+    prices_from_record,
+    prices_record,
     sampling_from_args,
     shard_from_args,
     shard_settings,
@@ -90,8 +96,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.add_argument("--dry-run", action="store_true",
                    help="print the number of requests and a token estimate, send nothing")
     c.add_argument("--out", type=Path, metavar="DIR",
-                   help="write ratings.csv, scores.csv, failures.csv, failed_requests.csv (one row per "
-                        "failed request: story, criterion, try, reason), judge_systems.csv, "
+                   help="write ratings.csv (with each request's tokens and wall seconds), "
+                        "scores.csv, failures.csv, failed_requests.csv (one row per "
+                        "failed request: story, criterion, try, reason), cost.csv (tokens, "
+                        "time and, with --price, cost per judge), judge_systems.csv, "
                         "consistency.csv and settings.json to DIR, all together at the end "
                         "(an interrupted run leaves the previous files whole)")
     c.add_argument("--overwrite", action="store_true",
@@ -109,6 +117,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.add_argument("--paired", action="store_true",
                    help="also write judge_systems_paired.csv: by-prompt paired differences "
                         "between every two systems (paired t, BH per measure)")
+    add_price_option(c)
     add_shard_option(c, "stories")
     c.add_argument("--json", action="store_true", help="print the run summary as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -154,9 +163,10 @@ def _write_outputs(out: Path, args: argparse.Namespace, ratings, fails,
     from storyeval._atomic import OutputFolder
     from storyeval.llm import outputs
 
-    tables = {"ratings.csv": ratings,
+    tables = {"ratings.csv": for_file(ratings),
               "scores.csv": outputs.to_scores(ratings, on_unparsed=args.on_unparsed),
-              "failures.csv": fails, "failed_requests.csv": outputs.failed_requests(ratings)}
+              "failures.csv": fails, "failed_requests.csv": outputs.failed_requests(ratings),
+              "cost.csv": for_file(cost_of_run(ratings, args, unit=["story_id"], by="model"))}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if shard_info is None:  # set-level tables: a shard leaves them to `storyeval merge`
@@ -237,6 +247,10 @@ def run(args: argparse.Namespace) -> int:
         from storyeval.cli.common import check_out_args
 
         check_out_args(args)  # an earlier run's folder is refused before anything is sent
+    if args.price is not None:  # a bad price table is refused before anything is sent
+        from storyeval.llm.cost import parse_prices
+
+        parse_prices(args.price)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("storyeval rate: %(message)s"))
     log = logging.getLogger("storyeval.llm")
@@ -285,15 +299,20 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps(the_plan.to_dict(), indent=2))
             else:
                 print(the_plan.summary())
+                estimate = dry_run_cost(the_plan, args, the_plan.model)
+                if estimate:
+                    print(estimate)
             return 0
 
         ratings = result.ratings
         fails = outputs.failure_rates(ratings)
+        cost = cost_of_run(ratings, args, unit=["story_id"], by="model")
         summary = {
             "plan": result.plan.to_dict(), "sent": result.n_sent, "answered": result.n_answered,
             "request_failures": result.n_request_failures, "settings": result.settings,
             "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
             "parser": args.parser, "on_unparsed": args.on_unparsed, "cache": str(args.cache),
+            "cost": cost.to_dict("records"), "prices": prices_record(args),
         }
         if shard is not None:
             summary["shard"] = str(shard)
@@ -312,6 +331,10 @@ def run(args: argparse.Namespace) -> int:
             show = fails[["model", "eval_prompt", "criterion", "n", "n_ok", "failure_rate"]]
             print("failures per model x Eval-Prompt x criterion:")
             print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            from storyeval.llm.cost import cost_lines
+            from storyeval.report.present import wrap_text
+
+            print(wrap_text("\n".join(cost_lines(cost, item="story")), prefix="  "))
             if args.out is not None:
                 print(f"wrote {', '.join(written)} to {args.out}")
         _print_failed(outputs.failed_requests(ratings), args.out)
@@ -328,7 +351,7 @@ def _typed_ratings(raw):
 
     text = raw.to_csv(index=False, lineterminator="\n")
     strings = ("story_id", "system", "model", "criterion", "code", "status", "explanation",
-               "error", "key", "parser")
+               "error", "key", "parser", "usage_note")
     return pd.read_csv(io.StringIO(text), dtype={c: str for c in strings if c in raw.columns})
 
 
@@ -340,7 +363,8 @@ def write_merged(out: Path, tables: dict, infos: list, *, overwrite: bool) -> No
 
     settings = infos[0].settings
     args = argparse.Namespace(on_unparsed=settings["on_unparsed"], tries=settings["tries"],
-                              paired=settings["paired"], overwrite=overwrite)
+                              paired=settings["paired"], overwrite=overwrite, price=None,
+                              prices=None)
     ratings = _typed_ratings(tables["ratings"][0])
     shards = []
     for info in infos:
@@ -352,7 +376,9 @@ def write_merged(out: Path, tables: dict, infos: list, *, overwrite: bool) -> No
                                                    "cache")}})
     first = json.loads((Path(infos[0].path).parent / "settings.json").read_text(
         encoding="utf-8")) if (Path(infos[0].path).parent / "settings.json").is_file() else {}
+    args.prices = prices_from_record(first.get("prices"))  # as the shards were priced
     summary = {"merged_shards": shards, "settings": first.get("settings"),
+               "prices": first.get("prices"),
                "statuses": {k: int(v) for k, v in ratings["status"].value_counts().items()},
                "parser": settings["parser"], "on_unparsed": settings["on_unparsed"]}
     _write_outputs(out, args, ratings, outputs.failure_rates(ratings), summary)

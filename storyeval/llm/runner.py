@@ -29,6 +29,7 @@ from storyeval.llm.backends import (
     pending_requests,
 )
 from storyeval.llm.cache import AnswerCache, key_from_prefix, key_prefix, messages_digest
+from storyeval.llm.cost import usage_columns
 from storyeval.llm.extract import PARSER_VERSION, PARSERS, parse_rating, parser_id
 from storyeval.llm.prompts import (
     CriterionSpec,
@@ -46,7 +47,8 @@ __all__ = ["RATING_COLUMNS", "RatingPlan", "RatingRun", "parse_range", "plan", "
 #: Columns of the tidy ratings table, in order.
 RATING_COLUMNS: tuple[str, ...] = (
     "story_id", "system", "prompt_id", "model", "eval_prompt", "criterion", "code", "try",
-    "rating", "status", "explanation", "error", "key", "parser",
+    "rating", "status", "explanation", "error", "key", "parser", "prompt_tokens",
+    "completion_tokens", "usage_note", "wall_s",
 )
 
 logger = logging.getLogger("storyeval.llm")
@@ -370,7 +372,12 @@ def rate(stories: pd.DataFrame, backend: Backend, *, model_name: str | None = No
         story, for a story without one, e.g. HANNA's human stories; not sent, with a
         :class:`~storyeval.exceptions.StoryevalWarning`). Nothing is imputed. The ``parser``
         column holds the tag of the parser that read the answer (:func:`parser_id`, e.g.
-        ``"strict-3"``), empty for answers that were not parsed.
+        ``"strict-3"``), empty for answers that were not parsed. ``prompt_tokens``,
+        ``completion_tokens``, ``usage_note`` and ``wall_s``: what the row's request cost
+        (`storyeval.llm.cost.usage_columns`: the server's usage field, NaN with the reason in
+        ``usage_note`` where unknown; the request's wall seconds, NaN for batch results); rows
+        sharing a request share its values (`storyeval.llm.cost.cost_table` counts each
+        request once).
 
     Notes
     -----
@@ -543,6 +550,8 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
         "key": [k or None for k in keys],
         "parser": parsed_by,
     })
+    # what each answer cost: the cache's token counts and wall time (NaN with the reason)
+    ratings = pd.concat([ratings, usage_columns(store, keys)], axis=1)
     settings = {**job.backend.describe(), "model_name": job.model_label,
                 **{f"sampling_{k}": v for k, v in job.sampling.__dict__.items()},
                 "tries": job.tries, "parser": parser, "parser_version": PARSER_VERSION,

@@ -51,7 +51,8 @@ PAIR_COLUMNS: tuple[str, ...] = ("prompt_id", "prompt", "story_a", "text_a", "st
 #: pairs table has them).
 JUDGMENT_COLUMNS: tuple[str, ...] = (
     "prompt_id", "story_a", "story_b", "system_a", "system_b", "dimension", "verdict", "order",
-    "judge", "try", "status", "raw", "error", "key",
+    "judge", "try", "status", "raw", "error", "key", "prompt_tokens", "completion_tokens",
+    "usage_note", "wall_s",
 )
 #: Recorded with every answer stored by :func:`judge_pairs` (the raw text is always re-parsed).
 PARSER_VERSION = "side_by_side-1"
@@ -236,7 +237,9 @@ class JudgeRun:
         this dimension is missing or unreadable; ``verdict`` empty), ``"error"`` (the request
         failed after its retries; message in ``error``) or ``"missing"`` (``cache_only`` and
         not stored). ``raw`` is the answer text; ``verdict`` names a story (``"A"`` =
-        ``story_a``) whatever the order shown.
+        ``story_a``) whatever the order shown. ``prompt_tokens``, ``completion_tokens``,
+        ``usage_note``, ``wall_s``: what the row's request cost (the dimensions of one answer
+        share them; `storyeval.llm.cost.cost_table` counts each request once).
     plan : JudgePlan
     n_sent, n_answered, n_request_failures : int
     settings : dict
@@ -500,6 +503,7 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
     """
     from storyeval.llm.backends import Request, pending_requests
     from storyeval.llm.cache import messages_digest
+    from storyeval.llm.cost import usage_columns
 
     job = _build(pairs, backend, dimensions=dimensions, overall=overall,
                  both_orders=both_orders, tries=tries, sampling=sampling, judge=judge,
@@ -552,10 +556,13 @@ def judge_pairs(pairs: pd.DataFrame, backend: Backend, *,
 
                 if todo:
                     be.run(todo, on_answer, on_failure, show_progress=show_progress)
+        usage = usage_columns(store, keys)  # what each request cost (NaN with the reason)
     finally:
         if owned:
             store.close()
     judgments = _assemble(job, raw_by_key, failures)
+    judgments = pd.concat([judgments, usage.loc[usage.index.repeat(len(job.dimensions))]
+                           .reset_index(drop=True)], axis=1)
     settings = {**job.backend.describe(), "judge": job.label,
                 **{f"sampling_{k}": v for k, v in job.sampling.__dict__.items()},
                 "tries": job.tries, "orders": job.n_orders, "dimensions": list(job.dimensions),

@@ -4,7 +4,9 @@ Holds: sample-size planning for comparisons of correlations by simulation: the f
 `plan_power` and its result (`planner`), the simulated data-generating model (`model`) and the
 batched tests run on it (`batch`); closed-form power, sample size and minimum detectable
 effect of pairwise and judge designs (`pairwise`); prediction-powered estimates (PPI, PPI++)
-of human means, differences and win rates from few human labels and a judge (`ppi`).
+of human means, differences and win rates from few human labels and a judge (`ppi`); the
+cheapest split between human labels and judge calls (`budget`); which items to label next and
+the estimate that stays valid under that choice (`active`).
 
 May import: ``storyeval.exceptions``, ``storyeval.correlation``, ``storyeval.compare``,
 ``storyeval._figure_io`` (drawing).
@@ -16,6 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from storyeval.power.budget import LabelBudget, plan_label_budget, simulate_label_budget
     from storyeval.power.pairwise import (
         PairwisePlan,
         design_effect,
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "LabelBudget": "budget",
+    "plan_label_budget": "budget",
+    "simulate_label_budget": "budget",
     "PPIResult": "ppi",
     "PairwisePlan": "pairwise",
     "design_effect": "pairwise",
@@ -62,6 +68,7 @@ _LAZY = {
 
 __all__ = [
     "COEFFICIENTS",
+    "LabelBudget",
     "PLANNER_TESTS",
     "PPIResult",
     "PairwisePlan",
@@ -71,12 +78,14 @@ __all__ = [
     "minimum_detectable_effect",
     "pairwise_power",
     "pairwise_sample_size",
+    "plan_label_budget",
     "plan_power",
     "ppi_mean",
     "ppi_mean_difference",
     "ppi_mean_difference_many",
     "ppi_mean_many",
     "ppi_win_rate",
+    "simulate_label_budget",
     "simulate_power",
 ]
 
