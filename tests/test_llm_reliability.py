@@ -644,11 +644,11 @@ def test_http_client_reads_every_framing_and_survives_closed_connections():
 def test_behind_a_socks_proxy_requests_go_through_httpx_and_need_the_echo(monkeypatch):
     """A proxy the own client does not speak goes through httpx; only answers that echo their
     nonce can be verified there."""
-    from storyeval.llm import backends
+    from storyeval.llm import _http, openai_backend
 
     with StubServer(Script(error_500_first=1, echo_request_id=True)) as srv:
-        monkeypatch.setattr(backends, "_proxy_for", lambda url: "socks5://127.0.0.1:1")
-        monkeypatch.setattr(backends._HttpxSender, "__init__", _direct_httpx)
+        monkeypatch.setattr(openai_backend, "_proxy_for", lambda url: "socks5://127.0.0.1:1")
+        monkeypatch.setattr(_http._HttpxSender, "__init__", _direct_httpx)
         run = rate(make_stories(3), backend(srv), eval_prompts="1", criteria="RE,CH", tries=1)
     assert run.n_request_failures == 0
     assert run.ratings["rating"].tolist() == [expected_rating(k) for k in run.ratings["key"]]
