@@ -76,5 +76,8 @@ def test_prose_claims_hold():
     agreement = _table(SNIPPETS / "agreement.md").set_index("judge")
     assert agreement.loc["Sentinel: system identity", "within"].startswith("-1.000")
     assert agreement.loc["Sentinel: system identity", "system"].startswith("1.000")
+    # the prompt-mean sentinel's system means are (G - H_s) / (S - 1): -1 by construction
+    assert agreement.loc["Sentinel: prompt mean", "system"].startswith("-1.000")
+    assert agreement.loc["Sentinel: prompt mean", "prompt"] == "undefined"
     page = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert "passes far less than 5% of the time at every size" in page
