@@ -28,8 +28,8 @@ half of the prompts, mid-p; computed here only, as a candidate). Printed per cel
 interval's exclusion of 0 disagree, and the coverage of E[delta | these systems] (the mean of
 delta over the cell's replications, which share the design).
 
-Run: ``nice -n 10 python benchmarks/bench_within.py [--quick] [--reps 500] [--page
-docs/which-test.md]``.
+Run: ``nice -n 10 python benchmarks/bench_within.py [--quick] [--reps 400] [--page
+docs/which-test.md] [--json benchmarks/bench_within.json]``.
 """
 
 from __future__ import annotations
@@ -195,16 +195,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
                         help="two sizes, 200 replications, 200 resamples and permutations")
+    parser.add_argument("--sizes", help="systems x prompts cells, e.g. 5x10,10x30,10x96 "
+                                        "(default: 5x10,5x30,10x30,10x96; --quick 5x10,10x30)")
     parser.add_argument("--dgps", default=",".join(DGPS))
     parser.add_argument("--methods", default="kendall_b,pearson")
     parser.add_argument("--tests", default=",".join(CANDIDATES))
     parser.add_argument("--resamples", type=int, default=500)
     parser.add_argument("--permutations", type=int, default=500)
     parser.add_argument("--markdown", help="write the table to this file")
+    parser.add_argument("--json", help="write the rows to this file (benchmarks/bench_within.json "
+                                       "backs the docs page: tests/test_bench_within.py)")
     parser.add_argument("--page", help=f"put the table into this docs page, between its "
                                        f"<!-- {MARKER}:start/end --> markers")
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else SIZES
+    if args.sizes:
+        sizes = tuple(tuple(int(v) for v in cell.split("x")) for cell in args.sizes.split(","))
     reps = 200 if args.quick else args.reps
     resamples = 200 if args.quick else args.resamples
     perms = 200 if args.quick else args.permutations
@@ -225,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table)
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps({"command": command.strip(), "rows": rows},
+                                              indent=1) + "\n", encoding="utf-8")
     if args.page:
         write_page(args.page, table, (f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"))
     return 0

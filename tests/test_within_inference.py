@@ -185,3 +185,29 @@ def test_cli_meta_within_with_bootstrap(tmp_path):
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "within" in proc.stdout
+
+
+def test_prompt_mean_sentinel_is_the_other_systems_mean():
+    """``prompt-mean``: the mean human score of the same prompt's stories of the other systems
+    (hand computation on the toy grid); not among the default sentinels."""
+    from storyeval.bias.sentinels import SENTINEL_KINDS, sentinel_scores
+
+    w = _toy()
+    got = sentinel_scores(w, ["h"], kinds=["prompt-mean"])[("prompt-mean", "h")]
+    H = w["h"].to_numpy().reshape(4, 12)
+    expected = (H.sum(axis=0, keepdims=True) - H) / 3
+    np.testing.assert_allclose(got.to_numpy().reshape(4, 12), expected, rtol=1e-10)
+    assert "prompt-mean" not in SENTINEL_KINDS
+    with pytest.raises(InputError, match="unknown sentinel"):
+        sentinel_scores(w, ["h"], kinds=["prompt-means"])
+
+
+def test_few_prompts_note():
+    from storyeval.compare.within import FEW_PROMPTS
+
+    comp = {"criterion": np.array(["h"], dtype=object), "measure_a": np.array(["a"], object),
+            "measure_b": np.array(["b"], dtype=object)}
+    few = compare_within_level(_toy(P=12), comp, np.ones(1), np.ones(1))
+    assert few["note"][0].startswith(f"fewer than {FEW_PROMPTS} prompts")
+    many = compare_within_level(_toy(S=3, P=FEW_PROMPTS), comp, np.ones(1), np.ones(1))
+    assert many["note"][0] == ""

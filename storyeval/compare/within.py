@@ -43,6 +43,15 @@ WITHIN_DESCRIPTION = ("t-test of the within-system difference r_W(h,a) - r_W(h,b
                       "prompt left out of every system at once)")
 WITHIN_INTERVAL = ("jackknife t interval over prompts (prompts - 1 df; the interval the test "
                    "inverts)")
+#: Below this many prompts the jackknife test is conservative (its variance estimate errs on the
+#: large side); rows with fewer carry `FEW_PROMPTS_NOTE`.
+FEW_PROMPTS = 30
+#: Measured P(p < 0.05) of ``prompt-jackknife`` on the null cells with 10 prompts
+#: (benchmarks/bench_within.py; docs "Which test?", "Within-system comparisons").
+FEW_PROMPTS_LEVEL = (0.0, 0.0)
+FEW_PROMPTS_NOTE = ("fewer than {n} prompts: the within-system jackknife test is conservative "
+                    "there (measured type-I error {low:.3f}-{high:.3f} at nominal 0.05 with 10 "
+                    "prompts, docs: Which test?); its power is low")
 
 
 def _t_quantile(level: float, df: np.ndarray) -> np.ndarray:
@@ -106,7 +115,8 @@ def compare_within_level(wide: pd.DataFrame, comp: Mapping[str, np.ndarray], sa:
     -------
     dict of ndarray
         ``t, p, statistic_kind, test_reason, delta, ci_low, ci_high, ci_method, ci_reason,
-        df, se``. One-sided intervals are ``[low, 2]`` / ``[-2, high]``.
+        note, df, se``. One-sided intervals are ``[low, 2]`` / ``[-2, high]``; ``note`` says
+        when fewer than `FEW_PROMPTS` prompts make the test conservative.
 
     Notes
     -----
@@ -137,7 +147,8 @@ def compare_within_level(wide: pd.DataFrame, comp: Mapping[str, np.ndarray], sa:
         "ci_method": np.full(size, WITHIN_INTERVAL + ("" if alternative == "two-sided"
                                                       else f", one-sided ({alternative})"),
                              dtype=object),
-        "ci_reason": np.full(size, "", dtype=object)}
+        "ci_reason": np.full(size, "", dtype=object),
+        "note": np.full(size, "", dtype=object)}
     if size == 0:
         return out
     keys = list(dict.fromkeys([*zip(comp["measure_a"], comp["criterion"]),
@@ -154,6 +165,10 @@ def compare_within_level(wide: pd.DataFrame, comp: Mapping[str, np.ndarray], sa:
         out["test_reason"] = np.full(size, f"no within-system jackknife: {exc}", dtype=object)
         return out
     P = jack.shape[0]
+    if P < FEW_PROMPTS:
+        low_level, high_level = FEW_PROMPTS_LEVEL
+        out["note"] = np.full(size, FEW_PROMPTS_NOTE.format(n=FEW_PROMPTS, low=low_level,
+                                                            high=high_level), dtype=object)
     delta = sa * value[ka] - sb * value[kb]
     d = sa * jack[:, ka] - sb * jack[:, kb]  # (P, rows)
     finite = np.isfinite(d).all(axis=0) & np.isfinite(delta)
