@@ -18,9 +18,9 @@ of ``storyeval meta`` like any other measure:
   which prompt the story answers and how the humans rated the other answers, nothing of the
   story. It is the sentinel of the within-system level (a system's stories ranked by how good
   the prompt's other stories were), as ``system`` is the one of the system and prompt levels.
-  At the system level it is a decreasing function of the system's own human mean (the mean
-  over a system's prompts is ``(G - H_s) / (S - 1)``), so its system-level correlation is -1
-  by construction, not a finding.
+  Within a prompt it is ``(T_p - h) / (S - 1)``, a decreasing function of the story's own
+  score, and over a system's prompts its mean is ``(G - H_s) / (S - 1)``: its prompt- and
+  system-level correlations are -1 by construction, not a finding.
 
 At the system level the ``system`` sentinel reproduces the human system means exactly (the
 mean over a system's prompts of its leave-one-prompt-out means is its mean), so a measure

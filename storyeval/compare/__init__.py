@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         resolve_tests,
     )
     from storyeval.compare.prompt_level import compare_prompt_level
+    from storyeval.compare.within import compare_within_level
     from storyeval.compare.williams import (
         WILLIAMS_NOTE,
         WilliamsResult,
@@ -68,6 +69,7 @@ _LAZY = {
     "calibrated_test": "procedures",
     "compare_rows": "procedures",
     "compare_prompt_level": "prompt_level",
+    "compare_within_level": "within",
     "resolve_tests": "procedures",
     "METHODS": "multitest",
     "NAMED_FAMILIES": "multitest",
@@ -94,6 +96,7 @@ __all__ = [
     "calibrated_test",
     "compare_prompt_level",
     "compare_rows",
+    "compare_within_level",
     "family_sizes",
     "jackknife_diff",
     "kendall_rows",

@@ -47,8 +47,8 @@ JUDGE_LEVELS: tuple[str, ...] = ("overall", "system", "prompt", "within")
 #: The levels at which a judge is compared with each sentinel by the level's calibrated test
 #: (and at the prompt level with the system sentinel by `compare_with_system_sentinel`). A
 #: sentinel is left out where it is an artefact of its cross-fitting: the system sentinel's
-#: within-system correlation and the prompt-mean sentinel's system-level one are -1 by
-#: construction, and the prompt mean is constant within a prompt.
+#: within-system correlation and the prompt-mean sentinel's system- and prompt-level ones are
+#: -1 by construction.
 SENTINEL_LEVELS: dict[str, tuple[str, ...]] = {
     "system": ("overall", "system"), "length": ("overall", "system", "within"),
     "prompt-mean": ("overall", "within")}
