@@ -45,13 +45,17 @@ def test_docs_section_holds_every_benchmark_row():
 
 @pytest.mark.parametrize("method", ["kendall_b", "pearson"])
 def test_default_within_test_claims_match_the_benchmark(method):
-    """The level the library prints for the within-system default is the benchmark's range
-    over the null cells with at least 30 prompts."""
+    """The levels the library prints for the within-system default are the benchmark's ranges:
+    over the null cells with at least `FEW_PROMPTS` prompts (per coefficient), and below it
+    (the few-prompts note)."""
     from storyeval.compare.procedures import CALIBRATED_LEVEL
+    from storyeval.compare.within import FEW_PROMPTS, FEW_PROMPTS_LEVEL
 
     payload = json.loads((ROOT / "benchmarks" / "bench_within.json").read_text())
-    rates = [r["rate"] for r in payload["rows"] if r["test"] == "prompt-jackknife"
-             and r["null"] and r["method"] == method and r["prompts"] >= 30]
+    rows = [r for r in payload["rows"] if r["test"] == "prompt-jackknife" and r["null"]]
+    rates = [r["rate"] for r in rows if r["method"] == method and r["prompts"] >= FEW_PROMPTS]
     low, high, _ = CALIBRATED_LEVEL[method]["within"]
     assert low == pytest.approx(min(rates), abs=5e-4)
     assert high == pytest.approx(max(rates), abs=5e-4)
+    few = [r["rate"] for r in rows if r["prompts"] < FEW_PROMPTS]
+    assert FEW_PROMPTS_LEVEL == pytest.approx((min(few), max(few)), abs=5e-4)

@@ -43,12 +43,12 @@ if TYPE_CHECKING:
         resolve_tests,
     )
     from storyeval.compare.prompt_level import compare_prompt_level
-    from storyeval.compare.within import compare_within_level
     from storyeval.compare.williams import (
         WILLIAMS_NOTE,
         WilliamsResult,
         williams_test,
     )
+    from storyeval.compare.within import compare_within_level
 
 _LAZY = {
     "WILLIAMS_NOTE": "williams",

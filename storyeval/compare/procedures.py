@@ -137,11 +137,17 @@ PAPER_LEVEL = {
 # jackknife rows come from the earlier benchmark (30 and 100 stories only; its leave-one-out
 # ranks cost O(n^2) per replication).
 CALIBRATED_LEVEL = {
-    "kendall_b": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
+    "kendall_b": {"within": (0.023, 0.040, "10 systems x 30-96 prompts, exchangeable and "
+                                           "non-exchangeable nulls, 300 per cell "
+                                           "(benchmarks/bench_within.py)"),
+                  "prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
                   "overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
                   "system": (0.037, 0.051, "5-10 systems, exchangeable and heavy-tailed "
                                            "nulls, 1,000 per cell")},
-    "pearson": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
+    "pearson": {"within": (0.020, 0.067, "10 systems x 30-96 prompts, exchangeable and "
+                                         "non-exchangeable nulls, 300 per cell "
+                                         "(benchmarks/bench_within.py)"),
+                "prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
                 "overall": (0.039, 0.061, "30-1,000 stories, 5 simulated data types"),
                 "system": (0.051, 0.061, "5-10 systems, exchangeable and heavy-tailed "
                                          "nulls, 1,000 per cell")},
