@@ -59,3 +59,24 @@ def test_default_within_test_claims_match_the_benchmark(method):
     assert high == pytest.approx(max(rates), abs=5e-4)
     few = [r["rate"] for r in rows if r["prompts"] < FEW_PROMPTS]
     assert FEW_PROMPTS_LEVEL == pytest.approx((min(few), max(few)), abs=5e-4)
+
+
+def test_docs_section_holds_every_single_interval_row():
+    payload = json.loads((ROOT / "benchmarks" / "bench_within_single.json").read_text())
+    page = (ROOT / "docs" / "which-test.md").read_text(encoding="utf-8")
+    section = page.split("<!-- within-single:start -->")[1].split("<!-- within-single:end -->")[0]
+    names = {"kendall_b": "tau-b", "pearson": "Pearson"}
+    assert len(payload["rows"]) == 12
+    for r in payload["rows"]:
+        line = (f"| {r['dgp']} | {r['systems']} x {r['prompts']} | {names[r['method']]} | "
+                f"{r['target']:.3f} | {r['percentile']:.3f} | {r['expanded']:.3f} |")
+        assert line in section, line
+
+
+def test_a_tiny_single_interval_cell():
+    import bench_within
+
+    row = bench_within.run_single("exchangeable", 3, 8, "kendall_b", 20, 0, 40)
+    # the expanded interval holds the percentile one (same resamples, wider quantiles)
+    assert 0 <= row["percentile"] <= row["expanded"] <= 1
+    assert -1 <= row["target"] <= 1
