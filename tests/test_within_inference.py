@@ -173,18 +173,22 @@ def test_meta_tests_the_within_level_on_hanna():
     assert (row["ci_low"] > 0) == (row["p"] < 0.05)
 
 
-def test_cli_meta_within_with_bootstrap(tmp_path):
-    import subprocess
-    import sys
+@pytest.mark.filterwarnings("ignore")  # one comparison: the single-test family warning
+def test_cli_meta_within_with_bootstrap(tmp_path, capsys):
+    from storyeval.cli import main
 
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "storyeval", "meta", "--metrics", "Beluga-13B 1,BLEU",
-         "--criteria", "Relevance", "--levels", "within", "--ci", "bootstrap",
-         "--resamples", "50", "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "within" in proc.stdout
+    code = main(["meta", "--metrics", "Beluga-13B 1,BLEU", "--criteria", "Relevance",
+                 "--levels", "within", "--ci", "bootstrap", "--resamples", "50",
+                 "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "jackknife t over prompts" in out and "within level" in out
+    table = pd.read_csv(tmp_path / "out" / "comparisons.csv")
+    assert set(table["test"]) == {"prompt-jackknife"}
+    code = main(["meta", "--metrics", "Beluga-13B 1,BLEU", "--criteria", "Relevance",
+                 "--levels", "within", "--test", "ustat"])
+    err = capsys.readouterr().err
+    assert code == 2 and "within-system level" in err and err.count("\n") == 1
 
 
 def test_prompt_mean_sentinel_is_the_other_systems_mean():
