@@ -88,17 +88,18 @@ def agreement_table(report) -> str:
     the four levels, on Engagement."""
     a = report.agreement
     keep = a["judge"].isin(["Beluga-13B 1", "Sentinel: system identity", "Sentinel: length only",
-                            "human (leave-one-out)"]) & (a["criterion"] == "Engagement")
+                            "Sentinel: prompt mean", "human (leave-one-out)"]) & (
+        a["criterion"] == "Engagement")
     a = a[keep].copy()
-    a["cell"] = [f"{x:.3f} [{lo:.3f}, {hi:.3f}]" for x, lo, hi in
-                 zip(a["value"], a["ci_low"], a["ci_high"])]
+    a["cell"] = [f"{x:.3f} [{lo:.3f}, {hi:.3f}]" if np.isfinite(x) else "undefined"
+                 for x, lo, hi in zip(a["value"], a["ci_low"], a["ci_high"])]
     grid = a.pivot_table(index="judge", columns="level", values="cell", aggfunc="first",
                          sort=False)
     return _md(grid[["overall", "system", "prompt", "within"]].reset_index())
 
 
 def sentinel_tests_table(report) -> str:
-    """Beluga-13B (Eval-Prompt 1) against the two sentinels on Engagement at every level."""
+    """Beluga-13B (Eval-Prompt 1) against the three sentinels on Engagement at every level."""
     t = report.sentinel_tests
     t = t[(t["judge"] == "Beluga-13B 1") & (t["criterion"] == "Engagement")]
     return _md(t[["sentinel", "level", "judge_corr", "sentinel_corr", "delta", "ci_low",

@@ -76,5 +76,9 @@ def test_prose_claims_hold():
     agreement = _table(SNIPPETS / "agreement.md").set_index("judge")
     assert agreement.loc["Sentinel: system identity", "within"].startswith("-1.000")
     assert agreement.loc["Sentinel: system identity", "system"].startswith("1.000")
+    # the prompt-mean sentinel is (T_p - h) / (S - 1) within a prompt and (G - H_s) / (S - 1)
+    # over a system's prompts: -1 by construction at the prompt and system levels
+    assert agreement.loc["Sentinel: prompt mean", "system"].startswith("-1.000")
+    assert agreement.loc["Sentinel: prompt mean", "prompt"].startswith("-1.000")
     page = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert "passes far less than 5% of the time at every size" in page

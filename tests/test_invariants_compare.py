@@ -6,7 +6,8 @@
 * a difference of exactly 0 never gives p < 0.5 (two-sided);
 * the interval excludes 0 exactly when p < 1 - confidence level (two- and one-sided), for the
   tests whose interval is documented to invert them (system level ``permutation-midp``,
-  overall level ``ustat`` and ``jackknife``, prompt level ``prompt-t``);
+  overall level ``ustat`` and ``jackknife``, prompt level ``prompt-t``, within-system level
+  ``prompt-jackknife``);
 * the system-level test of a rank coefficient is a test of that coefficient only: two data sets
   with the same rank-coefficient differences over every swap get the same p-value, whatever
   their Pearson differences (no tie order borrowed from another statistic).
@@ -46,7 +47,8 @@ def _comp(wide, level, crit, pairs, method):
     cols = [crit] + list(dict.fromkeys(c for p in pairs for c in p))
     # the prompt level's test computes its own within-prompt coefficients: r_a and r_b are
     # those of the pooled stories there (as a placeholder the test does not read)
-    X = np.asarray(level_data(wide, cols, level="overall" if level == "prompt" else level),
+    X = np.asarray(level_data(wide, cols, level="overall" if level in ("prompt", "within")
+                              else level),
                    dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -93,7 +95,9 @@ LEVEL_TESTS = [("system", "kendall_b", "permutation-midp"),
                ("system", "pearson", "permutation-midp"),
                ("overall", "kendall_b", "ustat"),
                ("overall", "pearson", "jackknife"),
-               ("prompt", "kendall_b", "prompt-t")]
+               ("prompt", "kendall_b", "prompt-t"),
+               ("within", "kendall_b", "prompt-jackknife"),
+               ("within", "pearson", "prompt-jackknife")]
 
 
 @pytest.mark.parametrize("level,method,test", LEVEL_TESTS)

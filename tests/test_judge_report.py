@@ -71,9 +71,15 @@ def test_report_has_every_section(report):
     assert set(report.biases["estimand"]) >= {"offset", "MAE", "r(rater - human, length)"}
     assert (report.ppi["n_eff"] > 0).all()
     tests = report.sentinel_tests
-    # 2 judges x 2 criteria against 2 sentinels at 2 levels, and the system one at the prompt
-    assert len(tests) == 4 * (2 * 2 + 1) and set(tests["level"]) == {"overall", "system",
-                                                                      "prompt"}
+    # 2 judges x 2 criteria against the sentinels at their levels (SENTINEL_LEVELS: system 2,
+    # length 3, prompt mean 2), and the system one at the prompt level
+    assert len(tests) == 4 * (2 + 3 + 2 + 1) and set(tests["level"]) == {
+        "overall", "system", "prompt", "within"}
+    within = tests[tests["level"] == "within"]
+    assert set(within["sentinel"]) == {"Sentinel: length only", "Sentinel: prompt mean"}
+    assert (within["test"] == "prompt-jackknife").all()
+    # the jackknife t interval is the test's inversion: excludes 0 exactly when p < 0.05
+    assert ((within["ci_low"] > 0) | (within["ci_high"] < 0)).eq(within["p"] < 0.05).all()
     assert np.allclose(tests["delta"], tests["judge_corr"] - tests["sentinel_corr"], atol=1e-12)
     assert not report.to_frame().empty and report.settings["epsilon"] == 0.2
 

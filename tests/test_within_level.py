@@ -90,15 +90,24 @@ def test_meta_accepts_the_within_level():
                                   abs=1e-12)
 
 
-def test_bootstrap_at_the_within_level_is_a_clear_error():
-    from storyeval.exceptions import InputError
+def test_bootstrap_at_the_within_level_repeats_the_engine():
+    """``meta --ci bootstrap`` at the within level: the intervals of
+    `bootstrap_correlations(level="within")` on the same stories and seed (issue 50)."""
     from storyeval.meta import meta_evaluate
     from storyeval.meta.resampling import add_bootstrap_ci
+    from storyeval.resample.bootstrap import bootstrap_correlations
 
     res = meta_evaluate(measures="BLEU", criteria="Relevance", levels="within",
                         reference="none")
-    with pytest.raises(InputError, match="within-system level"):
-        add_bootstrap_ci(res, n_resamples=10)
+    out = add_bootstrap_ci(res, n_resamples=30, random_state=4)
+    row = out.correlations.iloc[0]
+    ref = bootstrap_correlations(res.dataset.wide(), [(row["measure"], "Relevance")],
+                                 level="within", n_resamples=30, random_state=4)
+    assert row["ci_low"] == pytest.approx(ref["ci_low"].item(), abs=1e-12)
+    assert row["ci_high"] == pytest.approx(ref["ci_high"].item(), abs=1e-12)
+    assert row["ci_low"] <= row["value"] <= row["ci_high"]
+    base = out.baseline[out.baseline["level"] == "within"]
+    assert base["ci_low"].notna().all()
 
 
 def test_level_data_within_is_the_transposed_prompt_cube():

@@ -13,6 +13,14 @@ of ``storyeval meta`` like any other measure:
 * ``prompt``: the human score predicted from the prompt's text alone (ridge regression of the
   prompt's mean human score on its word counts and log length, fitted on the other prompts,
   leave-one-prompt-out): one value per prompt, so it cannot rank the stories of a prompt.
+* ``prompt-mean`` (on request only: not among `SENTINEL_KINDS`, the default set): the mean
+  human score of the other systems' stories of the same prompt (leave-one-system-out); it knows
+  which prompt the story answers and how the humans rated the other answers, nothing of the
+  story. It is the sentinel of the within-system level (a system's stories ranked by how good
+  the prompt's other stories were), as ``system`` is the one of the system and prompt levels.
+  Within a prompt it is ``(T_p - h) / (S - 1)``, a decreasing function of the story's own
+  score, and over a system's prompts its mean is ``(G - H_s) / (S - 1)``: its prompt- and
+  system-level correlations are -1 by construction, not a finding.
 
 At the system level the ``system`` sentinel reproduces the human system means exactly (the
 mean over a system's prompts of its leave-one-prompt-out means is its mean), so a measure
@@ -35,13 +43,16 @@ import pandas as pd
 
 from storyeval.exceptions import InputError
 
-__all__ = ["SENTINEL_KINDS", "SENTINEL_NAMES", "add_sentinels", "sentinel_scores"]
+__all__ = ["ALL_SENTINEL_KINDS", "SENTINEL_KINDS", "SENTINEL_NAMES", "add_sentinels",
+           "sentinel_scores"]
 
-#: The sentinels, in the order they are added.
+#: The sentinels, in the order they are added (the default set).
 SENTINEL_KINDS = ("system", "length", "prompt")
+#: Every sentinel that can be asked for: the default set and ``prompt-mean``.
+ALL_SENTINEL_KINDS = (*SENTINEL_KINDS, "prompt-mean")
 #: Their rater group names (a sentinel measure is "<name> <criterion code>").
 SENTINEL_NAMES = {"system": "Sentinel: system identity", "length": "Sentinel: length only",
-                  "prompt": "Sentinel: prompt only"}
+                  "prompt": "Sentinel: prompt only", "prompt-mean": "Sentinel: prompt mean"}
 RIDGE = 1.0
 
 
@@ -128,7 +139,7 @@ def sentinel_scores(wide: pd.DataFrame, criteria: Sequence[str], *,
         Index ``(system, prompt_id)``; the human criteria (and ``length``).
     criteria : sequence of str
         The human criterion columns.
-    kinds : sequence of {"system", "length", "prompt"}
+    kinds : sequence of {"system", "length", "prompt", "prompt-mean"}
     length : str, optional
         The column holding story lengths (needed by ``"length"``).
     prompt_texts : mapping, optional
@@ -142,6 +153,7 @@ def sentinel_scores(wide: pd.DataFrame, criteria: Sequence[str], *,
     Notes
     -----
     ``system``: ``s(i) = mean{h(j) : system(j) = system(i), prompt(j) != prompt(i)}``.
+    ``prompt-mean``: ``s(i) = mean{h(j) : prompt(j) = prompt(i), system(j) != system(i)}``.
     ``length``: OLS of ``h`` on length over the stories of the other prompts, evaluated at the
     story's length. ``prompt``: ridge regression (penalty 1, unpenalised intercept) of the
     prompts' mean human scores on `_prompt_features`, leave-one-prompt-out through the hat
@@ -153,9 +165,9 @@ def sentinel_scores(wide: pd.DataFrame, criteria: Sequence[str], *,
     Validated against direct leave-one-prompt-out refits and the HANNA figures of issue 38
     (tests/test_bias_sentinels.py).
     """
-    unknown = [k for k in kinds if k not in SENTINEL_KINDS]
+    unknown = [k for k in kinds if k not in ALL_SENTINEL_KINDS]
     if unknown:
-        raise InputError(f"unknown sentinel(s) {unknown}; choose among {SENTINEL_KINDS}")
+        raise InputError(f"unknown sentinel(s) {unknown}; choose among {ALL_SENTINEL_KINDS}")
     systems = wide.index.get_level_values("system").to_numpy()
     prompts = wide.index.get_level_values("prompt_id").to_numpy()
     out = {}
@@ -175,6 +187,8 @@ def sentinel_scores(wide: pd.DataFrame, criteria: Sequence[str], *,
             y = wide[crit].to_numpy(dtype=np.float64)
             if kind == "system":
                 value = _loo_group_mean(y, systems, prompts)
+            elif kind == "prompt-mean":  # the same prompt's stories of the other systems
+                value = _loo_group_mean(y, prompts, systems)
             elif kind == "length":
                 value = _loo_linear(y, wide[length].to_numpy(dtype=np.float64), prompts)
             else:

@@ -91,7 +91,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "ustat for tau-b / jackknife for Pearson, Spearman, tau-c at "
                             "the overall level, permutation-midp at the system level), "
                             "paper, williams, ustat, jackknife, bootstrap, permutation, "
-                            "permutation-midp, permutation-random; or one "
+                            "permutation-midp, permutation-random, prompt-t (prompt level), "
+                            "prompt-jackknife (within level, its default); or one "
                             "per level: overall=ustat,system=bootstrap (docs: Which test?)")
     tests.add_argument("--reference", default="auto", metavar="RATER",
                        help="rater the tests compare every other measure against; 'auto' "

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         WilliamsResult,
         williams_test,
     )
+    from storyeval.compare.within import compare_within_level
 
 _LAZY = {
     "WILLIAMS_NOTE": "williams",
@@ -68,6 +69,7 @@ _LAZY = {
     "calibrated_test": "procedures",
     "compare_rows": "procedures",
     "compare_prompt_level": "prompt_level",
+    "compare_within_level": "within",
     "resolve_tests": "procedures",
     "METHODS": "multitest",
     "NAMED_FAMILIES": "multitest",
@@ -94,6 +96,7 @@ __all__ = [
     "calibrated_test",
     "compare_prompt_level",
     "compare_rows",
+    "compare_within_level",
     "family_sizes",
     "jackknife_diff",
     "kendall_rows",

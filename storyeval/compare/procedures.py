@@ -58,6 +58,7 @@ from storyeval.compare.dependent_batch import (
     jackknife_gram_estimates,
     ustat_integer_estimates,
 )
+from storyeval.compare.within import WITHIN_LEVEL_TESTS
 from storyeval.exceptions import InputError, StoryevalWarning
 
 __all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS",
@@ -71,9 +72,10 @@ __all__ = ["CALIBRATED", "MIN_SYSTEMS", "PAPER_LEVEL", "SIGN_CONVENTIONS",
 # --seed-stability)
 TEST_PERMUTATIONS = 2000
 TESTS = ("auto", "paper", "williams", "ustat", "jackknife", "bootstrap", "permutation",
-         "permutation-random", "permutation-midp", "prompt-t")
+         "permutation-random", "permutation-midp", "prompt-t", "prompt-jackknife")
 # the tests that run at the prompt level (within-prompt correlations averaged over prompts)
 PROMPT_LEVEL_TESTS = ("prompt-t", "permutation")
+# the tests that run at the within-system level: WITHIN_LEVEL_TESTS (`storyeval.compare.within`)
 # the system-level tests that swap whole prompts (`system_permutation`)
 SYSTEM_PERMUTATION_TESTS = ("permutation-random", "permutation-midp")
 CALIBRATED = {
@@ -88,6 +90,10 @@ CALIBRATED = {
     # the paired t over prompts of the within-prompt differences (`compare_prompt_level`);
     # whatever the dataset's default test: the paper tested no prompt-level difference
     "prompt": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"), "prompt-t"),
+    # the delete-one-prompt jackknife t of the within-system difference
+    # (`storyeval.compare.within`; benchmarks/bench_within.py)
+    "within": dict.fromkeys(("kendall_b", "kendall_c", "pearson", "spearman"),
+                            "prompt-jackknife"),
 }
 TEST_DESCRIPTIONS = {
     "paper": "Williams t (Steiger 1980 form), one-sided, in the direction of the larger |r| "
@@ -107,6 +113,10 @@ TEST_DESCRIPTIONS = {
     "prompt-t": "paired t-test over prompts of the within-prompt differences r_p(h,a) - "
                 "r_p(h,b), prompts - 1 df (the prompt level's estimand: the mean within-prompt "
                 "difference over prompts, systems fixed)",
+    "prompt-jackknife": "t-test of the within-system difference r_W(h,a) - r_W(h,b) (each "
+                        "system's correlation across its prompts, averaged over systems) with "
+                        "the delete-one-prompt jackknife variance, prompts - 1 df (systems "
+                        "fixed; a prompt left out of every system at once)",
 }
 # Measured P(p < 0.05) under the null, (lowest, highest, where) over the cells of a level:
 # the earlier benchmarks/bench_calibration.py (--reps 10000 --seed 0; "Other tests" on the
@@ -127,11 +137,17 @@ PAPER_LEVEL = {
 # jackknife rows come from the earlier benchmark (30 and 100 stories only; its leave-one-out
 # ranks cost O(n^2) per replication).
 CALIBRATED_LEVEL = {
-    "kendall_b": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
+    "kendall_b": {"within": (0.023, 0.040, "10 systems x 30-96 prompts, exchangeable and "
+                                           "non-exchangeable nulls, 300 per cell "
+                                           "(benchmarks/bench_within.py)"),
+                  "prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
                   "overall": (0.044, 0.055, "30-1,000 stories, 5 simulated data types"),
                   "system": (0.037, 0.051, "5-10 systems, exchangeable and heavy-tailed "
                                            "nulls, 1,000 per cell")},
-    "pearson": {"prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
+    "pearson": {"within": (0.020, 0.067, "10 systems x 30-96 prompts, exchangeable and "
+                                         "non-exchangeable nulls, 300 per cell "
+                                         "(benchmarks/bench_within.py)"),
+                "prompt": (0.042, 0.065, "5-10 systems x 10-30 prompts, 400 per cell"),
                 "overall": (0.039, 0.061, "30-1,000 stories, 5 simulated data types"),
                 "system": (0.051, 0.061, "5-10 systems, exchangeable and heavy-tailed "
                                          "nulls, 1,000 per cell")},
@@ -189,16 +205,21 @@ def resolve_tests(test: str | Mapping[str, str], levels: list[str], method: str,
     name; ``"auto"`` becomes the dataset's ``default_test`` when it has one (the embedded HANNA
     data: ``"paper"``, its reproduction), else `calibrated_test`."""
     chosen = dict(test) if isinstance(test, Mapping) else dict.fromkeys(levels, test)
-    unknown = [lev for lev in chosen if lev not in ("overall", "system", "prompt")]
+    unknown = [lev for lev in chosen if lev not in ("overall", "system", "prompt", "within")]
     if unknown:
-        raise InputError(f"test: comparisons are run at the overall, system and prompt levels, "
-                         f"not {unknown}")
+        raise InputError(f"test: comparisons are run at the overall, system, prompt and within "
+                         f"levels, not {unknown}")
     out = {}
     for level in levels:
         name = chosen.get(level, "auto")
         if name == "auto":
-            name = (calibrated_test(level, method) if level == "prompt"
+            name = (calibrated_test(level, method) if level in ("prompt", "within")
                     else default_test or calibrated_test(level, method))
+        if level == "within" and name not in WITHIN_LEVEL_TESTS:
+            raise InputError(f"test {name!r} does not run at the within-system level; use "
+                             f"{' or '.join(repr(n) for n in WITHIN_LEVEL_TESTS)}")
+        if name == "prompt-jackknife" and level != "within":
+            raise InputError("test 'prompt-jackknife' runs at the within-system level only")
         if level == "prompt" and name not in PROMPT_LEVEL_TESTS:
             raise InputError(f"test {name!r} does not run at the prompt level; use "
                              f"{' or '.join(repr(n) for n in PROMPT_LEVEL_TESTS)}")
@@ -336,6 +357,13 @@ def _compare_rows(wide: pd.DataFrame, comp: dict[str, np.ndarray], *, level: str
                                 lower_is_better))
     elif test == "prompt-t":
         out.update(_prompt_t(wide, comp, sa, sb, method, alternative, confidence_level))
+        return out
+    elif test == "prompt-jackknife":
+        from storyeval.compare.within import compare_within_level
+
+        res = compare_within_level(wide, comp, sa, sb, method=method, alternative=alternative,
+                                   confidence_level=confidence_level)
+        out.update({k: v for k, v in res.items() if k not in ("df", "se")})
         return out
     elif test in SYSTEM_PERMUTATION_TESTS:
         try:

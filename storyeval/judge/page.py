@@ -36,9 +36,9 @@ def report_html(report: JudgeReport, *, files: Sequence[str] = (),
              ("alt-test", f"epsilon {s['epsilon']} (probability scale), Benjamini-Yekutieli "
                           f"at q = {s['q']}, scoring {s['scoring']}, pass: winning rate >= 0.5"),
              ("agreement", f"{s['coefficient']}, {s['confidence_level']:.0%} intervals: "
-                           f"bootstrap over prompts ({s['n_resamples']} resamples) at the "
-                           "overall, system and prompt levels; a t interval over systems at "
-                           "the within-system level"),
+                           f"bootstrap over prompts ({s['n_resamples']} resamples) at every "
+                           "level (at the within-system level a resampled prompt enters every "
+                           "system's correlation)"),
              ("PPI", f"PPI++ with {s['ppi_labels']} random human labels, mean of "
                      f"{s['ppi_repeats']} draws"),
              ("seed", str(s["random_state"]))]
@@ -56,6 +56,11 @@ def report_html(report: JudgeReport, *, files: Sequence[str] = (),
         "many items, each rated by every annotator.",
         "labels_needed (PPI): human labels that, combined with the judge's scores of every "
         "story by PPI++, give the standard error of the PPI budget of human labels alone.",
+        "Sentinels compared: system identity (overall, system and prompt levels), length only "
+        "(overall, system, within-system), prompt mean (the other systems' human scores of the "
+        "same prompt: the content-blind sentinel of the within-system level; overall and "
+        "within-system). Position bias is not here: the report reads ratings, not pairwise "
+        "verdicts (storyeval pairwise bias measures it).",
     ]
     tables = {
         "Alternative-annotator test, per annotator": report.alt_test[
@@ -64,7 +69,8 @@ def report_html(report: JudgeReport, *, files: Sequence[str] = (),
         "Agreement with the human criterion (value [interval]) beside the leave-one-out human "
         "baseline and the sentinels": _agreement_wide(report),
         "Comparison with the sentinels (delta = judge - sentinel; calibrated default tests at "
-        "the overall and system levels, the sentinel-aware bootstrap t at the prompt level)":
+        "the overall, system and within-system levels, the sentinel-aware bootstrap t at the "
+        "prompt level)":
             report.sentinel_tests,
         "Biases (leniency: offset and MAE; length: residual correlation)": report.biases,
         "Human labels the judge is worth (PPI++)": report.ppi,

@@ -7,15 +7,23 @@ rater group, a metric, any measure):
   p-values, and the same test run on a content-blind sentinel (a judge that passes it says
   nothing about the stories' content);
 * agreement with the human criterion at the overall, system, prompt and within-system levels
-  (`storyeval.meta.meta_evaluate`, bootstrap intervals from `storyeval.meta.resampling`)
-  beside the leave-one-out human baseline and the sentinels' agreement;
-* the calibrated comparison with the sentinels: at the overall and system levels the
-  toolkit's calibrated default tests, at the prompt level
-  `storyeval.bias.compare_with_system_sentinel`;
+  (`storyeval.meta.meta_evaluate`, bootstrap intervals of prompts from
+  `storyeval.meta.resampling`, the within-system level included) beside the leave-one-out
+  human baseline and the sentinels' agreement;
+* the calibrated comparison with the sentinels (`SENTINEL_LEVELS`): the toolkit's calibrated
+  default test of each level (the within-system level: the delete-one-prompt jackknife t,
+  `storyeval.compare.within`), and at the prompt level
+  `storyeval.bias.compare_with_system_sentinel`; the sentinels are the system identity, the
+  story length and the prompt mean (the other systems' human scores of the same prompt: the
+  content-blind sentinel of the within-system level);
 * leniency and length bias (`storyeval.bias.leniency`, `storyeval.bias.length`);
 * the human labels the judge is worth (PPI++, `storyeval.power.ppi`) and the items the
   alt-test needs to pass with the requested power (a bootstrap of its paired differences);
 * one verdict per criterion and judge from the rule `VERDICT_RULE`.
+
+The report reads ratings (one score per story and judge), not pairwise verdicts: the position
+bias of a judge of pairs is measured by `storyeval.bias.position_preference` (``storyeval
+pairwise bias``), not here.
 """
 
 from __future__ import annotations
@@ -27,16 +35,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from storyeval.compare.alt_test import alt_test, winning_rates
 from storyeval.exceptions import InputError, StoryevalWarning
 
-__all__ = ["JUDGE_LEVELS", "VERDICTS", "VERDICT_RULE", "JudgeReport", "judge_report",
+__all__ = ["JUDGE_LEVELS", "SENTINEL_LEVELS", "VERDICTS", "VERDICT_RULE", "JudgeReport", "judge_report",
            "verdict", "verdict_summary"]
 
 #: The levels of the agreement table.
 JUDGE_LEVELS: tuple[str, ...] = ("overall", "system", "prompt", "within")
+#: The levels at which a judge is compared with each sentinel by the level's calibrated test
+#: (and at the prompt level with the system sentinel by `compare_with_system_sentinel`). A
+#: sentinel is left out where it is an artefact of its cross-fitting: the system sentinel's
+#: within-system correlation and the prompt-mean sentinel's system- and prompt-level ones are
+#: -1 by construction.
+SENTINEL_LEVELS: dict[str, tuple[str, ...]] = {
+    "system": ("overall", "system"), "length": ("overall", "system", "within"),
+    "prompt-mean": ("overall", "within")}
 #: The three verdicts, best first.
 VERDICTS: tuple[str, ...] = ("replaces the annotators", "use with PPI and {n} human labels",
                              "do not use")
@@ -69,9 +84,9 @@ class JudgeReport:
         Per criterion, rater (judge, sentinel, human baseline) and level: the correlation and
         its interval.
     sentinel_tests : DataFrame
-        Each judge against each sentinel: at the overall and system levels with the
-        calibrated default tests (two-sided; BH within level and criterion), at the prompt
-        level against the system-identity sentinel
+        Each judge against each sentinel at the levels of `SENTINEL_LEVELS` with the
+        calibrated default tests (two-sided; BH within sentinel, level and criterion), at the
+        prompt level against the system-identity sentinel
         (`storyeval.bias.compare_with_system_sentinel`); ``delta`` = judge - sentinel.
     biases : DataFrame
         Leniency (offset, MAE), with a length measure the residual-length correlation, and with
@@ -212,37 +227,6 @@ def _ppi_rows(wide: pd.DataFrame, pairs: pd.DataFrame, *, labels: int, repeats: 
     return pd.DataFrame(rows)
 
 
-def _within_rows(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]], confidence_level: float,
-                 method: str) -> pd.DataFrame:
-    """Within-system correlation (the mean of the per-system correlations where defined, as
-    ``correlate(level="within")``) and a t interval over systems (systems as a sample)."""
-    from storyeval.correlation.levels import correlation_grid
-
-    xs = list(dict.fromkeys(m for m, _ in pairs))
-    ys = list(dict.fromkeys(c for _, c in pairs))
-    systems = wide.index.get_level_values("system")
-    per = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StoryevalWarning)
-        for system in systems.unique():
-            grid = correlation_grid(wide[systems == system], xs, ys, level="overall",
-                                    method=method, nan_policy="omit")
-            rows, cols = grid.positions([m for m, _ in pairs], [c for _, c in pairs])
-            per.append(grid.value[rows, cols])
-    values = np.array(per)  # (systems, pairs)
-    out = []
-    for i, (measure, crit) in enumerate(pairs):
-        v = values[:, i][np.isfinite(values[:, i])]
-        k = v.size
-        mean = float(v.mean()) if k else math.nan
-        half = (float(stats.t.ppf((1 + confidence_level) / 2, k - 1)) * float(v.std(ddof=1))
-                / math.sqrt(k)) if k > 1 else math.nan
-        out.append({"measure": measure, "criterion": crit, "level": "within", "value": mean,
-                    "ci_low": mean - half, "ci_high": mean + half, "n_groups": k,
-                    "interval": "t over systems"})
-    return pd.DataFrame(out)
-
-
 def judge_report(
     dataset=None,
     *,
@@ -358,7 +342,8 @@ def judge_report(
                          f"judges {sorted(set(pairs['judge']))}")
     dataset = _complete_prompts(dataset, [*pairs["measure"], *crits], nan_policy)
     length_col = _length_measure(dataset, length)
-    kinds = ("system", "length") if length_col else ("system",)
+    kinds = (("system", "prompt-mean", "length") if length_col
+             else ("system", "prompt-mean"))
     # every criterion's sentinels (meta_evaluate validates a reference on the first criterion)
     with_sentinels, _ = add_sentinels(dataset, kinds=kinds, length=length_col)
     wide = with_sentinels.wide()
@@ -370,7 +355,7 @@ def judge_report(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoryevalWarning)
         meta = meta_evaluate(with_sentinels, measures=rated, criteria=crits,
-                             levels=("overall", "system", "prompt"), method=method,
+                             levels=JUDGE_LEVELS, method=method,
                              reference="none", nan_policy="omit", include_human_stories=True)
         meta = add_bootstrap_ci(meta, n_resamples=n_resamples, confidence_level=confidence_level,
                                 random_state=random_state)
@@ -378,18 +363,12 @@ def judge_report(
     agreement = corr[["criterion", "measure", "rater", "level", "value", "ci_low",
                       "ci_high"]].copy()
     agreement["interval"] = "bootstrap (prompts)"
-    all_pairs = [(m, c) for m, c in zip(pairs["measure"], pairs["criterion"])] + \
-        [(m, c) for (_, c), m in sentinel_of.items()]
-    within = _within_rows(wide, all_pairs, confidence_level, method)
-    raters = with_sentinels.catalogue.set_index("measure")["rater"]
-    within["rater"] = [str(raters.get(m, m)) for m in within["measure"]]
     base = meta.baseline
     base = base[base["variant"] == "leave_one_out"]
     human = base[["criterion", "level", "value", "ci_low", "ci_high"]].assign(
         measure="human (leave-one-out)", rater="human (leave-one-out)",
         interval="bootstrap (prompts)")
-    agreement = pd.concat([agreement, within.drop(columns="n_groups"), human],
-                          ignore_index=True)
+    agreement = pd.concat([agreement, human], ignore_index=True)
     agreement = agreement.rename(columns={"rater": "judge"})
     agreement["coefficient"] = method
 
@@ -424,8 +403,9 @@ def judge_report(
         "test": prompt_level["test"]})
     sentinel_tests = pd.concat(
         [*(_sentinel_comparisons(with_sentinels, list(dict.fromkeys(pairs["judge"])),
-                                 SENTINEL_NAMES[kind], crits, method=method,
-                                 confidence_level=confidence_level, random_state=random_state)
+                                 SENTINEL_NAMES[kind], crits, levels=SENTINEL_LEVELS[kind],
+                                 method=method, confidence_level=confidence_level,
+                                 random_state=random_state)
            for kind in kinds), prompt_level], ignore_index=True)
     bias_frames = [leniency(wide, list(zip(pairs["measure"], pairs["criterion"])),
                             confidence_level=confidence_level)
@@ -497,15 +477,14 @@ def _self_preference(wide: pd.DataFrame, pairs: pd.DataFrame,
 
 
 def _sentinel_comparisons(dataset, judges: list[str], sentinel: str, crits: list[str], *,
-                          method: str, confidence_level: float,
+                          levels: Sequence[str], method: str, confidence_level: float,
                           random_state: int) -> pd.DataFrame:
-    """Each judge against one sentinel at the overall and system levels with the calibrated
-    default tests (`storyeval.compare.procedures.calibrated_test`), two-sided, signed
-    correlations; delta = judge - sentinel."""
+    """Each judge against one sentinel at ``levels`` with the calibrated default tests
+    (`storyeval.compare.procedures.calibrated_test`), two-sided, signed correlations; delta =
+    judge - sentinel."""
     from storyeval.compare.procedures import calibrated_test
     from storyeval.meta import meta_evaluate
 
-    levels = ("overall", "system")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoryevalWarning)
         res = meta_evaluate(dataset, measures=[*judges, sentinel], criteria=crits,

@@ -64,7 +64,7 @@ COEFFICIENT_DESCRIPTIONS = {
     "pearson": "Pearson r",
     "spearman": "Spearman rho (Pearson r of average ranks)",
 }
-WILLIAMS_LEVELS = ("overall", "system", "prompt")
+WILLIAMS_LEVELS = ("overall", "system", "prompt", "within")
 FAMILIES = ("auto", "paper", "criterion", "level", "all")
 WILLIAMS_COLUMNS = [
     "level", "criterion", "measure_a", "measure_b", "r_a", "r_b", "r_ab", "n", "t", "p",
@@ -329,10 +329,12 @@ def meta_evaluate(
         ``"non-llm"``, a taxonomy family, names, rater groups or glob patterns.
     criteria : str or sequence of str, default "all"
         Human criteria of the dataset (names or codes).
-    levels : str or sequence of {"overall", "system", "prompt"}, default ("overall", "system")
+    levels : str or sequence of {"overall", "system", "prompt", "within"}, default ("overall", "system")
         Correlation levels, as a sequence or a comma-separated string (``"overall,system"``,
         as the command line spells them) (see [`storyeval.correlation.levels.correlate`][]); comparison tests are run
-        at every level (the prompt level: a paired t over prompts, ``"prompt-t"``).
+        at every level (the prompt level: a paired t over prompts, ``"prompt-t"``; the
+        within-system level: the delete-one-prompt jackknife t, ``"prompt-jackknife"``,
+        `storyeval.compare.within`).
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
         Correlation coefficient (aliases such as ``"kendall"`` are accepted).
     reference : str or None, default "auto"
@@ -991,6 +993,9 @@ def _settings(dataset: Dataset, chosen: list[str], crits: list[str], levels: lis
             "prompt_level": ("paired t over prompts of the within-prompt differences"
                              if options.tests.get("prompt") == "prompt-t" else
                              options.tests.get("prompt", "")),
+            "within_level": ("delete-one-prompt jackknife t of the within-system difference"
+                             if options.tests.get("within") == "prompt-jackknife" else
+                             options.tests.get("within", "")),
         },
     }
 

@@ -55,10 +55,6 @@ def add_bootstrap_ci(
     `UndefinedStatisticWarning` and ``settings["bootstrap"]["reason"]`` say why (never a
     zero-width interval)."""
     wide = _wide(result)
-    if (result.correlations["level"] == "within").any():
-        raise InputError("bootstrap intervals are not available at the within-system level "
-                         "yet; leave 'within' out of the levels (storyeval judge-report gives "
-                         "it a t interval over systems)")
     frames = []
     # one FewClustersWarning for the call, not one per level and baseline
     with warnings.catch_warnings():

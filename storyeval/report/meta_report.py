@@ -73,7 +73,8 @@ TEST_LABELS = {"paper": "Williams", "williams": "Williams", "ustat": "U-statisti
                "jackknife": "jackknife z-test", "bootstrap": "paired bootstrap",
                "permutation": "paired permutation", "permutation-random": "paired permutation "
                "(random tie-breaking)", "permutation-midp": "paired permutation (mid-p)",
-               "prompt-t": "paired t over prompts"}
+               "prompt-t": "paired t over prompts",
+               "prompt-jackknife": "jackknife t over prompts"}
 
 
 def _per_level(value, level: str):

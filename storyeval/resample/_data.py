@@ -39,9 +39,9 @@ def _sorted(values) -> list:
         return sorted(values, key=str)
 
 
-def check_level(level: str) -> str:
-    if level not in LEVELS:
-        raise InputError(f"level must be one of {', '.join(LEVELS)}; got {level!r}")
+def check_level(level: str, allowed: Sequence[str] = LEVELS) -> str:
+    if level not in allowed:
+        raise InputError(f"level must be one of {', '.join(allowed)}; got {level!r}")
     return level
 
 

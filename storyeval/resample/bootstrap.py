@@ -28,7 +28,7 @@ from storyeval.resample._common import (
     counts_from_draws,
     quantile_columns,
 )
-from storyeval.resample._data import Grid, check_level, make_grid, resolve_pairs
+from storyeval.resample._data import LEVELS, Grid, check_level, make_grid, resolve_pairs
 
 __all__ = ["CI_METHODS", "MIN_CLUSTERS", "RESAMPLE_BY", "bootstrap_correlations",
            "cluster_counts", "draw_resamples", "expanded_level"]
@@ -186,9 +186,12 @@ def bootstrap_correlations(
     pairs : sequence of (measure, criterion)
         The correlations to compute (e.g. every metric with every criterion, and each LLM
         rating with its matching criterion).
-    level : {"overall", "system", "prompt"}, default "overall"
+    level : {"overall", "system", "prompt", "within"}, default "overall"
         As in [`storyeval.correlation.levels.correlate`][]: all stories; system means; within-prompt
-        coefficients averaged over the prompts where they are defined.
+        coefficients averaged over the prompts where they are defined; within-system
+        coefficients (across a system's prompts) averaged over the systems where they are
+        defined (a resampled prompt enters every system's coefficient with its multiplicity;
+        resampled systems weight the average).
     method : {"kendall_b", "kendall_c", "pearson", "spearman"}, default "kendall_b"
     n_resamples : int, default 1000
     resample_by : {"prompts", "systems", "both"}, default "prompts"
@@ -261,7 +264,7 @@ def bootstrap_correlations(
     >>> bool(res.loc[0, "ci_low"] <= res.loc[0, "value"] <= res.loc[0, "ci_high"])
     True
     """
-    level = check_level(level)
+    level = check_level(level, (*LEVELS, "within"))
     method = check_method(method)
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     if resample_by not in RESAMPLE_BY:
