@@ -167,9 +167,125 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no stage lines or progress bar (they are drawn on a terminal only; "
                         "also STORYEVAL_NO_PROGRESS=1)")
+    _add_ppr_options(p)
     add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files; "
                       "with --matrix or --control: the strengths table as CSV and index.html")
     add_raw_csv_option(p)
+
+
+def _add_ppr_options(p: argparse.ArgumentParser) -> None:
+    """`pairwise strengths --human H.csv --judge J.csv`: prediction-powered strengths."""
+    g = p.add_argument_group(
+        "prediction-powered (few human, many judge verdicts)",
+        "--human H.csv with --judge J.csv (or the judge file as VERDICTS, then --judge keeps "
+        "one judge): strengths or win rates with rank-sets of a stated coverage")
+    g.add_argument("--human", type=Path, metavar="H.csv",
+                   help="human verdicts on a random subset of the comparisons the judge judged")
+    g.add_argument("--judge-name", metavar="NAME",
+                   help="with --human --judge J.csv: keep this judge of J.csv")
+    g.add_argument("--estimand", choices=["bradley-terry", "win-rate"], default="bradley-terry",
+                   help="PPI++ Bradley-Terry log-strengths (default) or the win rates of "
+                        "Chatzi et al. 2024")
+    g.add_argument("--method", choices=["ppi++", "ppi", "human", "judge"], default="ppi++",
+                   help="ppi++ (lambda tuned, default), ppi (lambda 1), human (human verdicts "
+                        "alone), judge (win rates only: the judge alone, uncorrected)")
+    g.add_argument("--lam", type=float, default=None, help="a fixed lambda in [0, 1]")
+    g.add_argument("--variance", choices=["prompt", "comparison"], default="prompt",
+                   help="cluster-robust over prompts (default) or independent comparisons "
+                        "(ppi-python's and the published code's)")
+    g.add_argument("--scaling", choices=["per-model", "total"], default="per-model",
+                   help="win rates: squared deviations over n_m^2 (default) or over the total "
+                        "n^2 (the published code's; undercovers)")
+    g.add_argument("--tie-credit", type=float, default=0.5,
+                   help="win rates: a tie's credit for each side (0.5; the published code: 0)")
+    g.add_argument("--reference", metavar="ITEM",
+                   help="Bradley-Terry: fix this item at log-strength 0 (default: centred)")
+
+
+def _run_ppr(args: argparse.Namespace) -> int:
+    """`pairwise strengths --human H.csv`: prediction-powered strengths and rank-sets."""
+    from storyeval import pairwise as pw
+    from storyeval.exceptions import InputError
+    from storyeval.report.tables import format_table
+
+    conflicts = [opt for opt, on in (("--matrix", args.matrix is not None),
+                                     ("--control", bool(args.control)),
+                                     ("--resample battle", args.resample != "prompt"))
+                 if on]
+    if conflicts:
+        raise InputError(f"--human does not combine with {conflicts[0]}")
+    if args.verdicts is not None:
+        judge_path, judge_name = args.verdicts, args.judge
+        if args.judge_name is not None:
+            raise InputError("--judge-name is for --judge J.csv; with a VERDICTS file use "
+                             "--judge NAME")
+    elif args.judge is not None:
+        judge_path, judge_name = Path(args.judge), args.judge_name
+    else:
+        raise InputError("--human needs the judge's verdicts: --judge J.csv (or VERDICTS)")
+    refers = "position" if args.position_verdicts else "story"
+    human = pw.read_verdicts(args.human, verdict_refers_to=refers)
+    judge = pw.read_verdicts(judge_path, verdict_refers_to=refers)
+    sources = {"human_source": str(args.human), "judge_source": str(judge_path)}
+    common = {"dimension": args.dimension, "by": args.by, "judge_name": judge_name}
+    if args.estimand == "win-rate":
+        table, note = _ppr_win_rates(args, human, judge, common, sources)
+    else:
+        table, note = _ppr_strengths(args, human, judge, common, sources)
+    sys.stdout.write(format_table(table, args.format, digits=args.digits))
+    if args.format in ("table", "md"):
+        sys.stdout.write(wrap_text("\n" + note + "\n"))
+    title = ("Prediction-powered " + ("win rates" if args.estimand == "win-rate"
+                                      else "Bradley-Terry strengths") + " and rank-sets")
+    _report(args, title, {"strengths": table}, note, None, "")
+    return 0
+
+
+def _ppr_win_rates(args, human, judge, common, sources):
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.ppr import prediction_powered_ranking
+
+    if args.reference is not None:
+        raise InputError("--reference is for --estimand bradley-terry")
+    res = prediction_powered_ranking(
+        human, judge, **common, **sources, method=args.method, lam=args.lam,
+        tie_credit=args.tie_credit, scaling=args.scaling, cluster=args.variance,
+        confidence_level=args.confidence_level)
+    s = res.settings
+    note = (f"estimand: each item's human win rate (a tie counts {args.tie_credit:g}); "
+            f"{args.method}, lambda {res.lam:.3g}; {s['n_labelled']} human-labelled and "
+            f"{s['n_unlabelled']} judge-only comparisons; se: {args.variance}-clustered, "
+            f"{args.scaling} scaling; rank-sets cover the ranking of all items together with "
+            f"probability >= {args.confidence_level:g} (asymptotically; chi-square with k "
+            "degrees of freedom, Chatzi et al. 2024)")
+    return res.table, note
+
+
+def _ppr_strengths(args, human, judge, common, sources):
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.ppi_strengths import ppi_bradley_terry
+
+    if args.method == "judge":
+        raise InputError("--method judge is for --estimand win-rate (the judge's own "
+                         "strengths: pairwise strengths J.csv)")
+    lam = {"ppi": 1.0, "human": 0.0}.get(args.method, args.lam)
+    if args.method != "ppi++" and args.lam is not None:
+        raise InputError(f"--lam fixes lambda of --method ppi++; --method {args.method} sets it")
+    table, res = ppi_bradley_terry(human, judge, **common, **sources, lam=lam, reference=args.reference,
+                                   variance=args.variance,
+                                   confidence_level=args.confidence_level)
+    if not res.converged:
+        raise InputError(f"no prediction-powered strengths: {res.reason}")
+    note = ("estimand: Bradley-Terry log-strengths of the human verdicts (a tie counts half), "
+            + (f"fixed at 0 for {args.reference}" if args.reference else "centred (mean 0)")
+            + f"; {args.method} (PPI++ for the logistic model), lambda {res.lam:.3g}; "
+            f"{res.n_labelled} human-labelled and {res.n_unlabelled} judge-only comparisons; "
+            f"intervals: normal {args.confidence_level:g}, {args.variance}-clustered sandwich; "
+            "human_*: the human verdicts alone; width_ratio = se / human_se; rank-sets cover "
+            f"the ranking of all items together with probability >= "
+            f"{args.confidence_level:g} (asymptotically; chi-square with k - 1 degrees of "
+            "freedom)")
+    return table, note
 
 
 def _run_strengths(args: argparse.Namespace) -> int:
@@ -179,6 +295,10 @@ def _run_strengths(args: argparse.Namespace) -> int:
     from storyeval.report.tables import format_table
 
     check_out_args(args)
+    if args.human is not None:
+        return _run_ppr(args)
+    if args.judge_name is not None:
+        raise InputError("--judge-name needs --human H.csv --judge J.csv")
     if args.resamples < 0:
         raise InputError("--resamples must be >= 0")
     if (args.matrix is None) == (args.verdicts is None):
