@@ -19,6 +19,10 @@ Sub-commands:
                                        cluster-t] [--alpha 0.05]
     storyeval pairwise ranking VERDICTS --reference HUMAN_VERDICTS [--judge J]
                                [--strength win-rate|bradley-terry] [--resamples 1000]
+    storyeval pairwise panel JUDGES --human HUMAN_VERDICTS [--loo-pool mean|majority|ppi]
+                             [--test permutation|bootstrap|cluster-t] [--seed 0]
+    storyeval pairwise strengths --human H.csv --judge J.csv [--estimand bradley-terry|win-rate]
+                                 [--variance prompt|comparison] [--scaling per-model|total]
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
                                  [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
@@ -70,7 +74,7 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge", "bias")
+            "pointwise", "template", "judge", "bias", "panel")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -458,6 +462,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="system strength per dimension (default: win rate, ties half)")
     p.add_argument("--resamples", type=int, default=1000,
                    help="prompt-bootstrap resamples (0: no interval; default 1000)")
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
+    add_out_option(p, OUT_HELP)
+    p = verdict_parser("panel", "pool several judges (mean, majority, PPI-weighted), their "
+                                "weights, leave-one-judge-out rankings, pool vs best judge")
+    p.add_argument("--human", type=Path, required=True, metavar="H.csv",
+                   help="human verdicts on a random subset of the judges' comparisons")
+    p.add_argument("--dimension", help="dimension (needed when the files hold several)")
+    p.add_argument("--by", choices=["system", "story"], default="system")
+    p.add_argument("--loo-pool", choices=["mean", "majority", "ppi"], default="mean",
+                   help="the pool whose leave-one-judge-out rankings are shown (mean)")
+    p.add_argument("--test", choices=["permutation", "bootstrap", "cluster-t"],
+                   default="permutation",
+                   help="paired prompt-clustered test of pool vs best judge (permutation)")
+    p.add_argument("--resamples", type=int, default=2000, help="resamples of the test (2000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     add_out_option(p, OUT_HELP)
@@ -1043,7 +1062,7 @@ def run(args: argparse.Namespace) -> int:
         from storyeval.report.tables import check_digits
 
         check_digits(args.digits)
-    if action in ("accuracy", "compare", "ranking", "pointwise"):  # --out DIR (a report)
+    if action in ("accuracy", "compare", "ranking", "pointwise", "panel"):  # --out DIR
         from storyeval.cli.common import check_out_args
 
         check_out_args(args)
@@ -1081,9 +1100,47 @@ def run(args: argparse.Namespace) -> int:
         return _run_accuracy(args, verdicts, pw.read_verdicts(args.reference))
     elif action == "compare":
         return _run_compare(args, verdicts, pw.read_verdicts(args.reference))
+    elif action == "panel":
+        return _run_panel(args, verdicts, pw.read_verdicts(args.human, verdict_refers_to=refers))
     else:  # ranking
         return _run_ranking(args, verdicts, pw.read_verdicts(args.reference))
     sys.stdout.write(format_table(result, args.format, digits=args.digits))
+    return 0
+
+
+def _run_panel(args: argparse.Namespace, judges: pd.DataFrame, human: pd.DataFrame) -> int:
+    """`pairwise panel J.csv --human H.csv`: pools, weights, leave-one-out, pool vs best."""
+    from storyeval.pairwise.panel import judge_panel
+    from storyeval.report.tables import format_table
+
+    _check_resampling(args)
+    res = judge_panel(judges, human, dimension=args.dimension, by=args.by,
+                      loo_pool=args.loo_pool, test=args.test,
+                      confidence_level=args.confidence_level, n_resamples=args.resamples,
+                      random_state=args.seed, judge_source=str(args.verdicts),
+                      human_source=str(args.human))
+    s = res.settings
+    note = (f"agreement: 1 - |judge score - human score| on the {s['n_labelled']} "
+            f"human-labelled of {s['n_comparisons']} comparisons (a tie against a win: 0.5); "
+            f"difference: pool - best member ({res.pools['best_member'].iloc[0]}, chosen on "
+            f"the same data), paired {args.test} test clustered by prompt, two-sided, "
+            f"{args.confidence_level:g} interval; the ppi pool's weights are fitted on the "
+            "same labels (its test is optimistic); lam, rank-sets: prediction-powered win "
+            "rates (PPI++) with the pool or judge as the judge; loo_*: the "
+            f"{args.loo_pool} pool's ranking without the judge vs with all (Kendall tau-b, "
+            "items whose rank changes, largest change)\n" + seed_note(args.seed))
+    if args.format in ("csv", "json"):  # the pools; --out writes every table
+        sys.stdout.write(format_table(with_seed(res.pools, args.seed, args.format),
+                                      args.format, digits=args.digits))
+    else:
+        sys.stdout.write("pools against the best single judge:\n"
+                         + format_table(res.pools, args.format, digits=args.digits)
+                         + "\njudges:\n"
+                         + format_table(res.judges, args.format, digits=args.digits))
+        sys.stdout.write(wrap_text("\n" + note))
+    _report(args, "Judge panel: pools, weights and leave-one-judge-out rankings",
+            {"pools": res.pools, "judges": res.judges, "rankings": res.rankings}, note,
+            None, "")
     return 0
 
 

@@ -311,11 +311,15 @@ def ppi_logistic_bt(
 
     Examples
     --------
-    >>> r = ppi_logistic_bt([0, 1, 0, 0, 1, 0], [1, 2, 2, 1, 2, 2],
-    ...                     [1, 1, 0, float("nan"), float("nan"), float("nan")],
-    ...                     [1, 1, 1, 1, 0, 1], 3, lam=1.0)
-    >>> r.estimate.shape
-    (3,)
+    >>> import numpy as np
+    >>> a, b = np.tile([0, 1, 0], 20), np.tile([1, 2, 2], 20)
+    >>> rng = np.random.default_rng(0)
+    >>> judge = rng.integers(0, 2, 60).astype(float)
+    >>> human = np.where(np.arange(60) < 30, np.where(rng.random(60) < 0.8, judge, 1 - judge),
+    ...                  np.nan)
+    >>> r = ppi_logistic_bt(a, b, human, judge, 3)
+    >>> r.estimate.shape, bool(0 <= r.lam <= 1)
+    ((3,), True)
     """
     av, bv = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     y, f = np.asarray(human, dtype=float), np.asarray(predicted, dtype=float)
