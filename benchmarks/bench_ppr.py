@@ -15,7 +15,8 @@ rank (simultaneous coverage, the stated level); per-system intervals are counted
 
 Methods: `ppr_win_rates` (defaults: per-model scaling, prompt clusters; and the published
 code's choices ``scaling="total", cluster="comparison"``), the human-only rank-sets, and
-`ppi_logistic_bt` (strengths, cluster-robust and ppi-python's variance).
+`ppi_logistic_bt` (strengths: the cluster-robust sandwich, ppi-python's variance, and on the
+studies of 300 prompts the prompt bootstrap with 200 resamples at the estimate's lambda).
 
 Run: ``python benchmarks/bench_ppr.py [--quick] [--reps 150]`` (about 10 minutes on a busy 2-core machine); writes
 ``benchmarks/bench_ppr.json`` (``--quick``: a small grid, not written unless ``--out``).
@@ -35,6 +36,7 @@ from storyeval.pairwise.ppi_strengths import ppi_logistic_bt
 from storyeval.pairwise.ppr import ComparisonUnits, ppr_win_rates, rank_sets
 
 OUT = Path(__file__).with_suffix(".json")
+SHOWN = ("ppr", "ppr_published", "human", "judge", "bt_prompt", "bt_comparison", "bt_bootstrap")
 
 
 def truths(strength: np.ndarray, prompt_sd: float) -> tuple[np.ndarray, np.ndarray]:
@@ -88,8 +90,10 @@ def _rank(x: np.ndarray) -> np.ndarray:
     return rankdata(-x, method="min").astype(np.int64)
 
 
-def one(units: ComparisonUnits, win: np.ndarray, theta: np.ndarray, level: float) -> dict:
-    """Coverage indicators and widths of every method on one study."""
+def one(units: ComparisonUnits, win: np.ndarray, theta: np.ndarray, level: float,
+        bootstrap: int = 0) -> dict:
+    """Coverage indicators and widths of every method on one study (``bootstrap`` > 0: also
+    the strengths' prompt bootstrap with that many resamples, seed 0)."""
     k = len(units.items)
     true_w, true_t = _rank(win), _rank(theta)
     out: dict = {}
@@ -103,8 +107,12 @@ def one(units: ComparisonUnits, win: np.ndarray, theta: np.ndarray, level: float
     y = np.where(units.labelled, units.human[:, 0], np.nan)
     f = units.judge[:, 0]
     z = None
-    for name, opts in (("bt_prompt", {"cluster": units.prompt}), ("bt_comparison", {}),
-                       ("bt_human", {"cluster": units.prompt, "lam": 0.0})):
+    methods: list[tuple[str, dict]] = [("bt_prompt", {"cluster": units.prompt}),
+                                       ("bt_comparison", {}),
+                                       ("bt_human", {"cluster": units.prompt, "lam": 0.0})]
+    if bootstrap:
+        methods.append(("bt_bootstrap", {"cluster": units.prompt, "n_resamples": bootstrap}))
+    for name, opts in methods:
         r = ppi_logistic_bt(units.a, units.b, y, f, k, confidence_level=level, **opts)
         low, high = rank_sets(r.estimate, r.covariance, confidence_level=level, df=k - 1)
         inside = (r.low <= theta) & (theta <= r.high)
@@ -113,14 +121,15 @@ def one(units: ComparisonUnits, win: np.ndarray, theta: np.ndarray, level: float
                      "ci_cover": float(inside.mean()), "se": float(np.mean(r.se))}
         if name == "bt_human":
             z = r
-    for name in ("bt_prompt", "bt_comparison"):
+    for name in [m for m, _ in methods if m != "bt_human"]:
         out[name]["width_ratio"] = out[name]["se"] / z.se.mean() if z is not None else np.nan
     return out
 
 
 def run_cell(k: int, n_prompts: int, share: float, agree: float, reps: int, level: float,
              seed0: int) -> dict:
-    rows = [one(*simulate(k, n_prompts, share, agree=agree, seed=seed0 + r), level)
+    boot = 200 if n_prompts <= 300 else 0  # the bootstrap refits: the smaller studies only
+    rows = [one(*simulate(k, n_prompts, share, agree=agree, seed=seed0 + r), level, boot)
             for r in range(reps)]
     cell: dict = {"k": k, "n_prompts": n_prompts, "share": share, "agree": agree,
                   "comparisons": n_prompts * k * (k - 1) // 2, "reps": reps, "level": level}
@@ -153,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         cell = run_cell(k, n_p, share, agree, reps, args.level, args.seed + 100_000 * i)
         cells.append(cell)
         print(f"k={k} prompts={n_p} share={share} agree={agree}: " + ", ".join(
-            f"{m} {cell[m]['coverage']:.3f} (size {cell[m]['size']:.2f})" for m in ("ppr", "ppr_published", "human",
-                                                        "judge", "bt_prompt", "bt_comparison")),
+            f"{m} {cell[m]['coverage']:.3f} (size {cell[m]['size']:.2f})" for m in SHOWN
+            if m in cell),
               flush=True)
     result = {"level": args.level, "reps": reps, "seed": args.seed, "cells": cells,
               "seconds": round(time.perf_counter() - start, 1),

@@ -84,25 +84,33 @@ def ppr_coverage_table() -> str:
     bench = json.loads(BENCH_PPR.read_text(encoding="utf-8"))
     methods = [("ppr", "win rates (default)"), ("ppr_published", "win rates, published code"),
                ("human", "win rates, humans only"), ("judge", "win rates, judge only"),
-               ("bt_prompt", "strengths (default)"), ("bt_comparison", "strengths, iid")]
+               ("bt_bootstrap", "strengths (default: bootstrap)"),
+               ("bt_prompt", "strengths, sandwich"), ("bt_comparison", "strengths, iid")]
     head = ("| systems | comparisons | human share | " + " | ".join(m[1] for m in methods)
             + " |\n|" + " --- |" * (3 + len(methods)) + "\n")
     rows = []
     for c in bench["cells"]:
-        cells = [f"{c[m]['coverage']:.3f} ({c[m]['size']:.1f})" for m, _ in methods]
+        cells = [f"{c[m]['coverage']:.3f} ({c[m]['size']:.1f})" if m in c else "-"
+                 for m, _ in methods]
         rows.append(f"| {c['k']} | {c['comparisons']:,} | {c['share']:.0%} | "
                     + " | ".join(cells) + " |")
-    bt = [c["bt_prompt"] for c in bench["cells"]]
+
+    def span(method: str, key: str, digits: int) -> str:
+        values = [c[method][key] for c in bench["cells"] if method in c]
+        return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+    mc = max(c[m]["mc_se"] for c in bench["cells"] for m, _ in methods if m in c)
     return (head + "\n".join(rows) + "\n\n"
             f"Simultaneous coverage of the rank-sets of all systems at a stated "
-            f"{bench['level']:g} (mean rank-set size in brackets), {bench['reps']} simulated "
-            f"studies per row (seed {bench['seed']}; Monte Carlo standard error at most "
-            f"{max(c[m]['mc_se'] for c in bench['cells'] for m, _ in methods):.3f}). Per-system "
-            f"coverage of the strengths' {bench['level']:g} intervals (default): "
-            f"{min(b['ci_cover'] for b in bt):.3f}-{max(b['ci_cover'] for b in bt):.3f}; their "
-            f"width relative to the human-only interval: "
-            f"{min(b['width_ratio'] for b in bt):.2f}-{max(b['width_ratio'] for b in bt):.2f}. "
-            f"Written by `{bench['command']}` ({bench['seconds']:.0f} s).\n")
+            f"{bench['level']:g} (mean rank-set size in brackets; `-`: not run, the bootstrap "
+            f"runs on the studies of 300 prompts), {bench['reps']} simulated studies per row "
+            f"(seed {bench['seed']}; Monte Carlo standard error at most {mc:.3f}). Per-system "
+            f"coverage of the strengths' {bench['level']:g} intervals: bootstrap "
+            f"{span('bt_bootstrap', 'ci_cover', 3)}, sandwich {span('bt_prompt', 'ci_cover', 3)}, "
+            f"iid {span('bt_comparison', 'ci_cover', 3)}; mean standard error relative to the "
+            f"human-only one: {span('bt_prompt', 'width_ratio', 2)} (sandwich); lambda "
+            f"{span('bt_prompt', 'lam', 2)}. Written by `{bench['command']}` "
+            f"({bench['seconds']:.0f} s).\n")
 
 
 def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:

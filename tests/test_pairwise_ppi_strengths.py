@@ -149,9 +149,9 @@ def _tables(seed: int):
 @given(seed=st.integers(0, 1000), perm=st.integers(0, 1000))
 def test_invariants(seed, perm):
     human, judge = _tables(seed)
-    base = ppi_bradley_terry(human, judge)[0].set_index("item")
+    base = ppi_bradley_terry(human, judge, n_resamples=0)[0].set_index("item")
     shuffled = ppi_bradley_terry(human.sample(frac=1, random_state=perm),
-                                 judge.sample(frac=1, random_state=perm + 1))[0]
+                                 judge.sample(frac=1, random_state=perm + 1), n_resamples=0)[0]
     pd.testing.assert_frame_equal(shuffled.set_index("item"), base, rtol=1e-9,
                                   check_like=True)
     # renamed systems (reversed name order) with story_a / story_b swapped on half the rows
@@ -166,7 +166,7 @@ def test_invariants(seed, perm):
         v.loc[swap, "verdict"] = v.loc[swap, "verdict"].map({"A": "B", "B": "A", "same": "same"})
         return v
 
-    renamed = ppi_bradley_terry(rename(human), rename(judge))[0]
+    renamed = ppi_bradley_terry(rename(human), rename(judge), n_resamples=0)[0]
     back = {v: k for k, v in names.items()}
     renamed = renamed.assign(item=renamed["item"].map(back)).set_index("item")
     pd.testing.assert_frame_equal(renamed, base, rtol=1e-7, check_like=True)
@@ -174,16 +174,33 @@ def test_invariants(seed, perm):
 
 def test_table_and_human_reference():
     human, judge = _tables(11)
-    table, res = ppi_bradley_terry(human, judge, confidence_level=0.9)
+    table, res = ppi_bradley_terry(human, judge, confidence_level=0.9, n_resamples=200)
     assert list(table.columns[:8]) == ["item", "rank", "log_strength", "se", "ci_low",
                                        "ci_high", "rank_set_low", "rank_set_high"]
     assert table["log_strength"].is_monotonic_decreasing
     assert abs(table["log_strength"].sum()) < 1e-12
     assert (table["rank_set_low"] <= table["rank"]).all()
     assert (table["rank"] <= table["rank_set_high"]).all()
-    assert res.variance == "prompt" and 0 <= res.lam <= 1
-    h0, _ = ppi_bradley_terry(human, judge, lam=0.0)
+    assert res.variance == "prompt bootstrap (200 of 200)" and 0 <= res.lam <= 1
+    # the bootstrap's percentile interval against the sandwich's normal one: same scale
+    _, sandwich = ppi_bradley_terry(human, judge, confidence_level=0.9, n_resamples=0)
+    assert sandwich.variance == "prompt"
+    np.testing.assert_allclose(res.se, sandwich.se, rtol=0.35)
+    h0, _ = ppi_bradley_terry(human, judge, lam=0.0, n_resamples=0)
     np.testing.assert_allclose(h0["log_strength"], h0["human_log_strength"], atol=1e-12)
+
+
+def test_bootstrap_is_seeded_and_invariant_to_row_order():
+    human, judge = _tables(13)
+    one = ppi_bradley_terry(human, judge, n_resamples=60, random_state=5)[0]
+    two = ppi_bradley_terry(human.sample(frac=1, random_state=1),
+                            judge.sample(frac=1, random_state=2), n_resamples=60,
+                            random_state=5)[0]
+    pd.testing.assert_frame_equal(one, two, rtol=1e-9)
+    other = ppi_bradley_terry(human, judge, n_resamples=60, random_state=6)[0]
+    assert not np.allclose(one["ci_low"], other["ci_low"])
+    with pytest.raises(InputError, match="n_resamples"):
+        ppi_bradley_terry(human, judge, n_resamples=1)
 
 
 def test_errors():

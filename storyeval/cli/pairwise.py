@@ -258,11 +258,20 @@ def _ppr_win_rates(args, human, judge, common, sources):
     s = res.settings
     note = (f"estimand: each item's human win rate (a tie counts {args.tie_credit:g}); "
             f"{args.method}, lambda {res.lam:.3g}; {s['n_labelled']} human-labelled and "
-            f"{s['n_unlabelled']} judge-only comparisons; se: {args.variance}-clustered, "
-            f"{args.scaling} scaling; rank-sets cover the ranking of all items together with "
+            f"{s['n_unlabelled']} judge-only comparisons; se: {args.variance}-clustered "
+            f"sandwich (no bootstrap for win rates), {args.scaling} scaling; rank-sets cover the ranking of all items together with "
             f"probability >= {args.confidence_level:g} (asymptotically; chi-square with k "
             "degrees of freedom, Chatzi et al. 2024)")
     return res.table, note
+
+
+def _ppr_interval_note(args: argparse.Namespace, variance: str) -> str:
+    if "bootstrap" in variance:
+        return (f"; intervals: {args.confidence_level:g} percentile bootstrap over prompts "
+                f"({variance.split('(')[1].rstrip(')')} resamples valid, seed {args.seed}; each "
+                "refitted at the estimate's lambda), rank-sets from the bootstrap covariance; ")
+    return (f"; intervals: normal {args.confidence_level:g}, {args.variance}-clustered "
+            "sandwich (--resamples 0 or --variance comparison); ")
 
 
 def _ppr_strengths(args, human, judge, common, sources):
@@ -275,16 +284,17 @@ def _ppr_strengths(args, human, judge, common, sources):
     lam = {"ppi": 1.0, "human": 0.0}.get(args.method, args.lam)
     if args.method != "ppi++" and args.lam is not None:
         raise InputError(f"--lam fixes lambda of --method ppi++; --method {args.method} sets it")
-    table, res = ppi_bradley_terry(human, judge, **common, **sources, lam=lam, reference=args.reference,
-                                   variance=args.variance,
-                                   confidence_level=args.confidence_level)
+    table, res = ppi_bradley_terry(human, judge, **common, **sources, lam=lam,
+                                   reference=args.reference, variance=args.variance,
+                                   confidence_level=args.confidence_level,
+                                   n_resamples=args.resamples, random_state=args.seed)
     if not res.converged:
         raise InputError(f"no prediction-powered strengths: {res.reason}")
     note = ("estimand: Bradley-Terry log-strengths of the human verdicts (a tie counts half), "
             + (f"fixed at 0 for {args.reference}" if args.reference else "centred (mean 0)")
             + f"; {args.method} (PPI++ for the logistic model), lambda {res.lam:.3g}; "
-            f"{res.n_labelled} human-labelled and {res.n_unlabelled} judge-only comparisons; "
-            f"intervals: normal {args.confidence_level:g}, {args.variance}-clustered sandwich; "
+            f"{res.n_labelled} human-labelled and {res.n_unlabelled} judge-only comparisons"
+            + _ppr_interval_note(args, res.variance) +
             "human_*: the human verdicts alone; width_ratio = se / human_se; rank-sets cover "
             f"the ranking of all items together with probability >= "
             f"{args.confidence_level:g} (asymptotically; chi-square with k - 1 degrees of "

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.special import expit
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
 
@@ -108,15 +109,21 @@ class _Design:
         return int((~self.lab).sum())
 
 
-def _pair_sums(d: _Design, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """(C, S) of the rectified loss: sum_pairs C_ij log(1 + e^{t_i - t_j}) - S_ij (t_i - t_j)."""
-    k, n, big_n = d.k, d.n, d.big_n
+def _pair_sums(d: _Design, lam: float, weight: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(C, S) of the rectified loss: sum_pairs C_ij log(1 + e^{t_i - t_j}) - S_ij (t_i - t_j);
+    ``weight``: how often each unit enters (a bootstrap resample), default once."""
+    k = d.k
+    w = np.ones(len(d.a)) if weight is None else weight
     idx = d.a * k + d.b
     lab = d.lab
-    c = (lam / big_n) * np.bincount(idx[~lab], minlength=k * k) if big_n else 0.0
-    c = c + ((1 - lam) / n) * np.bincount(idx[lab], minlength=k * k)
-    s = (lam / big_n) * np.bincount(idx[~lab], d.yhat[~lab], minlength=k * k) if big_n else 0.0
-    s = s + np.bincount(idx[lab], (d.y[lab] - lam * d.yhat[lab]) / n, minlength=k * k)
+    n, big_n = float(w[lab].sum()), float(w[~lab].sum())
+    c = (lam / big_n) * np.bincount(idx[~lab], w[~lab], minlength=k * k) if big_n else 0.0
+    c = c + ((1 - lam) / n) * np.bincount(idx[lab], w[lab], minlength=k * k)
+    s = (lam / big_n) * np.bincount(idx[~lab], w[~lab] * d.yhat[~lab],
+                                    minlength=k * k) if big_n else 0.0
+    s = s + np.bincount(idx[lab], w[lab] * (d.y[lab] - lam * d.yhat[lab]) / n,
+                        minlength=k * k)
     return np.asarray(c).reshape(k, k), np.asarray(s).reshape(k, k)
 
 
@@ -125,16 +132,17 @@ def _loss(theta, c, s) -> float:
     return float(np.sum(c * np.logaddexp(0.0, diff) - s * diff))
 
 
-def _fit(d: _Design, lam: float, max_iter: int = 200) -> tuple[np.ndarray, bool]:
+def _fit(d: _Design, lam: float, max_iter: int = 200, weight: np.ndarray | None = None,
+         start: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """Newton's method with backtracking on the free coordinates (``d.keep``); full theta with
     the dropped item at 0."""
-    c, s = _pair_sums(d, lam)
-    theta = np.zeros(d.k)
+    c, s = _pair_sums(d, lam, weight)
+    theta = np.zeros(d.k) if start is None else start.copy()
     keep = d.keep
     current = _loss(theta, c, s)
     for _ in range(max_iter):
         diff = theta[:, None] - theta[None, :]
-        p = 1.0 / (1.0 + np.exp(-diff))
+        p = expit(diff)
         r = c * p - s
         grad = r.sum(axis=1) - r.sum(axis=0)
         w = c * p * (1 - p)
@@ -163,7 +171,7 @@ def _gradients(d: _Design, theta: np.ndarray, target: np.ndarray, rows: np.ndarr
                ) -> np.ndarray:
     """Per unit of ``rows``: the gradient of l at theta on the free coordinates, (m, k - 1)."""
     a, b = d.a[rows], d.b[rows]
-    mu = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
+    mu = expit(theta[a] - theta[b])
     r = mu - target[rows]
     g = np.zeros((len(a), d.k))
     g[np.arange(len(a)), a] = r
@@ -174,7 +182,7 @@ def _gradients(d: _Design, theta: np.ndarray, target: np.ndarray, rows: np.ndarr
 def _hessian_inverse(d: _Design, theta: np.ndarray, use_unlabelled: bool) -> np.ndarray:
     rows = np.ones(len(d.a), bool) if use_unlabelled else d.lab
     a, b = d.a[rows], d.b[rows]
-    mu = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
+    mu = expit(theta[a] - theta[b])
     v = mu * (1 - mu) / (len(d.a) if use_unlabelled else d.n)
     w = np.bincount(a * d.k + b, v, minlength=d.k * d.k).reshape(d.k, d.k)
     w = w + w.T
@@ -242,6 +250,27 @@ def _covariance(d: _Design, theta: np.ndarray, lam: float) -> np.ndarray:
     return inv @ middle @ inv
 
 
+def _bootstrap(d: _Design, theta: np.ndarray, lam: float, n_resamples: int,
+               random_state: int | np.random.Generator | None) -> np.ndarray:
+    """(B, k) reported strengths refitted on prompt resamples at the estimate's lambda (a
+    drawn prompt's comparisons, labelled and not, enter as often as it is drawn); rows of NaN
+    where a resample has no finite minimiser."""
+    if d.cluster is None:
+        raise InputError("the bootstrap resamples prompts; give clusters (variance='prompt')")
+    rng = np.random.default_rng(random_state)
+    n_clusters = int(d.cluster.max()) + 1
+    draws = rng.integers(0, n_clusters, (n_resamples, n_clusters))
+    out = np.full((n_resamples, d.k), np.nan)
+    for r in range(n_resamples):  # each refit is a k x k Newton on pair sums
+        weight = np.bincount(draws[r], minlength=n_clusters)[d.cluster].astype(float)
+        if weight[d.lab].sum() < 2 or weight[~d.lab].sum() < 2:
+            continue
+        fit, ok = _fit(d, lam, weight=weight, start=theta)
+        if ok:
+            out[r] = d.transform @ fit[d.keep]
+    return out
+
+
 def _design_check(d: _Design, items: list) -> None:
     n, big_n = d.n, d.big_n
     if n < 2 or big_n < 2:
@@ -271,6 +300,8 @@ def ppi_logistic_bt(
     cluster=None,
     confidence_level: float = 0.95,
     items: list | None = None,
+    n_resamples: int = 0,
+    random_state: int | np.random.Generator | None = 0,
 ) -> PPIStrengths:
     """PPI++ Bradley-Terry strengths from arrays of comparisons.
 
@@ -296,6 +327,13 @@ def ppi_logistic_bt(
     confidence_level : float, default 0.95
     items : list, optional
         Item names.
+    n_resamples : int, default 0
+        With clusters: bootstrap resamples of the prompts (each refitted at the estimate's
+        lambda); the intervals are then percentile intervals and the covariance (for the
+        rank-sets) the bootstrap covariance. 0: the sandwich's normal intervals.
+    random_state : int or Generator, default 0
+        Seed of the bootstrap: ``default_rng(random_state).integers(0, P, (n_resamples, P))``
+        are the drawn prompts.
 
     Returns
     -------
@@ -339,6 +377,10 @@ def ppi_logistic_bt(
         raise InputError(f"lam_steps must be an integer >= 1, got {lam_steps!r}")
     if not 0 < confidence_level < 1:
         raise InputError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0 or n_resamples == 1:
+        raise InputError(f"n_resamples must be 0 or an integer >= 2, got {n_resamples!r}")
+    if n_resamples and cluster is None:
+        raise InputError("the bootstrap resamples prompts: give cluster (prompt codes)")
     names = list(items) if items is not None else list(range(k))
     ref = 0 if reference is None else int(reference)
     keep = np.delete(np.arange(k), ref)
@@ -368,13 +410,27 @@ def ppi_logistic_bt(
                             confidence_level, d.n, d.big_n,
                             "comparison" if clu is None else "prompt",
                             None if reference is None else str(names[ref]), False, reason)
-    cov = transform @ _covariance(d, theta, lam_) @ transform.T
     est = transform @ theta[keep]
+    label = "comparison" if clu is None else "prompt"
+    if n_resamples:
+        samples = _bootstrap(d, theta, lam_, int(n_resamples), random_state)
+        good = samples[np.isfinite(samples).all(axis=1)]
+        if len(good) < 2:
+            raise InputError("the prompt bootstrap found no finite strengths in its resamples")
+        if len(good) < n_resamples:
+            warnings.warn(f"prediction-powered strengths: no finite minimiser in "
+                          f"{n_resamples - len(good)} of {n_resamples} prompt resamples (left "
+                          "out)", UndefinedStatisticWarning, stacklevel=user_stacklevel())
+        tail = (1 - confidence_level) / 2
+        low, high = np.quantile(good, [tail, 1 - tail], axis=0)
+        return PPIStrengths(names, est, np.cov(good.T), lam_, low, high, confidence_level,
+                            d.n, d.big_n, f"{label} bootstrap ({len(good)} of {n_resamples})",
+                            None if reference is None else str(names[ref]))
+    cov = transform @ _covariance(d, theta, lam_) @ transform.T
     z = stats.norm.ppf(0.5 + confidence_level / 2)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     return PPIStrengths(names, est, cov, lam_, est - z * se, est + z * se, confidence_level,
-                        d.n, d.big_n, "comparison" if clu is None else "prompt",
-                        None if reference is None else str(names[ref]))
+                        d.n, d.big_n, label, None if reference is None else str(names[ref]))
 
 
 def ppi_bradley_terry(
@@ -391,6 +447,8 @@ def ppi_bradley_terry(
     reference: str | None = None,
     variance: str = "prompt",
     confidence_level: float = 0.95,
+    n_resamples: int = 1000,
+    random_state: int | np.random.Generator | None = 0,
 ) -> tuple[pd.DataFrame, PPIStrengths]:
     """Prediction-powered Bradley-Terry leaderboard from human and judge verdict tables.
 
@@ -408,7 +466,14 @@ def ppi_bradley_terry(
     variance : {"prompt", "comparison"}, default "prompt"
         Cluster-robust over prompts, or independent comparisons (ppi-python's).
     confidence_level : float, default 0.95
-        Of the per-item normal intervals and of the simultaneous rank-sets.
+        Of the per-item intervals and of the simultaneous rank-sets.
+    n_resamples : int, default 1000
+        With ``variance="prompt"``: prompt bootstrap resamples (as the leaderboard's), each
+        refitted at the estimate's lambda: percentile intervals, and the rank-sets from the
+        bootstrap covariance. 0 (and ``variance="comparison"``, which ignores it): normal
+        intervals and rank-sets from the sandwich covariance.
+    random_state : int or Generator, default 0
+        Seed of the bootstrap (the command line's ``--seed``).
 
     Returns
     -------
@@ -446,16 +511,18 @@ def ppi_bradley_terry(
     y = units.human[:, 0] + 0.5 * units.human[:, 2]
     f = units.judge[:, 0] + 0.5 * units.judge[:, 2]
     clu = units.prompt if variance == "prompt" else None
-    options: dict[str, Any] = {"reference": ref, "cluster": clu, "confidence_level": confidence_level,
-               "items": items}
+    options: dict[str, Any] = {"reference": ref, "cluster": clu,
+                               "confidence_level": confidence_level, "items": items}
+    boot = {"n_resamples": n_resamples if clu is not None else 0,
+            "random_state": random_state}
     try:
         res = ppi_logistic_bt(units.a, units.b, y, f, len(items), lam=lam,
-                              lam_steps=lam_steps, **options)
+                              lam_steps=lam_steps, **options, **boot)
     except InputError as exc:  # name the files
         raise InputError(f"{human_source} and {judge_source}: {exc}") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedStatisticWarning)
-        hum = ppi_logistic_bt(units.a, units.b, y, f, len(items), lam=0.0, **options)
+        hum = ppi_logistic_bt(units.a, units.b, y, f, len(items), lam=0.0, **options, **boot)
     k = len(items)
     if res.converged:
         low, high = rank_sets(res.estimate, res.covariance, confidence_level=confidence_level,

@@ -24,9 +24,10 @@ Two choices of the published code (github.com/Networks-Learning/prediction-power
 - ``scaling="total"`` divides the squared deviations of every item by the square of the total
   number of comparisons ``n``, as the published code does; an item m appears in only ``n_m``
   of them (``2n/k`` in a balanced design), so that standard error is ``n_m / n`` times the
-  standard error of a mean over ``n_m`` comparisons, and the rank-sets undercover (measured:
-  0.60 at a stated 0.90 with 8 close items, 2,000 human comparisons; docs/leaderboards.md). The
-  default ``scaling="per-model"`` divides by ``n_m^2`` (the variance of the per-item mean).
+  standard error of a mean over ``n_m`` comparisons, and the rank-sets undercover (measured
+  with 10 systems and 5% human labels: 0.37 at a stated 0.90; benchmarks/bench_ppr.py,
+  docs/leaderboards.md). The default ``scaling="per-model"`` divides by ``n_m^2`` (the variance
+  of the per-item mean).
 - ``tie_credit=0`` counts a tie as a loss of both items (the published code); the default 0.5
   counts it half a win, as everywhere in storyeval.
 - ``cluster="comparison"`` treats comparisons as independent (the published code); the default
