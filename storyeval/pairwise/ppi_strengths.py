@@ -167,16 +167,37 @@ def _fit(d: _Design, lam: float, max_iter: int = 200, weight: np.ndarray | None 
     return theta, False
 
 
-def _gradients(d: _Design, theta: np.ndarray, target: np.ndarray, rows: np.ndarray
+def _residuals(d: _Design, theta: np.ndarray, target: np.ndarray, rows: np.ndarray
                ) -> np.ndarray:
-    """Per unit of ``rows``: the gradient of l at theta on the free coordinates, (m, k - 1)."""
+    """``mu - target`` of the units ``rows``: unit c's gradient of l is this residual times
+    ``x_c = e_a - e_b`` (two non-zero entries), which the products below use instead of dense
+    (units x items) gradient matrices."""
+    return expit(theta[d.a[rows]] - theta[d.b[rows]]) - target[rows]
+
+
+def _iid_product(d: _Design, rows: np.ndarray, r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    """``sum_c (g1_c - mean g1)(g2_c - mean g2)^T`` over the units ``rows`` (free coordinates)."""
+    k = d.k
     a, b = d.a[rows], d.b[rows]
-    mu = expit(theta[a] - theta[b])
-    r = mu - target[rows]
-    g = np.zeros((len(a), d.k))
-    g[np.arange(len(a)), a] = r
-    g[np.arange(len(a)), b] = -r
-    return g[:, d.keep]
+    p = r1 * r2
+    flat = (np.bincount(a * k + a, p, k * k) + np.bincount(b * k + b, p, k * k)
+            - np.bincount(a * k + b, p, k * k) - np.bincount(b * k + a, p, k * k))
+    m1 = np.bincount(a, r1, k) - np.bincount(b, r1, k)
+    m2 = np.bincount(a, r2, k) - np.bincount(b, r2, k)
+    out = flat.reshape(k, k) - np.outer(m1, m2) / max(len(rows), 1)
+    return out[np.ix_(d.keep, d.keep)]
+
+
+def _cluster_sums(d: _Design, rows: np.ndarray, r: np.ndarray, n_clusters: int) -> np.ndarray:
+    """(P, k - 1): per cluster, the sum of its units' centred gradients (free coordinates)."""
+    k = d.k
+    cluster = d.cluster if d.cluster is not None else np.zeros(len(d.a), np.int64)
+    cl, a, b = cluster[rows], d.a[rows], d.b[rows]
+    raw = (np.bincount(cl * k + a, r, n_clusters * k)
+           - np.bincount(cl * k + b, r, n_clusters * k)).reshape(n_clusters, k)
+    mean = (np.bincount(a, r, k) - np.bincount(b, r, k)) / max(len(rows), 1)
+    sums = raw - np.bincount(cl, minlength=n_clusters)[:, None] * mean[None, :]
+    return sums[:, d.keep]
 
 
 def _hessian_inverse(d: _Design, theta: np.ndarray, use_unlabelled: bool) -> np.ndarray:
@@ -190,37 +211,27 @@ def _hessian_inverse(d: _Design, theta: np.ndarray, use_unlabelled: bool) -> np.
     return np.linalg.inv(h)
 
 
-def _centred_rows(g: np.ndarray, cluster: np.ndarray | None, n_clusters: int) -> np.ndarray:
-    """Rows minus their mean; per cluster sums of them when clusters are given."""
-    centred = g - g.mean(axis=0)
-    if cluster is None:
-        return centred
-    out = np.zeros((n_clusters, g.shape[1]))
-    np.add.at(out, cluster, centred)
-    return out
-
-
 def _lambda(d: _Design, theta: np.ndarray) -> float:
     """PPI++'s lambda at theta (ppi-python's ``_calc_lam_glm``, ``clip=True``), the traces
     taken in the reported coordinates."""
     lab = d.lab
     inv = _hessian_inverse(d, theta, True)
     rows_l, rows_u = np.flatnonzero(lab), np.flatnonzero(~lab)
-    g = _gradients(d, theta, d.y, rows_l)
-    gh = _gradients(d, theta, d.yhat, rows_l)
-    gu = _gradients(d, theta, d.yhat, rows_u)
+    r = _residuals(d, theta, d.y, rows_l)
+    rh = _residuals(d, theta, d.yhat, rows_l)
+    both = np.concatenate([rows_l, rows_u])
+    rb = np.concatenate([rh, _residuals(d, theta, d.yhat, rows_u)])
     n, big_n = d.n, d.big_n
     if d.cluster is None:
-        gc, ghc = _centred_rows(g, None, 0), _centred_rows(gh, None, 0)
-        both = np.concatenate([gh, gu])
-        var_hat = np.cov(both.T).reshape(len(d.keep), len(d.keep))
+        cross = _iid_product(d, rows_l, r, rh)
+        var_hat = _iid_product(d, both, rb, rb) / (n + big_n - 1)
     else:
         p = int(d.cluster.max()) + 1
-        gc = _centred_rows(g, d.cluster[rows_l], p)
-        ghc = _centred_rows(gh, d.cluster[rows_l], p)
-        both = _centred_rows(np.concatenate([gh, gu]), d.cluster[np.concatenate([rows_l, rows_u])], p)
-        var_hat = both.T @ both / (n + big_n - 1)
-    cov = (gc.T @ ghc + ghc.T @ gc) / n
+        gc, ghc = _cluster_sums(d, rows_l, r, p), _cluster_sums(d, rows_l, rh, p)
+        cross = gc.T @ ghc
+        whole = _cluster_sums(d, both, rb, p)
+        var_hat = whole.T @ whole / (n + big_n - 1)
+    cov = (cross + cross.T) / n
     v = d.transform @ inv
     num = np.trace(v @ cov @ v.T)
     den = 2 * (1 + n / big_n) * np.trace(v @ var_hat @ v.T)
@@ -232,17 +243,16 @@ def _covariance(d: _Design, theta: np.ndarray, lam: float) -> np.ndarray:
     lab = d.lab
     inv = _hessian_inverse(d, theta, lam != 0)
     rows_l, rows_u = np.flatnonzero(lab), np.flatnonzero(~lab)
-    resid = _gradients(d, theta, d.y, rows_l) - lam * _gradients(d, theta, d.yhat, rows_l)
-    gu = lam * _gradients(d, theta, d.yhat, rows_u)
+    resid = _residuals(d, theta, d.y, rows_l) - lam * _residuals(d, theta, d.yhat, rows_l)
+    ru = lam * _residuals(d, theta, d.yhat, rows_u)
     n, big_n = d.n, d.big_n
     if d.cluster is None:  # ppi-python: np.cov of each set (divisor m - 1)
-        middle = np.cov(resid.T).reshape(inv.shape) / n
+        middle = _iid_product(d, rows_l, resid, resid) / (n - 1) / n
         if big_n > 1:
-            middle = middle + np.cov(gu.T).reshape(inv.shape) / big_n
+            middle = middle + _iid_product(d, rows_u, ru, ru) / (big_n - 1) / big_n
     else:
         p = int(d.cluster.max()) + 1
-        psi = _centred_rows(resid, d.cluster[rows_l], p) / n
-        psi = psi + _centred_rows(gu, d.cluster[rows_u], p) / big_n
+        psi = _cluster_sums(d, rows_l, resid, p) / n + _cluster_sums(d, rows_u, ru, p) / big_n
         used = np.zeros(p, bool)
         used[d.cluster] = True
         n_clusters = int(used.sum())
@@ -513,8 +523,8 @@ def ppi_bradley_terry(
     clu = units.prompt if variance == "prompt" else None
     options: dict[str, Any] = {"reference": ref, "cluster": clu,
                                "confidence_level": confidence_level, "items": items}
-    boot = {"n_resamples": n_resamples if clu is not None else 0,
-            "random_state": random_state}
+    boot: dict[str, Any] = {"n_resamples": n_resamples if clu is not None else 0,
+                            "random_state": random_state}
     try:
         res = ppi_logistic_bt(units.a, units.b, y, f, len(items), lam=lam,
                               lam_steps=lam_steps, **options, **boot)
