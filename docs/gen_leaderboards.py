@@ -84,8 +84,8 @@ def ppr_coverage_table() -> str:
     bench = json.loads(BENCH_PPR.read_text(encoding="utf-8"))
     methods = [("ppr", "win rates (default)"), ("ppr_published", "win rates, published code"),
                ("human", "win rates, humans only"), ("judge", "win rates, judge only"),
-               ("bt_bootstrap", "strengths (default: bootstrap)"),
-               ("bt_prompt", "strengths, sandwich"), ("bt_comparison", "strengths, iid")]
+               ("bt_prompt", "strengths (default: sandwich)"),
+               ("bt_bootstrap", "strengths, bootstrap"), ("bt_comparison", "strengths, iid")]
     head = ("| systems | comparisons | human share | " + " | ".join(m[1] for m in methods)
             + " |\n|" + " --- |" * (3 + len(methods)) + "\n")
     rows = []
@@ -105,9 +105,10 @@ def ppr_coverage_table() -> str:
             f"{bench['level']:g} (mean rank-set size in brackets; `-`: not run, the bootstrap "
             f"runs on the studies of 300 prompts), {bench['reps']} simulated studies per row "
             f"(seed {bench['seed']}; Monte Carlo standard error at most {mc:.3f}). Per-system "
-            f"coverage of the strengths' {bench['level']:g} intervals: bootstrap "
-            f"{span('bt_bootstrap', 'ci_cover', 3)}, sandwich {span('bt_prompt', 'ci_cover', 3)}, "
-            f"iid {span('bt_comparison', 'ci_cover', 3)}; mean standard error relative to the "
+            f"coverage of the strengths' {bench['level']:g} intervals: sandwich "
+            f"{span('bt_prompt', 'ci_cover', 3)} (default), bootstrap "
+            f"{span('bt_bootstrap', 'ci_cover', 3)}, iid {span('bt_comparison', 'ci_cover', 3)}; "
+            "mean standard error relative to the "
             f"human-only one: {span('bt_prompt', 'width_ratio', 2)} (sandwich); lambda "
             f"{span('bt_prompt', 'lam', 2)}. Written by `{bench['command']}` "
             f"({bench['seconds']:.0f} s).\n")

@@ -64,11 +64,13 @@ def test_win_rates_with_the_published_choices_equal_the_library():
 
 
 def test_text_output_states_the_estimand_and_coverage():
-    code, out = _run(["pairwise", "strengths", "--human", str(HUMAN), "--judge", str(JUDGE),
-                      "--resamples", "0"])
-    assert code == 0
+    code, out = _run(["pairwise", "strengths", "--human", str(HUMAN), "--judge", str(JUDGE)])
+    assert code == 0  # the default: the prompt-clustered sandwich, as the library's
     text = " ".join(out.replace("\n  ", " ").split())
     assert "estimand: Bradley-Terry log-strengths" in text
+    assert "intervals: normal 0.95, prompt-clustered sandwich" in text
+    table, _ = ppi_bradley_terry(read_verdicts(HUMAN), read_verdicts(JUDGE))
+    assert f"{table['ci_low'].iloc[0]:.3f}" in text
     assert "rank-sets cover the ranking of all items together with probability >= 0.95" in text
     assert max(len(line) for line in out.splitlines()) <= 120
 

@@ -154,8 +154,9 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--regularization", type=float, default=0.0,
                    help="ridge penalty R * sum(theta^2) on the log-strengths, equal to "
                         "choix's alpha (default 0: plain MLE)")
-    p.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples (0: no interval; default 1000)")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="bootstrap resamples (0: no interval; default 1000; with --human: "
+                        "default 0, the sandwich's normal intervals)")
     p.add_argument("--resample", choices=["prompt", "battle"], default="prompt",
                    help="bootstrap unit: prompts (default) or single verdicts (FastChat's)")
     p.add_argument("--confidence-level", type=float, default=0.95)
@@ -271,7 +272,7 @@ def _ppr_interval_note(args: argparse.Namespace, variance: str) -> str:
                 f"({variance.split('(')[1].rstrip(')')} resamples valid, seed {args.seed}; each "
                 "refitted at the estimate's lambda), rank-sets from the bootstrap covariance; ")
     return (f"; intervals: normal {args.confidence_level:g}, {args.variance}-clustered "
-            "sandwich (--resamples 0 or --variance comparison); ")
+            "sandwich (--resamples N: prompt bootstrap); ")
 
 
 def _ppr_strengths(args, human, judge, common, sources):
@@ -310,7 +311,9 @@ def _run_strengths(args: argparse.Namespace) -> int:
 
     check_out_args(args)
     if args.human is not None:
+        args.resamples = 0 if args.resamples is None else args.resamples
         return _run_ppr(args)
+    args.resamples = 1000 if args.resamples is None else args.resamples
     if args.judge_name is not None:
         raise InputError("--judge-name needs --human H.csv --judge J.csv")
     if args.resamples < 0:

@@ -22,7 +22,9 @@ covariance, clipped to [0, 1]). ppi-python's ``ppi_logistic_pointestimate`` take
 Variance: the sandwich ``H^-1 (n/N Var(lambda grad_U) + Var(grad_L - lambda grad_hat_L)) H^-1
 / n`` of ppi-python with ``variance="comparison"``; with ``variance="prompt"`` (default) the
 gradients of one prompt are summed before squaring (cluster-robust, with the factor
-``P / (P - 1)``), because the comparisons of one prompt share its stories.
+``P / (P - 1)``), because the comparisons of one prompt share its stories. A prompt bootstrap
+(``n_resamples``) is the alternative; in simulation its percentile intervals covered less than
+the sandwich's (benchmarks/bench_ppr.py), so the sandwich is the default.
 """
 
 from __future__ import annotations
@@ -457,7 +459,7 @@ def ppi_bradley_terry(
     reference: str | None = None,
     variance: str = "prompt",
     confidence_level: float = 0.95,
-    n_resamples: int = 1000,
+    n_resamples: int = 0,
     random_state: int | np.random.Generator | None = 0,
 ) -> tuple[pd.DataFrame, PPIStrengths]:
     """Prediction-powered Bradley-Terry leaderboard from human and judge verdict tables.
@@ -477,11 +479,13 @@ def ppi_bradley_terry(
         Cluster-robust over prompts, or independent comparisons (ppi-python's).
     confidence_level : float, default 0.95
         Of the per-item intervals and of the simultaneous rank-sets.
-    n_resamples : int, default 1000
-        With ``variance="prompt"``: prompt bootstrap resamples (as the leaderboard's), each
-        refitted at the estimate's lambda: percentile intervals, and the rank-sets from the
-        bootstrap covariance. 0 (and ``variance="comparison"``, which ignores it): normal
-        intervals and rank-sets from the sandwich covariance.
+    n_resamples : int, default 0
+        0: normal intervals and rank-sets from the sandwich covariance (the default: its
+        per-system intervals covered 0.883-0.913 at a stated 0.90 in benchmarks/bench_ppr.py,
+        the bootstrap's 0.867-0.892). With ``variance="prompt"``, N > 0: prompt bootstrap
+        resamples (as the leaderboard's), each refitted at the estimate's lambda: percentile
+        intervals, rank-sets from the bootstrap covariance (``variance="comparison"`` ignores
+        it).
     random_state : int or Generator, default 0
         Seed of the bootstrap (the command line's ``--seed``).
 
