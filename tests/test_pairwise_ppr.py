@@ -175,3 +175,27 @@ def test_options_are_checked():
                 {"lam": 1.5}, {"confidence_level": 1.0}):
         with pytest.raises(InputError):
             prediction_powered_ranking(human, judge, **bad)
+
+
+@FAST
+@given(k=st.integers(2, 7), seed=st.integers(0, 10_000), level=st.floats(0.5, 0.99))
+def test_rank_sets_properties(k, seed, level):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0, 1, k)
+    root = rng.normal(0, 0.3, (k, k))
+    cov = root @ root.T
+    low, high = rank_sets(theta, cov, confidence_level=level)
+    assert np.all((1 <= low) & (low <= high) & (high <= k))
+    order = rng.permutation(k)  # renaming (reordering) the items permutes the sets
+    low_p, high_p = rank_sets(theta[order], cov[np.ix_(order, order)], confidence_level=level)
+    assert low_p.tolist() == low[order].tolist() and high_p.tolist() == high[order].tolist()
+    # reversing the scale reverses the ranks; a shift and a common scale change nothing
+    low_n, high_n = rank_sets(-theta, cov, confidence_level=level)
+    assert low_n.tolist() == (k + 1 - high).tolist() and high_n.tolist() == (k + 1 - low).tolist()
+    low_s, high_s = rank_sets(3 * theta + 5, 9 * cov, confidence_level=level)
+    assert low_s.tolist() == low.tolist() and high_s.tolist() == high.tolist()
+    # a higher level never gives smaller sets; the point-estimate rank lies inside
+    low_w, high_w = rank_sets(theta, cov, confidence_level=min(0.999, level + 0.005))
+    assert np.all(low_w <= low) and np.all(high_w >= high)
+    rank = (theta[None, :] > theta[:, None]).sum(axis=1) + 1
+    assert np.all((low <= rank) & (rank <= high))
