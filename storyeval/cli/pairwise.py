@@ -147,7 +147,9 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     p.add_argument("--dimension", help="dimension (needed when the file holds several)")
     p.add_argument("--by", choices=["system", "story"], default="system")
-    p.add_argument("--judge", help="keep one judge's verdicts (default: all)")
+    p.add_argument("--judge", metavar="NAME|J.csv",
+                   help="keep one judge's verdicts (default: all); with --human and no "
+                        "VERDICTS: the judge's verdict file")
     p.add_argument("--ties", choices=["davidson", "half", "drop"], default="davidson",
                    help="how ties enter: Davidson's tie model (default), half a win each, or "
                         "dropped")
