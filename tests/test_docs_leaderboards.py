@@ -38,7 +38,9 @@ def test_page_includes_snippets_and_benchmarks():
     page = PAGE.read_text(encoding="utf-8")
     included = set(re.findall(r'^--8<-- "generated/([^"]+)"\s*$', page, re.MULTILINE))
     assert included == {"leaderboards/leaderboard.md", "leaderboards/matrix.md",
-                        "leaderboards/bench.md", "leaderboards/coverage.md"}
+                        "leaderboards/bench.md", "leaderboards/coverage.md",
+                        "leaderboards/ppr.md", "leaderboards/ppr_win_rate.md",
+                        "leaderboards/ppr_coverage.md", "leaderboards/panel.md"}
     for name in included:
         assert (DOCS / "generated" / name).is_file()
     bench = (DOCS / "generated" / "leaderboards" / "bench.md").read_text(encoding="utf-8")

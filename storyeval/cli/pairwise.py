@@ -19,6 +19,10 @@ Sub-commands:
                                        cluster-t] [--alpha 0.05]
     storyeval pairwise ranking VERDICTS --reference HUMAN_VERDICTS [--judge J]
                                [--strength win-rate|bradley-terry] [--resamples 1000]
+    storyeval pairwise panel JUDGES --human HUMAN_VERDICTS [--loo-pool mean|majority|ppi]
+                             [--test permutation|bootstrap|cluster-t] [--seed 0]
+    storyeval pairwise strengths --human H.csv --judge J.csv [--estimand bradley-terry|win-rate]
+                                 [--variance prompt|comparison] [--scaling per-model|total]
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
                                  [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
@@ -74,7 +78,8 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge", "bias", "genrm", "prepare", "votes", "select")
+            "pointwise", "template", "judge", "bias", "genrm", "prepare", "votes", "select",
+            "panel")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -147,15 +152,18 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     p.add_argument("--dimension", help="dimension (needed when the file holds several)")
     p.add_argument("--by", choices=["system", "story"], default="system")
-    p.add_argument("--judge", help="keep one judge's verdicts (default: all)")
+    p.add_argument("--judge", metavar="NAME|J.csv",
+                   help="keep one judge's verdicts (default: all); with --human and no "
+                        "VERDICTS: the judge's verdict file")
     p.add_argument("--ties", choices=["davidson", "half", "drop"], default="davidson",
                    help="how ties enter: Davidson's tie model (default), half a win each, or "
                         "dropped")
     p.add_argument("--regularization", type=float, default=0.0,
                    help="ridge penalty R * sum(theta^2) on the log-strengths, equal to "
                         "choix's alpha (default 0: plain MLE)")
-    p.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples (0: no interval; default 1000)")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="bootstrap resamples (0: no interval; default 1000; with --human: "
+                        "default 0, the sandwich's normal intervals)")
     p.add_argument("--resample", choices=["prompt", "battle"], default="prompt",
                    help="bootstrap unit: prompts (default) or single verdicts (FastChat's)")
     p.add_argument("--confidence-level", type=float, default=0.95)
@@ -171,9 +179,135 @@ def _add_strengths_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no stage lines or progress bar (they are drawn on a terminal only; "
                         "also STORYEVAL_NO_PROGRESS=1)")
+    _add_ppr_options(p)
     add_out_option(p, "an HTML report (forest plot, table, pairwise tests) and CSV files; "
                       "with --matrix or --control: the strengths table as CSV and index.html")
     add_raw_csv_option(p)
+
+
+def _add_ppr_options(p: argparse.ArgumentParser) -> None:
+    """`pairwise strengths --human H.csv --judge J.csv`: prediction-powered strengths."""
+    g = p.add_argument_group(
+        "prediction-powered (few human, many judge verdicts)",
+        "--human H.csv with --judge J.csv (or the judge file as VERDICTS, then --judge keeps "
+        "one judge): strengths or win rates with rank-sets of a stated coverage")
+    g.add_argument("--human", type=Path, metavar="H.csv",
+                   help="human verdicts on a random subset of the comparisons the judge judged")
+    g.add_argument("--judge-name", metavar="NAME",
+                   help="with --human --judge J.csv: keep this judge of J.csv")
+    g.add_argument("--estimand", choices=["bradley-terry", "win-rate"], default="bradley-terry",
+                   help="PPI++ Bradley-Terry log-strengths (default) or the win rates of "
+                        "Chatzi et al. 2024")
+    g.add_argument("--method", choices=["ppi++", "ppi", "human", "judge"], default="ppi++",
+                   help="ppi++ (lambda tuned, default), ppi (lambda 1), human (human verdicts "
+                        "alone), judge (win rates only: the judge alone, uncorrected)")
+    g.add_argument("--lam", type=float, default=None, help="a fixed lambda in [0, 1]")
+    g.add_argument("--variance", choices=["prompt", "comparison"], default="prompt",
+                   help="cluster-robust over prompts (default) or independent comparisons "
+                        "(ppi-python's and the published code's)")
+    g.add_argument("--scaling", choices=["per-model", "total"], default="per-model",
+                   help="win rates: squared deviations over n_m^2 (default) or over the total "
+                        "n^2 (the published code's; undercovers)")
+    g.add_argument("--tie-credit", type=float, default=0.5,
+                   help="win rates: a tie's credit for each side (0.5; the published code: 0)")
+    g.add_argument("--reference", metavar="ITEM",
+                   help="Bradley-Terry: fix this item at log-strength 0 (default: centred)")
+
+
+def _run_ppr(args: argparse.Namespace) -> int:
+    """`pairwise strengths --human H.csv`: prediction-powered strengths and rank-sets."""
+    from storyeval import pairwise as pw
+    from storyeval.exceptions import InputError
+    from storyeval.report.tables import format_table
+
+    conflicts = [opt for opt, on in (("--matrix", args.matrix is not None),
+                                     ("--control", bool(args.control)),
+                                     ("--resample battle", args.resample != "prompt"))
+                 if on]
+    if conflicts:
+        raise InputError(f"--human does not combine with {conflicts[0]}")
+    if args.verdicts is not None:
+        judge_path, judge_name = args.verdicts, args.judge
+        if args.judge_name is not None:
+            raise InputError("--judge-name is for --judge J.csv; with a VERDICTS file use "
+                             "--judge NAME")
+    elif args.judge is not None:
+        judge_path, judge_name = Path(args.judge), args.judge_name
+    else:
+        raise InputError("--human needs the judge's verdicts: --judge J.csv (or VERDICTS)")
+    refers = "position" if args.position_verdicts else "story"
+    human = pw.read_verdicts(args.human, verdict_refers_to=refers)
+    judge = pw.read_verdicts(judge_path, verdict_refers_to=refers)
+    sources = {"human_source": str(args.human), "judge_source": str(judge_path)}
+    common = {"dimension": args.dimension, "by": args.by, "judge_name": judge_name}
+    if args.estimand == "win-rate":
+        table, note = _ppr_win_rates(args, human, judge, common, sources)
+    else:
+        table, note = _ppr_strengths(args, human, judge, common, sources)
+    sys.stdout.write(format_table(table, args.format, digits=args.digits))
+    if args.format in ("table", "md"):
+        sys.stdout.write(wrap_text("\n" + note + "\n"))
+    title = ("Prediction-powered " + ("win rates" if args.estimand == "win-rate"
+                                      else "Bradley-Terry strengths") + " and rank-sets")
+    _report(args, title, {"strengths": table}, note, None, "")
+    return 0
+
+
+def _ppr_win_rates(args, human, judge, common, sources):
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.ppr import prediction_powered_ranking
+
+    if args.reference is not None:
+        raise InputError("--reference is for --estimand bradley-terry")
+    res = prediction_powered_ranking(
+        human, judge, **common, **sources, method=args.method, lam=args.lam,
+        tie_credit=args.tie_credit, scaling=args.scaling, cluster=args.variance,
+        confidence_level=args.confidence_level)
+    s = res.settings
+    note = (f"estimand: each item's human win rate (a tie counts {args.tie_credit:g}); "
+            f"{args.method}, lambda {res.lam:.3g}; {s['n_labelled']} human-labelled and "
+            f"{s['n_unlabelled']} judge-only comparisons; se: {args.variance}-clustered "
+            f"sandwich (no bootstrap for win rates), {args.scaling} scaling; rank-sets cover the ranking of all items together with "
+            f"probability >= {args.confidence_level:g} (asymptotically; chi-square with k "
+            "degrees of freedom, Chatzi et al. 2024)")
+    return res.table, note
+
+
+def _ppr_interval_note(args: argparse.Namespace, variance: str) -> str:
+    if "bootstrap" in variance:
+        return (f"; intervals: {args.confidence_level:g} percentile bootstrap over prompts "
+                f"({variance.split('(')[1].rstrip(')')} resamples valid, seed {args.seed}; each "
+                "refitted at the estimate's lambda), rank-sets from the bootstrap covariance; ")
+    return (f"; intervals: normal {args.confidence_level:g}, {args.variance}-clustered "
+            "sandwich (--resamples N: prompt bootstrap); ")
+
+
+def _ppr_strengths(args, human, judge, common, sources):
+    from storyeval.exceptions import InputError
+    from storyeval.pairwise.ppi_strengths import ppi_bradley_terry
+
+    if args.method == "judge":
+        raise InputError("--method judge is for --estimand win-rate (the judge's own "
+                         "strengths: pairwise strengths J.csv)")
+    lam = {"ppi": 1.0, "human": 0.0}.get(args.method, args.lam)
+    if args.method != "ppi++" and args.lam is not None:
+        raise InputError(f"--lam fixes lambda of --method ppi++; --method {args.method} sets it")
+    table, res = ppi_bradley_terry(human, judge, **common, **sources, lam=lam,
+                                   reference=args.reference, variance=args.variance,
+                                   confidence_level=args.confidence_level,
+                                   n_resamples=args.resamples, random_state=args.seed)
+    if not res.converged:
+        raise InputError(f"no prediction-powered strengths: {res.reason}")
+    note = ("estimand: Bradley-Terry log-strengths of the human verdicts (a tie counts half), "
+            + (f"fixed at 0 for {args.reference}" if args.reference else "centred (mean 0)")
+            + f"; {args.method} (PPI++ for the logistic model), lambda {res.lam:.3g}; "
+            f"{res.n_labelled} human-labelled and {res.n_unlabelled} judge-only comparisons"
+            + _ppr_interval_note(args, res.variance) +
+            "human_*: the human verdicts alone; width_ratio = se / human_se; rank-sets cover "
+            f"the ranking of all items together with probability >= "
+            f"{args.confidence_level:g} (asymptotically; chi-square with k - 1 degrees of "
+            "freedom)")
+    return table, note
 
 
 def _run_strengths(args: argparse.Namespace) -> int:
@@ -183,6 +317,12 @@ def _run_strengths(args: argparse.Namespace) -> int:
     from storyeval.report.tables import format_table
 
     check_out_args(args)
+    if args.human is not None:
+        args.resamples = 0 if args.resamples is None else args.resamples
+        return _run_ppr(args)
+    args.resamples = 1000 if args.resamples is None else args.resamples
+    if args.judge_name is not None:
+        raise InputError("--judge-name needs --human H.csv --judge J.csv")
     if args.resamples < 0:
         raise InputError("--resamples must be >= 0")
     if (args.matrix is None) == (args.verdicts is None):
@@ -342,6 +482,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="system strength per dimension (default: win rate, ties half)")
     p.add_argument("--resamples", type=int, default=1000,
                    help="prompt-bootstrap resamples (0: no interval; default 1000)")
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
+    add_out_option(p, OUT_HELP)
+    p = verdict_parser("panel", "pool several judges (mean, majority, PPI-weighted), their "
+                                "weights, leave-one-judge-out rankings, pool vs best judge")
+    p.add_argument("--human", type=Path, required=True, metavar="H.csv",
+                   help="human verdicts on a random subset of the judges' comparisons")
+    p.add_argument("--dimension", help="dimension (needed when the files hold several)")
+    p.add_argument("--by", choices=["system", "story"], default="system")
+    p.add_argument("--loo-pool", choices=["mean", "majority", "ppi"], default="mean",
+                   help="the pool whose leave-one-judge-out rankings are shown (mean)")
+    p.add_argument("--test", choices=["permutation", "bootstrap", "cluster-t"],
+                   default="permutation",
+                   help="paired prompt-clustered test of pool vs best judge (permutation)")
+    p.add_argument("--resamples", type=int, default=2000, help="resamples of the test (2000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     add_out_option(p, OUT_HELP)
@@ -1000,7 +1155,7 @@ def run(args: argparse.Namespace) -> int:
         from storyeval.report.tables import check_digits
 
         check_digits(args.digits)
-    if action in ("accuracy", "compare", "ranking", "pointwise"):  # --out DIR (a report)
+    if action in ("accuracy", "compare", "ranking", "pointwise", "panel"):  # --out DIR
         from storyeval.cli.common import check_out_args
 
         check_out_args(args)
@@ -1042,9 +1197,47 @@ def run(args: argparse.Namespace) -> int:
         return _run_accuracy(args, verdicts, pw.read_verdicts(args.reference))
     elif action == "compare":
         return _run_compare(args, verdicts, pw.read_verdicts(args.reference))
+    elif action == "panel":
+        return _run_panel(args, verdicts, pw.read_verdicts(args.human, verdict_refers_to=refers))
     else:  # ranking
         return _run_ranking(args, verdicts, pw.read_verdicts(args.reference))
     sys.stdout.write(format_table(result, args.format, digits=args.digits))
+    return 0
+
+
+def _run_panel(args: argparse.Namespace, judges: pd.DataFrame, human: pd.DataFrame) -> int:
+    """`pairwise panel J.csv --human H.csv`: pools, weights, leave-one-out, pool vs best."""
+    from storyeval.pairwise.panel import judge_panel
+    from storyeval.report.tables import format_table
+
+    _check_resampling(args)
+    res = judge_panel(judges, human, dimension=args.dimension, by=args.by,
+                      loo_pool=args.loo_pool, test=args.test,
+                      confidence_level=args.confidence_level, n_resamples=args.resamples,
+                      random_state=args.seed, judge_source=str(args.verdicts),
+                      human_source=str(args.human))
+    s = res.settings
+    note = (f"agreement: 1 - |judge score - human score| on the {s['n_labelled']} "
+            f"human-labelled of {s['n_comparisons']} comparisons (a tie against a win: 0.5); "
+            f"difference: pool - best member ({res.pools['best_member'].iloc[0]}, chosen on "
+            f"the same data), paired {args.test} test clustered by prompt, two-sided, "
+            f"{args.confidence_level:g} interval; the ppi pool's weights are fitted on the "
+            "same labels (its test is optimistic); lam, rank-sets: prediction-powered win "
+            "rates (PPI++) with the pool or judge as the judge; loo_*: the "
+            f"{args.loo_pool} pool's ranking without the judge vs with all (Kendall tau-b, "
+            "items whose rank changes, largest change)\n" + seed_note(args.seed))
+    if args.format in ("csv", "json"):  # the pools; --out writes every table
+        sys.stdout.write(format_table(with_seed(res.pools, args.seed, args.format),
+                                      args.format, digits=args.digits))
+    else:
+        sys.stdout.write("pools against the best single judge:\n"
+                         + format_table(res.pools, args.format, digits=args.digits)
+                         + "\njudges:\n"
+                         + format_table(res.judges, args.format, digits=args.digits))
+        sys.stdout.write(wrap_text("\n" + note))
+    _report(args, "Judge panel: pools, weights and leave-one-judge-out rankings",
+            {"pools": res.pools, "judges": res.judges, "rankings": res.rankings}, note,
+            None, "")
     return 0
 
 

@@ -2,7 +2,8 @@
 consistency, judge accuracy with intervals and tests, judge comparisons and significance
 groups, agreement on verdict tables, judge-vs-human ranking agreement, pairwise accuracy of
 pointwise measures (against the human ratings or a file of human preferences, also without a
-ratings table), and a side-by-side LLM judging prompt (dimensions of paper 000)."""
+ratings table), prediction-powered rank-sets and strengths from few human and many judge
+verdicts, judge panels, and a side-by-side LLM judging prompt (dimensions of paper 000)."""
 
 from storyeval.pairwise.accuracy import (
     judge_accuracy,
@@ -32,6 +33,9 @@ from storyeval.pairwise.inference import (
 )
 from storyeval.pairwise.judge import JudgePlan, JudgeRun, judge_pairs, make_pairs, plan_judging
 from storyeval.pairwise.leaderboard import Leaderboard, leaderboard
+from storyeval.pairwise.panel import judge_panel
+from storyeval.pairwise.ppi_strengths import ppi_bradley_terry
+from storyeval.pairwise.ppr import prediction_powered_ranking, rank_sets
 from storyeval.pairwise.preferences import (
     OVERALL_PREFERENCE,
     PREFERENCE_COLUMNS,
@@ -83,6 +87,7 @@ __all__ = [
     "judge_accuracy",
     "judge_accuracy_inference",
     "judge_pairs",
+    "judge_panel",
     "label_agreement",
     "leaderboard",
     "load_dimensions",
@@ -91,8 +96,11 @@ __all__ = [
     "plan_judging",
     "pointwise_pairwise_accuracy",
     "position_consistency",
+    "ppi_bradley_terry",
+    "prediction_powered_ranking",
     "preference_accuracy",
     "preference_scores",
+    "rank_sets",
     "ranking_agreement",
     "read_preferences",
     "read_verdicts",
