@@ -22,6 +22,8 @@ Sub-commands:
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
                                  [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
+    storyeval pairwise from-scores [--data FILE] [--scores FILE ...] (--metrics SPEC | --humans)
+                                   [--criteria LIST] [--tie-margin 0] --out VERDICTS.csv
     storyeval pairwise bias VERDICTS [--reference HUMAN_VERDICTS] [--own JUDGE=SYSTEM ...]
                             [--reference-judge J] [--lengths FILE] [--length-controlled]
     storyeval pairwise template --prompt FILE --story-a FILE --story-b FILE [--dimensions LIST]
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge", "bias")
+            "pointwise", "from-scores", "template", "judge", "bias")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -343,6 +345,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_out_option(p, OUT_HELP)
 
     _add_pointwise_parser(sub)
+    from storyeval.cli import pairwise_from_scores
+
+    pairwise_from_scores.add_parser(sub)
 
     p = sub.add_parser("template", help="print the side-by-side judging prompt for one pair")
     p.add_argument("--prompt", type=Path, required=True, metavar="FILE",
@@ -939,6 +944,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_judge(args)
     if action == "pointwise":
         return _run_pointwise(args)
+    if action == "from-scores":
+        from storyeval.cli import pairwise_from_scores
+
+        return pairwise_from_scores.run(args)
     if action == "counts":
         return _run_counts(args)
     if action == "strengths":
