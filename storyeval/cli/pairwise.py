@@ -249,6 +249,11 @@ def _run_strengths(args: argparse.Namespace) -> int:
                         strong_weight=args.strong_weight, random_state=args.seed,
                         show_progress=show)
     stages.done(f"{len(board.items)} items")
+    if args.format in ("table", "md"):  # the answer first, in words
+        from storyeval.report.leaderboard import leaderboard_answer
+
+        lines = leaderboard_answer(board, digits=args.digits)
+        sys.stdout.write(wrap_text("\n".join(lines) + "\n\n"))
     sys.stdout.write(format_table(board.table, args.format, digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(wrap_text(
