@@ -118,6 +118,10 @@ class MetaResult:
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
     _test_groups: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # the answer's own intervals and best-against-next tests (storyeval.meta.answer_extras),
+    # computed once per result however often it is rendered
+    _answer_extras: object | None = field(default=None, init=False, repr=False,
+                                          compare=False)
 
     def comparison_rows(self, level: str, criterion: str | None = None) -> pd.DataFrame:
         """The comparison tests of ``level`` (and ``criterion``), grouped once per table (a
