@@ -104,11 +104,31 @@ def _report(args: argparse.Namespace, title: str, tables: dict, notes: str,
 
 
 def best_rows(table: pd.DataFrame, by: str, value: str, keep: list[str]) -> pd.DataFrame:
-    """Per ``by`` group, the rows with the largest ``value`` (ties all kept)."""
+    """Per ``by`` group, the top of the table, with a column ``answer`` after ``by``: with
+    intervals (``ci_low``, ``ci_high``), the leader and every row whose interval overlaps the
+    leader's ("tied at the top"; a leader whose interval is clear of every other row's is
+    "best"); without, the rows with the largest ``value`` ("largest, no interval" or, several
+    equal, "tied")."""
+    import numpy as np
+
     if table.empty or value not in table:
         return table.iloc[:0]
-    top = table.groupby(by, sort=False)[value].transform("max")
-    return table.loc[table[value] == top, [c for c in keep if c in table.columns]]
+    cols = [c for c in keep if c in table.columns]
+    parts = []
+    for _, group in table.groupby(by, sort=False):
+        group = group.sort_values(value, ascending=False, kind="stable")
+        lead = group.iloc[0]
+        has_ci = {"ci_low", "ci_high"} <= set(group.columns) and np.isfinite(
+            [float(lead["ci_low"]), float(lead["ci_high"])]).all()
+        if has_ci:
+            top = group[group["ci_high"].astype(float) >= float(lead["ci_low"])]
+            answer = "best" if len(top) == 1 else "tied at the top"
+        else:
+            top = group[group[value] == lead[value]]
+            answer = "largest, no interval" if len(top) == 1 else "tied"
+        parts.append(top[cols].assign(answer=answer))
+    out = pd.concat(parts)
+    return out[[by, "answer", *[c for c in cols if c != by]]]
 
 
 def seed_note(seed: int | None) -> str:
@@ -914,7 +934,10 @@ def _pointwise_report(args: argparse.Namespace, result: pd.DataFrame) -> None:
             best_rows(result, "criterion", "accuracy",
                       ["criterion", "measure", "accuracy", "ci_low", "ci_high", "pvalue",
                        "test", "n_pairs"]),
-            "per criterion, the measure whose pairwise decisions agree best with the humans")
+            "per criterion, the measure whose pairwise decisions agree best with the humans: "
+            "'best' when its interval is clear of every other measure's, else every measure "
+            "whose interval overlaps the leader's, 'tied at the top' (without --interval: the "
+            "largest accuracy, untested)")
 
 
 def _seeded(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -1048,8 +1071,9 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
                       ["dimension", "judge", "accuracy", "ci_low", "ci_high", "pvalue", "test",
                        "balanced_accuracy", "n_verdicts"]),
             "per dimension, the judge with the highest accuracy (k/n) with its interval and "
-            "its test against chance; pairwise compare says whether it is significantly "
-            "better than the others")
+            "its test against chance, 'best' when its interval is clear of every other "
+            "judge's, else with every judge whose interval overlaps it, 'tied at the top'; "
+            "pairwise compare tests the differences")
     return 0
 
 

@@ -5,8 +5,8 @@ pair (a run against a reference rater compares every measure with the reference 
 
 Both are computed the way the run computed its own: the intervals by the run's bootstrap
 (`storyeval.resample.bootstrap.bootstrap_correlations`, resampling prompts, the run's seed);
-the test by `meta_evaluate` on the two measures with the run's test, coefficient, sign
-convention and seed. The test stands alone: its p-value is unadjusted (a family of one), and
+the test by `MetaResult.compare_pair` (`meta_evaluate` on the two measures with the run's
+test, coefficient, sign convention and seed). The test stands alone: its p-value is unadjusted (a family of one), and
 the answer says so.
 """
 
@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from storyeval.meta.pipeline import MetaResult
+from storyeval.meta.decisions import ResultLike as MetaResult
 
 __all__ = ["AnswerExtras", "answer_extras"]
 
@@ -35,10 +33,6 @@ class AnswerExtras:
     tests: pd.DataFrame = field(default_factory=pd.DataFrame)
     settings: dict = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
-
-
-def _scalar(value, level: str):
-    return value.get(level) if isinstance(value, dict) else value
 
 
 def answer_extras(result: MetaResult, rows: list[tuple[str, str, str, str | None]], *,
@@ -84,19 +78,16 @@ def _intervals(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
         except (ValueError, ArithmeticError) as exc:  # e.g. missing scores: no interval
             extras.reasons.append(f"{level} level: no interval ({str(exc).splitlines()[0]})")
             continue
+        assert isinstance(boot, pd.DataFrame)  # without return_distribution
         frames.append(boot.assign(level=level)[["level", "criterion", "measure", "ci_low",
                                                 "ci_high"]])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _tests(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
-    from storyeval.meta.pipeline import meta_evaluate
-
-    s = result.settings
-    chosen = s.get("comparisons", {})
+    chosen = result.settings.get("comparisons", {})
     tested_levels = set(chosen.get("levels", []))
     done = result.comparisons
-    cat = result.dataset.catalogue.set_index("measure")
     out = []
     for level, criterion, best, nxt in rows:
         if nxt is None or level not in tested_levels:
@@ -107,32 +98,13 @@ def _tests(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
                           | ((done["measure_a"] == nxt) & (done["measure_b"] == best)))]
             if len(hit):
                 continue
-        test = _scalar(chosen.get("test", {}), level)
-        # an LLM's criterion-specific rating is named by its rater group as a reference
-        # (resolved per criterion); anything else by itself
-        reference = (cat.at[best, "rater"] if cat.at[best, "kind"] == "llm_rater" else best)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                one = meta_evaluate(
-                    result.dataset, measures=[best, nxt], criteria=[criterion], levels=[level],
-                    method=s["coefficient"], reference=reference, include_human_stories=True,
-                    llm_criteria=s.get("llm_criteria", "matched"),
-                    nan_policy=s.get("nan_policy", "raise"),
-                    tie_rtol=s.get("tie_rtol", 1e-12), adjust="none",
-                    alternative=_scalar(chosen.get("alternative"), level),
-                    direction=_scalar(chosen.get("direction"), level),
-                    sign_convention=chosen.get("sign_convention", "raw"),
-                    lower_is_better=[m for m in chosen.get("lower_is_better") or ()
-                                     if m in (best, nxt)],
-                    test={level: test}, n_resamples=extras.settings["n_resamples"],
-                    n_permutations=chosen.get("n_permutations", 2000),
-                    resample_by=chosen.get("effect_size", {}).get("resample_by", "prompts"),
-                    permutation_unit=chosen.get("permutation_unit", "prompt"),
-                    random_state=extras.settings["random_state"])
+            one = result.compare_pair(best, nxt, level=level, criterion=criterion,
+                                      n_resamples=extras.settings["n_resamples"],
+                                      random_state=extras.settings["random_state"])
         except (ValueError, ArithmeticError) as exc:
             extras.reasons.append(f"{level} level, {criterion}: {best} against {nxt} not "
                                   f"tested ({str(exc).splitlines()[0]})")
             continue
-        out.append(one.comparisons)
+        out.append(one)
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()

@@ -165,6 +165,45 @@ class MetaResult:
 
         return tidy_frame(self)
 
+    def compare_pair(self, best: str, other: str, *, level: str, criterion: str,
+                     n_resamples: int = 1000, random_state: int | None = 0) -> pd.DataFrame:
+        """The comparison test of ``best`` against ``other`` for ``criterion`` at ``level``,
+        as this run would have run it (its test, coefficient, sign convention, alternative,
+        direction and seed) but on these two measures alone: a family of one, its p-value
+        unadjusted. The rows of `meta_evaluate`'s ``comparisons`` table."""
+        import warnings
+
+        s = self.settings
+        chosen = s.get("comparisons", {})
+
+        def per_level(value):
+            return value.get(level) if isinstance(value, dict) else value
+
+        if self.dataset is None:
+            raise InputError("this result keeps no dataset: nothing to compare")
+        cat = self.dataset.catalogue.set_index("measure")
+        # an LLM's criterion-specific rating is named by its rater group as a reference
+        # (resolved per criterion); anything else by itself
+        reference = cat.at[best, "rater"] if cat.at[best, "kind"] == "llm_rater" else best
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the run warned about its data already
+            one = meta_evaluate(
+                self.dataset, measures=[best, other], criteria=[criterion], levels=[level],
+                method=s["coefficient"], reference=reference, include_human_stories=True,
+                llm_criteria=s.get("llm_criteria", "matched"),
+                nan_policy=s.get("nan_policy", "raise"), tie_rtol=s.get("tie_rtol", TIE_RTOL),
+                adjust="none", alternative=per_level(chosen.get("alternative")),
+                direction=per_level(chosen.get("direction")),
+                sign_convention=chosen.get("sign_convention", "raw"),
+                lower_is_better=[m for m in chosen.get("lower_is_better") or ()
+                                 if m in (best, other)],
+                test={level: per_level(chosen.get("test", {}))}, n_resamples=n_resamples,
+                n_permutations=chosen.get("n_permutations", TEST_PERMUTATIONS),
+                resample_by=chosen.get("effect_size", {}).get("resample_by", "prompts"),
+                permutation_unit=chosen.get("permutation_unit", "prompt"),
+                random_state=random_state)
+        return one.comparisons
+
     def _repr_html_(self) -> str:
         from storyeval.meta.result_views import result_html
 
