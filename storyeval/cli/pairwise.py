@@ -110,6 +110,7 @@ def best_rows(table: pd.DataFrame, by: str, value: str, keep: list[str]) -> pd.D
     "best"); without, the rows with the largest ``value`` ("largest, no interval" or, several
     equal, "tied")."""
     import numpy as np
+    import pandas as pd
 
     if table.empty or value not in table:
         return table.iloc[:0]

@@ -21,20 +21,28 @@ __all__ = ["forest_plot_svg", "leaderboard_answer", "nice_ticks", "pairs_by_p",
 
 
 def nice_ticks(lo: float, hi: float, *, target: int = 5) -> tuple[list[float], int]:
-    """Round tick positions within ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 times a power of ten,
-    about ``target`` of them) and the decimals that print them exactly."""
+    """Round tick positions within ``[lo, hi]``: steps of 1, 2, 2.5 or 5 times a power of ten,
+    the step whose count of ticks (at least 3) is closest to ``target``; and the decimals that
+    print them exactly."""
     span = hi - lo if hi > lo else 1.0
-    raw = span / max(target - 1, 1)
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
-    first = math.ceil(lo / step - 1e-9) * step
-    ticks = []
-    k = 0
-    while first + k * step <= hi + 1e-9 * step:
-        ticks.append(round(first + k * step, 12))
-        k += 1
-    decimals = max(0, -math.floor(math.log10(step) + 1e-12))
-    if abs(step / 10 ** math.floor(math.log10(step) + 1e-12) - 2.5) < 1e-9:
+    power = math.floor(math.log10(span / max(target - 1, 1)))
+    best: tuple[float, float, list[float]] | None = None
+    for exponent in (power - 1, power, power + 1):
+        for mantissa in (1, 2, 2.5, 5):
+            step = mantissa * 10.0 ** exponent
+            first = math.ceil(lo / step - 1e-9)
+            ticks = [round((first + k) * step, 12) for k in range(int((hi - lo) / step) + 2)
+                     if (first + k) * step <= hi + 1e-9 * step]
+            if len(ticks) < 3:
+                continue
+            score = abs(len(ticks) - target)
+            if best is None or score < best[0]:
+                best = (score, step, ticks)
+    assert best is not None  # a step of a tenth of the span always gives at least 3
+    step, ticks = best[1], best[2]
+    exponent = math.floor(math.log10(step) + 1e-12)
+    decimals = max(0, -exponent)
+    if abs(step / 10.0 ** exponent - 2.5) < 1e-9:
         decimals += 1
     return ticks, decimals
 
