@@ -333,3 +333,24 @@ def test_pages_read_at_phone_and_desktop_widths(pages, browser, width):
                    {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
                    browser.session)
 
+
+
+def test_a_criterion_specific_rating_may_be_the_reference():
+    # before: validated against the catalogue's first criterion (Relevance), so a rating of
+    # Coherence was "no rating for criterion 'Relevance'"
+    from storyeval.meta import meta_evaluate
+
+    res = meta_evaluate(measures="Beluga-13B 2,BLEU", criteria="CH", levels="overall",
+                        reference="Beluga-13B CH 2")
+    assert set(res.comparisons["measure_a"]) | set(res.comparisons["measure_b"]) >= {
+        "Beluga-13B CH 2"}
+
+
+def test_no_own_test_under_reference_none(capsys):
+    from storyeval.meta import meta_evaluate
+    from storyeval.meta.answer import answer_table
+
+    res = meta_evaluate(measures="Beluga-13B 1,BLEU", criteria="RE", levels="overall",
+                        reference="none")
+    row = answer_table(res).iloc[0]
+    assert row["better than next?"] == "not tested" and "[" in row["correlation"]

@@ -297,6 +297,14 @@ def _run(args: argparse.Namespace, family: str | list[str],
     result = _add_resampling(result, args)
     if asked:
         stages.done()
+    if args.format in ("table", "md") or args.out is not None:
+        # the answer's own intervals and tests (storyeval.meta.answer_extras): its own step,
+        # computed once for the terminal and the page
+        from storyeval.meta.answer import answer_table
+
+        stages.start("the answer: intervals and tests of the best measures", bars=True)
+        answer_table(result)
+        stages.done()
     shown, extra_files, page_tables = meta_wmt.extras(args, dataset, result)
     if args.format in ("table", "md"):  # the answer first, as index.html opens with it
         sys.stdout.write(_answer_text(result, args))

@@ -40,7 +40,7 @@ def answer_extras(result: MetaResult, rows: list[tuple[str, str, str, str | None
                   confidence_level: float = 0.95) -> AnswerExtras:
     """Intervals (when ``intervals``) and best-against-next tests for ``rows`` of
     ``(level, criterion, best, next)`` (``next`` None: only the interval of ``best``); a test
-    is run only where the run's comparisons hold no row for the pair at a tested level."""
+    is run only where the run compared measures (not under reference "none") but not this pair."""
     extras = AnswerExtras(settings={"n_resamples": n_resamples, "resample_by": "prompts",
                                     "confidence_level": confidence_level,
                                     "random_state": result.settings.get("comparisons", {})
@@ -86,7 +86,8 @@ def _intervals(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
 
 def _tests(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
     chosen = result.settings.get("comparisons", {})
-    tested_levels = set(chosen.get("levels", []))
+    # a run without comparison tests (reference "none") asked for none: the answer runs none
+    tested_levels = set() if chosen.get("comparison") == "none" else set(chosen.get("levels", []))
     done = result.comparisons
     out = []
     for level, criterion, best, nxt in rows:

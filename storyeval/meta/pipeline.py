@@ -181,15 +181,14 @@ class MetaResult:
 
         if self.dataset is None:
             raise InputError("this result keeps no dataset: nothing to compare")
-        cat = self.dataset.catalogue.set_index("measure")
-        # an LLM's criterion-specific rating is named by its rater group as a reference
-        # (resolved per criterion); anything else by itself
-        reference = cat.at[best, "rater"] if cat.at[best, "kind"] == "llm_rater" else best
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the run warned about its data already
+        from storyeval._progress import no_progress
+
+        # inside another step (a report's answer): no bars of its own; the run warned already
+        with warnings.catch_warnings(), no_progress():
+            warnings.simplefilter("ignore")
             one = meta_evaluate(
                 self.dataset, measures=[best, other], criteria=[criterion], levels=[level],
-                method=s["coefficient"], reference=reference, include_human_stories=True,
+                method=s["coefficient"], reference=best, include_human_stories=True,
                 llm_criteria=s.get("llm_criteria", "matched"),
                 nan_policy=s.get("nan_policy", "raise"), tie_rtol=s.get("tie_rtol", TIE_RTOL),
                 adjust="none", alternative=per_level(chosen.get("alternative")),
@@ -644,9 +643,10 @@ def _resolve_reference(dataset: Dataset, reference: str | None) -> str | None:
         default = dataset.default_reference
         has_default = default is not None and (catalogue["rater"] == default).any()
         return default if has_default else None
-    resolve_rater(catalogue, reference, str(catalogue["criterion"].iloc[0]))  # validates name
     rows = catalogue[(catalogue["rater"] == reference) | (catalogue["measure"] == reference)
                      | (catalogue["display_name"] == reference)]
+    if rows.empty:  # an unknown name: resolve_rater's error names close matches
+        resolve_rater(catalogue, reference, str(catalogue["criterion"].iloc[0]))
     return str(rows["rater"].iloc[0])
 
 
