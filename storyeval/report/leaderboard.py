@@ -14,7 +14,7 @@ from storyeval._atomic import OutputFolder
 from storyeval._csv import csv_text
 from storyeval.pairwise.leaderboard import Leaderboard
 from storyeval.report.html_report import INDEX, Block, Page, render_page, versions
-from storyeval.report.present import fixed, interval_text, p_clause
+from storyeval.report.present import fixed, interval_text, join_intervals, p_clause
 
 __all__ = ["forest_plot_svg", "leaderboard_answer", "nice_ticks", "pairs_by_p",
            "write_leaderboard_report"]
@@ -211,7 +211,8 @@ def write_leaderboard_report(board: Leaderboard, out: str | Path, *, overwrite: 
                            "bands and numbers: significance groups", items=(forest,))]
     page = Page("Leaderboard", facts, [
         Block("heading", "Leaderboard"),
-        Block("table", "strengths, intervals, ranks and groups", table=board.table,
+        Block("table", "strengths, intervals, ranks and groups (all columns in "
+                       "leaderboard.csv)", table=join_intervals(board.table, digits),
               index=False),
         Block("heading", "Pairwise tests"),
         Block("table", f"paired bootstrap test of equal strengths, BH-adjusted, most "
