@@ -296,7 +296,8 @@ def answer_notes(result: MetaResult, *, alpha: float = 0.05) -> list[str]:
     if more is not None:
         notes += list(more.reasons)
     descriptions = chosen.get("test_description", {})
-    for level, text in (chosen.get("measured_level") or {}).items():
+    measured = {} if chosen.get("comparison") == "none" else chosen.get("measured_level") or {}
+    for level, text in measured.items():
         what = descriptions.get(level, "") if isinstance(descriptions, dict) else ""
         line = f"{level} level test: {what}" if what else f"{level} level test"
         notes.append(f"{line}; {text}" if text else
