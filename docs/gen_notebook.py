@@ -65,8 +65,10 @@ print(result)'''),
     ("`summary()` gives the facts and, per level and criterion, the measure with the largest "
      "|r|, the human baseline and the comparison tests significant after adjustment:", '''\
 print(result.summary())'''),
-    ("In Jupyter, the result's last-line display is an HTML table per level "
-     "(`_repr_html_`): the correlation grid with the human baseline row.\n\n"
+    ("In Jupyter, the result's last-line display (`_repr_html_`) opens with the answer, as "
+     "`index.html` does: per level and criterion the best measure with its interval and its "
+     "test against the next one; the correlation grids with the human baseline row follow, "
+     "folded.\n\n"
      "## 3. Every number as one tidy table\n\n`to_frame()` has one number per row: "
      "correlations, the human baseline and the comparison tests, ready for `query`, `pivot` or "
      "plotting (`measure` and `other` hold the identifiers as in the data, `measure_name` and "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -10,12 +12,26 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("storyeval_quiet", default=False)
+
+
+@contextlib.contextmanager
+def no_progress() -> Iterator[None]:
+    """Within the block, bars and stages that were not asked for explicitly stay hidden (a
+    computation inside another one's step, such as the answer's own test of a report)."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
 def progress_enabled(show: bool | None = None) -> bool:
     """Whether to draw a bar: ``show`` if given, else only on a TTY and not under
-    ``STORYEVAL_NO_PROGRESS=1``."""
+    ``STORYEVAL_NO_PROGRESS=1`` or inside `no_progress`."""
     if show is not None:
         return show
-    if os.environ.get("STORYEVAL_NO_PROGRESS") == "1":
+    if _QUIET.get() or os.environ.get("STORYEVAL_NO_PROGRESS") == "1":
         return False
     return sys.stderr.isatty()
 

@@ -279,7 +279,10 @@ def test_cli_table_with_custom_criteria(capsys, ratings_csv):
     code, out, err = run_cli(capsys, "--data", str(ratings_csv))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("ratings: agreement of the human annotators per criterion")
+    # the answer first (issue 53), then the table under its title
+    assert lines[0] == "Answer: how well the annotators agree"
+    assert any(line.startswith("ratings: agreement of the human annotators per criterion")
+               for line in lines)
     assert "hanna" not in out.lower() and "User study" not in out
     comments = [line for line in lines if line.startswith("# ")]
     # notes wider than the terminal's 120 columns continue on lines "#   ..." (issue 53)
@@ -310,9 +313,11 @@ def test_cli_md_criteria_and_reference_system(capsys, ratings_csv):
                              "--criteria", "Clarity", "--reference-system", "alpha",
                              "--exclude-human-stories")
     assert code == 0, err
-    assert out.startswith("## ratings: agreement") and "stories of 'alpha' left out" in out
+    assert out.startswith("## Answer: how well the annotators agree")  # issue 53
+    assert "\n## ratings: agreement" in out and "stories of 'alpha' left out" in out
     assert "> Fun:" in out  # the dataset's notes, as Markdown quotes
-    rows = [line for line in out.splitlines() if line.startswith("| Clarity")]
+    rows = [line for line in out.splitlines() if line.startswith("| Clarity")
+            and "| 75 |" in line]
     assert len(rows) == 1 and "| 75 |" in rows[0]
     assert "| Fun" not in out
 

@@ -86,11 +86,14 @@ def test_a_lower_is_better_best_is_printed_oriented():
 
 def test_a_tie_is_spelled_out_with_each_members_oriented_value():
     res = _run(_frame(), ["crisp", "loss", "mirror", "weak"])
-    overall = answer_table(res).set_index("level").loc["overall"]
+    overall = answer_table(res, extras=False).set_index("level").loc["overall"]
     r = res.correlations.set_index(["level", "measure"]).loc[("overall", "mirror"), "value"]
     assert overall["best measure"] == "tied: loss (lower is better) = mirror"
     assert overall["correlation"] == (f"loss: {r:.3f} (r = {-r:.3f}; lower is better); "
                                       f"mirror: {r:.3f}")
+    # by default the answer bootstraps an interval for each member (the run computed none)
+    shown = answer_table(res).set_index("level").loc["overall", "correlation"]
+    assert shown.count("[") == 2 and shown.startswith(f"loss: {r:.3f} [")
     assert {"loss", "mirror"} <= set(overall["top group"].split(", "))
 
 
@@ -115,8 +118,12 @@ def test_meta_prints_the_seed_whenever_a_random_procedure_ran(tmp_path, capsys):
     assert "# seed 0: the random procedures of the comparisons (system: permutation-midp " \
            "test)" in text
     assert "seed 5: the random procedures" in _cli(tmp_path, capsys, "--seed", "5")
-    # only closed-form tests: nothing random, no seed line
-    assert "seed" not in _cli(tmp_path, capsys, "--levels", "overall").replace("seed's", "")
+    # only closed-form tests: no seed line for the tests; the answer's own bootstrap interval
+    # (the run computed none) names its seed, the run's
+    text = _cli(tmp_path, capsys, "--levels", "overall")
+    assert "the random procedures" not in text
+    assert "(1000 resamples of prompts, seed 0)" in text
+    assert "seed 5)" in _cli(tmp_path, capsys, "--levels", "overall", "--seed", "5")
 
 
 @pytest.mark.filterwarnings("ignore::storyeval.exceptions.UndefinedStatisticWarning")

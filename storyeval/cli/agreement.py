@@ -258,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
         return _write(tables, args, notes, dataset)
     if args.format == "json":
         return _print_json(tables, args, dataset, notes)
+    if "annotators" in tables and args.format in COMMENT:  # the answer first
+        sys.stdout.write(_answer_text(tables["annotators"], args) + "\n")
     for i, (name, df) in enumerate(tables.items()):
         if args.format in COMMENT:
             prefix = "## " if args.format == "md" else ""
@@ -286,12 +288,39 @@ def _write(tables: dict[str, pd.DataFrame], args: argparse.Namespace, notes: lis
                        f"{count(len(dataset.story_ids), 'story', 'stories')}"),
                  ("confidence level", f"{args.confidence_level:g}"),
                  ("missing ratings", str(args.nan_policy))]
+        answer, lead = None, []
+        if "annotators" in tables:
+            from storyeval.report.agreement_answer import agreement_answer, agreement_lead
+
+            answer = agreement_answer(tables["annotators"])
+            lead = [agreement_lead(tables["annotators"])]
+        from storyeval.report.agreement_answer import agreement_answer_caption
+
         page = tables_page("storyeval agreement", facts, tables, notes=notes,
-                           files=list(folder.names))
+                           files=list(folder.names), answer=answer, lead=lead,
+                           answer_caption=agreement_answer_caption(args.confidence_level))
         page.warnings = list(RUN_WARNINGS) + page.warnings
         folder.write_text(INDEX, render_page(page))
     print_written(folder.published, args.out)
     return 0
+
+
+def _answer_text(table: pd.DataFrame, args: argparse.Namespace) -> str:
+    """The answer in the terminal: a sentence, the coefficients with their intervals and
+    readings per criterion, and the scales they are read on."""
+    from storyeval.report.agreement_answer import (
+        agreement_answer,
+        agreement_answer_caption,
+        agreement_lead,
+    )
+    from storyeval.report.present import wrap_text
+    from storyeval.report.tables import format_table
+
+    prefix = "## " if args.format == "md" else ""
+    return (f"{prefix}Answer: how well the annotators agree\n\n"
+            + wrap_text(agreement_lead(table)) + "\n\n"
+            + format_table(agreement_answer(table), args.format)
+            + wrap_text("\n" + agreement_answer_caption(args.confidence_level) + "\n"))
 
 
 def _print_json(tables: dict[str, pd.DataFrame], args: argparse.Namespace,

@@ -182,13 +182,29 @@ TITLES = {"self_preference": "Self-preference (difference-in-differences)",
 SHORT_DROP = ("test", "se", "null", "t", "df")
 
 
-def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
+def _rater_names(dataset) -> dict[str, str]:
+    """Measure -> the rater the answer names: an LLM's criterion-specific rating its rater
+    group (``Beluga-13B 1``), anything else its display name (``BLEU``)."""
+    cat = dataset.catalogue
+    return {m: (r if k == "llm_rater" else d) for m, r, k, d in
+            zip(cat["measure"], cat["rater"], cat["kind"], cat["display_name"])}
+
+
+def _print(args: argparse.Namespace, tables: dict, command: str,
+           names: dict[str, str] | None = None, short: dict[str, str] | None = None) -> None:
     import json
 
+    from storyeval.report.bias_answer import (
+        bias_answer,
+        bias_answer_caption,
+        bias_answer_lines,
+    )
     from storyeval.report.present import wrap_text
     from storyeval.report.tables import format_table
 
     notes = _notes(args, tables)
+    answer = bias_answer(tables, names=names, digits=min(args.digits, 3), short=short)
+    caption = bias_answer_caption(tables)
     if args.format == "json":
         print(json.dumps({k: json.loads(format_table(v, "json")) for k, v in tables.items()},
                          indent=2))
@@ -196,6 +212,13 @@ def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
         for name, table in tables.items():
             sys.stdout.write(f"# {name}\n" + format_table(table, "csv"))
     else:
+        if len(answer):  # the answer first: which biases are significant, per rater
+            lines = bias_answer_lines(answer)
+            if args.format == "md":
+                lines = [f"- {line}" for line in lines]
+            sys.stdout.write("Answer: significant biases per rater\n\n"
+                             + wrap_text("\n".join(lines) + "\n") + "\n"
+                             + wrap_text(caption + "\n") + "\n")
         for name, table in tables.items():
             shown = table.drop(columns=[c for c in SHORT_DROP if c in table.columns])
             sys.stdout.write(f"{TITLES.get(name, name)}\n\n"
@@ -205,7 +228,8 @@ def _print(args: argparse.Namespace, tables: dict, command: str) -> None:
         from storyeval.cli.common import write_tables_report
 
         write_tables_report(args, command=command, title=f"storyeval {command}", tables=tables,
-                            notes=notes)
+                            notes=notes, answer=answer if len(answer) else None,
+                            answer_caption=caption)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -231,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
             dataset = dataset.select_systems(exclude=[ref])
     if args.eval_prompts:
         tables = {"eval_prompts": _eval_prompts(dataset, args)}
-        _print(args, tables, "bias")
+        _print(args, tables, "bias", _rater_names(dataset), dict(dataset.criterion_codes))
         return 0
     tables = rating_bias(dataset, own=_own_arg(args.own), reference=args.reference,
                          raters=args.metrics, criteria=args.criteria, length=args.length,
@@ -240,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
     if not tables:
         raise InputError("nothing to compute: give --own for self-preference, or raters "
                          "(--metrics) with human scores")
-    _print(args, tables, "bias")
+    _print(args, tables, "bias", _rater_names(dataset), dict(dataset.criterion_codes))
     return 0
 
 

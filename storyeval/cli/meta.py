@@ -298,7 +298,17 @@ def _run(args: argparse.Namespace, family: str | list[str],
     result = _add_resampling(result, args)
     if asked:
         stages.done()
+    if args.format in ("table", "md") or args.out is not None:
+        # the answer's own intervals and tests (storyeval.meta.answer_extras): its own step,
+        # computed once for the terminal and the page
+        from storyeval.meta.answer import answer_table
+
+        stages.start("the answer: intervals and tests of the best measures", bars=True)
+        answer_table(result)
+        stages.done()
     shown, extra_files, page_tables = meta_wmt.extras(args, dataset, result)
+    if args.format in ("table", "md"):  # the answer first, as index.html opens with it
+        sys.stdout.write(_answer_text(result, args))
     sys.stdout.write(render(result, args.format, digits=args.digits))
     sys.stdout.write(meta_wmt.render_extras(shown, args.format, args.digits))
     if args.out is not None:
@@ -311,6 +321,24 @@ def _run(args: argparse.Namespace, family: str | list[str],
         stages.done()
         print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
+
+
+def _answer_text(result, args: argparse.Namespace) -> str:
+    """The answer (`storyeval.report.answer`) before the grids: one line per level and
+    criterion (the best measure, its correlation and interval, the test against the next
+    measure; index.html adds the top group), then its notes."""
+    from storyeval.report.answer import answer_lines, answer_notes, answer_table
+    from storyeval.report.present import current_width, wrap_lines
+
+    table = answer_table(result, digits=args.digits)
+    if table.empty:
+        return ""
+    md = args.format == "md"
+    width = None if md else current_width()
+    head = ("## " if md else "") + "Answer: which measure agrees best with the humans\n\n"
+    lines = wrap_lines(answer_lines(table), width, prefix="- " if md else "")
+    notes = wrap_lines(answer_notes(result), width, prefix="> " if md else "# ")
+    return head + "".join(f"{line}\n" for line in [*lines, "", *notes]) + "\n"
 
 
 def _run_warnings() -> list[str]:

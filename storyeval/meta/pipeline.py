@@ -118,6 +118,10 @@ class MetaResult:
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
     _test_groups: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # the answer's own intervals and best-against-next tests (storyeval.meta.answer_extras),
+    # computed once per result however often it is rendered
+    _answer_extras: object | None = field(default=None, init=False, repr=False,
+                                          compare=False)
 
     def comparison_rows(self, level: str, criterion: str | None = None) -> pd.DataFrame:
         """The comparison tests of ``level`` (and ``criterion``), grouped once per table (a
@@ -161,6 +165,44 @@ class MetaResult:
         from storyeval.meta.result_views import tidy_frame
 
         return tidy_frame(self)
+
+    def compare_pair(self, best: str, other: str, *, level: str, criterion: str,
+                     n_resamples: int = 1000, random_state: int | None = 0) -> pd.DataFrame:
+        """The comparison test of ``best`` against ``other`` for ``criterion`` at ``level``,
+        as this run would have run it (its test, coefficient, sign convention, alternative,
+        direction and seed) but on these two measures alone: a family of one, its p-value
+        unadjusted. The rows of `meta_evaluate`'s ``comparisons`` table."""
+        import warnings
+
+        s = self.settings
+        chosen = s.get("comparisons", {})
+
+        def per_level(value):
+            return value.get(level) if isinstance(value, dict) else value
+
+        if self.dataset is None:
+            raise InputError("this result keeps no dataset: nothing to compare")
+        from storyeval._progress import no_progress
+
+        # inside another step (a report's answer): no bars of its own; the run warned already
+        with warnings.catch_warnings(), no_progress():
+            warnings.simplefilter("ignore")
+            one = meta_evaluate(
+                self.dataset, measures=[best, other], criteria=[criterion], levels=[level],
+                method=s["coefficient"], reference=best, include_human_stories=True,
+                llm_criteria=s.get("llm_criteria", "matched"),
+                nan_policy=s.get("nan_policy", "raise"), tie_rtol=s.get("tie_rtol", TIE_RTOL),
+                adjust="none", alternative=per_level(chosen.get("alternative")),
+                direction=per_level(chosen.get("direction")),
+                sign_convention=chosen.get("sign_convention", "raw"),
+                lower_is_better=[m for m in chosen.get("lower_is_better") or ()
+                                 if m in (best, other)],
+                test={level: per_level(chosen.get("test", {}))}, n_resamples=n_resamples,
+                n_permutations=chosen.get("n_permutations", TEST_PERMUTATIONS),
+                resample_by=chosen.get("effect_size", {}).get("resample_by", "prompts"),
+                permutation_unit=chosen.get("permutation_unit", "prompt"),
+                random_state=random_state)
+        return one.comparisons
 
     def _repr_html_(self) -> str:
         from storyeval.meta.result_views import result_html
@@ -604,9 +646,10 @@ def _resolve_reference(dataset: Dataset, reference: str | None) -> str | None:
         default = dataset.default_reference
         has_default = default is not None and (catalogue["rater"] == default).any()
         return default if has_default else None
-    resolve_rater(catalogue, reference, str(catalogue["criterion"].iloc[0]))  # validates name
     rows = catalogue[(catalogue["rater"] == reference) | (catalogue["measure"] == reference)
                      | (catalogue["display_name"] == reference)]
+    if rows.empty:  # an unknown name: resolve_rater's error names close matches
+        resolve_rater(catalogue, reference, str(catalogue["criterion"].iloc[0]))
     return str(rows["rater"].iloc[0])
 
 

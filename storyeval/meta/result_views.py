@@ -12,15 +12,12 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from storyeval.meta.decisions import ResultLike
 
-class MetaResult(Protocol):
+
+class MetaResult(ResultLike, Protocol):
     """What these views read of a `storyeval.meta.pipeline.MetaResult` (a protocol, because
     that module imports this one for the result's methods)."""
-
-    correlations: pd.DataFrame
-    baseline: pd.DataFrame
-    comparisons: pd.DataFrame
-    settings: dict
 
     def correlation_grid(self, level: str) -> pd.DataFrame: ...
 
@@ -178,13 +175,25 @@ def _level_lines(result: MetaResult, level: str, alpha: float) -> list[str]:
 
 
 def result_html(result: MetaResult, *, digits: int = 3) -> str:
-    """An HTML fragment for notebooks: the summary's facts and, per level, the correlation
-    grid (measures x criteria) with the human baseline row. No scripts, no external files."""
+    """An HTML fragment for notebooks that opens with the answer (`storyeval.meta.answer`:
+    per level and criterion the best measure, its interval, the test against the next one, its
+    top group, as ``index.html`` does), then the facts and, folded (``<details>``), per level
+    the correlation grid (measures x criteria) with the human baseline row. No scripts, no
+    external files."""
+    from storyeval.meta.answer import answer_notes, answer_table
+
     s = result.settings
     parts = ["<div class='storyeval-meta-result'>",
              f"<p><b>MetaResult</b> {html.escape(str(s.get('dataset', '?')))}: "
              f"{s.get('n_systems', '?')} systems, {s.get('n_stories', '?')} stories; "
              f"{html.escape(str(s.get('coefficient_description', '')))}</p>"]
+    answer = answer_table(result, digits=digits)
+    if len(answer):
+        parts.append("<p><b>Answer: which measure agrees best with the humans</b></p>")
+        parts.append(answer.to_html(index=False, border=0, escape=True))
+        notes = answer_notes(result)
+        parts.append("<details><summary>what the answer reads</summary><ul>"
+                     + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul></details>")
     for level in s.get("levels", []):
         grid = result.correlation_grid(level)
         base = result.baseline
@@ -193,8 +202,10 @@ def result_html(result: MetaResult, *, digits: int = 3) -> str:
             if len(row):
                 human = row.set_index("criterion")["value"].reindex(grid.columns)
                 grid = pd.concat([grid, human.to_frame(_BASELINE_LABEL).T])
-        parts.append(f"<p><b>{html.escape(level)} level</b></p>")
+        parts.append(f"<details><summary><b>{html.escape(level)} level</b>: correlations of "
+                     f"{len(grid)} rows x {grid.shape[1]} criteria</summary>")
         parts.append(grid.round(digits).to_html(na_rep="", border=0))
+        parts.append("</details>")
     parts.append("<p><small>.summary() for the best measures and tests; .to_frame() for every "
                  "number as a tidy table.</small></p></div>")
     return "\n".join(parts)

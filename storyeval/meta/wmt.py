@@ -22,6 +22,7 @@ import pandas as pd
 
 from storyeval.data import Dataset, load_hanna
 from storyeval.exceptions import InputError
+from storyeval.meta.decisions import DECISION_P
 
 __all__ = ["DECISION_P", "WMT_COEFS", "WmtSelection", "cluster_tables", "length_tables", "select", "wmt_table"]
 
@@ -146,10 +147,6 @@ def _few_systems(table: pd.DataFrame, wide: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-#: The comparison table's column every decision of a ``storyeval meta`` run reads: the
-#: clusters, the answer of index.html and the printed matrices (one run, one set of p-values:
-#: the adjusted p, equal to the unadjusted p under ``--adjust none``, WMT's convention).
-DECISION_P = "p_adjusted"
 
 
 def cluster_tables(result, *, alpha: float = 0.05, p_column: str = DECISION_P,

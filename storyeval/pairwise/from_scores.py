@@ -17,9 +17,10 @@ def verdicts_from_scores(
     *,
     judge: str | None = None,
     dimension: str | None = None,
+    tie_margin: float = 0.0,
 ) -> pd.DataFrame:
-    """One verdict per pair of stories of the same prompt: the story scored higher wins, equal
-    scores are ``"same"``.
+    """One verdict per pair of stories of the same prompt: the story scored higher wins, scores
+    within ``tie_margin`` of each other are ``"same"``.
 
     Parameters
     ----------
@@ -29,6 +30,9 @@ def verdicts_from_scores(
         The scores (a measure, a criterion, one annotator's ratings).
     judge, dimension : str, optional
         Labels of the verdicts (default: ``column`` for both).
+    tie_margin : float, default 0
+        Scores that differ by at most this much are a tie (``"same"``): ``|a - b| <= margin``.
+        0: only equal scores tie (a 1-5 rating scale ties often, a metric rarely).
 
     Returns
     -------
@@ -46,6 +50,8 @@ def verdicts_from_scores(
     if column not in wide.columns:
         raise InputError(f"column {column!r} not in the table; columns are "
                          f"{list(wide.columns)[:10]}")
+    if not (np.isfinite(tie_margin) and tie_margin >= 0):
+        raise InputError(f"tie_margin must be a finite number >= 0, got {tie_margin!r}")
     idx = wide.index
     if not isinstance(idx, pd.MultiIndex) or idx.nlevels != 2:
         raise InputError("wide must be indexed by (system, prompt_id)")
@@ -64,5 +70,6 @@ def verdicts_from_scores(
     return pd.DataFrame({
         "prompt_id": prompt, "story_a": sys_a + "/" + pid, "story_b": sys_b + "/" + pid,
         "dimension": dimension or column,
-        "verdict": np.where(d > 0, "A", np.where(d < 0, "B", "same")), "order": "AB",
+        "verdict": np.where(d > tie_margin, "A", np.where(d < -tie_margin, "B", "same")),
+        "order": "AB",
         "judge": judge or column, "system_a": sys_a, "system_b": sys_b})

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["Block", "Page", "meta_page", "render_page", "versions"]
 
 INDEX = "index.html"
+#: Tables longer than this are folded under their caption (``<details>``) on a page of tables.
+COLLAPSE_ROWS = 20
 _IMAGE_FORMATS = ("png", "svg")
 
 _STYLE = """
@@ -46,6 +48,9 @@ dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap
   dl.facts dd { margin-bottom: 0.4em; } body { margin: 1em auto; padding: 0 0.5em; } }
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure.svg svg { width: 100%; max-width: 36em; height: auto; display: block; }
+details { margin: 0.5em 0; } details > summary { cursor: pointer; }
+section.answer p.lead { font-size: 1.05em; }
 .warnings li { color: #8a4b00; }
 table.answer th, table.answer td { text-align: left; vertical-align: top; }
 table.answer td.num, td.p { white-space: nowrap; }
@@ -60,8 +65,8 @@ table.answer td.num, td.p { white-space: nowrap; }
 
 @dataclass(frozen=True)
 class Block:
-    """One element of the page: ``kind`` is "heading", "table", "figure", "link", "text" or
-    "list"."""
+    """One element of the page: ``kind`` is "heading", "table", "figure", "svg" (inline SVG
+    text in ``items[0]``), "link", "text", "lead" (an answer in words) or "list"."""
 
     kind: str
     text: str = ""
@@ -71,6 +76,8 @@ class Block:
     pvalues: bool = False
     #: whether the table's index is shown (its first column)
     index: bool = True
+    #: a long table folded under its caption (``<details>``: one click opens it)
+    collapsed: bool = False
 
 
 @dataclass
@@ -140,9 +147,18 @@ def _block_html(block: Block, digits: int) -> str:
     if block.kind == "heading":
         return f"<h2>{esc(block.text)}</h2>"
     if block.kind == "table" and block.table is not None:
-        return (f"<p class='caption'>{esc(block.text)}</p><div class='scroll'>"
-                f"{table_html(block.table, digits, pvalues=block.pvalues, index=block.index)}"
-                "</div>")
+        table = (f"<div class='scroll'>"
+                 f"{table_html(block.table, digits, pvalues=block.pvalues, index=block.index)}"
+                 "</div>")
+        if block.collapsed:
+            rows = len(block.table)
+            what = f"{esc(block.text)} ({rows} rows)" if block.text else f"{rows} rows"
+            return (f"<details><summary class='caption'>{what}: click to open</summary>"
+                    f"{table}</details>")
+        return f"<p class='caption'>{esc(block.text)}</p>{table}"
+    if block.kind == "svg":  # an inline figure (its text is page text: it scales and reads)
+        return (f"<figure class='svg'>{block.items[0]}"
+                f"<figcaption class='caption'>{esc(block.text)}</figcaption></figure>")
     if block.kind == "figure":
         name, caption = block.items[0], block.text
         return (f"<figure><img src='{esc(name)}' alt='{esc(caption)}'>"
@@ -151,6 +167,8 @@ def _block_html(block: Block, digits: int) -> str:
         return f"<p><a href='{esc(block.items[0])}'>{esc(block.text)}</a></p>"
     if block.kind == "list":
         return "<ul>" + "".join(f"<li>{esc(i)}</li>" for i in block.items) + "</ul>"
+    if block.kind == "lead":  # an answer in words
+        return f"<p class='lead'>{esc(block.text)}</p>"
     return f"<p>{esc(block.text)}</p>"
 
 
@@ -325,14 +343,16 @@ def _comparison_blocks(result: MetaResult, level: str, figures: dict[str, str],
 def tables_page(title: str, facts: list[tuple[str, str]], tables: dict[str, pd.DataFrame],
                 *, notes: Sequence[str] = (), files: Sequence[str] = (),
                 digits: int = 3, answer: pd.DataFrame | None = None,
-                answer_caption: str = "") -> Page:
+                answer_caption: str = "", lead: Sequence[str] = ()) -> Page:
     """A page of named tables (e.g. `storyeval agreement --out`), after the ``notes``; with
     ``answer``, the page opens with it (the rows that answer the command's question, under
-    ``answer_caption``)."""
+    ``answer_caption``, after the sentences of ``lead``)."""
     blocks = [Block("heading", "Notes"), Block("list", items=tuple(notes))] if notes else []
-    for name, table in tables.items():
-        blocks += [Block("heading", name), Block("table", "", table, index=False)]
+    for name, table in tables.items():  # a long table folded: the answer above says it
+        blocks += [Block("heading", name), Block("table", "", table, index=False,
+                                                 collapsed=len(table) > COLLAPSE_ROWS)]
     facts = [*facts, ("versions", versions())]
-    opening = ([Block("heading", "Answer"), Block("table", answer_caption, answer, index=False)]
+    opening = ([Block("heading", "Answer"), *[Block("lead", line) for line in lead],
+                Block("table", answer_caption, answer, index=False)]
                if answer is not None and len(answer) else [])
     return Page(title=title, facts=facts, blocks=blocks, files=list(files), answer=opening)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from storyeval.meta.answer import TEST_LABELS
 from storyeval.meta.pipeline import MetaResult
 from storyeval.report.present import current_width, wrap_lines, wrap_text
 from storyeval.report.tables import count, fixed, format_table, interval_text
@@ -67,14 +68,6 @@ def level_caption(result: MetaResult, level: str) -> str:
         what = (f"within each prompt across {count(s['n_systems'], 'system')}, averaged over "
                 "prompts")
     return f"{coef} with human criteria, {level} level ({what})"
-
-
-TEST_LABELS = {"paper": "Williams", "williams": "Williams", "ustat": "U-statistic z-test",
-               "jackknife": "jackknife z-test", "bootstrap": "paired bootstrap",
-               "permutation": "paired permutation", "permutation-random": "paired permutation "
-               "(random tie-breaking)", "permutation-midp": "paired permutation (mid-p)",
-               "prompt-t": "paired t over prompts",
-               "prompt-jackknife": "jackknife t over prompts"}
 
 
 def _per_level(value, level: str):

