@@ -31,7 +31,7 @@ from gen_common import run_cli, shell, snippet_writer, working_directory
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "pairwise"
 #: Snippets written by the benchmark, not by this script.
-FOREIGN = {"calibration.md"}
+FOREIGN = {"calibration.md", "inversion.md"}
 
 CRITERIA = {"Relevance": "RE", "Coherence": "CH", "Surprise": "SU"}
 LLMS = ("Beluga-13B", "Mistral-7B", "Llama-13B", "ChatGPT")

@@ -36,13 +36,18 @@ def _required_args(parser: argparse.ArgumentParser) -> list[str]:
     for group in parser._mutually_exclusive_groups:
         if group.required:
             action = group._group_actions[0]
-            args += [action.option_strings[0],
-                     str(next(iter(action.choices))) if action.choices else "x"]
+            args += [action.option_strings[0], _placeholder(action)]
     for action in parser._actions:
         if action.option_strings and action.required:
-            args += [action.option_strings[0],
-                     str(next(iter(action.choices))) if action.choices else "x"]
+            args += [action.option_strings[0], _placeholder(action)]
     return args
+
+
+def _placeholder(action: argparse.Action) -> str:
+    """A value the parser accepts: the first choice, 1 for a number, else a name."""
+    if action.choices:
+        return str(next(iter(action.choices)))
+    return "1" if action.type in (int, float) else "x"
 
 
 CASES = [(words, parser, action) for words, parser in _command_parsers()

@@ -126,6 +126,22 @@ RANGES: dict[str, Range] = {
     "judge-report --q": PROBABILITY,
     "judge-report --ppi-labels": Range(2),
     "judge-report --n-resamples": Range(10),
+    # storyeval plan budget / active
+    "plan budget --cost-human": Range(0, low_open=True, hint="the cost of one human label"),
+    "plan budget --cost-judge": Range(0, hint="the cost of one judge call (0: free)"),
+    "plan budget --width": Range(0, low_open=True, hint="the interval's width, high - low"),
+    "plan budget --se": Range(0, low_open=True),
+    "plan budget --budget": Range(0, low_open=True),
+    "plan budget --effect": Range(hint="the difference to detect, on the scores' scale"),
+    "plan budget --simulate": AT_LEAST_0,  # 0: no check
+    "plan active --budget": Range(0, low_open=True, hint="the expected number of human labels"),
+    "plan active --mix": Range(0, 1, low_open=True,
+                               hint="a share of uniform sampling; > 0 keeps every item possible"),
+    # storyeval pairwise (prediction-powered strengths, GenRM, LitBench curation, selection)
+    "pairwise strengths --lam": Range(0, 1),
+    "pairwise genrm --max-new-tokens": AT_LEAST_1,
+    "pairwise prepare --length-bins": Range(2, hint="an even number of buckets"),
+    "pairwise select --validation-share": PROBABILITY,
 }
 
 
