@@ -17,6 +17,13 @@ system effect ``q_s ~ N(0, 0.3^2)`` drawn anew per replication. Cells (``DGPS`` 
   system's quality, so the systems' expected scores of ``a`` and ``b`` have the same order
   (equal tau-b and Spearman over infinitely many prompts) but different Pearson correlations.
   Its rejection rate is the level for tau-b (claimed: at most 0.065) and power for Pearson.
+* ``same-order``: ``b = a + f(mean of a over the system's stories)`` (b is a itself, shifted
+  per system) with ``f`` increasing and
+  nonlinear, so that b's *observed* system means are an increasing function of a's: the two
+  measures rank the systems identically on every data set (tau-b's difference is exactly 0, a
+  null for tau-b in every sample, claimed level at most 0.065) while their Pearson correlations
+  with the human score differ (power for Pearson). 0.3.1's test ordered these ties by the
+  Pearson difference and rejected; 0.4.0's never may (p >= 0.5 when the difference is 0).
 * ``noisier-b``: ``b`` has twice the noise sd of ``a`` (an alternative; small for tau-b at few
   systems): rejection rate, sign errors.
 
@@ -56,9 +63,11 @@ from bench_calibration import (  # noqa: E402
 
 ALPHA = 0.05
 MARKER = "system-edges"
-DGPS = ("exchangeable", "exch-likert-1", "exch-heavy", "only-pearson", "noisier-b")
+DGPS = ("exchangeable", "exch-likert-1", "exch-heavy", "only-pearson", "same-order", "noisier-b")
 NULL_FOR = {"exchangeable": ("kendall_b", "pearson"), "exch-likert-1": ("kendall_b", "pearson"),
             "exch-heavy": ("kendall_b", "pearson")}
+# nulls in every sample: the two measures rank the systems identically, tau-b's difference is 0
+SAMPLE_NULL_FOR = {"same-order": ("kendall_b",)}
 # nulls only in the limit of infinitely many prompts: at 50 prompts b's stretched system means
 # are ranked more reliably than a's, so tau-b's expected difference is not exactly 0 there
 LIMIT_NULL_FOR = {"only-pearson": ("kendall_b",)}
@@ -79,6 +88,9 @@ def simulate(dgp: str, reps: int, systems: int, rng: np.random.Generator):
     m = (q + 0.5 * u)[..., None] + e
     if dgp == "only-pearson":
         m[..., 1] += only_pearson_offset(q_s)
+    if dgp == "same-order":
+        # b is a shifted per system by an increasing function of a's observed system mean
+        m[..., 1] = m[..., 0] + same_order_offset(m[..., 0].mean(axis=2, keepdims=True))
     human = "likert-1" if dgp == "exch-likert-1" else "likert-3"
     return _human(q, human, rng), m
 
@@ -86,6 +98,13 @@ def simulate(dgp: str, reps: int, systems: int, rng: np.random.Generator):
 def only_pearson_offset(q_s: np.ndarray) -> np.ndarray:
     """The ``only-pearson`` offset of b: increasing and nonlinear in the system effect."""
     z = q_s / SYS_SD
+    return 0.6 * np.sign(z) * z ** 2 * SYS_SD
+
+
+def same_order_offset(system_mean_a: np.ndarray) -> np.ndarray:
+    """The ``same-order`` offset of b: increasing and nonlinear in a's observed system mean,
+    so b's system means (a's plus this) keep a's order exactly."""
+    z = system_mean_a / SYS_SD
     return 0.6 * np.sign(z) * z ** 2 * SYS_SD
 
 
@@ -109,7 +128,8 @@ def run_cell(dgp: str, systems: int, method: str, reps: int, seed: int,
     return {"dgp": dgp, "systems": systems, "method": method, "reps": len(frame),
             "rate": rate, "se": math.sqrt(rate * (1 - rate) / len(frame)),
             "null": (True if method in NULL_FOR.get(dgp, ()) else
-                     "limit" if method in LIMIT_NULL_FOR.get(dgp, ()) else False),
+                     "limit" if method in LIMIT_NULL_FOR.get(dgp, ()) else
+                     "sample" if method in SAMPLE_NULL_FOR.get(dgp, ()) else False),
             "delta_0_share": float(zero.mean()),
             "delta_0_and_p_below": int((zero & reject).sum()),
             "disagree": int((reject != excludes).sum())}
@@ -124,9 +144,10 @@ def markdown(rows: list[dict], command: str, seconds: float) -> str:
         rate = f"{r['rate']:.3f} ({r['se']:.3f})"
         if r["null"] is True and r["systems"] >= 5 and not 0.035 <= r["rate"] <= 0.065:
             rate += " **outside 0.035-0.065**"
-        if r["null"] == "limit" and r["rate"] > 0.065:
+        if r["null"] in ("limit", "sample") and r["rate"] > 0.065:
             rate += " **above 0.065**"
-        null = {True: "yes", False: "no", "limit": "in the limit"}[r["null"]]
+        null = {True: "yes", False: "no", "limit": "in the limit",
+                "sample": "in every sample"}[r["null"]]
         lines.append(f"| {r['dgp']} | {r['systems']} | {names[r['method']]} | "
                      f"{null} | {rate} | {r['delta_0_share']:.3f} | "
                      f"{r['delta_0_and_p_below']} | {r['disagree']} of {r['reps']} |")
@@ -137,7 +158,9 @@ def markdown(rows: list[dict], command: str, seconds: float) -> str:
                  "difference is 0 in the population of prompts (the rate is a level); \"in "
                  "the limit\": only over infinitely many prompts (at 50 prompts the "
                  "stretched system means of b are ranked more reliably than a's, so the rate "
-                 "mixes level and power); \"no\": the rate is power.")
+                 "mixes level and power); \"in every sample\": the measures rank the "
+                 "systems identically on every data set (the difference is exactly 0); "
+                 "\"no\": the rate is power.")
     return "\n".join(lines) + "\n"
 
 

@@ -35,6 +35,21 @@ def test_only_pearson_keeps_the_order_of_expected_scores(bench):
     assert h.shape == (50, 5, bench.PROMPTS) and m.shape == (50, 5, bench.PROMPTS, 2)
 
 
+def test_same_order_ranks_the_systems_identically_in_every_sample(bench):
+    # b's observed system means are an increasing function of a's: the same order on every
+    # data set (tau-b's difference exactly 0), while the Pearson correlations differ
+    rng = np.random.default_rng(1)
+    _, m = bench.simulate("same-order", 40, 6, rng)
+    means = m.mean(axis=2)  # (reps, systems, 2)
+    order_a = np.argsort(means[..., 0], axis=1)
+    order_b = np.argsort(means[..., 1], axis=1)
+    assert np.array_equal(order_a, order_b)
+    r = [np.corrcoef(means[i, :, 0], means[i, :, 1])[0, 1] for i in range(40)]
+    assert min(r) < 0.999
+    cell = bench.run_cell("same-order", 5, "kendall_b", 30, seed=0)
+    assert cell["delta_0_share"] == 1.0 and cell["rate"] == 0.0 and cell["null"] == "sample"
+
+
 def test_tiny_run_fills_the_page(bench, tmp_path):
     page = tmp_path / "page.md"
     page.write_text("before\n<!-- system-edges:start -->\nold\n<!-- system-edges:end -->\nafter\n")
