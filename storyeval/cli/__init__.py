@@ -44,6 +44,7 @@ COMMANDS: tuple[str, ...] = (
     "contamination",
     "explain",
     "diversity",
+    "poetry",
     "perturb",
     "robustness",
     "judge_report",
