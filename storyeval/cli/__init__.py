@@ -45,6 +45,7 @@ COMMANDS: tuple[str, ...] = (
     "explain",
     "diversity",
     "poetry",
+    "dedup",
     "perturb",
     "robustness",
     "judge_report",
