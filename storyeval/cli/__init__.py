@@ -46,6 +46,7 @@ COMMANDS: tuple[str, ...] = (
     "diversity",
     "poetry",
     "dedup",
+    "cluster",
     "perturb",
     "robustness",
     "judge_report",
