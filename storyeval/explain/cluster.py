@@ -143,7 +143,7 @@ def cluster_embeddings(embeddings: np.ndarray, *, k: int | Sequence[int] = range
     x = np.asarray(embeddings, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 3 or x.shape[1] < 1:
         raise InputError(f"embeddings must have shape (n >= 3, dim), got {x.shape}")
-    finite = np.isfinite(x).all(axis=1)
+    finite = np.asarray(np.isfinite(x).all(axis=1), dtype=bool)
     norms = np.linalg.norm(np.where(finite[:, None], x, 0.0), axis=1)
     bad = np.asarray(~finite | (norms == 0), dtype=bool)
     if bad.any():
