@@ -111,6 +111,7 @@ def _files(tmp_path, seed=7):
     return tmp_path / "prompts.csv", tmp_path / "emb.csv"
 
 
+@pytest.mark.slow  # UMAP's numba compilation: seconds warm, minutes on a first, busy run
 def test_cli_with_umap(tmp_path, capsys):
     pytest.importorskip("umap")
     prompts, emb = _files(tmp_path)
