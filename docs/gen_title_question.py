@@ -107,8 +107,15 @@ def design(stories: pd.DataFrame) -> str:
              .reset_index().rename(columns={"count": "stories", "median": "median words"}))
     order = [*LLM_SYSTEMS, LABEL]
     table = table.set_index("system").loc[order].reset_index()
+    from storyeval.llm import AnswerCache
+
+    with AnswerCache(CACHE) as store:
+        stored = store.to_frame()
+    cut = int((stored.loc[stored["status"] == "story", "finish_reason"] == "length").sum())
     return (f"{len(stories)} stories: {N_PROMPTS} HANNA prompts (prompt_id 0-{N_PROMPTS - 1} "
-            f"in the released order) x {len(order)} systems.\n\n" + md(table, digits=0))
+            f"in the released order) x {len(order)} systems.\n\n" + md(table, digits=0)
+            + f"\n\n{cut} of SmolLM2's {N_PROMPTS} stories stopped at the 300-token limit "
+            "(cut before their end).\n")
 
 
 def failures(run) -> str:
