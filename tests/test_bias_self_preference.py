@@ -31,6 +31,27 @@ def test_equals_dummy_regression_with_prompt_clusters():
     assert row["rater_gap"] - row["reference_gap"] == pytest.approx(row["estimate"])
 
 
+def test_no_reference_is_the_raw_gap_with_prompt_clusters():
+    # reference=None (``--reference none``): the regression of the rating itself on "own"
+    wide = simulate_ratings(6, 30, self_preference=0.4, seed=13)
+    row = self_preference(wide, {"Judge-A": "sys-2"}, reference=None).iloc[0]
+    r = wide["Judge-A"]
+    own = (wide.index.get_level_values("system") == "sys-2").astype(float)
+    g = wide.index.get_level_values("prompt_id")
+    fit = sm.OLS(r.to_numpy(), sm.add_constant(own)).fit(
+        cov_type="cluster", cov_kwds={"groups": np.asarray(g)}, use_t=True)
+    n = len(r)
+    assert row["estimate"] == pytest.approx(fit.params[1], abs=1e-12)
+    assert row["se"] * np.sqrt((n - 1) / (n - 2)) == pytest.approx(fit.bse[1], rel=1e-10)
+    assert row["reference"] == "none" and row["reference_gap"] == 0.0
+    assert row["rater_gap"] == pytest.approx(row["estimate"])
+    # renaming the systems or reordering the rows changes nothing
+    shuffled = wide.sample(frac=1.0, random_state=1)
+    again = self_preference(shuffled, {"Judge-A": "sys-2"}, reference=None).iloc[0]
+    assert again["estimate"] == pytest.approx(row["estimate"], abs=1e-12)
+    assert again["pvalue"] == pytest.approx(row["pvalue"], rel=1e-9)
+
+
 def test_other_rater_reference_leaves_out_both_own_systems():
     wide = simulate_ratings(6, 25, self_preference=0.5, seed=12)
     table = self_preference(wide, {"Judge-A": "sys-3", "Judge-B": "sys-4"},

@@ -77,6 +77,20 @@ def test_self_preference_end_to_end_from_two_rate_runs(tmp_path, stories_csv, ca
     assert "difference-in-differences" in printed and "one discrimination" in printed
     assert (tmp_path / "report" / "self_preference.csv").is_file()
     assert (tmp_path / "report" / "index.html").is_file()
+    # one rater, no reference (--reference none): its own-minus-comparison gap, named as such
+    one = ["bias", "--raters-only", "--scores", str(tmp_path / "beluga" / "scores.csv"),
+           "--own", "Beluga-13B=Beluga-13b", "--reference", "none"]
+    assert main([*one, "--format", "json"]) == 0
+    raw = pd.DataFrame(json.loads(capsys.readouterr().out)["self_preference"])
+    for _, row in raw.iterrows():
+        code = {"Relevance": "RE", "Coherence": "CH"}[row["criterion"]]
+        r = wide[f"Beluga-13B {code} 1"]
+        own, comp1 = system == "Beluga-13b", system != "Beluga-13b"
+        assert row["estimate"] == pytest.approx(r[own].mean() - r[comp1].mean(), abs=1e-12)
+        assert row["reference"] == "none" and row["n_comparison_systems"] == 3
+    assert main(one) == 0
+    printed = capsys.readouterr().out
+    assert "own-minus-other gap" in printed and "real difference in quality" in printed
 
 
 def test_bias_on_hanna(capsys):

@@ -105,7 +105,8 @@ def rating_bias(dataset, *, own: Mapping[str, Sequence[str]] | None = None,
         Rater (measure, rater group or model) -> its own system(s): self-preference.
     reference : str, default "humans"
         ``"humans"`` (the criterion's human score), ``"other"`` (the other rater of ``own``,
-        which must name two), or a rater.
+        which must name two), ``"none"`` (no reference: the rater's own-minus-comparison
+        gap, `storyeval.bias.self_preference.NO_REFERENCE`), or a rater.
     raters : str or sequence, optional
         Measure specification of the raters for leniency, scale use and length (default: the
         raters of ``own``, else every LLM rating).
@@ -128,7 +129,7 @@ def rating_bias(dataset, *, own: Mapping[str, Sequence[str]] | None = None,
 
     if raters_only and reference == "humans":
         raise InputError("ratings without human scores: the reference must be another rater "
-                         "(--reference other or a rater name)")
+                         "(--reference other or a rater name) or none")
     crits = _criteria(dataset, criteria, raters_only)
     wide = dataset.wide()
     kw: dict[str, Any] = {"confidence_level": confidence_level, "alternative": alternative}
@@ -141,7 +142,9 @@ def rating_bias(dataset, *, own: Mapping[str, Sequence[str]] | None = None,
         for crit in crits:
             cols = {r: resolve_rater_column(dataset, r, crit) for r in names}
             if reference == "humans":
-                ref: str | dict[str, str] = crit
+                ref: str | dict[str, str] | None = crit
+            elif reference == "none":
+                ref = None
             elif reference == "other":
                 ref = {cols[names[0]]: cols[names[1]], cols[names[1]]: cols[names[0]]}
             else:

@@ -41,17 +41,22 @@ from storyeval.bias._verdicts import (
 from storyeval.bias.inference import ratio_contrast
 from storyeval.exceptions import InputError
 
-__all__ = ["ASSUMPTION", "pairwise_self_preference", "self_preference"]
+__all__ = ["ASSUMPTION", "NO_REFERENCE", "pairwise_self_preference", "self_preference"]
 
 #: The identifying assumption of the difference-in-differences, printed with the results.
 ASSUMPTION = ("difference-in-differences: without self-preference the rater's and the "
               "reference's own-minus-comparison gaps are equal in expectation (one scale, one "
               "discrimination); comparison systems: owned neither by the rater nor by a "
               "reference rater")
+#: What the estimate is without a reference (``reference=None``, ``--reference none``).
+NO_REFERENCE = ("no reference: the estimate is the rater's own-minus-comparison gap itself, "
+                "which mixes self-preference with any real difference in quality between its "
+                "own stories and the comparison stories (the HANNA paper's reading of its LLMs' "
+                "ratings of LLM stories)")
 
 
-def _reference_for(rater: str, reference: str | Mapping[str, str]) -> str:
-    if isinstance(reference, str):
+def _reference_for(rater: str, reference: str | Mapping[str, str] | None) -> str | None:
+    if reference is None or isinstance(reference, str):
         return reference
     if rater not in reference:
         raise InputError(f"reference: no reference declared for rater {rater!r}")
@@ -59,7 +64,7 @@ def _reference_for(rater: str, reference: str | Mapping[str, str]) -> str:
 
 
 def self_preference(wide: pd.DataFrame, own: Mapping[str, str | Sequence[str]], *,
-                    reference: str | Mapping[str, str],
+                    reference: str | Mapping[str, str] | None,
                     reference_own: Mapping[str, str | Sequence[str]] | None = None,
                     confidence_level: float = 0.95,
                     alternative: str = "two-sided") -> pd.DataFrame:
@@ -72,9 +77,10 @@ def self_preference(wide: pd.DataFrame, own: Mapping[str, str | Sequence[str]], 
         (``Dataset.wide()``).
     own : mapping
         Rater column -> its own system, or several (a model family).
-    reference : str or mapping
+    reference : str, mapping or None
         The reference column for every rater (a human criterion, or another rater), or one
-        per rater.
+        per rater. None: no reference, the estimate is the rater's own-minus-comparison gap
+        (`NO_REFERENCE`: it mixes self-preference with real quality differences).
     reference_own : mapping, optional
         Systems owned by reference raters (default: ``own``'s entry when the reference is one
         of its raters); they are left out of the comparison systems.
@@ -119,7 +125,7 @@ def self_preference(wide: pd.DataFrame, own: Mapping[str, str | Sequence[str]], 
     rows = []
     for rater, mine in owned.items():
         ref = _reference_for(rater, reference)
-        for col in (rater, ref):
+        for col in (rater,) if ref is None else (rater, ref):
             if col not in wide.columns:
                 raise InputError(f"no column {col!r} in the scores; columns are "
                                  f"{list(wide.columns)[:10]}")
@@ -129,8 +135,10 @@ def self_preference(wide: pd.DataFrame, own: Mapping[str, str | Sequence[str]], 
         if unknown:
             raise InputError(f"own: rater {rater!r} owns {sorted(unknown)}, not systems of the "
                              f"data ({sorted(set(systems))[:10]})")
-        excluded = mine | ref_owned.get(ref, set())
-        e = wide[rater].to_numpy(dtype=np.float64) - wide[ref].to_numpy(dtype=np.float64)
+        excluded = mine | (ref_owned.get(ref, set()) if ref is not None else set())
+        rv = wide[rater].to_numpy(dtype=np.float64)
+        hv = np.zeros_like(rv) if ref is None else wide[ref].to_numpy(dtype=np.float64)
+        e = rv - hv
         ok = ~np.isnan(e)
         is_own = np.isin(systems, list(mine)) & ok
         comp = ~np.isin(systems, list(excluded)) & ok
@@ -140,8 +148,7 @@ def self_preference(wide: pd.DataFrame, own: Mapping[str, str | Sequence[str]], 
                                 np.column_stack([is_own, comp]).astype(float),
                                 weights=[1.0, -1.0], clusters=prompts,
                                 confidence_level=confidence_level, alternative=alternative)
-        rv, hv = wide[rater].to_numpy(dtype=np.float64), wide[ref].to_numpy(dtype=np.float64)
-        rows.append({"rater": rater, "reference": ref, "own_systems": ", ".join(sorted(mine)),
+        rows.append({"rater": rater, "reference": "none" if ref is None else ref, "own_systems": ", ".join(sorted(mine)),
                      "n_comparison_systems": len(set(systems[comp])),
                      **result.to_dict(),
                      "rater_gap": _gap(rv, is_own, comp), "reference_gap": _gap(hv, is_own, comp),

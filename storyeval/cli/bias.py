@@ -75,7 +75,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     _add_own(what, "RATER")
     what.add_argument("--reference", default="humans", metavar="REF",
                       help="self-preference reference: humans (default), other (the other "
-                           "rater of --own), or a rater")
+                           "rater of --own), a rater, or none (the rater's own-minus-other "
+                           "gap, which mixes self-preference with real quality differences)")
     what.add_argument("--metrics", metavar="SPEC",
                       help="raters for leniency, scale use and length (default: the --own "
                            "raters, else every LLM rating; a measure specification as meta)")
@@ -144,14 +145,15 @@ def _own_arg(items: list[str]) -> dict[str, list[str]]:
 
 def _notes(args: argparse.Namespace, tables: dict) -> list[str]:
     from storyeval.bias.inference import CORRELATION_TEST, TEST_NAME
-    from storyeval.bias.self_preference import ASSUMPTION
+    from storyeval.bias.self_preference import ASSUMPTION, NO_REFERENCE
 
     lines = [f"intervals and tests: {TEST_NAME}, clustered by prompt; confidence level "
              f"{args.confidence_level:g}; {args.alternative}"]
     if "residual_length" in tables:
         lines.append(f"residual length: Pearson r; {CORRELATION_TEST}, clustered by prompt")
     if "self_preference" in tables:
-        lines.append(f"self-preference: {ASSUMPTION}")
+        none = getattr(args, "reference", None) == "none"
+        lines.append(f"self-preference: {NO_REFERENCE if none else ASSUMPTION}")
     if "position" in tables:
         lines.append("position: first-position rate tested against 0.5 (valid when the order "
                      "is randomised or both orders shown); net position flips = P(first won "
@@ -221,7 +223,10 @@ def _print(args: argparse.Namespace, tables: dict, command: str,
                              + wrap_text(caption + "\n") + "\n")
         for name, table in tables.items():
             shown = table.drop(columns=[c for c in SHORT_DROP if c in table.columns])
-            sys.stdout.write(f"{TITLES.get(name, name)}\n\n"
+            title = TITLES.get(name, name)
+            if name == "self_preference" and getattr(args, "reference", None) == "none":
+                title = "Self-preference without a reference: the rater's own-minus-other gap"
+            sys.stdout.write(f"{title}\n\n"
                              + format_table(shown, args.format, digits=args.digits) + "\n")
         sys.stdout.write(wrap_text("".join(f"{line}\n" for line in notes)))
     if args.out is not None:

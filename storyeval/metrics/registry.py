@@ -24,6 +24,7 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "chrf": ("storyeval.metrics.chrf", "ChrfMetric"),
     "bertscore": ("storyeval.metrics.bertscore", "BertScoreMetric"),
     "surface": ("storyeval.metrics.surface", "SurfaceMetric"),
+    "poetic": ("storyeval.metrics.poetic_form", "PoeticFormMetric"),
 }
 
 _REGISTRY: dict[str, Callable[..., Metric]] = {}
