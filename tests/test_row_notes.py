@@ -72,3 +72,16 @@ def test_disagreement_is_marked(three_systems, capsys):
     legend = [line for line in text.splitlines() if "\u2020: the interval" in line]
     # every marked table has the legend in its caption, and a legend only where a mark is
     assert bool(marked) == bool(legend)
+
+
+def test_measures_above_the_upper_bound_are_explained():
+    # HANNA at the system level: many measures correlate more with the criterion than an
+    # annotator with the panel's mean; the note says what the "upper bound" bounds
+    import storyeval
+    from storyeval.report.meta_report import above_upper_bound_lines, baseline_lines
+
+    result = storyeval.meta_evaluate(storyeval.load_hanna(), levels="overall,system")
+    system = above_upper_bound_lines(result, "system")
+    assert len(system) == 1 and "not for a measure" in system[0]
+    assert system[0] in baseline_lines(result, "system")
+    assert above_upper_bound_lines(result, "overall") == []

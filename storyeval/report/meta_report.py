@@ -576,7 +576,27 @@ def baseline_lines(result: MetaResult, level: str) -> list[str]:
     labels = rows["variant"].map(BASELINE_LABELS).fillna(rows["variant"])
     counts = rows.groupby([labels.to_numpy(), rows["reason"].to_numpy()], sort=False).size()
     return [f"{label}: {count} value(s): {reason}"
-            for (label, reason), count in counts.items()]
+            for (label, reason), count in counts.items()] + above_upper_bound_lines(result, level)
+
+
+def above_upper_bound_lines(result: MetaResult, level: str) -> list[str]:
+    """A note where a measure's |correlation| exceeds the "upper bound" baseline of its
+    criterion: that baseline is an annotator's agreement with the mean of all annotators, a
+    bound for one annotator, not for a measure (with few systems or prompts a measure can
+    reach 1.000 beside it)."""
+    base, corr = result.baseline, result.correlations
+    if base.empty or corr.empty:
+        return []
+    bound = base[(base["level"] == level) & (base["variant"] == "upper_bound")]
+    bound = bound.set_index("criterion")["value"].dropna()
+    rows = corr[(corr["level"] == level) & corr["criterion"].isin(bound.index)]
+    above = rows[rows["value"].abs() > rows["criterion"].map(bound) + 1e-12]
+    if above.empty:
+        return []
+    criteria = ", ".join(dict.fromkeys(above["criterion"]))
+    return [f"{BASELINE_LABELS['upper_bound']} is each annotator against the mean of all "
+            f"annotators (itself included): a bound for one annotator, not for a measure; "
+            f"{above['measure'].nunique()} measure(s) exceed it ({criteria})"]
 
 
 def interval_lines(result: MetaResult, level: str) -> list[str]:
