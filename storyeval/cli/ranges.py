@@ -142,6 +142,12 @@ RANGES: dict[str, Range] = {
     "pairwise genrm --max-new-tokens": AT_LEAST_1,
     "pairwise prepare --length-bins": Range(2, hint="an even number of buckets"),
     "pairwise select --validation-share": PROBABILITY,
+    # storyeval dedup / cluster
+    "dedup --threshold": Range(-1, 1, hint="a cosine similarity"),
+    "dedup --block-size": AT_LEAST_1,
+    "cluster --neighbors": Range(2, hint="UMAP's neighbourhood size"),
+    "cluster --per-cluster": AT_LEAST_1,
+    "cluster --n-init": AT_LEAST_1,
 }
 
 
