@@ -8,14 +8,16 @@ excludes ``gen_*.py``).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
 import re
 import shlex
+import sys
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,3 +160,24 @@ def snippet_writer(out: Path, written: list[Path], *,
         written.append(path)
 
     return write
+
+
+def remove_stale(out: Path, written: Sequence[Path], *, keep: Iterable[str] = ()) -> None:
+    """Delete the snippets of ``out`` that this run did not write (a renamed or dropped one),
+    except the names in ``keep`` (snippets another script writes there, e.g. a benchmark)."""
+    kept = set(keep)
+    for stale in sorted(out.glob("*.md")):
+        if stale not in written and stale.name not in kept:
+            stale.unlink()
+
+
+def generator_main(generate: Callable[[Path], Sequence[Path]], default_out: Path,
+                   description: str, argv: Sequence[str] | None = None) -> int:
+    """The command line of a generator: ``--out DIR`` (default ``default_out``), then
+    ``generate(out)``, and a line saying how many files it wrote."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, default=default_out)
+    args = parser.parse_args(argv)
+    paths = generate(args.out)
+    print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
+    return 0

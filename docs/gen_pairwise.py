@@ -18,15 +18,20 @@ regenerates the snippets and compares them with the committed ones.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gen_common import run_cli, shell, snippet_writer, working_directory
+from gen_common import (
+    generator_main,
+    remove_stale,
+    run_cli,
+    shell,
+    snippet_writer,
+    working_directory,
+)
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "pairwise"
@@ -114,19 +119,12 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
             for name, argv in COMMANDS.items():
                 write(name, f"```bash\n{shell(argv)}\n```\n\n```text\n"
                             f"{run_cli(argv).rstrip()}\n```\n")
-    for stale in sorted(out.glob("*.md")):
-        if stale not in written and stale.name not in FOREIGN:
-            stale.unlink()
+    remove_stale(out, written, keep=FOREIGN)
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = parser.parse_args(argv)
-    paths = generate(args.out)
-    print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
-    return 0
+    return generator_main(generate, DEFAULT_OUT, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

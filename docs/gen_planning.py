@@ -21,16 +21,21 @@ with the committed ones.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gen_common import run_cli, shell, snippet_writer, working_directory
+from gen_common import (
+    generator_main,
+    remove_stale,
+    run_cli,
+    shell,
+    snippet_writer,
+    working_directory,
+)
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "planning"
@@ -285,19 +290,12 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
                         f"{run_cli(argv, expect=EXPECTED_EXIT.get(name, 0)).rstrip()}\n```\n")
     write("ppi_coverage", coverage_table())
     write("active_benchmark", active_table())
-    for stale in sorted(out.glob("*.md")):
-        if stale not in written:
-            stale.unlink()
+    remove_stale(out, written)
     return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = parser.parse_args(argv)
-    paths = generate(args.out)
-    print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
-    return 0
+    return generator_main(generate, DEFAULT_OUT, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":

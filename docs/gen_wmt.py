@@ -17,15 +17,13 @@ own folder because ``docs/gen_pages.py`` owns the ``*.md`` files directly under
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gen_common import console, md, snippet_writer
+from gen_common import console, generator_main, md, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -183,12 +181,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = parser.parse_args(argv)
-    paths = generate(args.out)
-    print(f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
-    return 0
+    return generator_main(generate, DEFAULT_OUT, __doc__.split("\n")[0], argv)
 
 
 if __name__ == "__main__":
