@@ -80,27 +80,13 @@ def run(args: argparse.Namespace) -> int:
     """Cluster, print and write; returns the exit code."""
     import pandas as pd
 
-    from storyeval.data.io import read_table
-    from storyeval.exceptions import InputError
     from storyeval.explain.cluster import cluster_embeddings
-    from storyeval.generation.dedup import unit_rows
-    from storyeval.generation.pipeline import align_embeddings, check_stories, embed_stories
+    from storyeval.generation.pipeline import stories_with_embeddings
     from storyeval.report.tables import format_table
 
-    stories, fmt = read_table(args.stories)
-    stories = stories.reset_index(drop=True)
-    if args.id not in stories.columns:
-        raise InputError(f"{args.stories}: no id column {args.id!r}; has "
-                         f"{list(stories.columns)}")
-    check_stories(stories, text=args.text, id_column=args.id, source=str(args.stories), fmt=fmt)
-    if args.embeddings is not None:
-        table, _ = read_table(args.embeddings)
-        emb = align_embeddings(stories, table, id_column=args.id, source=str(args.embeddings))
-        source = str(args.embeddings)
-    else:
-        emb = embed_stories(stories[args.text].astype(str).tolist())
-        source = "MiniLM embeddings"
-    unit_rows(emb, source=source)  # a zero or non-finite row: an error naming it
+    stories, emb, source = stories_with_embeddings(args.stories, text=args.text,
+                                                   id_column=args.id,
+                                                   embeddings_path=args.embeddings)
     reduce_to = None if str(args.reduce).lower() == "none" else int(args.reduce)
     res = cluster_embeddings(emb, k=_ks(args.k), reduce_to=reduce_to,
                              n_neighbors=args.neighbors, per_cluster=args.per_cluster,

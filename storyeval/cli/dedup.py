@@ -61,27 +61,12 @@ def run(args: argparse.Namespace) -> int:
     """Filter and write; returns the exit code."""
     from storyeval._atomic import OutputFolder
     from storyeval._csv import write_csv
-    from storyeval.data.io import read_table
-    from storyeval.exceptions import InputError
     from storyeval.generation.dedup import near_duplicates
-    from storyeval.generation.pipeline import align_embeddings, check_stories, embed_stories
+    from storyeval.generation.pipeline import stories_with_embeddings
 
-    stories, fmt = read_table(args.stories)
-    stories = stories.reset_index(drop=True)
-    if args.id not in stories.columns:
-        raise InputError(f"{args.stories}: no id column {args.id!r}; has "
-                         f"{list(stories.columns)}")
-    check_stories(stories, text=args.text, id_column=args.id, source=str(args.stories), fmt=fmt)
-    if args.embeddings is not None:
-        table, _ = read_table(args.embeddings)
-        emb = align_embeddings(stories, table, id_column=args.id, source=str(args.embeddings))
-        source = str(args.embeddings)
-    else:
-        emb = embed_stories(stories[args.text].astype(str).tolist())
-        source = "MiniLM embeddings"
-    from storyeval.generation.dedup import unit_rows
-
-    unit_rows(emb, source=source)  # a zero or non-finite row: an error naming it
+    stories, emb, source = stories_with_embeddings(args.stories, text=args.text,
+                                                   id_column=args.id,
+                                                   embeddings_path=args.embeddings)
     res = near_duplicates(emb, threshold=args.threshold, keep=args.keep,
                           block_size=args.block_size)
     ids = stories[args.id].astype(str).to_numpy()

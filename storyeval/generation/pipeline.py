@@ -89,6 +89,34 @@ def check_stories(stories: pd.DataFrame, *, text: str = "story", id_column: str 
                          "copies")
 
 
+def stories_with_embeddings(stories_path: str | Path, *, text: str, id_column: str,
+                            embeddings_path: str | Path | None = None
+                            ) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """(stories, one unit-norm-checkable embedding row per story, where the embeddings came
+    from) for the commands that compare stories by embedding (`storyeval dedup`, `storyeval
+    cluster`): the stories file read and checked (an id column, ids given once, texts present),
+    then the user's embeddings aligned to its ids, or MiniLM embeddings of the texts; a zero or
+    non-finite row is an error naming it."""
+    from storyeval.data.io import read_table
+    from storyeval.generation.dedup import unit_rows
+
+    stories, fmt = read_table(stories_path)
+    stories = stories.reset_index(drop=True)
+    if id_column not in stories.columns:
+        raise InputError(f"{stories_path}: no id column {id_column!r}; has "
+                         f"{list(stories.columns)}")
+    check_stories(stories, text=text, id_column=id_column, source=str(stories_path), fmt=fmt)
+    if embeddings_path is not None:
+        table, _ = read_table(embeddings_path)
+        emb = align_embeddings(stories, table, id_column=id_column, source=str(embeddings_path))
+        source = str(embeddings_path)
+    else:
+        emb = embed_stories(stories[text].astype(str).tolist())
+        source = "MiniLM embeddings"
+    unit_rows(emb, source=source)
+    return stories, emb, source
+
+
 def diversity_statistics(stories: pd.DataFrame, *, text: str = "story", group: str = "system",
                          time: str | None = None, run: str | None = None,
                          orders: Sequence[int] = (1, 2),
