@@ -289,7 +289,8 @@ def _ppr_win_rates(args, human, judge, common, sources):
     s = res.settings
     note = (f"estimand: each item's human win rate (a tie counts {args.tie_credit:g}); "
             f"{args.method}, lambda {res.lam:.3g}; {s['n_labelled']} human-labelled and "
-            f"{s['n_unlabelled']} judge-only comparisons; se: {args.variance}-clustered "
+            f"{s['n_unlabelled']} judge-only comparisons in all (the columns n_labelled and "
+            f"n_unlabelled, where shown, count each item's own); se: {args.variance}-clustered "
             f"sandwich (no bootstrap for win rates), {args.scaling} scaling; rank-sets cover the ranking of all items together with "
             f"probability >= {args.confidence_level:g} (asymptotically; chi-square with k "
             "degrees of freedom, Chatzi et al. 2024)")
@@ -324,7 +325,8 @@ def _ppr_strengths(args, human, judge, common, sources):
     note = ("estimand: Bradley-Terry log-strengths of the human verdicts (a tie counts half), "
             + (f"fixed at 0 for {args.reference}" if args.reference else "centred (mean 0)")
             + f"; {args.method} (PPI++ for the logistic model), lambda {res.lam:.3g}; "
-            f"{res.n_labelled} human-labelled and {res.n_unlabelled} judge-only comparisons"
+            f"{res.n_labelled} human-labelled and {res.n_unlabelled} judge-only comparisons "
+            "in all (the columns n_labelled and n_unlabelled count each item's own)"
             + _ppr_interval_note(args, res.variance) +
             "human_*: the human verdicts alone; width_ratio = se / human_se; rank-sets cover "
             f"the ranking of all items together with probability >= "
