@@ -588,9 +588,12 @@ def above_upper_bound_lines(result: MetaResult, level: str) -> list[str]:
     if base.empty or corr.empty:
         return []
     bound = base[(base["level"] == level) & (base["variant"] == "upper_bound")]
-    bound = bound.set_index("criterion")["value"].dropna()
+    bound = bound.set_index("criterion")["value"].astype(float).dropna()
+    if bound.empty:
+        return []
     rows = corr[(corr["level"] == level) & corr["criterion"].isin(bound.index)]
-    above = rows[rows["value"].abs() > rows["criterion"].map(bound) + 1e-12]
+    limit = rows["criterion"].map(bound).to_numpy(dtype=float)
+    above = rows[rows["value"].abs().to_numpy(dtype=float) > limit + 1e-12]
     if above.empty:
         return []
     criteria = ", ".join(dict.fromkeys(above["criterion"]))
