@@ -38,20 +38,36 @@ def _oriented(rows: pd.DataFrame, convention: str, lower: set[str]) -> np.ndarra
     return np.where(rows["measure"].isin(lower).to_numpy(), -values, values)
 
 
-def _pair_rows(tests: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    return tests[((tests["measure_a"] == a) & (tests["measure_b"] == b))
-                 | ((tests["measure_a"] == b) & (tests["measure_b"] == a))]
+class _PairTests:
+    """The first test row of each unordered pair of measures, its p-value and the measure a
+    one-sided test put forward, found by a dictionary built once per table (a boolean mask
+    over the whole table per pair took 4 s of HANNA's default answer)."""
 
+    def __init__(self, tests: pd.DataFrame, p_column: str) -> None:
+        from storyeval.compare.clusters import tested_better
 
-def _beats(row: pd.DataFrame, winner: str, alpha: float, p_column: str) -> bool | None:
-    """Whether the test row says ``winner`` is significantly better (``p_column``); None when
-    the pair was not tested or its p-value is undefined."""
-    from storyeval.compare.clusters import tested_better
+        self.p = tests[p_column].to_numpy(dtype=float)
+        self.favoured = tested_better(tests)
+        self.where: dict[tuple[str, str], int] = {}
+        for k, (a, b) in enumerate(zip(tests["measure_a"], tests["measure_b"])):
+            self.where.setdefault((a, b), k)
 
-    if row.empty or pd.isna(row[p_column].iloc[0]):
-        return None
-    favoured = tested_better(row)[0]
-    return bool(row[p_column].iloc[0] <= alpha and favoured in (None, winner))
+    def row(self, a: str, b: str) -> int | None:
+        """The pair's first row (in table order), either orientation; None if untested."""
+        found = [k for k in (self.where.get((a, b)), self.where.get((b, a))) if k is not None]
+        return min(found) if found else None
+
+    def pvalue(self, a: str, b: str) -> float:
+        k = self.row(a, b)
+        return float("nan") if k is None else float(self.p[k])
+
+    def beats(self, winner: str, other: str, alpha: float) -> bool | None:
+        """Whether the pair's test says ``winner`` is significantly better; None when the pair
+        was not tested or its p-value is undefined."""
+        k = self.row(winner, other)
+        if k is None or np.isnan(self.p[k]):
+            return None
+        return bool(self.p[k] <= alpha and self.favoured[k] in (None, winner))
 
 
 def _number(value: float, digits: int) -> str:
@@ -239,10 +255,10 @@ def _decisions(tests: pd.DataFrame, rows: pd.DataFrame, labels: dict[str, str], 
     nxt = rows["measure"].iloc[n_ties]
     # every measure tied for best against the next one: better only if each of them is
     verdicts, ps = [], []
+    pairs = _PairTests(tests, p_column)
     for m in rows["measure"].iloc[:n_ties]:
-        pair = _pair_rows(tests, m, nxt)
-        verdicts.append(_beats(pair, m, alpha, p_column))
-        ps.append(pair[p_column].iloc[0] if not pair.empty else float("nan"))
+        verdicts.append(pairs.beats(m, nxt, alpha))
+        ps.append(pairs.pvalue(m, nxt))
     beats = None if None in verdicts else all(verdicts)
     decided = {None: "not tested", True: "yes", False: "no"}[beats]
     p_next = p_text(max(ps)) if not any(pd.isna(ps)) else ""
@@ -251,7 +267,7 @@ def _decisions(tests: pd.DataFrame, rows: pd.DataFrame, labels: dict[str, str], 
         if k < n_ties:
             group.append(labels[m])
             continue
-        verdict = _beats(_pair_rows(tests, best, m), best, alpha, p_column)
+        verdict = pairs.beats(best, m, alpha)
         if verdict is None:
             untested += 1
         elif not verdict:
