@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from gen_common import run_cli, shell, snippet_writer
+from gen_common import remove_stale, run_cli, shell, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -199,8 +199,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
                                        "--sentinels", "--reference", "none", "--format", "md"]))
     write("sentinel_prompt_level", sentinel_prompt_level())
     write("levels", levels_table())
-    for stale in sorted(p for p in out.glob("*.md") if p not in written):
-        stale.unlink()
+    remove_stale(out, written)
     return written
 
 

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gen_common import md, run_cli, shell, snippet_writer, working_directory
+from gen_common import md, remove_stale, run_cli, shell, snippet_writer, working_directory
 
 DOCS = Path(__file__).resolve().parent
 DEFAULT_OUT = DOCS / "generated" / "demos"
@@ -468,8 +468,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, *, figures: bool = True,
         (Path(tmp) / "explain").mkdir()
         explanations(write, Path(tmp) / "explain", figures=figures, img_dir=img,
                      written=written)
-    for stale in sorted(p for p in out.glob("*.md") if p not in written):
-        stale.unlink()
+    remove_stale(out, written)
     return written
 
 

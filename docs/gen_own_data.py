@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from gen_common import CommandFailed, invoke, snippet_writer, working_directory
+from gen_common import CommandFailed, invoke, remove_stale, snippet_writer, working_directory
 from gen_common import shell as common_shell
 
 DOCS = Path(__file__).resolve().parent
@@ -287,8 +287,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     if failures:
         raise CommandFailed(f"{len(failures)} of the page's steps failed; their snippets were "
                             "not written:\n\n" + "\n\n".join(failures))
-    for stale in sorted(p for p in out.glob("*.md") if p not in written):
-        stale.unlink()
+    remove_stale(out, written)
     return written
 
 

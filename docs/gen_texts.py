@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from gen_common import run_cli, shell, snippet_writer
+from gen_common import remove_stale, run_cli, shell, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -87,8 +87,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
         write("cluster", transcript(
             ["cluster", "--stories", "prompts.csv", "--embeddings", "embeddings.csv", "--k",
              "2-15", "--reduce", "none", "--per-cluster", "2"], cwd=folder))
-    for stale in sorted(p for p in out.glob("*.md") if p not in written):
-        stale.unlink()
+    remove_stale(out, written)
     return written
 
 

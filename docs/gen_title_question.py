@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from gen_common import md, run_cli, shell, snippet_writer
+from gen_common import md, remove_stale, run_cli, shell, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -233,8 +233,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT, *, cache_only: bool = False) -> 
     with tempfile.TemporaryDirectory() as tmp:
         write("answer", answer(run, Path(tmp)))
         write("verdict", verdict(Path(tmp)))
-    for stale in sorted(p for p in out.glob("*.md") if p not in written):
-        stale.unlink()
+    remove_stale(out, written)
     return written
 
 

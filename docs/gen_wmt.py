@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gen_common import console, generator_main, md, snippet_writer
+from gen_common import console, generator_main, md, remove_stale, snippet_writer
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -175,8 +175,7 @@ def generate(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
                                    "Relevance", "--levels", "overall", "--reference", "none",
                                    "--length", "Text length"]))
     write("levels", levels_table())
-    for stale in sorted(p for p in out.glob("*.md") if p not in written):
-        stale.unlink()
+    remove_stale(out, written)
     return written
 
 
