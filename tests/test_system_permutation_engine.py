@@ -108,6 +108,47 @@ def test_compiled_kernel_leaves_overflowing_rows_to_numpy():
     assert_same_bits(deltas[:, 3:], reference)
 
 
+@needs_numba
+@pytest.mark.parametrize("method", ["kendall_b", "kendall_c"])
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+@pytest.mark.parametrize("N", [19, 60, 199])
+def test_fused_midp_kernel_equals_the_numpy_summary(method, alternative, N):
+    """`kendall_midp` (the default test's kernel: rows grouped by measures and orientations,
+    each row's mid-p counts and interval half-width computed in place) equals the NumPy
+    summary of the deltas, bit for bit, with rows sharing their swapped values across
+    criteria, constant criteria and rows left to the NumPy engine."""
+    from storyeval.compare.procedures import _midp_counts, _midp_spread
+    from storyeval.correlation._permutation_numba import kendall_deltas, kendall_midp
+
+    g = np.random.default_rng([N, len(method), len(alternative)])
+    swapped, mean, observed, scale, shift, h, ia, ib, sa, sb = _kernel_inputs(g, 6, 5, N, 36)
+    # four criteria per (a, b, orientation), as the rows of a run with four criteria
+    pairs = g.integers(0, 5, (9, 2))
+    ia, ib = np.repeat(pairs[:, 0], 4), np.repeat(pairs[:, 1], 4)
+    sa, sb = np.repeat(sa[:9], 4), np.repeat(sb[:9], 4)
+    order = g.permutation(36)  # rows of a group need not be adjacent
+    ia, ib, sa, sb, h = ia[order], ib[order], sa[order], sb[order], h[:, order]
+    ia[:2], ib[:2], h[:, :2] = 0, 1, 0.5  # constant criteria: undefined coefficients
+    scale[4] = 1e308  # the rows of column 4 overflow: left undone by both kernels
+    H = tie_values(h, "system", axis=0, rtol=1e-12)
+    alpha = 0.05 if N > 19 else 0.2
+    deltas, undone = kendall_deltas(swapped, mean, observed, scale, shift, H, ia, ib, sa, sb,
+                                    1e-12, method)
+    obs, more, tied, spread, flag = kendall_midp(swapped, mean, observed, scale, shift, H, ia,
+                                                 ib, sa, sb, 1e-12, method, alternative, alpha,
+                                                 procedures._TOL)
+    np.testing.assert_array_equal(flag, undone)
+    done = ~flag
+    assert done.sum() >= 12 and flag.any()
+    ref_more, ref_tied = _midp_counts(deltas[0], deltas[1:], alternative)
+    ref_spread = _midp_spread(deltas[0], deltas[1:], alpha, alternative)
+    assert_same_bits(obs[done], deltas[0][done])
+    assert_same_bits(more[done], ref_more[done])
+    assert_same_bits(tied[done], ref_tied[done])
+    assert_same_bits(spread[done], ref_spread[done])
+    assert np.isfinite(spread[done]).any() and np.isnan(spread[done]).any()
+
+
 def _story_frame(g: np.random.Generator, S: int, P: int, constant: bool = False):
     """A (system, prompt_id) frame whose system means tie exactly (Likert averages, rounded
     metrics), tie up to the last bits (sums of thirds in different orders), include zeros and
@@ -147,8 +188,10 @@ def _both_engines(monkeypatch, *args, **kwargs):
     numpy_result = system_permutation(*args, **kwargs)
     monkeypatch.delenv("STORYEVAL_KENDALL_ENGINE")
     calls = []
-    kernel = compiled.kendall_deltas
-    monkeypatch.setattr(compiled, "kendall_deltas", lambda *a: calls.append(1) or kernel(*a))
+    for name in ("kendall_deltas", "kendall_midp"):
+        kernel = getattr(compiled, name)
+        monkeypatch.setattr(compiled, name,
+                            lambda *a, kernel=kernel: calls.append(1) or kernel(*a))
     compiled_result = system_permutation(*args, **kwargs)
     assert calls, "the compiled kernel did not run"
     return numpy_result, compiled_result
@@ -202,12 +245,13 @@ def test_system_permutation_engines_agree_bit_for_bit(monkeypatch, method, tie_r
     size = len(comp["criterion"])
     sa = g.choice(np.array([-1.0, 1.0]), size)
     sb = g.choice(np.array([-1.0, 1.0]), size)
-    for alternative in ("two-sided", "less"):
+    for alternative, ties in (("two-sided", "random"), ("less", "random"),
+                              ("two-sided", "mid"), ("greater", "mid")):
         numpy_result, compiled = _both_engines(
             monkeypatch, wide, comp, sa, sb, method, alternative, n_permutations=199,
-            random_state=3, tie_rtol=tie_rtol)
+            random_state=3, tie_rtol=tie_rtol, ties=ties, n_resamples=50)
         for key in OUTPUTS:
-            assert_same_bits(compiled[key], numpy_result[key], err_msg=key)
+            assert_same_bits(compiled[key], numpy_result[key], err_msg=f"{key} {ties}")
     # the data do what they are for: undefined rows (constant metric) and exact ties
     assert (numpy_result["test_reason"] != "").any()
     assert np.isfinite(numpy_result["p"]).sum() > size // 2

@@ -926,41 +926,54 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     # the criterion's system means under the tie rule (snapped per column: once for all rows)
     H = tie_values(observed_means[:, ih], "system", axis=0, rtol=tie_rtol)
     size = len(ih)
-    if method in ("kendall_b", "kendall_c") and _compiled_permutation(size, len(swapped), S,
-                                                                      method):
-        from storyeval.correlation._permutation_numba import kendall_deltas
+    alpha = 1.0 - confidence_level
+    engine_args = (swapped, mean, observed_means, scale, shift, H, ia, ib, sa, sb, tie_rtol)
+    compiled = method in ("kendall_b", "kendall_c") and _compiled_permutation(
+        size, len(swapped), S, method)
+    if compiled and ties == "mid":
+        # the default: each row's test summarised inside the kernel, no (N + 1, R) matrix
+        from storyeval.correlation._permutation_numba import kendall_midp
 
-        deltas, undone = kendall_deltas(swapped, mean, observed_means, scale, shift, H, ia, ib,
-                                        sa, sb, tie_rtol, method)
+        observed, more, tied, spread, undone = kendall_midp(*engine_args, method, alternative,
+                                                            alpha, _TOL)
         rows = np.flatnonzero(undone)  # a swapped mean overflowed: the NumPy engine's rules
-    elif method == "kendall_b":
-        deltas, rows = _kendall_b_deltas(swapped, mean, observed_means, scale, shift, H, ih, ia,
-                                         ib, sa, sb, tie_rtol)
-    elif method == "pearson":
-        deltas, rows = _pearson_deltas(swapped, mean, H, ih, ia, ib, sa, sb), np.arange(0)
-        if "r_a" in comp:  # the printed difference is the tested one (the reported means)
-            deltas[0] = sa * np.asarray(comp["r_a"], float) - sb * np.asarray(comp["r_b"], float)
+        if len(rows):
+            deltas = _numpy_rows(rows, *engine_args, method, n_permutations)
+            observed[rows] = deltas[0]
+            more[rows], tied[rows] = _midp_counts(deltas[0], deltas[1:], alternative)
+            spread[rows] = _midp_spread(deltas[0], deltas[1:], alpha, alternative)
     else:
-        deltas, rows = np.empty((n_permutations + 1, size)), np.arange(size)
-    per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
-    step = max(1, int(2**28 // per_row))
-    for start in range(0, len(rows), step):
-        deltas[:, rows[start:start + step]] = _numpy_deltas(
-            rows[start:start + step], swapped, mean, observed_means, scale, shift, H, ia, ib,
-            sa, sb, tie_rtol, method)
-    observed, perm = deltas[0], deltas[1:]
-    obs, dist = _oriented(observed, perm, alternative)
-    # the test of the coefficient's own difference: swaps that tie with the data (frequent for
-    # a rank coefficient of few system means) are split, never ordered by another statistic
-    more = (dist > obs + _TOL).sum(0)
-    tied = (np.abs(dist - obs) <= _TOL).sum(0)
+        if compiled:
+            from storyeval.correlation._permutation_numba import kendall_deltas
+
+            deltas, undone = kendall_deltas(*engine_args, method)
+            rows = np.flatnonzero(undone)
+        elif method == "kendall_b":
+            deltas, rows = _kendall_b_deltas(swapped, mean, observed_means, scale, shift, H, ih,
+                                             ia, ib, sa, sb, tie_rtol)
+        elif method == "pearson":
+            deltas, rows = _pearson_deltas(swapped, mean, H, ih, ia, ib, sa, sb), np.arange(0)
+            if "r_a" in comp:  # the printed difference is the tested one (the reported means)
+                deltas[0] = (sa * np.asarray(comp["r_a"], float)
+                             - sb * np.asarray(comp["r_b"], float))
+        else:
+            deltas, rows = np.empty((n_permutations + 1, size)), np.arange(size)
+        if len(rows):
+            deltas[:, rows] = _numpy_rows(rows, *engine_args, method, n_permutations)
+        observed, perm = deltas[0], deltas[1:]
+        # the test of the coefficient's own difference: swaps that tie with the data (frequent
+        # for a rank coefficient of few system means) are split, never ordered by another
+        # statistic
+        more, tied = _midp_counts(observed, perm, alternative)
+        if ties == "mid":
+            spread = _midp_spread(observed, perm, alpha, alternative)
     if ties == "mid":
         p = (more + 0.5 * (1 + tied)) / (n_permutations + 1)
-        low, high = _midp_interval(observed, perm, 1.0 - confidence_level, alternative)
+        low, high = _spread_interval(observed, spread, alternative)
         boot = _bootstrap_deltas(wide, comp, sa, sb, "system", method, n_resamples, "prompts",
                                  random_state, tie_rtol)
         low, high = compatible_interval(observed, low, high, _sd_columns(boot),
-                                        confidence_level, reject=p < 1.0 - confidence_level,
+                                        confidence_level, reject=p < alpha,
                                         alternative=alternative)
     else:
         u = comparison_uniforms(comp, "system", random_state)
@@ -976,6 +989,31 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
             "statistic_kind": np.full(size, "delta", dtype=object),
             "test_reason": np.where(ok, "", "coefficient undefined (constant input)")
             .astype(object)}
+
+
+def _numpy_rows(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
+                observed_means: np.ndarray, scale: np.ndarray, shift: np.ndarray,
+                H: np.ndarray, ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                tie_rtol: float, method: str, n_permutations: int) -> np.ndarray:
+    """(N + 1, len(rows)) deltas of ``rows`` by the NumPy engine, in blocks of rows whose
+    temporaries stay under 256 MB."""
+    S = mean.shape[0]
+    out = np.empty((n_permutations + 1, len(rows)))
+    per_row = (n_permutations + 1) * S * S * 3 * 8 * 3
+    step = max(1, int(2**28 // per_row))
+    for start in range(0, len(rows), step):
+        out[:, start:start + step] = _numpy_deltas(
+            rows[start:start + step], swapped, mean, observed_means, scale, shift, H, ia, ib,
+            sa, sb, tie_rtol, method)
+    return out
+
+
+def _midp_counts(observed: np.ndarray, perm: np.ndarray,
+                 alternative: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per column, the swaps more extreme than the observed difference and those tied with
+    it (within `_TOL`), in the test's orientation (`_oriented`)."""
+    obs, dist = _oriented(observed, perm, alternative)
+    return (dist > obs + _TOL).sum(0), (np.abs(dist - obs) <= _TOL).sum(0)
 
 
 def _oriented(observed: np.ndarray, perm: np.ndarray,
@@ -1214,11 +1252,20 @@ def _midp_interval(observed: np.ndarray, perm: np.ndarray, alpha: float,
     """The values ``delta0`` that the mid-p test of the location shift ``delta - delta0`` does
     not reject at ``alpha``, against the swaps' ``delta*`` ordered as the test orders them
     (`_oriented`): two-sided ``observed +- c``; ``"greater"`` ``[observed - c, inf)``;
-    ``"less"`` ``(-inf, observed + c]``. The mid-p of ``x`` is ``(#{d > x} + (1 + #{d = x}) /
-    2) / (N + 1)``, nonincreasing in ``x``; the accepted ``x`` are those below ``c``, a value of
-    the ordered ``delta*`` (``c`` is then shrunk by a few tolerances so that an observed
-    ``delta = c`` lies outside, as the test rejects it): the test at 0 and the interval agree by
-    construction. Every column at once, by one partition (O(N) per column)."""
+    ``"less"`` ``(-inf, observed + c]`` (``c`` from `_midp_spread`)."""
+    return _spread_interval(observed, _midp_spread(observed, perm, alpha, alternative),
+                            alternative)
+
+
+def _midp_spread(observed: np.ndarray, perm: np.ndarray, alpha: float,
+                 alternative: str = "two-sided") -> np.ndarray:
+    """The half-width ``c`` of `_midp_interval` per column. The mid-p of ``x`` is ``(#{d > x}
+    + (1 + #{d = x}) / 2) / (N + 1)``, nonincreasing in ``x``; the accepted ``x`` are those
+    below ``c``, a value of the ordered ``delta*`` (``c`` is then shrunk by a few tolerances
+    so that an observed ``delta = c`` lies outside, as the test rejects it): the test at 0 and
+    the interval agree by construction. Every column at once, by one partition (O(N) per
+    column); the compiled kernel (`storyeval.correlation._permutation_numba._midp_summary`)
+    repeats these operations row by row."""
     _, d = _oriented(observed, perm, alternative)
     n, rows = d.shape
     cut = alpha * (n + 1)
@@ -1234,8 +1281,15 @@ def _midp_interval(observed: np.ndarray, perm: np.ndarray, alpha: float,
         tied = (np.abs(d - v) <= _TOL).sum(axis=0)
         at = above + 0.5 * (1 + tied)  # the mid-p count at v itself
         # v itself rejected: [0, v); else v accepted and anything above rejected: [0, v]
-        spread = np.where(at < cut, v - 4 * _TOL * np.maximum(1.0, np.abs(v)), v)
-    spread = np.where(np.isfinite(observed) & ~np.isnan(d).any(axis=0), spread, np.nan)
+        with np.errstate(invalid="ignore"):  # v = inf (a NaN swap): NaN below in any case
+            spread = np.where(at < cut, v - 4 * _TOL * np.maximum(1.0, np.abs(v)), v)
+    return np.where(np.isfinite(observed) & ~np.isnan(d).any(axis=0), spread, np.nan)
+
+
+def _spread_interval(observed: np.ndarray, spread: np.ndarray,
+                     alternative: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
+    """``observed +- spread`` on the alternative's sides (a bound within `_TOL` of 0 is 0)."""
+    rows = len(observed)
     if alternative == "greater":
         low, high = observed - spread, np.full(rows, np.inf)
     elif alternative == "less":

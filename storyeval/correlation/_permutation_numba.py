@@ -28,7 +28,7 @@ import numpy as np
 
 from storyeval.correlation.kendall_sorted import _on_threads
 
-__all__ = ["kendall_deltas"]
+__all__ = ["kendall_deltas", "kendall_midp"]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -77,20 +77,24 @@ def _grouped_counts(v, rtol, sign_h, order, group):  # pragma: no cover - compil
 
 
 @nb.njit(cache=True, nogil=True)
-def _coefficients(v, rtol, sign_h, den_h, distinct_h, tau_c, num, den, near, order, group,
-                  column, r):  # pragma: no cover - compiled
-    """``r[p]``: tau-b or tau-c of the values ``v[:, p]`` (systems x permutations) under the
-    tie rule against the criterion's pair signs, as `storyeval.correlation.resampled.direct`
-    computes it for unit weights (NaN where its denominator is 0). ``num``, ``den``, ``near``,
-    ``order``, ``group``, ``column`` are scratch space.
+def _shared_coefficients(v, rtol, signs, den_h, distinct_h, tau_c, num, den, near, sign_p,
+                         order, group, column, r):  # pragma: no cover - compiled
+    """``r[c, p]``: tau-b or tau-c of the values ``v[:, p]`` (systems x permutations) under
+    the tie rule against the pair signs ``signs[c]`` of each criterion ``c`` of a group of
+    rows that share the swapped values ``v`` (the same measures a and b, orientations and
+    masks; only the criterion differs), as `storyeval.correlation.resampled.direct` computes
+    it for unit weights (NaN where its denominator is 0). ``num`` (C, permutations), ``den``,
+    ``near``, ``sign_p``, ``order``, ``group``, ``column`` are scratch space.
 
-    The raw order of the values is their snapped order unless two different values are within
-    the tolerance (chaining joins only such neighbours): every pair of systems is compared in
-    one pass over the permutations (contiguous, branch-free: vectorised), and the few
-    permutations with a near tie, or every one for tau-c (which needs the number of groups),
-    are grouped one by one (`_groups`)."""
+    The pair signs of ``v`` are computed once for all criteria (one pass over the
+    permutations per pair of systems, contiguous and branch-free: vectorised), then added to
+    each criterion's sums with that criterion's sign of the pair. The raw order of the values
+    is their snapped order unless two different values are within the tolerance (chaining
+    joins only such neighbours): the few permutations with a near tie, or every one for tau-c
+    (which needs the number of groups), are grouped one by one (`_groups`)."""
     n, total = v.shape
-    num[:] = 0
+    crits = signs.shape[0]
+    num[:, :] = 0
     den[:] = 0
     near[:] = 0
     q = 0
@@ -98,42 +102,118 @@ def _coefficients(v, rtol, sign_h, den_h, distinct_h, tau_c, num, den, near, ord
         vi = v[i]
         for j in range(i + 1, n):
             vj = v[j]
-            sh = sign_h[q]
             for p in range(total):
                 x = vi[p]
                 y = vj[p]
                 gt = y > x
                 lt = y < x
-                num[p] += sh * (np.int64(gt) - np.int64(lt))
+                sign_p[p] = np.int64(gt) - np.int64(lt)
                 den[p] += gt | lt
                 near[p] |= (gt | lt) & (abs(y - x) <= rtol * max(abs(x), abs(y)))
+            for c in range(crits):
+                sh = signs[c, q]
+                if sh != 0:
+                    row = num[c]
+                    for p in range(total):
+                        row[p] += sh * sign_p[p]
             q += 1
     for p in range(total):
         if tau_c or near[p]:
             for s in range(n):
                 column[s] = v[s, p]
-            c_num, c_den, distinct = _grouped_counts(column, rtol, sign_h, order, group)
-            num[p] = c_num
-            den[p] = c_den
-            if tau_c:
-                m = float(min(distinct, distinct_h))
-                size = float(n)
-                scale = size * size * (m - 1.0) / max(m, 1.0)
-                r[p] = 2.0 * float(c_num) / scale if scale > 0 else np.nan
-                continue
-        prod = float(den[p]) * float(den_h)
-        r[p] = float(num[p]) / math.sqrt(prod) if prod > 0 else np.nan
+            for c in range(crits):
+                c_num, c_den, distinct = _grouped_counts(column, rtol, signs[c], order, group)
+                if tau_c:
+                    m = float(min(distinct, distinct_h[c]))
+                    size = float(n)
+                    scale = size * size * (m - 1.0) / max(m, 1.0)
+                    r[c, p] = 2.0 * float(c_num) / scale if scale > 0 else np.nan
+                else:
+                    prod = float(c_den) * float(den_h[c])
+                    r[c, p] = float(c_num) / math.sqrt(prod) if prod > 0 else np.nan
+            continue
+        for c in range(crits):
+            prod = float(den[p]) * float(den_h[c])
+            r[c, p] = float(num[c, p]) / math.sqrt(prod) if prod > 0 else np.nan
 
 
 @nb.njit(cache=True, nogil=True)
-def _rows(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, tau_c, out, flag,
-          start, stop):  # pragma: no cover - compiled
-    """Deltas of rows ``start:stop`` for every permutation (``out[row]``); ``flag[row]`` is
-    set where a swapped or criterion mean is not finite (the row is left to the NumPy
-    engine). ``swapped`` is (K, S, N + 1): a column's permutations contiguous."""
+def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compiled
+    """(more, tied, spread) of one row's deltas ``d`` (the observed first, then the swaps'),
+    as `storyeval.compare.procedures._midp_counts` and `_midp_spread` compute them with NumPy
+    (the same operations in the same order: the same bits). ``alternative``: 0 two-sided,
+    1 greater, 2 less. ``buf`` is scratch space of len(d) - 1."""
+    total = d.size
+    n = total - 1
+    obs = d[0]
+    if alternative == 0:
+        obs = abs(obs)
+    elif alternative == 2:
+        obs = -obs
+    more = 0
+    tied = 0
+    has_nan = False
+    for p in range(1, total):
+        x = d[p]
+        if alternative == 0:
+            x = abs(x)
+        elif alternative == 2:
+            x = -x
+        more += x > obs + tol
+        tied += abs(x - obs) <= tol
+        has_nan |= x != x
+        # np.nan_to_num(x, nan=inf): NaN -> inf, +-inf -> the largest finite magnitude
+        if x != x:
+            buf[p - 1] = np.inf
+        elif x == np.inf:
+            buf[p - 1] = np.finfo(np.float64).max
+        elif x == -np.inf:
+            buf[p - 1] = -np.finfo(np.float64).max
+        else:
+            buf[p - 1] = x
+    cut = alpha * (n + 1)
+    top = math.ceil(cut - 0.5) - 1
+    if top < 0:
+        spread = np.inf
+    else:
+        k = max(0, n - 1 - top)
+        v = np.partition(buf, k)[k]
+        above = 0
+        tied_v = 0
+        for p in range(1, total):
+            x = d[p]
+            if alternative == 0:
+                x = abs(x)
+            elif alternative == 2:
+                x = -x
+            above += x > v + tol
+            tied_v += abs(x - v) <= tol
+        at = above + 0.5 * (1 + tied_v)
+        spread = v - 4 * tol * max(1.0, abs(v)) if at < cut else v
+    if not math.isfinite(d[0]) or has_nan:
+        spread = np.nan
+    return more, tied, spread
+
+
+@nb.njit(cache=True, nogil=True)
+def _groups_kernel(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, tau_c,
+                   members, bounds, fused, alternative, alpha, tol, out, counts, spread, flag,
+                   start, stop):  # pragma: no cover - compiled
+    """Rows of groups ``start:stop`` (``members[bounds[g]:bounds[g + 1]]``: rows with the same
+    measures and orientations, one per criterion) for every permutation. ``fused``: each
+    row's mid-p summary into ``counts[row]`` (more, tied) and ``spread[row]`` (the observed
+    delta, the interval's half-width; `_midp_summary`; ``out`` unused); else its deltas into ``out[row]``. ``flag[row]`` is set
+    where a swapped or criterion mean is not finite (the row is left to the NumPy engine).
+    ``swapped`` is (K, S, N + 1): a column's permutations contiguous."""
     _, n, total = swapped.shape
     n_pairs = n * (n - 1) // 2
-    sign_h = np.empty(n_pairs, np.int64)
+    widest = 0
+    for g in range(start, stop):
+        widest = max(widest, bounds[g + 1] - bounds[g])
+    signs = np.empty((widest, n_pairs), np.int64)
+    den_h = np.empty(widest, np.int64)
+    distinct_h = np.empty(widest, np.int64)
+    rows = np.empty(widest, np.int64)
     group_h = np.empty(n, np.int64)
     group = np.empty(n, np.int64)
     order = np.empty(n, np.int64)
@@ -141,20 +221,20 @@ def _rows(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, tau_c,
     hv = np.empty(n)
     va = np.empty((n, total))
     vb = np.empty((n, total))
-    num = np.empty(total, np.int64)
+    num = np.empty((widest, total), np.int64)
     den = np.empty(total, np.int64)
     near = np.empty(total, np.bool_)
-    r_a = np.empty(total)
-    r_b = np.empty(total)
-    for row in range(start, stop):
-        ka = ia[row]
-        kb = ib[row]
-        ra = sa[row]
-        rb = sb[row]
-        finite = True
-        for s in range(n):
-            hv[s] = h[s, row]
-            finite = finite and math.isfinite(hv[s])
+    sign_p = np.empty(total, np.int64)
+    r_a = np.empty((widest, total))
+    r_b = np.empty((widest, total))
+    delta = np.empty(total)
+    buf = np.empty(max(total - 1, 1))
+    for g in range(start, stop):
+        first = members[bounds[g]]
+        ka = ia[first]
+        kb = ib[first]
+        ra = sa[first]
+        rb = sb[first]
         # the swapped means, (a_s + move) * scale + sa * shift as the NumPy engine computes
         # them, and the identity arrangement: the reported system means
         shift_a = ra * shift[ka]
@@ -174,24 +254,85 @@ def _rows(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, tau_c,
             va[s, 0] = observed[s, ka] * ra
             vb[s, 0] = observed[s, kb] * rb
             bad |= (va[s, 0] - va[s, 0] != 0.0) | (vb[s, 0] - vb[s, 0] != 0.0)
-        if bad or not finite:
-            flag[row] = True
+        crits = 0
+        for m in range(bounds[g], bounds[g + 1]):
+            row = members[m]
+            finite = True
+            for s in range(n):
+                hv[s] = h[s, row]
+                finite = finite and math.isfinite(hv[s])
+            if bad or not finite:
+                flag[row] = True
+                continue
+            # h has been through the tie rule already: its ties are equal values (as in direct)
+            distinct_h[crits] = _groups(hv, 0.0, order, group_h)
+            d_h = 0
+            q = 0
+            for i in range(n - 1):
+                for j in range(i + 1, n):
+                    sgn = (group_h[j] > group_h[i]) - (group_h[j] < group_h[i])
+                    signs[crits, q] = sgn
+                    d_h += sgn != 0
+                    q += 1
+            den_h[crits] = d_h
+            rows[crits] = row
+            crits += 1
+        if crits == 0:
             continue
-        # h has been through the tie rule already: its ties are equal values (as in direct)
-        distinct_h = _groups(hv, 0.0, order, group_h)
-        den_h = 0
-        q = 0
-        for i in range(n - 1):
-            for j in range(i + 1, n):
-                sign_h[q] = (group_h[j] > group_h[i]) - (group_h[j] < group_h[i])
-                den_h += sign_h[q] != 0
-                q += 1
-        _coefficients(va, rtol, sign_h, den_h, distinct_h, tau_c, num, den, near, order, group,
-                      column, r_a)
-        _coefficients(vb, rtol, sign_h, den_h, distinct_h, tau_c, num, den, near, order, group,
-                      column, r_b)
-        for p in range(total):
-            out[row, p] = r_a[p] - r_b[p]
+        _shared_coefficients(va, rtol, signs[:crits], den_h[:crits], distinct_h[:crits], tau_c,
+                             num[:crits], den, near, sign_p, order, group, column, r_a)
+        _shared_coefficients(vb, rtol, signs[:crits], den_h[:crits], distinct_h[:crits], tau_c,
+                             num[:crits], den, near, sign_p, order, group, column, r_b)
+        for c in range(crits):
+            row = rows[c]
+            if fused:
+                for p in range(total):
+                    delta[p] = r_a[c, p] - r_b[c, p]
+                more, tied, width = _midp_summary(delta, alternative, alpha, tol, buf)
+                counts[row, 0] = more
+                counts[row, 1] = tied
+                spread[row, 0] = delta[0]
+                spread[row, 1] = width
+            else:
+                for p in range(total):
+                    out[row, p] = r_a[c, p] - r_b[c, p]
+
+
+def _row_groups(ia: np.ndarray, ib: np.ndarray, sa: np.ndarray,
+                sb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows grouped by (a, b, orientations): rows in a group differ only by criterion and
+    share their swapped values. Returns (members, bounds): group g is
+    ``members[bounds[g]:bounds[g + 1]]``, rows in their original order within a group."""
+    if len(ia) == 0:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    keys = np.stack([ia, ib, np.sign(sa), np.sign(sb)]).astype(np.int64)
+    _, code = np.unique(keys, axis=1, return_inverse=True)
+    code = code.ravel()
+    members = np.argsort(code, kind="stable").astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(code))]).astype(np.int64)
+    return members, bounds
+
+
+def _run(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, method, fused,
+         alternative, alpha, tol, out, counts, spread, flag) -> None:
+    """The kernel over the row groups on up to two threads."""
+    if method not in ("kendall_b", "kendall_c"):
+        raise ValueError(f"no compiled permutation kernel for {method!r}")
+    members, bounds = _row_groups(np.asarray(ia), np.asarray(ib), np.asarray(sa),
+                                  np.asarray(sb))
+    args = (np.ascontiguousarray(np.asarray(swapped, dtype=np.float64).transpose(2, 1, 0)),
+            np.ascontiguousarray(mean, dtype=np.float64),
+            np.ascontiguousarray(observed, dtype=np.float64),
+            np.ascontiguousarray(scale, dtype=np.float64),
+            np.ascontiguousarray(shift, dtype=np.float64),
+            np.ascontiguousarray(h, dtype=np.float64),
+            np.ascontiguousarray(ia, dtype=np.int64), np.ascontiguousarray(ib, dtype=np.int64),
+            np.ascontiguousarray(sa, dtype=np.float64),
+            np.ascontiguousarray(sb, dtype=np.float64),
+            float(rtol), method == "kendall_c", members, bounds, fused,
+            {"two-sided": 0, "greater": 1, "less": 2}[alternative], float(alpha), float(tol),
+            out, counts, spread, flag)
+    _on_threads(_groups_kernel, args, len(bounds) - 1)
 
 
 def kendall_deltas(swapped: np.ndarray, mean: np.ndarray, observed: np.ndarray,
@@ -207,22 +348,39 @@ def kendall_deltas(swapped: np.ndarray, mean: np.ndarray, observed: np.ndarray,
     ``sa``, ``sb`` (R,): the rows' columns and orientations. Returns the (N + 1, R) deltas and
     an (R,) flag of the rows left undone (NaN there: a mean not finite).
     """
-    if method not in ("kendall_b", "kendall_c"):
-        raise ValueError(f"no compiled permutation kernel for {method!r}")
     size = len(ia)
     out = np.full((size, swapped.shape[0]), np.nan)
     flag = np.zeros(size, dtype=np.bool_)
     if swapped.shape[1] < 2:  # no pair of systems: every coefficient undefined, as direct's
+        if method not in ("kendall_b", "kendall_c"):
+            raise ValueError(f"no compiled permutation kernel for {method!r}")
         return out.T, flag
-    args = (np.ascontiguousarray(np.asarray(swapped, dtype=np.float64).transpose(2, 1, 0)),
-            np.ascontiguousarray(mean, dtype=np.float64),
-            np.ascontiguousarray(observed, dtype=np.float64),
-            np.ascontiguousarray(scale, dtype=np.float64),
-            np.ascontiguousarray(shift, dtype=np.float64),
-            np.ascontiguousarray(h, dtype=np.float64),
-            np.ascontiguousarray(ia, dtype=np.int64), np.ascontiguousarray(ib, dtype=np.int64),
-            np.ascontiguousarray(sa, dtype=np.float64),
-            np.ascontiguousarray(sb, dtype=np.float64),
-            float(rtol), method == "kendall_c", out, flag)
-    _on_threads(_rows, args, size)
+    _run(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, method, False,
+         "two-sided", 0.05, 0.0, out, np.zeros((1, 2), np.int64), np.zeros((1, 2)), flag)
     return out.T, flag
+
+
+def kendall_midp(swapped: np.ndarray, mean: np.ndarray, observed: np.ndarray,
+                 scale: np.ndarray, shift: np.ndarray, h: np.ndarray, ia: np.ndarray,
+                 ib: np.ndarray, sa: np.ndarray, sb: np.ndarray, rtol: float, method: str,
+                 alternative: str, alpha: float, tol: float,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The mid-p test's summary of every row without its (N + 1, R) deltas: ``(observed,
+    more, tied, spread, flag)`` (the observed delta, the swaps more extreme and tied, the
+    interval's half-width), equal bit for bit to `storyeval.compare.procedures._midp_counts` and
+    `_midp_spread` of `kendall_deltas`'s output (arguments as there; ``alternative``,
+    ``alpha`` and the tolerance ``tol`` as the test's). Rows flagged (a mean not finite) are
+    left undone (zeros, NaN spread) for the NumPy engine. Memory: per thread, a few
+    (systems x permutations) buffers instead of a (permutations x rows) matrix."""
+    size = len(ia)
+    counts = np.zeros((size, 2), np.int64)
+    spread = np.full((size, 2), np.nan)
+    flag = np.zeros(size, dtype=np.bool_)
+    if swapped.shape[1] < 2:  # every coefficient undefined: the NumPy engine says so
+        if method not in ("kendall_b", "kendall_c"):
+            raise ValueError(f"no compiled permutation kernel for {method!r}")
+        flag[:] = True
+    else:
+        _run(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, method, True,
+             alternative, alpha, tol, np.zeros((1, 1)), counts, spread, flag)
+    return spread[:, 0], counts[:, 0], counts[:, 1], spread[:, 1], flag
