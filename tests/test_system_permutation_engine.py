@@ -134,17 +134,18 @@ def test_fused_midp_kernel_equals_the_numpy_summary(method, alternative, N):
     alpha = 0.05 if N > 19 else 0.2
     deltas, undone = kendall_deltas(swapped, mean, observed, scale, shift, H, ia, ib, sa, sb,
                                     1e-12, method)
-    obs, more, tied, spread, flag = kendall_midp(swapped, mean, observed, scale, shift, H, ia,
+    obs, more, tied, defined, spread, flag = kendall_midp(swapped, mean, observed, scale, shift, H, ia,
                                                  ib, sa, sb, 1e-12, method, alternative, alpha,
                                                  procedures._TOL)
     np.testing.assert_array_equal(flag, undone)
     done = ~flag
     assert done.sum() >= 12 and flag.any()
-    ref_more, ref_tied = _midp_counts(deltas[0], deltas[1:], alternative)
+    ref_more, ref_tied, ref_defined = _midp_counts(deltas[0], deltas[1:], alternative)
     ref_spread = _midp_spread(deltas[0], deltas[1:], alpha, alternative)
     assert_same_bits(obs[done], deltas[0][done])
     assert_same_bits(more[done], ref_more[done])
     assert_same_bits(tied[done], ref_tied[done])
+    assert_same_bits(defined[done], ref_defined[done])
     assert_same_bits(spread[done], ref_spread[done])
     assert np.isfinite(spread[done]).any() and np.isnan(spread[done]).any()
 

@@ -184,11 +184,13 @@ def clusters_from_comparisons(
                          f"{sign_convention!r}")
     lower = frozenset(lower_is_better)
     frames = []
+    present = set(comparisons["level"])
+    by_group = (comparisons.groupby(["level", "criterion"], sort=False).indices
+                if len(comparisons) else {})
     for (level, criterion), group in correlations.groupby(["level", "criterion"], sort=False):
-        if level not in levels or level not in set(comparisons["level"]):
+        if level not in levels or level not in present:
             continue
-        rows = comparisons[(comparisons["level"] == level)
-                           & (comparisons["criterion"] == criterion)]
+        rows = comparisons.iloc[by_group.get((level, criterion), [])]
         frames.append(_cluster_one(group.drop_duplicates("measure"), rows, level, criterion,
                                    alpha, sign_convention, lower, p_column, tie_rtol))
     if not frames:
@@ -202,7 +204,9 @@ def _pair_lookup(rows: pd.DataFrame, p_column: str) -> dict[tuple[str, str], tup
     p = rows[p_column].to_numpy(dtype=float)
     better = tested_better(rows)
     out: dict[tuple[str, str], tuple[float, object]] = {}
-    for a, b, pv, bt in zip(rows["measure_a"], rows["measure_b"], p, better):
+    # object arrays: iterating pandas' Arrow strings costs microseconds a cell
+    for a, b, pv, bt in zip(rows["measure_a"].to_numpy(dtype=object),
+                            rows["measure_b"].to_numpy(dtype=object), p, better):
         out[(a, b)] = out[(b, a)] = (pv, bt)
     return out
 
@@ -242,8 +246,9 @@ def _cluster_one(group: pd.DataFrame, rows: pd.DataFrame, level: str, criterion:
         if n else np.zeros(0, dtype=bool)
     undefined = np.flatnonzero(~defined)
     undefined = undefined[np.argsort(names[undefined].astype(str), kind="stable")]
-    test = "/".join(dict.fromkeys(rows["test"].astype(str))) if "test" in rows else ""
-    alternative = ("/".join(dict.fromkeys(rows["alternative"].astype(str)))
+    # unique() first: iterating every row's Arrow string costs microseconds a cell
+    test = "/".join(dict.fromkeys(rows["test"].unique().astype(str))) if "test" in rows else ""
+    alternative = ("/".join(dict.fromkeys(rows["alternative"].unique().astype(str)))
                    if "alternative" in rows else "")
     coefficient = (group["coefficient"].iloc[0] if "coefficient" in group else "")
     return pd.DataFrame({

@@ -34,7 +34,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special
+
+from storyeval._normal import ndtr, ndtri
 
 __all__ = ["DiffEstimate", "jackknife_diff", "kendall_rows", "normal_test", "untied_counts",
            "ustat_diff", "ustat_diff_from_rows", "zou_ci"]
@@ -409,8 +410,10 @@ def normal_test(est: DiffEstimate, alternative: str = "two-sided",
     """
     df = getattr(est, "df", None)
     if df is None:
-        cdf, quantile = special.ndtr, special.ndtri
+        cdf, quantile = ndtr, ndtri
     else:
+        from scipy import special  # the t distribution (the jackknife's): only when used
+
         def cdf(x):
             return special.stdtr(df, x)
 
@@ -453,7 +456,7 @@ def zou_ci(r12, r13, r23, n, confidence_level: float = 0.95) -> tuple[np.ndarray
     r12, r13, r23, n = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
                                              for v in (r12, r13, r23, n)))
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = special.ndtri(0.5 + confidence_level / 2.0) / np.sqrt(np.where(n > 3, n - 3, np.nan))
+        half = ndtri(0.5 + confidence_level / 2.0) / np.sqrt(np.where(n > 3, n - 3, np.nan))
         z12, z13 = np.arctanh(np.clip(r12, -1, 1)), np.arctanh(np.clip(r13, -1, 1))
         l1, u1 = np.tanh(z12 - half), np.tanh(z12 + half)
         l2, u2 = np.tanh(z13 - half), np.tanh(z13 + half)

@@ -934,13 +934,14 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         # the default: each row's test summarised inside the kernel, no (N + 1, R) matrix
         from storyeval.correlation._permutation_numba import kendall_midp
 
-        observed, more, tied, spread, undone = kendall_midp(*engine_args, method, alternative,
-                                                            alpha, _TOL)
+        observed, more, tied, defined, spread, undone = kendall_midp(
+            *engine_args, method, alternative, alpha, _TOL)
         rows = np.flatnonzero(undone)  # a swapped mean overflowed: the NumPy engine's rules
         if len(rows):
             deltas = _numpy_rows(rows, *engine_args, method, n_permutations)
             observed[rows] = deltas[0]
-            more[rows], tied[rows] = _midp_counts(deltas[0], deltas[1:], alternative)
+            more[rows], tied[rows], defined[rows] = _midp_counts(deltas[0], deltas[1:],
+                                                                 alternative)
             spread[rows] = _midp_spread(deltas[0], deltas[1:], alpha, alternative)
     else:
         if compiled:
@@ -964,11 +965,13 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         # the test of the coefficient's own difference: swaps that tie with the data (frequent
         # for a rank coefficient of few system means) are split, never ordered by another
         # statistic
-        more, tied = _midp_counts(observed, perm, alternative)
+        more, tied, defined = _midp_counts(observed, perm, alternative)
         if ties == "mid":
             spread = _midp_spread(observed, perm, alpha, alternative)
     if ties == "mid":
-        p = (more + 0.5 * (1 + tied)) / (n_permutations + 1)
+        # swaps whose coefficient is undefined (a constant swapped mean vector) are left out:
+        # the test conditions on the defined arrangements, and so does its interval
+        p = (more + 0.5 * (1 + tied)) / (defined + 1)
         low, high = _spread_interval(observed, spread, alternative)
         boot = _bootstrap_deltas(wide, comp, sa, sb, "system", method, n_resamples, "prompts",
                                  random_state, tie_rtol)
@@ -1009,11 +1012,13 @@ def _numpy_rows(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
 
 
 def _midp_counts(observed: np.ndarray, perm: np.ndarray,
-                 alternative: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per column, the swaps more extreme than the observed difference and those tied with
-    it (within `_TOL`), in the test's orientation (`_oriented`)."""
+                 alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column, the swaps more extreme than the observed difference, those tied with it
+    (within `_TOL`), in the test's orientation (`_oriented`), and those with a defined
+    difference (not NaN)."""
     obs, dist = _oriented(observed, perm, alternative)
-    return (dist > obs + _TOL).sum(0), (np.abs(dist - obs) <= _TOL).sum(0)
+    return ((dist > obs + _TOL).sum(0), (np.abs(dist - obs) <= _TOL).sum(0),
+            (~np.isnan(dist)).sum(0))
 
 
 def _oriented(observed: np.ndarray, perm: np.ndarray,
@@ -1263,27 +1268,32 @@ def _midp_spread(observed: np.ndarray, perm: np.ndarray, alpha: float,
     + (1 + #{d = x}) / 2) / (N + 1)``, nonincreasing in ``x``; the accepted ``x`` are those
     below ``c``, a value of the ordered ``delta*`` (``c`` is then shrunk by a few tolerances
     so that an observed ``delta = c`` lies outside, as the test rejects it): the test at 0 and
-    the interval agree by construction. Every column at once, by one partition (O(N) per
-    column); the compiled kernel (`storyeval.correlation._permutation_numba._midp_summary`)
+    the interval agree by construction. Swaps with an undefined difference (NaN) are left out
+    as the test leaves them. Every column at once, by one partition (O(N) per column); the
+    compiled kernel (`storyeval.correlation._permutation_numba._midp_summary`)
     repeats these operations row by row."""
     _, d = _oriented(observed, perm, alternative)
     n, rows = d.shape
-    cut = alpha * (n + 1)
+    defined = (~np.isnan(d)).sum(axis=0)
+    cut = alpha * (defined + 1)  # undefined swaps are left out, as the test leaves them
     # the test rejects just above v when #{d > v} < cut - 1/2, i.e. #{d > v} <= top: the first
-    # such v is the (top + 1)-th largest value (one partition per column, no sort)
-    top = math.ceil(cut - 0.5) - 1
-    if top < 0:
-        spread = np.full(rows, np.inf)
-    else:
-        k = max(0, n - 1 - top)
-        v = np.partition(np.nan_to_num(d, nan=np.inf), k, axis=0)[k]
+    # such v is the (top + 1)-th largest value (one partition per column, no sort); undefined
+    # swaps sort below every value
+    top = np.ceil(cut - 0.5).astype(np.int64) - 1
+    spread = np.full(rows, np.inf)
+    has = top >= 0
+    if has.any():
+        k = np.where(has, np.maximum(0, n - 1 - top), n - 1)
+        filled = np.where(np.isnan(d), -np.inf, d)
+        v = np.partition(filled, np.unique(k), axis=0)[k, np.arange(rows)]
         above = (d > v + _TOL).sum(axis=0)
         tied = (np.abs(d - v) <= _TOL).sum(axis=0)
         at = above + 0.5 * (1 + tied)  # the mid-p count at v itself
         # v itself rejected: [0, v); else v accepted and anything above rejected: [0, v]
-        with np.errstate(invalid="ignore"):  # v = inf (a NaN swap): NaN below in any case
-            spread = np.where(at < cut, v - 4 * _TOL * np.maximum(1.0, np.abs(v)), v)
-    return np.where(np.isfinite(observed) & ~np.isnan(d).any(axis=0), spread, np.nan)
+        with np.errstate(invalid="ignore"):
+            width = np.where(at < cut, v - 4 * _TOL * np.maximum(1.0, np.abs(v)), v)
+        spread = np.where(has, np.where(np.isfinite(v), width, np.nan), np.inf)
+    return np.where(np.isfinite(observed), spread, np.nan)
 
 
 def _spread_interval(observed: np.ndarray, spread: np.ndarray,

@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import special  # light import; stats.t.sf(x, df) is special.stdtr(df, -x)
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning
 
@@ -333,6 +332,8 @@ def williams_test(
         num = (x12 - x13) * np.sqrt(np.where(ok, (nn - 1.0) * (1.0 + x23), np.nan))
         t = np.where(ok, num / np.sqrt(np.where(ok, var, np.nan)), np.nan)
         dfp = np.where(ok, df, np.nan)
+        from scipy import special  # stats.t.sf(x, df) is special.stdtr(df, -x); when used
+
         if alternative == "greater":
             p = special.stdtr(dfp, -t)
         elif alternative == "less":

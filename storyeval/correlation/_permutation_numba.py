@@ -139,7 +139,8 @@ def _shared_coefficients(v, rtol, signs, den_h, distinct_h, tau_c, num, den, nea
 
 @nb.njit(cache=True, nogil=True)
 def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compiled
-    """(more, tied, spread) of one row's deltas ``d`` (the observed first, then the swaps'),
+    """(more, tied, defined, spread) of one row's deltas ``d`` (the observed first, then the
+    swaps'),
     as `storyeval.compare.procedures._midp_counts` and `_midp_spread` compute them with NumPy
     (the same operations in the same order: the same bits). ``alternative``: 0 two-sided,
     1 greater, 2 less. ``buf`` is scratch space of len(d) - 1."""
@@ -152,7 +153,7 @@ def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compil
         obs = -obs
     more = 0
     tied = 0
-    has_nan = False
+    defined = 0
     for p in range(1, total):
         x = d[p]
         if alternative == 0:
@@ -161,17 +162,9 @@ def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compil
             x = -x
         more += x > obs + tol
         tied += abs(x - obs) <= tol
-        has_nan |= x != x
-        # np.nan_to_num(x, nan=inf): NaN -> inf, +-inf -> the largest finite magnitude
-        if x != x:
-            buf[p - 1] = np.inf
-        elif x == np.inf:
-            buf[p - 1] = np.finfo(np.float64).max
-        elif x == -np.inf:
-            buf[p - 1] = -np.finfo(np.float64).max
-        else:
-            buf[p - 1] = x
-    cut = alpha * (n + 1)
+        defined += x == x
+        buf[p - 1] = x if x == x else -np.inf  # undefined swaps sort below every value
+    cut = alpha * (defined + 1)
     top = math.ceil(cut - 0.5) - 1
     if top < 0:
         spread = np.inf
@@ -190,9 +183,11 @@ def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compil
             tied_v += abs(x - v) <= tol
         at = above + 0.5 * (1 + tied_v)
         spread = v - 4 * tol * max(1.0, abs(v)) if at < cut else v
-    if not math.isfinite(d[0]) or has_nan:
+        if not math.isfinite(v):
+            spread = np.nan
+    if not math.isfinite(d[0]):
         spread = np.nan
-    return more, tied, spread
+    return more, tied, defined, spread
 
 
 @nb.njit(cache=True, nogil=True)
@@ -201,8 +196,9 @@ def _groups_kernel(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rto
                    start, stop):  # pragma: no cover - compiled
     """Rows of groups ``start:stop`` (``members[bounds[g]:bounds[g + 1]]``: rows with the same
     measures and orientations, one per criterion) for every permutation. ``fused``: each
-    row's mid-p summary into ``counts[row]`` (more, tied) and ``spread[row]`` (the observed
-    delta, the interval's half-width; `_midp_summary`; ``out`` unused); else its deltas into ``out[row]``. ``flag[row]`` is set
+    row's mid-p summary into ``counts[row]`` (more, tied, defined) and ``spread[row]`` (the observed
+    delta, the interval's half-width; `_midp_summary`; ``out`` unused); else its deltas into
+    ``out[row]``. ``flag[row]`` is set
     where a swapped or criterion mean is not finite (the row is left to the NumPy engine).
     ``swapped`` is (K, S, N + 1): a column's permutations contiguous."""
     _, n, total = swapped.shape
@@ -288,9 +284,11 @@ def _groups_kernel(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rto
             if fused:
                 for p in range(total):
                     delta[p] = r_a[c, p] - r_b[c, p]
-                more, tied, width = _midp_summary(delta, alternative, alpha, tol, buf)
+                more, tied, defined, width = _midp_summary(delta, alternative, alpha, tol,
+                                                           buf)
                 counts[row, 0] = more
                 counts[row, 1] = tied
+                counts[row, 2] = defined
                 spread[row, 0] = delta[0]
                 spread[row, 1] = width
             else:
@@ -356,7 +354,7 @@ def kendall_deltas(swapped: np.ndarray, mean: np.ndarray, observed: np.ndarray,
             raise ValueError(f"no compiled permutation kernel for {method!r}")
         return out.T, flag
     _run(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, method, False,
-         "two-sided", 0.05, 0.0, out, np.zeros((1, 2), np.int64), np.zeros((1, 2)), flag)
+         "two-sided", 0.05, 0.0, out, np.zeros((1, 3), np.int64), np.zeros((1, 2)), flag)
     return out.T, flag
 
 
@@ -364,16 +362,16 @@ def kendall_midp(swapped: np.ndarray, mean: np.ndarray, observed: np.ndarray,
                  scale: np.ndarray, shift: np.ndarray, h: np.ndarray, ia: np.ndarray,
                  ib: np.ndarray, sa: np.ndarray, sb: np.ndarray, rtol: float, method: str,
                  alternative: str, alpha: float, tol: float,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 ) -> tuple[np.ndarray, ...]:
     """The mid-p test's summary of every row without its (N + 1, R) deltas: ``(observed,
-    more, tied, spread, flag)`` (the observed delta, the swaps more extreme and tied, the
-    interval's half-width), equal bit for bit to `storyeval.compare.procedures._midp_counts` and
-    `_midp_spread` of `kendall_deltas`'s output (arguments as there; ``alternative``,
+    more, tied, defined, spread, flag)`` (the observed delta, the swaps more extreme, tied
+    and defined, the interval's half-width), equal bit for bit to
+    `storyeval.compare.procedures._midp_counts` and `_midp_spread` of `kendall_deltas`'s output (arguments as there; ``alternative``,
     ``alpha`` and the tolerance ``tol`` as the test's). Rows flagged (a mean not finite) are
     left undone (zeros, NaN spread) for the NumPy engine. Memory: per thread, a few
     (systems x permutations) buffers instead of a (permutations x rows) matrix."""
     size = len(ia)
-    counts = np.zeros((size, 2), np.int64)
+    counts = np.zeros((size, 3), np.int64)
     spread = np.full((size, 2), np.nan)
     flag = np.zeros(size, dtype=np.bool_)
     if swapped.shape[1] < 2:  # every coefficient undefined: the NumPy engine says so
@@ -383,4 +381,4 @@ def kendall_midp(swapped: np.ndarray, mean: np.ndarray, observed: np.ndarray,
     else:
         _run(swapped, mean, observed, scale, shift, h, ia, ib, sa, sb, rtol, method, True,
              alternative, alpha, tol, np.zeros((1, 1)), counts, spread, flag)
-    return spread[:, 0], counts[:, 0], counts[:, 1], spread[:, 1], flag
+    return spread[:, 0], counts[:, 0], counts[:, 1], counts[:, 2], spread[:, 1], flag

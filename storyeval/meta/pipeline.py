@@ -118,6 +118,9 @@ class MetaResult:
     _families_checked: bool = field(default=False, init=False, repr=False, compare=False)
     _family_sizes: tuple | None = field(default=None, init=False, repr=False, compare=False)
     _test_groups: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _labels: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # answer tables already made (storyeval.meta.answer.answer_table), by their options
+    _answers: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     # the answer's own intervals and best-against-next tests (storyeval.meta.answer_extras),
     # computed once per result however often it is rendered
     _answer_extras: object | None = field(default=None, init=False, repr=False,
@@ -219,6 +222,16 @@ class MetaResult:
     def catalogue_labels(self) -> dict[str, str]:
         """Unique short labels of the grid rows: the display name of a metric, the rater group of
         an LLM rating; where two keys would share a label, their identifiers are used."""
+        # a report asks for them once per table: made once per correlation table
+        frame = self.correlations
+        mode = self.settings.get("llm_criteria", "matched")
+        if self._labels is not None and self._labels[0] is frame and self._labels[1] == mode:
+            return dict(self._labels[2])
+        labels = self._make_labels()
+        self._labels = (frame, mode, labels)
+        return dict(labels)
+
+    def _make_labels(self) -> dict[str, str]:
         rows = self.correlations.drop_duplicates("measure")
         keys = self._row_keys(rows)
         short = rows["rater"].where(rows["kind"] == "llm_rater", rows["display_name"])

@@ -106,9 +106,8 @@ def _row_notes(result: MetaResult, level: str, criterion: str | None,
     if rows.empty or "level" not in rows:
         return []
     rows = result.comparison_rows(level, criterion)
-    out = [f"; note: {note}"
-           for note in dict.fromkeys(rows.get("note", pd.Series(dtype=object)).fillna(""))
-           if note]
+    notes = rows.get("note", pd.Series(dtype=object)).fillna("").unique()
+    out = [f"; note: {note}" for note in dict.fromkeys(notes) if note]
     if mark and disagreeing_rows(rows).any():
         out.append(f"; {DISAGREE_MARK}: the interval (per comparison, not adjusted) and the "
                    "adjusted p disagree at 0.05")
@@ -147,8 +146,8 @@ def _untested(result: MetaResult, level: str | None, criterion: str | None = Non
     undefined: not adjusted, not in m."""
     tests = result.comparisons
     if level is not None:
-        tests = tests[tests["level"] == level]
-    if criterion is not None:
+        tests = result.comparison_rows(level, criterion)
+    elif criterion is not None:
         tests = tests[tests["criterion"] == criterion]
     return int(tests["p"].isna().sum())
 
@@ -381,12 +380,12 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
     parts = []
     for criterion in tested_criteria(result, level):
         matrix = result.comparison_matrix(level, criterion)
-        caption = comparison_caption(result, level, criterion)
         if len(matrix) > MATRIX_SHOWN_MAX:
             table = smallest_pairs(result, level, criterion)
             parts.append(_titled(_smallest_caption(result, level, criterion, len(matrix)),
                                  table, fmt, digits))
             continue
+        caption = comparison_caption(result, level, criterion)
         parts.append(_titled(caption, _journal(matrix).reset_index(), fmt, digits))
         effect = effect_matrix(result, level, criterion, digits)
         if effect is not None:
@@ -423,8 +422,7 @@ def smallest_pairs(result: MetaResult, level: str, criterion: str, *,
     """The ``n`` all-pairs comparison tests of ``criterion`` at ``level`` with the smallest
     adjusted p (undefined tests last): labels of both measures, their correlations with the
     criterion, ``n``, ``p``, ``p_adjusted`` (and ``perm_p_adjusted`` when present)."""
-    will = result.comparisons
-    rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
+    rows = result.comparison_rows(level, criterion)
     rows = rows.sort_values(["p_adjusted", "p"], kind="stable", na_position="last").head(n)
     labels = result.catalogue_labels()
     key_a, key_b = result._pair_keys()
@@ -513,8 +511,7 @@ def effect_matrix(result: MetaResult, level: str, criterion: str,
 
 
 def _smallest_caption(result: MetaResult, level: str, criterion: str, size: int) -> str:
-    will = result.comparisons
-    rows = will[(will["level"] == level) & (will["criterion"] == criterion)]
+    rows = result.comparison_rows(level, criterion)
     below = int((rows["p_adjusted"] < SIGNIFICANCE).sum())
     shown = min(SMALLEST_SHOWN, len(rows))
     return (f"{comparison_caption(result, level)}, {criterion}: the {shown} smallest adjusted p "

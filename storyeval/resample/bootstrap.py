@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
 
+from storyeval._normal import ndtr, ndtri
 from storyeval._progress import progress_bar
 from storyeval.correlation.resampled import level_statistic
 from storyeval.correlation.resampled_overall import OverallKernel
