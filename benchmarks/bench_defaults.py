@@ -117,8 +117,9 @@ def extract(rev: str, folder: Path) -> Path:
 
 
 def last_release() -> str:
-    """The previous release's code: the newest commit dated on or before the day of the newest
-    release in CHANGELOG.md that is not the version being prepared (``## [X] - DATE``)."""
+    """The previous release's code: the tag ``vX`` of the newest release in CHANGELOG.md that
+    is not the version being prepared (``## [X] - DATE``), else the newest commit dated on or
+    before its day."""
     import re
 
     if not (ROOT / ".git").exists():  # an unpacked sdist: no history to take it from
@@ -128,6 +129,10 @@ def last_release() -> str:
     for name, day in re.findall(r"^## \[([^\]]+)\] - (\d{4}-\d{2}-\d{2})",
                                 (ROOT / "CHANGELOG.md").read_text(), flags=re.M):
         if name != version:
+            tagged = subprocess.run(["git", "rev-parse", "-q", "--verify", f"v{name}^{{commit}}"],
+                                    cwd=ROOT, capture_output=True, text=True)
+            if tagged.returncode == 0:  # the release's tag, where it has one
+                return tagged.stdout.strip()
             log = subprocess.run(["git", "log", "-1", "--format=%H",
                                   f"--before={day} 23:59:59 +0000"], cwd=ROOT,
                                  capture_output=True, text=True, check=True).stdout.split()

@@ -671,11 +671,16 @@ def _sd_columns(d: np.ndarray | str) -> np.ndarray | None:
     if isinstance(d, str):
         return None
     valid = np.isfinite(d)
-    n = valid.sum(0)
-    filled = np.where(valid, d, 0.0)
+    if valid.all():  # the usual case: the same sums without the masks (the same bits)
+        n = np.full(d.shape[1], d.shape[0])
+        centred = d - d.sum(0) / n
+    else:
+        n = valid.sum(0)
+        filled = np.where(valid, d, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            centred = np.where(valid, d - filled.sum(0) / n, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = filled.sum(0) / n
-        ss = (np.where(valid, d - mean, 0.0) ** 2).sum(0)
+        ss = (centred ** 2).sum(0)
         return np.where(n >= 2, np.sqrt(ss / (n - 1)), np.nan)
 
 
@@ -881,10 +886,17 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     same orientation, so that p < 1 - confidence_level and an interval excluding 0 agree up to
     the random tie-breaking (measured in benchmarks/bench_calibration.py).
 
+    A swap whose coefficient is undefined (e.g. a swapped mean vector that is constant) is
+    left out of the mid-p test and of its interval alike: ``N`` above is the number of swaps
+    with a defined difference (the test conditions on the defined arrangements; before 0.4.1
+    such swaps counted as less extreme and the interval was NaN).
+
     Engines: with numba installed (the ``fast`` extra), Kendall's tau-b and tau-c of the
     swapped means come from a compiled kernel (`storyeval.correlation._permutation_numba`,
-    no (permutations x rows x systems) temporaries) unless the NumPy engine would take less
-    than loading numba; both give the same bits. The NumPy engine computes Pearson and
+    no (permutations x rows x systems) temporaries; the rows of one pair of measures share
+    their swapped means across criteria, and the mid-p counts and the interval's half-width
+    are computed per row inside the kernel) unless the NumPy engine would take less than
+    loading numba; both give the same bits. The NumPy engine computes Pearson and
     Spearman, and everything with ``STORYEVAL_KENDALL_ENGINE=numpy``.
     Masks of more than 128 MB (permutations x prompts, 8 bytes each) are drawn and multiplied in
     blocks of permutations (the same masks; BLAS may sum a block's products in another order

@@ -127,8 +127,8 @@ class MetaResult:
                                           compare=False)
 
     def comparison_rows(self, level: str, criterion: str | None = None) -> pd.DataFrame:
-        """The comparison tests of ``level`` (and ``criterion``), grouped once per table (a
-        report takes a level's rows many times)."""
+        """The comparison tests of ``level`` (and ``criterion``), grouped and taken once per
+        table (a report takes a level's rows many times)."""
         frame = self.comparisons
         if self._test_groups is None or self._test_groups[0] is not frame:
             groups: dict = {}
@@ -138,14 +138,18 @@ class MetaResult:
                 codes, uniques = pd.factorize(keys)
                 for k, key in enumerate(uniques):
                     groups[key] = np.flatnonzero(codes == k)
-            self._test_groups = (frame, groups)
-        groups = self._test_groups[1]
-        if criterion is not None:
-            take = groups.get((level, criterion), np.zeros(0, dtype=np.int64))
-        else:
-            parts = [v for (lev, _), v in groups.items() if lev == level]
-            take = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        return frame.iloc[take]
+            self._test_groups = (frame, groups, {})
+        groups, made = self._test_groups[1], self._test_groups[2]
+        if (level, criterion) not in made:  # taking rows of Arrow text columns costs ms
+            if criterion is not None:
+                take = groups.get((level, criterion), np.zeros(0, dtype=np.int64))
+            else:
+                parts = [v for (lev, _), v in groups.items() if lev == level]
+                take = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+            made[(level, criterion)] = frame.iloc[take]
+        # a copy (cheap: Arrow text is shared, immutable): a caller's change never reaches
+        # the cache, with or without pandas' copy-on-write
+        return made[(level, criterion)].copy()
 
     def __repr__(self) -> str:
         from storyeval.meta.result_views import result_repr

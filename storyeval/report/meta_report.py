@@ -379,12 +379,13 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
     smallest p-values of a matrix too large to show."""
     parts = []
     for criterion in tested_criteria(result, level):
-        matrix = result.comparison_matrix(level, criterion)
-        if len(matrix) > MATRIX_SHOWN_MAX:
+        size = _matrix_size(result, level, criterion)
+        if size > MATRIX_SHOWN_MAX:  # the matrix is not built: only its size is printed
             table = smallest_pairs(result, level, criterion)
-            parts.append(_titled(_smallest_caption(result, level, criterion, len(matrix)),
+            parts.append(_titled(_smallest_caption(result, level, criterion, size),
                                  table, fmt, digits))
             continue
+        matrix = result.comparison_matrix(level, criterion)
         caption = comparison_caption(result, level, criterion)
         parts.append(_titled(caption, _journal(matrix).reset_index(), fmt, digits))
         effect = effect_matrix(result, level, criterion, digits)
@@ -396,6 +397,14 @@ def _pair_tables(result: MetaResult, level: str, fmt: str, digits: int) -> list[
             parts.append(_titled(f"{permutation_caption(result, level)}, {criterion}",
                                  _journal(perm).reset_index(), fmt, digits))
     return parts
+
+
+def _matrix_size(result: MetaResult, level: str, criterion: str) -> int:
+    """The number of measures of `MetaResult.comparison_matrix` (rows and columns)."""
+    rows = result.comparison_rows(level, criterion)
+    key_a, key_b = result._pair_keys()
+    return len(pd.unique(np.concatenate([rows[key_a].to_numpy(dtype=object),
+                                         rows[key_b].to_numpy(dtype=object)])))
 
 
 def _journal(grid: pd.DataFrame) -> pd.DataFrame:
