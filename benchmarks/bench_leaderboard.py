@@ -106,9 +106,9 @@ def run_one(method: str, n: int, s: int, resamples: int, src: str | None) -> dic
         from storyeval.pairwise.leaderboard import leaderboard_from_counts
 
         t0 = time.perf_counter()
-        names, codes = np.unique(np.concatenate([df["model_a"].to_numpy(),
-                                                 df["model_b"].to_numpy()]),
-                                 return_inverse=True)
+        # hash-based codes sorted by name, as the library's `battle_arrays` makes them
+        codes, names = pd.factorize(np.concatenate([df["model_a"].to_numpy(),
+                                                    df["model_b"].to_numpy()]), sort=True)
         w = df["winner"].to_numpy()
         outcome = np.where(w == "model_a", 0, np.where(w == "model_b", 1, 2))
         counts = count_battles(codes[:n], codes[n:], outcome, len(names))
@@ -238,6 +238,21 @@ def _fmt(x, digits=1):
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _earlier_rows(args) -> list[dict]:
+    """Rows of methods named by ``--keep`` from the JSON being replaced (not rerun: e.g. a
+    peer not installed), marked with that run's date."""
+    if not args.keep or not Path(args.json).exists():
+        return []
+    old = json.loads(Path(args.json).read_text())
+    rows = old["rows"] if isinstance(old, dict) else old
+    date = old.get("date") if isinstance(old, dict) else None
+    kept = []
+    for r in rows:
+        if r["method"] in args.keep and r["battles"] in args.sizes:
+            kept.append({**r, "earlier_run": r.get("earlier_run") or date or args.keep_date})
+    return kept
+
+
 def main_speed(args) -> None:
     rows = []
     if any(m.endswith("previous") for m in args.methods) or args.command:
@@ -284,6 +299,7 @@ def main_speed(args) -> None:
                                  "load": [r["load_before"], r["load_after"]],
                                  "error": r.get("error"), "output": r.get("table_sha")})
                     print(json.dumps(rows[-1]), flush=True)
+    rows = sorted(rows + _earlier_rows(args), key=lambda r: r["battles"])  # stable
     lines = ["| battles | systems | method | resamples | time (s) | peak memory (MB) | "
              "max abs diff vs storyeval (Elo) | same, FastChat's objective converged | "
              "mean 95% interval width (Elo) | target |",
@@ -299,6 +315,10 @@ def main_speed(args) -> None:
                          f"{r['error'].splitlines()[-1][:80]} | | | | | |")
             continue
         t = _fmt(r["time_s"])
+        if r.get("load") and r["load"][0] is not None:
+            t += f" (CPU {_fmt(r.get('process_cpu_s'))} s; load {r['load'][0]:.1f})"
+        if r.get("earlier_run"):
+            t += f" (earlier run, {r['earlier_run']})"
         if r["method"] == "fastchat-mle":
             t += f" (point only; 1,000 resamples ~{r['bootstrap_1000_estimate_s']:,.0f})"
         lines.append(f"| {r['battles']:,} | {r['systems']} | {r['method']} | {r['resamples']} | "
@@ -306,6 +326,9 @@ def main_speed(args) -> None:
                      f"{_fmt(r['max_abs_diff_elo_converged'], 9)} | {_fmt(r['ci_width_elo'])} "
                      f"| {r['target'] or ''} |")
     table = "\n".join(lines) + "\n"
+    if args.keep:
+        table += (f"\nRows marked \"earlier run\" were not rerun here ({', '.join(args.keep)}: "
+                  "not installed in this environment) and come from the previous measurement.\n")
     print(table)
     print(f"load: {os.getloadavg()}")
     Path(args.json).write_text(json.dumps(
@@ -331,6 +354,11 @@ def main() -> None:
                     help="also write docs/generated/leaderboards/bench.md (the full run)")
     ap.add_argument("--command", action="store_true",
                     help="also time the whole `pairwise strengths` command, new and previous")
+    ap.add_argument("--keep", nargs="+", default=[], metavar="METHOD",
+                    help="keep these methods' rows from the --json file being replaced, marked "
+                         "as an earlier run (a peer not installed here)")
+    ap.add_argument("--keep-date", default="an earlier run",
+                    help="date of the kept rows when that file does not record one")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -52,10 +52,24 @@ from storyeval._progress import progress_bar
 from storyeval.correlation.resampled import _one_blas_thread
 from storyeval.exceptions import InputError
 
-__all__ = ["BattleCounts", "bootstrap_counts", "count_battles", "fit_counts"]
+__all__ = [
+    "NOT_CONVERGED",
+    "NO_MLE",
+    "BattleCounts",
+    "BootstrapFits",
+    "bootstrap_counts",
+    "bootstrap_fits",
+    "count_battles",
+    "fit_counts",
+]
 
 _TIES = ("davidson", "half", "drop")
 _MAX_CHUNK_FLOATS = 4_000_000  # resamples per chunk x S x S (about 32 MB per array)
+#: Status of a bootstrap refit (`BootstrapFits.status`): the resample's maximum likelihood
+#: estimate does not exist (its "beat or tied" graph is not strongly connected) ...
+NO_MLE = 1
+#: ... or Newton's method did not converge within its iterations (0: converged).
+NOT_CONVERGED = 2
 
 
 @dataclass(frozen=True)
@@ -321,7 +335,9 @@ def _newton(pr: _Pairs, fit_tie, alpha, theta0, lam0, *, tol=1e-9, max_iter=100)
                                    True)
             new_f[bad], new_g[bad], new_h[bad] = bf, bg, bh
         theta[act], lam[act], f[act] = new_th, new_la, new_f
-        small = (np.max(np.abs(step), axis=1) * t < tol) | (
+        # converged: the full Newton step is below tol (not the backtracked one, which
+        # shrinks to nothing when no step decreases the objective) or the gradient vanishes
+        small = (np.max(np.abs(step), axis=1) < tol) | (
             np.max(np.abs(new_g), axis=1) < 1e-12 * sub.scale)
         done[act[small]] = True
         keep = ~small
@@ -518,11 +534,13 @@ def _draw_and_fit(counts, layout, draw, n, alpha, th0, lam_start, full_edges, h_
 
 
 def _fit_chunk(flat, layout, alpha, th0, lam_start, full_edges, h_inv):
-    """Refit one chunk of resampled pair counts (n, 3 P); (n, S) log-strengths, NaN rows where
-    the MLE does not exist or the fit did not converge."""
+    """Refit one chunk of resampled pair counts (n, 3 P): (n, S) log-strengths, NaN rows where
+    the MLE does not exist or the fit did not converge, and the (n,) status of each row
+    (0, `NO_MLE`, `NOT_CONVERGED`)."""
     wij, wji, t = layout.split(flat)
     n, s = len(flat), layout.s
     out = np.full((n, s), np.nan)
+    status = np.zeros(n, dtype=np.int8)
     ok = np.ones(n, dtype=bool)
     if alpha == 0:
         # a resample that keeps every "beat or tied" edge of the full sample has its
@@ -533,6 +551,7 @@ def _fit_chunk(flat, layout, alpha, th0, lam_start, full_edges, h_inv):
         rest = np.flatnonzero(~same)
         if len(rest):
             ok[rest] = _strongly_connected(s, layout.i, layout.j, fwd[rest], bwd[rest])
+        status[~ok] = NO_MLE
     has_tie = t.sum(axis=1) > 0
     for fit_tie in (False, True):  # a resample without ties has nu = 0 (plain BT)
         sel = np.flatnonzero(ok & (has_tie == fit_tie))
@@ -546,8 +565,40 @@ def _fit_chunk(flat, layout, alpha, th0, lam_start, full_edges, h_inv):
         if len(rest):  # Newton where the chord iteration did not settle
             th_n, _, conv_n = _newton(pr.take(rest), fit_tie, alpha, th_s[rest], la_s[rest])
             th[rest] = np.where(conv_n[:, None], th_n, np.nan)
+            status[sel[rest[~conv_n]]] = NOT_CONVERGED
         out[sel] = th
-    return out
+    return out, status
+
+
+@dataclass(frozen=True)
+class BootstrapFits:
+    """Bootstrap refits (`bootstrap_fits`).
+
+    Attributes
+    ----------
+    samples : ndarray (n_resamples, S)
+        Log-strengths, centred; NaN rows where ``status != 0``.
+    status : int8 ndarray (n_resamples,)
+        0: converged; `NO_MLE`: the resample's MLE does not exist; `NOT_CONVERGED`: Newton's
+        method did not converge.
+    """
+
+    samples: np.ndarray
+    status: np.ndarray
+
+    @property
+    def n_valid(self) -> int:
+        return int((self.status == 0).sum())
+
+    def problem(self, unit: str = "") -> str:
+        """A sentence naming the resamples left out and why ("" when none)."""
+        parts = []
+        for code, why in ((NO_MLE, "the MLE does not exist"),
+                          (NOT_CONVERGED, "Newton's method did not converge")):
+            k = int((self.status == code).sum())
+            if k:
+                parts.append(f"{why} in {k} of {len(self.status)} {unit}resamples")
+        return "; ".join(parts) + " (left out)" if parts else ""
 
 
 def bootstrap_counts(
@@ -561,7 +612,26 @@ def bootstrap_counts(
     workers: int | None = None,
     show_progress: bool | None = False,
 ) -> np.ndarray:
-    """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist.
+    """Bootstrap log-strengths, (n_resamples, S); rows NaN where the MLE does not exist or the
+    refit did not converge (`bootstrap_fits` tells which)."""
+    return bootstrap_fits(counts, n_resamples=n_resamples, ties_model=ties_model,
+                          regularization=regularization, start=start,
+                          random_state=random_state, workers=workers,
+                          show_progress=show_progress).samples
+
+
+def bootstrap_fits(
+    counts: BattleCounts,
+    *,
+    n_resamples: int,
+    ties_model: str = "davidson",
+    regularization: float = 0.0,
+    start: tuple[np.ndarray, float],
+    random_state: int | np.random.Generator | None = 0,
+    workers: int | None = None,
+    show_progress: bool | None = False,
+) -> BootstrapFits:
+    """Bootstrap log-strengths with the status of every refit.
 
     Clusters (prompts) are resampled with replacement when ``counts`` has them, else battles;
     each resample is refitted from ``start`` (the full-sample estimate). Prompt resamples are
@@ -571,6 +641,11 @@ def bootstrap_counts(
     releases the GIL); the chunking does not depend on ``workers``, so neither does the result.
     ``show_progress``: a bar of the resamples refitted on standard error (None: on a terminal
     only; see `storyeval._progress`).
+
+    All resamples of a chunk are refitted together (module docstring): chord steps with the
+    full sample's inverse Hessian, then damped Newton for those whose chord iteration did not
+    settle; a resample whose Newton iteration does not converge either is marked
+    `NOT_CONVERGED` (never silently kept).
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
@@ -578,8 +653,9 @@ def bootstrap_counts(
     rng = np.random.default_rng(random_state)
     s = counts.n_items
     out = np.full((n_resamples, s), np.nan)
+    status = np.zeros(n_resamples, dtype=np.int8)
     if n_resamples == 0:
-        return out
+        return BootstrapFits(out, status)
     workers = workers or max(1, min(2, os.cpu_count() or 1))
     max_chunk = max(1, _MAX_CHUNK_FLOATS // max(s * s, 1))
     n_chunks = max(-(-n_resamples // max_chunk), min(4, n_resamples))  # not by workers
@@ -610,11 +686,11 @@ def bootstrap_counts(
             pending.append((lo, job))
             while len(pending) >= workers + 1:  # bounded memory: finish the oldest chunk
                 first, fut = pending.pop(0)
-                res = fut.result()
-                out[first:first + len(res)] = res
+                res, code = fut.result()
+                out[first:first + len(res)], status[first:first + len(res)] = res, code
                 bar.update(len(res))
         for first, fut in pending:
-            res = fut.result()
-            out[first:first + len(res)] = res
+            res, code = fut.result()
+            out[first:first + len(res)], status[first:first + len(res)] = res, code
             bar.update(len(res))
-    return out
+    return BootstrapFits(out, status)

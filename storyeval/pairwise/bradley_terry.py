@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
-from storyeval.pairwise.arena import bootstrap_counts, count_battles, fit_counts
+from storyeval.pairwise.arena import bootstrap_fits, count_battles, fit_counts
 from storyeval.pairwise.winmatrix import select_verdicts
 
 __all__ = ["BradleyTerryResult", "bradley_terry", "fit_bradley_terry"]
@@ -292,18 +292,18 @@ def bradley_terry(
     high = np.full(k, np.nan)
     n_valid = 0
     if n_resamples > 0 and np.isfinite(fit.log_strength).all():
-        thetas = bootstrap_counts(counts, n_resamples=n_resamples, ties_model=ties,
-                                  regularization=float(regularization),
-                                  start=(fit.log_strength, fit.tie_parameter),
-                                  random_state=random_state)
+        fits = bootstrap_fits(counts, n_resamples=n_resamples, ties_model=ties,
+                              regularization=float(regularization),
+                              start=(fit.log_strength, fit.tie_parameter),
+                              random_state=random_state)
+        thetas = fits.samples
         ok = np.isfinite(thetas).all(axis=1)
         n_valid = int(ok.sum())
         if n_valid:
             a_ = (1 - confidence_level) / 2
             low, high = np.quantile(thetas[ok], [a_, 1 - a_], axis=0)
-        if n_valid < n_resamples:
-            warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
-                          f"{n_resamples - n_valid} of {n_resamples} prompt resamples (left out)",
+        if fits.problem():
+            warnings.warn(f"Bradley-Terry bootstrap: {fits.problem('prompt ')}",
                           UndefinedStatisticWarning, stacklevel=user_stacklevel())
     fr = fit.to_frame()
 

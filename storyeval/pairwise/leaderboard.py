@@ -17,7 +17,14 @@ import pandas as pd
 
 from storyeval.compare.multitest import adjust_pvalues
 from storyeval.exceptions import InputError, UndefinedStatisticWarning, user_stacklevel
-from storyeval.pairwise.arena import BattleCounts, bootstrap_counts, count_battles, fit_counts
+from storyeval.pairwise.arena import (
+    NO_MLE,
+    NOT_CONVERGED,
+    BattleCounts,
+    bootstrap_fits,
+    count_battles,
+    fit_counts,
+)
 
 __all__ = [
     "ELO_SCALE",
@@ -54,7 +61,9 @@ class Leaderboard:
         Bootstrap log-strengths (columns in the order of ``items``; NaN rows: no MLE).
     items : list
     settings : dict
-        Seed, resampling unit, confidence level, alpha, ties model.
+        Seed, resampling unit, confidence level, alpha, ties model, and the resamples left out:
+        ``n_resamples_no_mle`` (the MLE does not exist) and ``n_resamples_not_converged``
+        (Newton's method did not converge; both also named in a warning).
     """
 
     table: pd.DataFrame
@@ -177,16 +186,19 @@ def leaderboard_from_counts(
     if reason:
         warnings.warn(f"Bradley-Terry: {reason}", UndefinedStatisticWarning, stacklevel=user_stacklevel())
     samples = np.full((n_resamples, s), np.nan)
+    n_no_mle = n_not_converged = 0
     if n_resamples and np.isfinite(theta).all():
-        samples = bootstrap_counts(counts, n_resamples=n_resamples, ties_model=ties,
-                                   regularization=regularization, start=(theta, nu),
-                                   random_state=random_state, show_progress=show_progress)
+        fits = bootstrap_fits(counts, n_resamples=n_resamples, ties_model=ties,
+                              regularization=regularization, start=(theta, nu),
+                              random_state=random_state, show_progress=show_progress)
+        samples = fits.samples
+        n_no_mle = int((fits.status == NO_MLE).sum())
+        n_not_converged = int((fits.status == NOT_CONVERGED).sum())
+        if fits.problem():
+            warnings.warn(f"Bradley-Terry bootstrap: {fits.problem()}",
+                          UndefinedStatisticWarning, stacklevel=user_stacklevel())
     ok = np.isfinite(samples).all(axis=1)
     n_valid = int(ok.sum())
-    if n_resamples and n_valid < n_resamples:
-        warnings.warn(f"Bradley-Terry bootstrap: the MLE does not exist in "
-                      f"{n_resamples - n_valid} of {n_resamples} resamples (left out)",
-                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
     a = (1 - confidence_level) / 2
     nan = np.full(s, np.nan)
     low, high, r_low, r_high = nan, nan, nan, nan
@@ -234,7 +246,8 @@ def leaderboard_from_counts(
     table = table.iloc[order].reset_index(drop=True)
     settings = {"seed": random_state, "resample": table["resample"].iloc[0],
                 "confidence_level": confidence_level, "alpha": alpha, "ties": ties,
-                "regularization": regularization, "n_resamples": n_resamples}
+                "regularization": regularization, "n_resamples": n_resamples,
+                "n_resamples_no_mle": n_no_mle, "n_resamples_not_converged": n_not_converged}
     return Leaderboard(table, pairs, samples, list(items), settings)
 
 
