@@ -232,7 +232,12 @@ def entry() -> int:
     """The ``storyeval`` console script and ``python -m storyeval``: `main`, then the process
     ends. Freezing the garbage collector first spares the interpreter a pass over every object
     at exit (0.1-0.3 s of a 2 s run); `main` itself leaves the collector alone, for callers
-    that go on."""
+    that go on. After a successful command that met numba kernels without cached machine
+    code, the background warm-up compiles them (`storyeval.cli.warmup`)."""
     code = main()
     gc.freeze()
+    if code == EXIT_OK:  # kernels this run could not load: compiled for the next runs
+        from storyeval.cli.warmup import schedule
+
+        schedule()
     return code

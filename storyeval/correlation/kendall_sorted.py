@@ -50,6 +50,11 @@ _DIGIT = 16  # radix-sort digit (bits): NumPy's stable argsort of uint16 is a ra
 # machine, e.g. 8.3 s vs 2.2 s of CPU for a first `meta` on 200 stories before this rule).
 NUMBA_WARM_SECONDS = 0.8
 NUMBA_COLD_SECONDS = 4.0
+#: Compiled modules this process found without cached machine code (the NumPy engines ran
+#: instead); `storyeval.cli.warmup` compiles them after a command, in the background.
+COLD_MODULES: set[str] = set()
+#: Set to "1" in the warm-up process: every compiled kernel counts as loaded, so it runs.
+WARMUP_ENV = "STORYEVAL_NUMBA_WARMUP"
 
 
 def numba_load_seconds(module: str) -> float:
@@ -57,12 +62,13 @@ def numba_load_seconds(module: str) -> float:
     ``storyeval``) can run here: 0 when it is imported, `NUMBA_WARM_SECONDS` when numba's cache
     holds its machine code, else `NUMBA_COLD_SECONDS` (it will be compiled). The cache is looked
     for where numba writes it: ``NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside the
-    source. A cost model, not a promise: a stale cache also recompiles."""
+    source. A cost model, not a promise: a stale cache also recompiles. A module found
+    without cached code is noted in `COLD_MODULES`."""
     import sys
     from pathlib import Path
 
-    if module in sys.modules:
-        return 0.0
+    if module in sys.modules or os.environ.get(WARMUP_ENV) == "1":
+        return 0.0  # loaded, or the warm-up process (`storyeval.cli.warmup`)
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
         return NUMBA_COLD_SECONDS
@@ -73,6 +79,8 @@ def numba_load_seconds(module: str) -> float:
         found = any(Path(where).rglob(f"{stem}.*.nbi"))
     else:
         found = any((source.parent / "__pycache__").glob(f"{stem}.*.nbi"))
+    if not found:
+        COLD_MODULES.add(module)  # compiled after the command, in the background
     return NUMBA_WARM_SECONDS if found else NUMBA_COLD_SECONDS
 
 
