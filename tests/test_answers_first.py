@@ -234,6 +234,39 @@ def test_the_own_test_is_the_run_s_test_on_the_pair(small_meta):
         assert answer.loc[level, "p vs next"] == p_text(pair["p"].iloc[0])
 
 
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_batched_own_tests_equal_one_run_per_pair(monkeypatch, symmetric):
+    """The answer's own tests of a level come from one run on all pairs (two-sided tests and
+    the paper's larger-|r| direction): the same p-values and answer as one run per pair."""
+    import storyeval.meta.answer_extras as extras
+    from storyeval.meta import meta_evaluate
+    from storyeval.meta.answer import answer_table
+
+    def run(batch: bool):
+        monkeypatch.setattr(extras, "_symmetric", lambda chosen, level: batch)
+        calls = []
+        result = meta_evaluate(measures="SUPERT-SS,BLEU,Beluga-13B 1,Text length ¤§",
+                               criteria="RE,CH,SU", reference="BLEU",
+                               test={"overall": "ustat",
+                                                          "system": "permutation-midp"},
+                               alternative="two-sided" if symmetric else None)
+        original = type(result).compare_pair
+        monkeypatch.setattr(type(result), "compare_pair",
+                            lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+        return answer_table(result), result._answer_extras.tests, len(calls)
+
+    batched, b_tests, b_calls = run(True)
+    single, s_tests, s_calls = run(False)
+    assert b_calls == 0 and s_calls == len(s_tests) > 2
+    pd.testing.assert_frame_equal(batched, single)
+    key = [(lv, c, frozenset((a, b))) for lv, c, a, b in
+           zip(s_tests["level"], s_tests["criterion"], s_tests["measure_a"], s_tests["measure_b"])]
+    got = {(lv, c, frozenset((a, b))): p for lv, c, a, b, p in
+           zip(b_tests["level"], b_tests["criterion"], b_tests["measure_a"], b_tests["measure_b"],
+               b_tests["p"])}
+    np.testing.assert_array_equal([got[k] for k in key], s_tests["p"].to_numpy())
+
+
 def test_the_own_interval_is_the_run_s_bootstrap(small_meta):
     from storyeval.meta.answer import answer_table
     from storyeval.meta.resampling import add_bootstrap_ci

@@ -89,7 +89,7 @@ def _tests(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
     # a run without comparison tests (reference "none") asked for none: the answer runs none
     tested_levels = set() if chosen.get("comparison") == "none" else set(chosen.get("levels", []))
     done = result.comparisons
-    out = []
+    todo: dict[str, list[tuple[str, str, str]]] = {}
     for level, criterion, best, nxt in rows:
         if nxt is None or level not in tested_levels:
             continue
@@ -99,13 +99,60 @@ def _tests(result: MetaResult, rows, extras: AnswerExtras) -> pd.DataFrame:
                           | ((done["measure_a"] == nxt) & (done["measure_b"] == best)))]
             if len(hit):
                 continue
-        try:
-            one = result.compare_pair(best, nxt, level=level, criterion=criterion,
-                                      n_resamples=extras.settings["n_resamples"],
-                                      random_state=extras.settings["random_state"])
-        except (ValueError, ArithmeticError) as exc:
-            extras.reasons.append(f"{level} level, {criterion}: {best} against {nxt} not "
-                                  f"tested ({str(exc).splitlines()[0]})")
-            continue
-        out.append(one)
+        todo.setdefault(level, []).append((criterion, best, nxt))
+    out = []
+    for level, items in todo.items():
+        batch = _batched(result, level, items, extras) if _symmetric(chosen, level) else None
+        out += [batch] if batch is not None else [
+            test for test in (_one_test(result, level, *item, extras) for item in items)
+            if test is not None]
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def _symmetric(chosen: dict, level: str) -> bool:
+    """Whether a pair's p-value is the same in either order (a two-sided test, or the paper's
+    direction of the larger |r|): then every pair of a level can be tested in one run."""
+    def per_level(value):
+        return value.get(level) if isinstance(value, dict) else value
+
+    return (per_level(chosen.get("alternative")) == "two-sided"
+            or per_level(chosen.get("direction")) == "larger")
+
+
+def _batched(result: MetaResult, level: str, items: list[tuple[str, str, str]],
+             extras: AnswerExtras) -> pd.DataFrame | None:
+    """The best-against-next tests of a level from one run on all pairs of the measures
+    involved (a row's test never depends on the other measures of a run: each row is
+    `MetaResult.compare_pair`'s test of the pair, possibly listed as (next, best), which the
+    answer reads either way: the level's p-value is symmetric); None where that run fails
+    (each pair then alone). One run instead of one per pair: 0.5 s of HANNA's answer."""
+    measures = list(dict.fromkeys(m for _, best, nxt in items for m in (best, nxt)))
+    criteria = list(dict.fromkeys(c for c, _, _ in items))
+    try:
+        table = result._compare_measures(measures, level=level, criteria=criteria,
+                                         reference=None,
+                                         n_resamples=extras.settings["n_resamples"],
+                                         random_state=extras.settings["random_state"])
+    except (ValueError, ArithmeticError):
+        return None
+    wanted = {(c, frozenset((b, n))) for c, b, n in items}
+    keys = zip(table["criterion"].to_numpy(dtype=object),
+               table["measure_a"].to_numpy(dtype=object),
+               table["measure_b"].to_numpy(dtype=object))
+    keep = [(c, frozenset((a, b))) in wanted for c, a, b in keys]
+    found = table[keep]
+    if len(found) != len(wanted):  # a pair the run could not test: each pair alone
+        return None
+    return found.reset_index(drop=True)
+
+
+def _one_test(result: MetaResult, level: str, criterion: str, best: str, nxt: str,
+              extras: AnswerExtras) -> pd.DataFrame | None:
+    try:
+        return result.compare_pair(best, nxt, level=level, criterion=criterion,
+                                   n_resamples=extras.settings["n_resamples"],
+                                   random_state=extras.settings["random_state"])
+    except (ValueError, ArithmeticError) as exc:
+        extras.reasons.append(f"{level} level, {criterion}: {best} against {nxt} not "
+                              f"tested ({str(exc).splitlines()[0]})")
+        return None

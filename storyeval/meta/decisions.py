@@ -28,3 +28,7 @@ class ResultLike(Protocol):
 
     def compare_pair(self, best: str, other: str, *, level: str, criterion: str,
                      n_resamples: int, random_state: int | None) -> pd.DataFrame: ...
+
+    def _compare_measures(self, measures: list[str], *, level: str, criteria: list[str],
+                          reference: str | None, n_resamples: int,
+                          random_state: int | None) -> pd.DataFrame: ...

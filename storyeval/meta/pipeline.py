@@ -179,6 +179,16 @@ class MetaResult:
         as this run would have run it (its test, coefficient, sign convention, alternative,
         direction and seed) but on these two measures alone: a family of one, its p-value
         unadjusted. The rows of `meta_evaluate`'s ``comparisons`` table."""
+        return self._compare_measures([best, other], level=level, criteria=[criterion],
+                                      reference=best, n_resamples=n_resamples,
+                                      random_state=random_state)
+
+    def _compare_measures(self, measures: list[str], *, level: str, criteria: list[str],
+                          reference: str | None, n_resamples: int = 1000,
+                          random_state: int | None = 0) -> pd.DataFrame:
+        """`compare_pair` for several measures and criteria at once: every measure against
+        ``reference``, or every pair when it is None (the rows of each pair are those
+        `compare_pair` gives: a row's test never depends on the other measures of a run)."""
         import warnings
 
         s = self.settings
@@ -195,15 +205,17 @@ class MetaResult:
         with warnings.catch_warnings(), no_progress():
             warnings.simplefilter("ignore")
             one = meta_evaluate(
-                self.dataset, measures=[best, other], criteria=[criterion], levels=[level],
-                method=s["coefficient"], reference=best, include_human_stories=True,
+                self.dataset, measures=list(measures), criteria=list(criteria), levels=[level],
+                method=s["coefficient"],
+                reference=reference if reference is not None else "all",
+                include_human_stories=True,
                 llm_criteria=s.get("llm_criteria", "matched"),
                 nan_policy=s.get("nan_policy", "raise"), tie_rtol=s.get("tie_rtol", TIE_RTOL),
                 adjust="none", alternative=per_level(chosen.get("alternative")),
                 direction=per_level(chosen.get("direction")),
                 sign_convention=chosen.get("sign_convention", "raw"),
                 lower_is_better=[m for m in chosen.get("lower_is_better") or ()
-                                 if m in (best, other)],
+                                 if m in measures],
                 test={level: per_level(chosen.get("test", {}))}, n_resamples=n_resamples,
                 n_permutations=chosen.get("n_permutations", TEST_PERMUTATIONS),
                 resample_by=chosen.get("effect_size", {}).get("resample_by", "prompts"),
