@@ -1079,12 +1079,20 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
         """Pair signs under the tie rule, untied pairs per swap, and the groups whose swaps
         hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: the exact
         per-pair tolerance is evaluated on those candidates only (rare)."""
-        d = V[..., iu] - V[..., ju]
+        # v_i - v_j of the pairs (i, j), i < j, in `np.triu_indices` order: one broadcast
+        # subtraction per i into one array (no gathered copies of V)
+        d = np.empty((*V.shape[:-1], len(iu)))
+        start = 0
+        for i in range(S - 1):
+            np.subtract(V[..., i:i + 1], V[..., i + 1:], out=d[..., start:start + S - 1 - i])
+            start += S - 1 - i
         sign = np.sign(d)
         with np.errstate(invalid="ignore"):
-            candidate = np.abs(d) <= tie_rtol * np.abs(V).max(axis=-1, keepdims=True)
+            np.abs(d, out=d)
+            candidate = d <= tie_rtol * np.abs(V).max(axis=-1, keepdims=True)
+        del d
         near = ~np.isfinite(V).all(axis=(0, 2))
-        untied = np.full(d.shape[:-1], float(len(iu)))
+        untied = np.full(V.shape[:-1], float(len(iu)))
         if candidate.any():
             n, g, k = np.nonzero(candidate)
             x, y = V[n, g, iu[k]], V[n, g, ju[k]]
