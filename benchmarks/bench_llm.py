@@ -230,13 +230,14 @@ def compare_clients(base: str, concurrencies: list[int], seconds: float) -> list
     return rows
 
 
-def whole_command(base: str, c: int, n_requests: int, tmp: Path, tag: str = "") -> dict:
+def whole_command(base: str, c: int, n_requests: int, tmp: Path, tag: str = "",
+                  root: Path = ROOT) -> dict:
     """``storyeval rate`` in a fresh process, start to end."""
     n_stories = max(1, -(-n_requests // 24))
     src = tmp / f"stories-{c}.csv"
     _stories(n_stories).to_csv(src, index=False)
     _stats(base, reset=True)
-    env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "PYTHONPATH": str(root)}
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "storyeval", "rate", "--base-url", base,
@@ -381,11 +382,13 @@ def _peer(kind: str, base: str, c: int, n: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def w3_workloads(tmp: Path, rounds: int, sizes: dict[str, int]) -> list[dict]:
+def w3_workloads(tmp: Path, rounds: int, sizes: dict[str, int],
+                 baseline: Path | None = None) -> list[dict]:
     """The issue-49 workloads: per round, the whole ``storyeval rate`` command, aiohttp alone
-    and the own client alone, one after the other against the same echoing server process,
-    with the 1-minute load average printed before each (the machine's other work moves all
-    three alike, so the ratios to aiohttp are the comparable numbers)."""
+    and the own client alone (and the command of the ``baseline`` tree, a folder holding
+    another version's ``storyeval`` package), one after the other against the same echoing
+    server process, with the 1-minute load average printed before each (the machine's other
+    work moves them alike, so the ratios to aiohttp are the comparable numbers)."""
     rows = []
     for name, latency, c, n_default, target in WORKLOADS:
         n = sizes.get(name, n_default)
@@ -403,6 +406,12 @@ def w3_workloads(tmp: Path, rounds: int, sizes: dict[str, int]) -> list[dict]:
                     peer = _peer(kind, base, c, n)
                     row[f"{kind}_alone_rps"] = peer["rps"]
                     row[f"{kind}_cpu_ms_per_req"] = peer["cpu_ms_per_req"]
+                if baseline is not None:
+                    row["load_baseline"] = os.getloadavg()[0]
+                    print(f"{name} round {r + 1} baseline {baseline}: ", end="", flush=True)
+                    old = whole_command(base, c, n, tmp, tag=f"-{name}-{r}-old", root=baseline)
+                    row["baseline_command_rps"] = old["rps"]
+                    row["baseline_command_cpu_s"] = old["cpu_s"]
                 row["command_over_aiohttp"] = row["command_rps"] / row["aiohttp_alone_rps"]
                 row["own_over_aiohttp"] = row["own_alone_rps"] / row["aiohttp_alone_rps"]
                 row["met"] = row["command_rps"] >= target
@@ -422,15 +431,18 @@ def w3_workloads(tmp: Path, rounds: int, sizes: dict[str, int]) -> list[dict]:
 
 def w3_markdown(rows: list[dict]) -> str:
     """The rows of `w3_workloads` as a markdown table."""
-    out = ["| workload | round | load | whole command req/s | target | aiohttp alone | own client "
-           "alone | command / aiohttp | own / aiohttp |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| workload | round | load | whole command req/s (CPU s) | target | aiohttp alone | "
+           "own client alone | command / aiohttp | own / aiohttp | baseline command req/s "
+           "(CPU s) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
+        old = (f"{r['baseline_command_rps']:,.0f} ({r['baseline_command_cpu_s']:.1f})"
+               if "baseline_command_rps" in r else "-")
         out.append(f"| {r['workload']} ({r['requests']:,} requests) | {r['round']} | "
-                   f"{r['load_before']:.2f} | {r['command_rps']:,.0f} | {r['target_rps']:,.0f} "
-                   f"({'met' if r['met'] else 'not met'}) | {r['aiohttp_alone_rps']:,.0f} | "
-                   f"{r['own_alone_rps']:,.0f} | {r['command_over_aiohttp']:.2f} | "
-                   f"{r['own_over_aiohttp']:.2f} |")
+                   f"{r['load_before']:.2f} | {r['command_rps']:,.0f} ({r['command_cpu_s']:.1f}) "
+                   f"| {r['target_rps']:,.0f} ({'met' if r['met'] else 'not met'}) | "
+                   f"{r['aiohttp_alone_rps']:,.0f} | {r['own_alone_rps']:,.0f} | "
+                   f"{r['command_over_aiohttp']:.2f} | {r['own_over_aiohttp']:.2f} | {old} |")
     return "\n".join(out)
 
 
@@ -473,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--w3-rounds", type=int, default=2)
     ap.add_argument("--w3-requests", default="8064,41472",
                     help="requests of the --w3 workloads c16-2ms and W3 (default 8064,41472)")
+    ap.add_argument("--w3-baseline", type=Path, default=None,
+                    help="also time the whole command of another storyeval tree (a folder with "
+                         "a storyeval package, e.g. `git archive v0.4.0 storyeval | tar -x -C DIR`)")
     ap.add_argument("--json", type=Path, default=None,
                     help="write the --w3 rows (and the load) to this JSON file, with a markdown "
                          "table beside it (.md)")
@@ -493,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         n16, nw3 = (int(v) for v in args.w3_requests.split(","))
         with tempfile.TemporaryDirectory() as tmp:
             rows = w3_workloads(Path(tmp), args.w3_rounds,
-                                {"c16-2ms": n16, "W3-c256-50ms": nw3})
+                                {"c16-2ms": n16, "W3-c256-50ms": nw3}, args.w3_baseline)
         table = w3_markdown(rows)
         print(table, flush=True)
         if args.json is not None:

@@ -29,6 +29,7 @@ from _openai_stub_server import Script, StubServer, default_answer
 
 from storyeval.llm import AnswerCache, OpenAIBackend, rate
 from storyeval.llm._http import _ConnectionPool
+from storyeval.llm.cache import messages_digest
 
 URL_PATH = "/v1/chat/completions"
 
@@ -51,6 +52,7 @@ class KeepAliveServer:
         self.lock = threading.Lock()
         self.received: Counter = Counter()  # requests read, per key
         self.answered: Counter = Counter()  # responses sent, per key
+        self.sha: dict[str, str] = {}  # digest of the messages received, per key
         self.connections = self.idle_closes = self.unanswerable = 0
         self.reused = 0  # requests read on a connection that had answered before
         self.sock = socket.socket()
@@ -117,7 +119,11 @@ class KeepAliveServer:
                     continue
                 if self.latency:
                     time.sleep(self.latency)
-                text = default_answer(json.loads(body), key)
+                payload = json.loads(body)
+                text = default_answer(payload, key)
+                if "messages" in payload:
+                    with self.lock:
+                        self.sha[key] = messages_digest(payload["messages"])
                 answer = json.dumps({"id": f"chatcmpl-{nonce}", "model": "m", "choices": [
                     {"message": {"content": text}, "finish_reason": "stop"}]}).encode()
                 try:
@@ -174,6 +180,8 @@ def assert_each_answered_once(srv: KeepAliveServer, run, rows, keys: list[str]) 
     assert wrong == []
     assert set(rows["attempts"]) == {1}  # a resend after a close is not a failed attempt
     assert dict(srv.answered) == dict.fromkeys(keys, 1)
+    # stored with the digest of the messages that were sent for it
+    assert {k: rows.loc[k, "messages_sha"] for k in keys} == srv.sha
 
 
 # -- the reuse path has no rest ---------------------------------------------------------------
