@@ -514,11 +514,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.json is not None:
             meta = {"cpus": os.cpu_count(), "load_end": os.getloadavg(),
                     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                    "python": sys.version.split()[0]}
+                    "python": sys.version.split()[0],
+                    "baseline": None if args.w3_baseline is None else str(args.w3_baseline)}
             args.json.write_text(json.dumps({"machine": meta, "rows": rows}, indent=1) + "\n")
             args.json.with_suffix(".md").write_text(
                 f"{meta['cpus']} CPUs, {meta['date']}, load at the end "
-                f"{meta['load_end'][0]:.2f}\n\n{table}\n")
+                f"{meta['load_end'][0]:.2f}; baseline tree: {meta['baseline']}\n\n{table}\n")
     if args.endpoints:
         with tempfile.TemporaryDirectory() as tmp:
             two_endpoints(args.latency, args.endpoint_concurrency,
