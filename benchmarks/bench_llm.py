@@ -28,6 +28,11 @@ answering every request after ``--latency``, default 50 ms):
    connections) and one that does not (a connection per request, verified by the server's
    close), beside aiohttp sending the same requests on kept-alive connections with no check;
    the load average is printed before each line.
+7. ``--w3 [--json FILE]``: the issue-49 targets, the whole ``storyeval rate`` command against an
+   echoing server at concurrency 16 (2 ms server, 8,064 requests; target >= 900 requests/s) and
+   W3 (41,472 requests, concurrency 256, 50 ms server; target >= 4,100 requests/s), each round
+   followed by aiohttp alone and the own client alone against the same server process, with the
+   load average before each; the rows go to FILE (JSON) and a markdown table beside it.
 5. ``--endpoints``: ``rate`` against one server process and against two, each with the same
    ``--endpoint-concurrency`` (default 16, so that the client is not the bottleneck), after a
    warm-up run: the ratio of the two throughputs, end to end and in the sending phase
@@ -225,13 +230,14 @@ def compare_clients(base: str, concurrencies: list[int], seconds: float) -> list
     return rows
 
 
-def whole_command(base: str, c: int, n_requests: int, tmp: Path, tag: str = "") -> None:
+def whole_command(base: str, c: int, n_requests: int, tmp: Path, tag: str = "",
+                  root: Path = ROOT) -> dict:
     """``storyeval rate`` in a fresh process, start to end."""
     n_stories = max(1, -(-n_requests // 24))
     src = tmp / f"stories-{c}.csv"
     _stories(n_stories).to_csv(src, index=False)
     _stats(base, reset=True)
-    env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "STORYEVAL_NO_PROGRESS": "1", "PYTHONPATH": str(root)}
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "storyeval", "rate", "--base-url", base,
@@ -256,6 +262,8 @@ def whole_command(base: str, c: int, n_requests: int, tmp: Path, tag: str = "") 
           f"(targets at 256: >= 1,000/s, < 1 s); the command used {cpu:.2f} CPU s in all and "
           f"{cpu_first} CPU s before its first request (on an idle machine its wall times are "
           f"about these, or the c/latency limit)", flush=True)
+    return {"requests": n, "seconds": dt, "rps": n / dt, "cpu_s": cpu,
+            "first_request_s": server["first_at"] - t0}
 
 
 def _cpu_samples(proc: subprocess.Popen) -> list[tuple[float, float]]:
@@ -360,6 +368,84 @@ def verify_costs(tmp: Path, n16: int, n256: int, seconds: float) -> None:
                 proc.wait()
 
 
+#: The issue-49 targets of the whole ``storyeval rate`` command against an echoing server:
+#: (name, server latency s, concurrency, default requests, target requests/s). W3 is 41,472
+#: requests (1,728 stories x 4 Eval-Prompts x 6 criteria) at 256 in flight.
+WORKLOADS = (("c16-2ms", 0.002, 16, 8064, 900.0), ("W3-c256-50ms", 0.05, 256, 41472, 4100.0))
+
+
+def _peer(kind: str, base: str, c: int, n: int) -> dict:
+    """One HTTP client alone (``own`` or ``aiohttp``) in a fresh process: its JSON row."""
+    out = subprocess.run([sys.executable, __file__, "--client-worker", kind,
+                          base + "/chat/completions", str(c), str(n), "600", repr(time.time())],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def w3_workloads(tmp: Path, rounds: int, sizes: dict[str, int],
+                 baseline: Path | None = None) -> list[dict]:
+    """The issue-49 workloads: per round, the whole ``storyeval rate`` command, aiohttp alone
+    and the own client alone (and the command of the ``baseline`` tree, a folder holding
+    another version's ``storyeval`` package), one after the other against the same echoing
+    server process, with the 1-minute load average printed before each (the machine's other
+    work moves them alike, so the ratios to aiohttp are the comparable numbers)."""
+    rows = []
+    for name, latency, c, n_default, target in WORKLOADS:
+        n = sizes.get(name, n_default)
+        proc, base = _start_server(latency, echo=True)
+        try:
+            for r in range(rounds):
+                row: dict = {"workload": name, "latency_s": latency, "concurrency": c,
+                             "requests": n, "target_rps": target, "round": r + 1}
+                row["load_before"] = os.getloadavg()[0]
+                print(f"{name} round {r + 1}: load {row['load_before']:.2f}; ", end="", flush=True)
+                cmd = whole_command(base, c, n, tmp, tag=f"-{name}-{r}")
+                row["command_rps"], row["command_cpu_s"] = cmd["rps"], cmd["cpu_s"]
+                for kind in ("aiohttp", "own"):
+                    row[f"load_{kind}"] = os.getloadavg()[0]
+                    peer = _peer(kind, base, c, n)
+                    row[f"{kind}_alone_rps"] = peer["rps"]
+                    row[f"{kind}_cpu_ms_per_req"] = peer["cpu_ms_per_req"]
+                if baseline is not None:
+                    row["load_baseline"] = os.getloadavg()[0]
+                    print(f"{name} round {r + 1} baseline {baseline}: ", end="", flush=True)
+                    old = whole_command(base, c, n, tmp, tag=f"-{name}-{r}-old", root=baseline)
+                    row["baseline_command_rps"] = old["rps"]
+                    row["baseline_command_cpu_s"] = old["cpu_s"]
+                row["command_over_aiohttp"] = row["command_rps"] / row["aiohttp_alone_rps"]
+                row["own_over_aiohttp"] = row["own_alone_rps"] / row["aiohttp_alone_rps"]
+                row["met"] = row["command_rps"] >= target
+                print(f"{name} round {r + 1}: whole command {row['command_rps']:,.0f} req/s "
+                      f"(target {target:,.0f}: {'met' if row['met'] else 'not met'}), aiohttp "
+                      f"alone {row['aiohttp_alone_rps']:,.0f} (load {row['load_aiohttp']:.2f}), "
+                      f"own client alone {row['own_alone_rps']:,.0f} (load "
+                      f"{row['load_own']:.2f}); command / aiohttp "
+                      f"{row['command_over_aiohttp']:.2f}, own / aiohttp "
+                      f"{row['own_over_aiohttp']:.2f}", flush=True)
+                rows.append(row)
+        finally:
+            proc.kill()
+            proc.wait()
+    return rows
+
+
+def w3_markdown(rows: list[dict]) -> str:
+    """The rows of `w3_workloads` as a markdown table."""
+    out = ["| workload | round | load | whole command req/s (CPU s) | target | aiohttp alone | "
+           "own client alone | command / aiohttp | own / aiohttp | baseline command req/s "
+           "(CPU s) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        old = (f"{r['baseline_command_rps']:,.0f} ({r['baseline_command_cpu_s']:.1f})"
+               if "baseline_command_rps" in r else "-")
+        out.append(f"| {r['workload']} ({r['requests']:,} requests) | {r['round']} | "
+                   f"{r['load_before']:.2f} | {r['command_rps']:,.0f} ({r['command_cpu_s']:.1f}) "
+                   f"| {r['target_rps']:,.0f} ({'met' if r['met'] else 'not met'}) | "
+                   f"{r['aiohttp_alone_rps']:,.0f} | {r['own_alone_rps']:,.0f} | "
+                   f"{r['command_over_aiohttp']:.2f} | {r['own_over_aiohttp']:.2f} | {old} |")
+    return "\n".join(out)
+
+
 def _start_server(latency: float, *, echo: bool = False):
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_openai_stub_server.py"),
                              "--latency", str(latency)] + (["--echo"] if echo else []),
@@ -392,6 +478,19 @@ def main(argv: list[str] | None = None) -> int:
                          "echoing and non-echoing servers, beside aiohttp")
     ap.add_argument("--verify-requests", default="4032,12096",
                     help="requests of the --verify runs at c=16 and c=256 (default 4032,12096)")
+    ap.add_argument("--w3", action="store_true",
+                    help="the issue-49 targets: the whole command at c=16 against a 2 ms server "
+                         "and W3 (41,472 requests, c=256, 50 ms), beside aiohttp and the own "
+                         "client alone, alternately")
+    ap.add_argument("--w3-rounds", type=int, default=2)
+    ap.add_argument("--w3-requests", default="8064,41472",
+                    help="requests of the --w3 workloads c16-2ms and W3 (default 8064,41472)")
+    ap.add_argument("--w3-baseline", type=Path, default=None,
+                    help="also time the whole command of another storyeval tree (a folder with "
+                         "a storyeval package, e.g. `git archive v0.4.0 storyeval | tar -x -C DIR`)")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="write the --w3 rows (and the load) to this JSON file, with a markdown "
+                         "table beside it (.md)")
     ap.add_argument("--skip-rate", action="store_true",
                     help="skip parts 1 and 2 (rate() and the replay)")
     args = ap.parse_args(argv)
@@ -405,6 +504,22 @@ def main(argv: list[str] | None = None) -> int:
         n16, n256 = (int(v) for v in args.verify_requests.split(","))
         with tempfile.TemporaryDirectory() as tmp:
             verify_costs(Path(tmp), n16, n256, args.client_seconds)
+    if args.w3:
+        n16, nw3 = (int(v) for v in args.w3_requests.split(","))
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = w3_workloads(Path(tmp), args.w3_rounds,
+                                {"c16-2ms": n16, "W3-c256-50ms": nw3}, args.w3_baseline)
+        table = w3_markdown(rows)
+        print(table, flush=True)
+        if args.json is not None:
+            meta = {"cpus": os.cpu_count(), "load_end": os.getloadavg(),
+                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    "python": sys.version.split()[0],
+                    "baseline": None if args.w3_baseline is None else str(args.w3_baseline)}
+            args.json.write_text(json.dumps({"machine": meta, "rows": rows}, indent=1) + "\n")
+            args.json.with_suffix(".md").write_text(
+                f"{meta['cpus']} CPUs, {meta['date']}, load at the end "
+                f"{meta['load_end'][0]:.2f}; baseline tree: {meta['baseline']}\n\n{table}\n")
     if args.endpoints:
         with tempfile.TemporaryDirectory() as tmp:
             two_endpoints(args.latency, args.endpoint_concurrency,

@@ -190,14 +190,15 @@ class _Connection:
     def __init__(self, reader, writer) -> None:
         self.reader, self.writer = reader, writer
 
-    def unread(self) -> str | None:
+    def unread(self, *, kernel: bool = True) -> str | None:
         """Whatever was received beyond the responses read so far: None on a clean HTTP/1.1
-        connection between requests; "bytes" for stray data; "eof" or "unknown" otherwise."""
+        connection between requests; "bytes" for stray data; "eof" or "unknown" otherwise.
+        ``kernel=False`` looks only at what asyncio has read (no system call)."""
         if getattr(self.reader, "_buffer", None):
             return "bytes"
         if self.writer.is_closing() or self.reader.at_eof():
             return "eof"
-        return _kernel_unread(self.writer)
+        return _kernel_unread(self.writer) if kernel else None
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing a broken transport
@@ -220,8 +221,11 @@ class _ConnectionPool:
     ``Connection: close`` and, after the response, waits (at most ``_CLOSE_GRACE`` s) for the
     server's close: `_Reply.alone` is True when nothing came between the response and the close.
     With ``reuse=True`` (and ``keep_alive``) an idle connection is reused when nothing was
-    received on it since its last response, and the connection goes back to the stack when
-    nothing follows the response; no rest, no timer.
+    received on it since its last response (the stream's buffer and end-of-file flag, then the
+    kernel's, by a poll with a zero timeout), and the connection goes back to the stack when
+    nothing follows the response; no rest, no timer. A request written on a reused connection
+    that the server closed meanwhile (no response byte came back) is written once more on a
+    new connection: it has the same nonce, so at most one response to it is ever read.
 
     ``proxy`` (``http://[user:password@]host:port``): requests go through that proxy, on
     connections of their own to it (absolute-form request targets for ``http://`` servers, a
@@ -413,8 +417,8 @@ class _ConnectionPool:
                 conn = await self._connect(origin)
             stage = "read"
             try:
-                status, headers, data, keep = await asyncio.wait_for(
-                    self._exchange(conn, message), self._timeout)
+                async with asyncio.timeout(self._timeout):  # no task of its own
+                    status, headers, data, keep = await self._exchange(conn, message)
             except _NoResponse:
                 if not reused:
                     if (origin[0] == "http" and self._proxy is None
@@ -431,15 +435,17 @@ class _ConnectionPool:
                 stage = "connect"
                 conn = await self._connect(origin)
                 stage = "read"
-                status, headers, data, keep = await asyncio.wait_for(
-                    self._exchange(conn, message), self._timeout)
+                async with asyncio.timeout(self._timeout):
+                    status, headers, data, keep = await self._exchange(conn, message)
             self._contact.add(origin)
             alone = False
             others: tuple[bytes, ...] = ()
             if not reuse:
                 alone, others = await self._closed_after(conn, origin, keep)
             elif keep:
-                left = conn.unread()
+                # what asyncio read with the response; the kernel is asked (a poll with no
+                # wait) when the connection is taken for the next request
+                left = conn.unread(kernel=False)
                 if left is None:
                     self._idle.setdefault(origin, []).append(conn)
                     conn = None  # back to the stack, reused by the next request
@@ -511,7 +517,7 @@ class _ConnectionPool:
             writer.write(message)
             await writer.drain()
             line = await reader.readline()
-        except (ConnectionResetError, BrokenPipeError) as exc:
+        except ConnectionError as exc:  # reset, aborted, broken pipe: no response byte came
             raise _NoResponse(str(exc)) from None
         if not line:
             raise _NoResponse("the server closed the connection without a response")

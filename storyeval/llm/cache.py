@@ -110,6 +110,11 @@ def request_key(*, backend: str, model: str, messages_sha: str, sampling: dict[s
 _COLUMNS = ("key", "backend", "model", "messages_sha", "sampling", "try_index", "seed", "raw",
             "finish_reason", "prompt_tokens", "completion_tokens", "latency_s", "attempts",
             "created", "parser_version", "rating", "status", "explanation")
+#: The statement of `AnswerCache.put`: a stored answer wins, except an empty one.
+_PUT = (f"INSERT INTO answers ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))}) "
+        "ON CONFLICT(key) DO UPDATE SET "
+        + ",".join(f"{c}=excluded.{c}" for c in _COLUMNS if c != "key")
+        + " WHERE trim(answers.raw) = ''")
 
 
 def _has_wal(p: Path) -> bool:
@@ -328,12 +333,8 @@ class AnswerCache:
                json.dumps(sampling, sort_keys=True, separators=(",", ":")), int(try_index),
                seed, raw, finish_reason, prompt_tokens, completion_tokens, latency_s, attempts,
                time.time(), parser_version, rating, status, explanation)
-        update = ",".join(f"{c}=excluded.{c}" for c in _COLUMNS if c != "key")
         with self._lock:
-            cur = self._con.execute(
-                f"INSERT INTO answers ({','.join(_COLUMNS)}) "
-                f"VALUES ({','.join('?' * len(_COLUMNS))}) "
-                f"ON CONFLICT(key) DO UPDATE SET {update} WHERE trim(answers.raw) = ''", row)
+            cur = self._con.execute(_PUT, row)
         return cur.rowcount == 1
 
     @_sqlite_errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import hashlib
 import ipaddress
 import json
@@ -125,6 +126,7 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=256)  # once per server, not once per request
 def _safe_url(url: str) -> str:
     """``url`` without user:password@ and without query values (never a secret in a message or
     settings.json)."""

@@ -156,6 +156,8 @@ class _Job:
     criteria: dict[str, CriterionSpec]
     tries: int
     scale: tuple[int, int]
+    #: `messages_digest` of each cell's messages (computed once, for the keys and the cache)
+    digests: list[str] = field(default_factory=list)
 
 
 def _model_label(backend: Backend, model_name: str | None) -> str:
@@ -218,6 +220,7 @@ def _build(stories: pd.DataFrame, backend: Backend, *, model_name: str | None,
     cols: dict[str, list] = {k: [] for k in ("cell", "story_row", "eval_prompt", "criterion",
                                              "try", "seed", "key")}
     messages: list[tuple[dict[str, str], ...]] = []
+    digests: list[str] = []
     refs = ([r if isinstance(r, str) else None for r in st["reference"].tolist()]
             if "reference" in st.columns else [None] * len(st))
     uses_ref = {ep: "reference" in tpl.fields(ep) for ep in eps}
@@ -240,6 +243,7 @@ def _build(stories: pd.DataFrame, backend: Backend, *, model_name: str | None,
                 cell = len(messages)
                 messages.append(msgs)
                 digest = messages_digest(msgs)
+                digests.append(digest)
                 for t in range(tries):
                     cols["cell"].append(cell)
                     cols["story_row"].append(i)
@@ -256,7 +260,7 @@ def _build(stories: pd.DataFrame, backend: Backend, *, model_name: str | None,
                       "status 'no_reference' and are not sent", StoryevalWarning, stacklevel=3)
     return _Job(stories=st, items=items, messages=messages, backend=backend, model_label=label,
                 sampling=sampling, eval_prompts=eps, criteria=crits, tries=tries,
-                scale=tpl.scale)
+                scale=tpl.scale, digests=digests)
 
 
 def _open_cache(cache) -> tuple[AnswerCache, bool]:
@@ -443,6 +447,10 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
             n_sent = len(todo)
             backend = job.backend
 
+            # the digests of _build, by the identity of the cells' message tuples (alive in
+            # job.messages for the whole run, so no other object can take their ids)
+            sha_of = {id(m): d for m, d in zip(job.messages, job.digests)}
+
             def on_answer(req: Request, ans: Answer) -> None:
                 if broken:  # the cache cannot be written: stop, counting what is lost
                     broken.append(req.key)
@@ -462,9 +470,10 @@ def _execute(job: _Job, store: AnswerCache, *, cache_only: bool, parser: str,
                     fresh[req.key] = store.get_many([req.key])[req.key]
 
             def _put(req: Request, ans: Answer, rating, p) -> bool:
+                sha = sha_of.get(id(req.messages)) or messages_digest(req.messages)
                 return store.put(
                     key=req.key, backend=backend.kind, model=backend.model,
-                    messages_sha=messages_digest(req.messages), sampling=skey,
+                    messages_sha=sha, sampling=skey,
                     try_index=req.try_index, seed=req.seed, raw=ans.text,
                     finish_reason=ans.finish_reason, prompt_tokens=ans.prompt_tokens,
                     completion_tokens=ans.completion_tokens, latency_s=ans.latency_s,
