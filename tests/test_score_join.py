@@ -180,6 +180,29 @@ def test_files_sharing_a_measure_are_merged_long(tmp_path):
             _read(ratings, [first, again], fast)
 
 
+def test_story_id_files_and_dataframes_join_as_the_long_merge(tmp_path):
+    """Scores given by ``story_id`` alone (a file) and as a DataFrame go through the general
+    reader and the same wide join."""
+    stories = _stories()
+    ratings = _write(_ratings(stories), tmp_path / "ratings.csv")
+    long = _scores(stories, ["b", "a"], keep=0.8)
+    by_id = long.assign(story_id=[make_story_id(s, p) for s, p in
+                                  zip(long["system"], long["prompt_id"])])
+    ids_file = _write(by_id[["story_id", "measure", "value"]], tmp_path / "ids.csv")
+    frame = _scores(stories, ["c"], seed=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expected = read_human_table(ratings).with_scores(
+            read_score_files([ids_file, frame]), source=f"{ids_file}, DataFrame")
+    for fast in (True, False):
+        with mock.patch.object(fast_scores, "FAST_MIN_BYTES", 0 if fast else 2**62), \
+                warnings.catch_warnings(record=True) as got_warnings:
+            warnings.simplefilter("always")
+            got = read_dataset(ratings, scores=[ids_file, frame])
+        _same(got, expected)
+        assert [str(w.message) for w in got_warnings] == [str(w.message) for w in caught]
+
+
 def test_stories_not_in_the_dataset_are_the_same_error(tmp_path):
     stories = _stories()
     ratings = _write(_ratings(stories[:16]), tmp_path / "ratings.csv")
