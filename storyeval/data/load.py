@@ -246,7 +246,9 @@ def merge_score_tables(tables: Sequence[tuple[pd.DataFrame, str]]) -> pd.DataFra
     keep = ["story_id", "measure", "value"]
     frames = [t.loc[:, keep].assign(_source=src) for t, src in tables]
     merged = pd.concat(frames, ignore_index=True)
-    dup = merged.duplicated(["story_id", "measure"], keep=False)
+    if len(tables) == 1:
+        return merged.loc[:, keep]  # validated: no (story, measure) twice within a table
+    dup = _duplicated_pairs(merged["story_id"], merged["measure"])
     if dup.any():
         clash = merged[dup].drop_duplicates(["story_id", "measure", "_source"])
         first = clash.iloc[0]
@@ -256,6 +258,17 @@ def merge_score_tables(tables: Sequence[tuple[pd.DataFrame, str]]) -> pd.DataFra
                          f"both {files[0]} and {files[-1]} ({int(dup.sum())} duplicated "
                          "row(s) in all); give each (story, measure) once")
     return merged.loc[:, keep]
+
+
+def _duplicated_pairs(first: pd.Series, second: pd.Series) -> pd.Series:
+    """``DataFrame.duplicated([first, second], keep=False)`` through one integer code per
+    column (pandas hashes the string pairs: 0.8 s at 3.6 million rows)."""
+    from storyeval.data.io import _duplicated
+
+    codes_a, _ = pd.factorize(first)
+    codes_b, values_b = pd.factorize(second)
+    key = codes_a.astype(np.int64) * max(len(values_b), 1) + codes_b
+    return pd.Series(_duplicated(key), index=first.index)
 
 
 def read_dataset(
