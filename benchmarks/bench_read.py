@@ -253,9 +253,12 @@ def user_main(args) -> None:
 
     load_before = os.getloadavg()[0]
     runs: dict = {}
+    # the old code's commit, resolved once: a branch may move while the benchmark runs
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.old_ref],
+                            check=True, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        old = old_package(args.old_ref, folder / "old")
+        old = old_package(commit, folder / "old")
         codes = {"old": old, "new": ROOT}
         files = {size: make_data(folder, *spec) for size, spec in USER_SIZES.items()}
         if args.meta:  # warm-up: numba compiles (and caches) its kernels for each tree
@@ -284,8 +287,6 @@ def user_main(args) -> None:
                 digests = {r["digest"] for c in runs[size][what].values() for r in c}
                 if len(digests) > 1:
                     raise SystemExit(f"{size} {what}: old and new differ: {digests}")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.old_ref],
-                            check=True, capture_output=True, text=True).stdout.strip()
     result = {"old_ref": args.old_ref, "old_commit": commit, "repeats": args.repeats,
               "cpus": os.cpu_count(), "load_average": [load_before, os.getloadavg()[0]],
               "date": time.strftime("%Y-%m-%d"), "runs": runs}

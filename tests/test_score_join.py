@@ -366,3 +366,15 @@ def test_random_tables_join_as_the_pandas_pivot(table, suffix):
         pd.testing.assert_frame_equal(got.table, expected, check_exact=False, rtol=1e-15)
         pd.testing.assert_frame_equal(got.catalogue, catalogue)
     assert results[0][1] == results[1][1]  # the same warnings
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a/1", "a/2", "b/1", "中/1"]),
+                          st.sampled_from(["m", "n", "ü"])), min_size=1, max_size=30))
+def test_duplicated_pairs_is_pandas_duplicated(pairs):
+    from storyeval.data.load import _duplicated_pairs
+
+    frame = pd.DataFrame(pairs, columns=["story_id", "measure"])
+    expected = frame.duplicated(["story_id", "measure"], keep=False)
+    got = _duplicated_pairs(frame["story_id"], frame["measure"])
+    assert got.tolist() == expected.tolist()
