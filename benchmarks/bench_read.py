@@ -22,6 +22,17 @@ scale page shows.
     python benchmarks/bench_read.py                   # about 10 minutes on 2 cores
     python benchmarks/bench_read.py --stories 100000  # a quick look
     python benchmarks/bench_read.py --table-only      # the page's table from the JSON
+
+``--user-data`` times instead what ``storyeval meta --data RATINGS --scores SCORES`` reads
+(issue 49, item 2): ``read_dataset(RATINGS, scores=[SCORES])`` on the synthetic study of
+``bench_defaults.make_data`` (long ratings of 3 annotators and a long score table of 36
+measures) at 100 systems x 1,000 prompts (10^5 stories, 3.6 million score rows, 156 MB) and at
+10 x 20 (200 stories), old and new alternating in fresh processes, the same table from both;
+with ``--meta`` also the whole ``meta --metrics all`` process (wall, CPU, peak RSS; one warm-up
+run each first, so that both have compiled their numba kernels). Writes
+``benchmarks/bench_read_user.json``.
+
+    python benchmarks/bench_read.py --user-data --meta   # about 5 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -184,6 +195,126 @@ def read_once(code: Path, path: Path, peer: str | None = None) -> dict:
             "digest": digest, "stories": int(rows), "measures": int(cols)}
 
 
+USER_JSON = ROOT / "benchmarks" / "bench_read_user.json"
+USER_SIZES = {"100x1000": (100, 1000, 36, 1), "10x20": (10, 20, 36, 6)}  # as bench_defaults
+
+USER_BODY = """
+import sys, time, hashlib
+import pandas as pd
+from storyeval.data import read_dataset
+start, cpu = time.perf_counter(), time.process_time()
+ds = read_dataset(sys.argv[1], scores=[sys.argv[2]])
+""" + REPORT
+
+
+def user_read_once(code: Path, ratings: Path, scores: Path) -> dict:
+    """``read_dataset(ratings, scores=[scores])`` in a fresh process with the package at
+    ``code``: wall and CPU time (imports excluded), peak RSS, a hash of the table."""
+    env = {**os.environ, "PYTHONPATH": str(code), "STORYEVAL_NO_PROGRESS": "1"}
+    done = subprocess.run([sys.executable, "-c", USER_BODY, str(ratings), str(scores)],
+                          env=env, capture_output=True, text=True, cwd=code)
+    if done.returncode:
+        raise SystemExit(f"{code}: reading {scores} failed:\n{done.stderr[-2000:]}")
+    wall, cpu, peak, digest, rows, cols = done.stdout.strip().splitlines()[-1].split()
+    return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_mb": float(peak),
+            "digest": digest, "stories": int(rows), "measures": int(cols)}
+
+
+def meta_once(code: Path, ratings: Path, scores: Path) -> dict:
+    """The whole ``storyeval meta --data ratings --scores scores --metrics all`` process:
+    wall, CPU time (user + system, all threads), peak RSS (``ru_maxrss``, what
+    ``/usr/bin/time -f %M`` prints), a hash of its output."""
+    import hashlib
+
+    env = {**os.environ, "PYTHONPATH": str(code), "STORYEVAL_NO_PROGRESS": "1"}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "storyeval", "meta", "--data",
+                                  str(ratings), "--scores", str(scores), "--metrics", "all"],
+                                 env=env, stdout=out, stderr=err, cwd=code)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own resources
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode:
+            raise SystemExit(f"{code}: meta failed:\n{err.read().decode()[-2000:]}")
+        digest = hashlib.sha256(out.read()).hexdigest()[:16]
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_mb": usage.ru_maxrss / 1024, "digest": digest}
+
+
+def user_main(args) -> None:
+    """``--user-data``: old and new `read_dataset` (and ``meta`` with ``--meta``) on the
+    synthetic study, alternating, with the load average printed beside every run."""
+    from bench_defaults import make_data
+
+    from storyeval._atomic import atomic_write_text
+
+    load_before = os.getloadavg()[0]
+    runs: dict = {}
+    # the old code's commit, resolved once: a branch may move while the benchmark runs
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.old_ref],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        old = old_package(commit, folder / "old")
+        codes = {"old": old, "new": ROOT}
+        files = {size: make_data(folder, *spec) for size, spec in USER_SIZES.items()}
+        if args.meta:  # warm-up: numba compiles (and caches) its kernels for each tree
+            for code in codes.values():
+                meta_once(code, *files["10x20"])
+        for size, (ratings, scores) in files.items():
+            runs[size] = {"read": {c: [] for c in codes}, "meta": {c: [] for c in codes},
+                          "score_mb": scores.stat().st_size / 2**20}
+            for _ in range(args.repeats):
+                for name, code in codes.items():
+                    r = user_read_once(code, ratings, scores)
+                    r["load_average"] = os.getloadavg()[0]
+                    runs[size]["read"][name].append(r)
+                    print(f"{size} read_dataset {name}: wall {r['wall_s']:.2f} s, CPU "
+                          f"{r['cpu_s']:.2f} s, peak {r['peak_mb']:,.0f} MB, load "
+                          f"{r['load_average']:.1f}", flush=True)
+                    if not args.meta:
+                        continue
+                    m = meta_once(code, ratings, scores)
+                    m["load_average"] = os.getloadavg()[0]
+                    runs[size]["meta"][name].append(m)
+                    print(f"{size} meta {name}: wall {m['wall_s']:.2f} s, CPU "
+                          f"{m['cpu_s']:.2f} s, peak {m['peak_mb']:,.0f} MB, load "
+                          f"{m['load_average']:.1f}", flush=True)
+            for what in ("read", "meta"):
+                digests = {r["digest"] for c in runs[size][what].values() for r in c}
+                if len(digests) > 1:
+                    raise SystemExit(f"{size} {what}: old and new differ: {digests}")
+    result = {"old_ref": args.old_ref, "old_commit": commit, "repeats": args.repeats,
+              "cpus": os.cpu_count(), "load_average": [load_before, os.getloadavg()[0]],
+              "date": time.strftime("%Y-%m-%d"), "runs": runs}
+    atomic_write_text(USER_JSON, json.dumps(result, indent=1) + "\n")
+    print(user_table(result))
+
+
+def user_table(result: dict) -> str:
+    """The ``--user-data`` results as a Markdown table (medians, the load during the runs)."""
+    lines = ["| data | what | code | wall, median (min-max) | CPU, median | peak RSS, median "
+             "| load, median |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for size, got in result["runs"].items():
+        for what in ("read", "meta"):
+            for code, runs in got[what].items():
+                if not runs:
+                    continue
+                walls = [r["wall_s"] for r in runs]
+                lines.append(
+                    f"| {size} ({got['score_mb']:,.0f} MB scores) | "
+                    f"{'read_dataset' if what == 'read' else 'meta --metrics all'} | {code} "
+                    f"| {_median(walls):.2f} s ({min(walls):.2f}-{max(walls):.2f}) "
+                    f"| {_median([r['cpu_s'] for r in runs]):.2f} s "
+                    f"| {_median([r['peak_mb'] for r in runs]):,.0f} MB "
+                    f"| {_median([r['load_average'] for r in runs]):.1f} |")
+    return ("\n".join(lines) + f"\n\nold: `{result['old_ref']}` ({result['old_commit']}); "
+            f"{result['cpus']} CPUs; {result['date']}\n")
+
+
 def _median(values: list[float]) -> float:
     values = sorted(values)
     mid = len(values) // 2
@@ -235,8 +366,17 @@ def main() -> None:
                         help="skip the polars and duckdb peers")
     parser.add_argument("--table-only", action="store_true",
                         help="write the page's table from benchmarks/bench_read.json")
+    parser.add_argument("--user-data", action="store_true",
+                        help="time read_dataset(RATINGS, scores=[SCORES]) on bench_defaults' "
+                             "synthetic study (10^5 and 200 stories) instead")
+    parser.add_argument("--meta", action="store_true",
+                        help="with --user-data: also the whole `meta --metrics all` process")
     args = parser.parse_args()
     from storyeval._atomic import atomic_write_text
+
+    if args.user_data:
+        user_main(args)
+        return
 
     if args.table_only:
         atomic_write_text(PAGE_TABLE, table(json.loads(JSON_PATH.read_text())))

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["FAST_MIN_BYTES", "LONG_COLUMNS", "read_long_scores"]
+__all__ = ["FAST_MIN_BYTES", "LONG_COLUMNS", "read_long_scores", "read_long_scores_counted"]
 
 #: The columns of the tables this path reads (any other column is ignored, as by the pivot).
 LONG_COLUMNS = ("system", "prompt_id", "measure", "value")
@@ -60,6 +60,15 @@ def read_long_scores(path: str | Path, fmt: str
     in other orders and over several CSV blocks and Parquet row groups, in
     ``tests/test_fast_read.py``.
     """
+    got = read_long_scores_counted(path, fmt)
+    return None if got is None else got[:4]
+
+
+def read_long_scores_counted(path: str | Path, fmt: str
+                             ) -> tuple[pd.DataFrame, list, list, list[str], np.ndarray] | None:
+    """`read_long_scores` and, per measure (in the order of ``measures``), the number of
+    rows the file gives it (a row with an empty value counts: the long table has it), or
+    None."""
     path = Path(path)
     try:
         import pyarrow as pa
@@ -308,7 +317,7 @@ def _prompt_values(column) -> tuple[np.ndarray, list, object] | None:
     return codes, list(np.asarray(distinct_ids, dtype=object)[seen]), dtype
 
 
-def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+def _pivot(table) -> tuple[pd.DataFrame, list, list, list[str], np.ndarray] | None:
     """The wide table, systems, prompts and measures of a read table (text key columns
     dictionary-encoded over one dictionary each, see `_unified`), or None (general reader). Files whose rows repeat one order of stories for each measure (measure-major, as
     ``DataFrame.melt`` writes them) or one order of measures for each story (story-major) are
@@ -402,7 +411,7 @@ def _distinct(keys: np.ndarray) -> bool:
 
 
 def _pivot_blocks(table, value: np.ndarray, layout: str, size: int
-                  ) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+                  ) -> tuple[pd.DataFrame, list, list, list[str], np.ndarray] | None:
     """`_pivot` of a measure-major or story-major file (see `_regular_layout`): the stories
     are those of the first block (measure-major) or the first row of each block (story-major),
     which must be distinct stories; the values are the value column reshaped."""
@@ -423,8 +432,9 @@ def _pivot_blocks(table, value: np.ndarray, layout: str, size: int
     measures = _text_values(got_m[1])
     if measures is None or len(index) != len(story_codes):
         return None  # a (story, measure) twice
+    counts = np.full(len(measures), len(index), dtype=np.int64)  # every cell has its row
     return (pd.DataFrame(wide, index=index, columns=pd.Index(measures), copy=False),
-            systems, prompts, measures)
+            systems, prompts, measures, counts)
 
 
 def _story_index(system, prompt) -> tuple[np.ndarray, pd.MultiIndex, list, list] | None:
@@ -469,7 +479,8 @@ def _multi_index(levels: list[pd.Index], codes: list[np.ndarray]) -> pd.MultiInd
                          names=["system", "prompt_id"], verify_integrity=False)
 
 
-def _pivot_rows(table, value: np.ndarray) -> tuple[pd.DataFrame, list, list, list[str]] | None:
+def _pivot_rows(table, value: np.ndarray
+                ) -> tuple[pd.DataFrame, list, list, list[str], np.ndarray] | None:
     """`_pivot` of rows in any order: story and measure codes per row, a duplicate check
     by counting, and one scatter into the wide array."""
     index = _story_index(table.column("system"), table.column("prompt_id"))
@@ -487,8 +498,10 @@ def _pivot_rows(table, value: np.ndarray) -> tuple[pd.DataFrame, list, list, lis
     np.add(key, measure_codes, out=key, casting="same_kind")
     if np.bincount(key, minlength=len(index) * len(measures)).max(initial=0) > 1:
         return None  # a (story, measure) twice
+    counts = np.bincount(measure_codes, minlength=len(measures)).astype(np.int64)
     del story_codes, measure_codes
     wide = np.full((len(index), len(measures)), np.nan)
     wide.reshape(-1)[key] = value  # one flat scatter (a 2-D fancy index costs twice as much)
     del key
-    return pd.DataFrame(wide, index=index, columns=pd.Index(measures)), systems, prompts, measures
+    return (pd.DataFrame(wide, index=index, columns=pd.Index(measures)), systems, prompts,
+            measures, counts)
