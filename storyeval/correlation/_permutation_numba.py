@@ -102,6 +102,19 @@ def _shared_coefficients(v, rtol, signs, den_h, distinct_h, tau_c, num, den, nea
         vi = v[i]
         for j in range(i + 1, n):
             vj = v[j]
+            if crits == 1:  # one criterion (e.g. 10^5 stories, one aspect): one pass
+                sh = signs[0, q]
+                row = num[0]
+                for p in range(total):
+                    x = vi[p]
+                    y = vj[p]
+                    gt = y > x
+                    lt = y < x
+                    row[p] += sh * (np.int64(gt) - np.int64(lt))
+                    den[p] += gt | lt
+                    near[p] |= (gt | lt) & (abs(y - x) <= rtol * max(abs(x), abs(y)))
+                q += 1
+                continue
             for p in range(total):
                 x = vi[p]
                 y = vj[p]
