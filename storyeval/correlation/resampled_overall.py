@@ -10,7 +10,6 @@ products, weighted O(n log k) counts of `storyeval.correlation.kendall_weighted`
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from storyeval.correlation.resampled import (
     KENDALL,
@@ -174,6 +173,8 @@ class OverallKernel:
             offset += int(codes.max()) + 1
         n_units = {"prompts": P, "systems": S}.get(self.mode, S * P)
         data = np.ones(sum(len(r) for r in rows))
+        from scipy import sparse  # imported when a kernel is built (not on a small run)
+
         inc = sparse.csr_matrix((data, (np.concatenate(rows), np.concatenate(cols))),
                                 shape=(n_units, offset))
         inc.data[:] = 1.0
@@ -214,6 +215,8 @@ class OverallKernel:
         col_pos = np.arange(ncol)
         idx = (col_pos[None, :] * self.gmax + codes[:, self.cols])  # (n, ncol)
         self.code_index = idx
+        from scipy import sparse
+
         self.indicator = sparse.csr_matrix(
             (np.ones(idx.size), (np.repeat(np.arange(n), ncol), idx.ravel())),
             shape=(n, ncol * self.gmax))
