@@ -12,6 +12,10 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+#: Seconds between the redraws of a running bar or stage line (on a terminal): a step whose
+#: blocks of work are long still writes at least this often.
+TICK_S = 1.0
+
 _QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("storyeval_quiet", default=False)
 
 
@@ -59,45 +63,147 @@ def progress(
 ) -> Iterator[T]:
     """Wrap ``iterable`` in a tqdm bar on standard error (see `progress_enabled`)."""
     tqdm = _tqdm_class()
-    return iter(
+    return iter(_ticking(
         tqdm(iterable, total=total, desc=desc, unit=unit, disable=not progress_enabled(show),
              file=sys.stderr, dynamic_ncols=True)
-    )
+    ))
 
 
 def progress_bar(*, total: int | None, desc: str | None = None, unit: str = "it",
                  show: bool | None = None):
     """A manual tqdm bar (call ``.update(n)``; use as a context manager)."""
     tqdm = _tqdm_class()
-    return tqdm(total=total, desc=desc, unit=unit, disable=not progress_enabled(show),
-                file=sys.stderr, dynamic_ncols=True)
+    return _ticking(tqdm(total=total, desc=desc, unit=unit, disable=not progress_enabled(show),
+                         file=sys.stderr, dynamic_ncols=True))
+
+
+def _ticking(bar):
+    """``bar``, redrawn every `TICK_S` seconds by a daemon thread until it is closed or dropped:
+    its elapsed time moves even while one block of vectorised work runs, so the computation
+    reports at block boundaries only (no callback in its loops) and is never silent for long."""
+    if bar.disable:
+        return bar
+    import threading
+    import weakref
+
+    ref, lock, sleep = weakref.ref(bar), type(bar).get_lock(), threading.Event()
+
+    def tick() -> None:
+        while not sleep.wait(TICK_S):
+            with lock:  # tqdm's own lock: no redraw during an update or the close
+                live = ref()  # a weak reference: a bar left unclosed stops when collected
+                if live is None or live.disable:  # tqdm disables a bar on close
+                    return
+                try:
+                    live.refresh(nolock=True)
+                except (OSError, ValueError):  # standard error closed under us
+                    return
+                del live
+
+    threading.Thread(target=tick, name="storyeval-bar", daemon=True).start()
+    return bar
+
+
+_TICKERS: set[_Ticker] = set()
+
+
+class _Ticker:
+    """Rewrites ``what ... N s`` on standard error every `TICK_S` seconds while a stage runs,
+    from a daemon thread that sleeps in between (no work in the computation's own loops)."""
+
+    def __init__(self, what: str, start: float) -> None:
+        import threading
+
+        self.what, self.start, self.ticks = what, start, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="storyeval-stage", daemon=True)
+        _TICKERS.add(self)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import time
+
+        while not self._stop.wait(TICK_S):
+            self.ticks += 1
+            seconds = time.perf_counter() - self.start
+            try:
+                print(f"\r{self.what} ... {seconds:.0f} s", end="", file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # standard error closed under us: stop quietly
+                return
+
+    def stop(self) -> bool:
+        """Stop ticking; whether a tick was written (then the line needs rewriting)."""
+        self._stop.set()
+        self._thread.join()
+        _TICKERS.discard(self)
+        return self.ticks > 0
+
+
+@contextlib.contextmanager
+def stages_stop_on_exit() -> Iterator[None]:
+    """Around a command: a stage still ticking when the command ends (an error, an interrupt)
+    stops, and its line is ended, before the error message is printed."""
+    try:
+        yield
+    finally:
+        for ticker in list(_TICKERS):  # a ticking stage's line is open (no newline yet)
+            ticker.stop()
+            print(file=sys.stderr, flush=True)
 
 
 class Stages:
     """The steps of a command on standard error, each with its time, on a terminal only:
     ``reading the data ... 9.8 s (1,000,000 stories)``. For steps without a natural count (a
-    bar needs one); steps that have one draw their own bar inside."""
+    bar needs one); steps that have one draw their own bar inside. A step that runs longer than
+    `TICK_S` shows its elapsed seconds on its line, updated every `TICK_S`, so that nothing is
+    silent for long; the updates rewrite the line (a carriage return), the last one is the
+    finished line."""
 
     def __init__(self, show: bool | None = None) -> None:
         self.on = progress_enabled(show)
         self._start = 0.0
         self._what = ""
+        self._line = ""
+        self._ticker: _Ticker | None = None
 
     def start(self, what: str, *, bars: bool = False) -> None:
         """Say that ``what`` runs; ``bars``: it draws its own progress bars (the time then
         comes on a line of its own)."""
         import time
 
+        self._stop_ticker()
         self._start = time.perf_counter()
         self._what = what if bars else ""
+        self._line = what
         if self.on:
             print(f"{what} ...", end="\n" if bars else "", file=sys.stderr, flush=True)
+            if not bars:
+                self._ticker = _Ticker(what, self._start)
+
+    def _stop_ticker(self) -> bool:
+        ticker, self._ticker = self._ticker, None
+        return ticker.stop() if ticker is not None else False
 
     def done(self, detail: str = "") -> None:
         import time
 
+        ticked = self._stop_ticker()
         if self.on:
             seconds = time.perf_counter() - self._start
             head = f"{self._what}: done in" if self._what else ""
+            if ticked:  # the line holds "what ... N s": write it anew
+                head = f"\r{self._line} ..."
             print(f"{head} {seconds:.1f} s" + (f" ({detail})" if detail else ""),
                   file=sys.stderr, flush=True)
+
+    @contextlib.contextmanager
+    def step(self, what: str, *, detail: str = "") -> Iterator[None]:
+        """``with stages.step("fitting"):`` = `start` and `done`; an error ends the line."""
+        self.start(what)
+        try:
+            yield
+        except BaseException:
+            if self._stop_ticker() or self.on:
+                print(file=sys.stderr, flush=True)
+            raise
+        self.done(detail)
