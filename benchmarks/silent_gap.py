@@ -136,24 +136,73 @@ def _stories_file(folder: Path, stories: int) -> Path:
         "prompt_id": [f"p{i // systems}" for i in range(stories)],
         "prompt": [f"Write about p{i // systems}." for i in range(stories)],
         "story": [" ".join(rng.choice(words, 120)) + "." for _ in range(stories)],
+        "reference": [" ".join(rng.choice(words, 120)) + "." for _ in range(stories)],
     }).to_csv(path, index=False)
     return path
 
 
+def _pilot_file(folder: Path, items: int, labelled: int) -> Path:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    human = rng.normal(size=items)
+    judge = human + rng.normal(size=items)
+    human[labelled:] = np.nan
+    path = folder / f"pilot_{items}.csv"
+    pd.DataFrame({"h": human, "j": judge}).to_csv(path, index=False)
+    return path
+
+
+def _embedding_files(folder: Path, rows: int, dim: int = 384) -> tuple[Path, Path]:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(rows, dim)).astype(np.float32)
+    ids = [f"t{i}" for i in range(rows)]
+    pd.DataFrame({"id": ids, "text": ids}).to_csv(folder / f"texts_{rows}.csv", index=False)
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(dim)]).assign(id=ids).to_csv(
+        folder / f"emb_{rows}.csv", index=False)
+    return folder / f"texts_{rows}.csv", folder / f"emb_{rows}.csv"
+
+
+#: The audit's commands: name -> (storyeval arguments, made from a folder of inputs, quick).
 def workloads(folder: Path, quick: bool) -> list[tuple[str, list[str]]]:
     """The commands of the audit, at sizes where the 0.4.0 code took well over 2 s (``quick``:
     small sizes for a smoke run)."""
     reps = "500" if quick else "20000"
     battles = _pairs_file(folder, 2000 if quick else 100_000, 20 if quick else 100)
     stories = _stories_file(folder, 200 if quick else 20_000)
+    pilot = _pilot_file(folder, 3000, 500)
+    texts, emb = _embedding_files(folder, 300 if quick else 10_000)
     return [
         ("power", ["power", "--r-human", "0.3,0.2", "--r-between", "0.5", "--replications",
                    reps]),
+        ("power --level system", ["power", "--level", "system", "--r-human", "0.8,0.6",
+                                  "--r-between", "0.7", "--replications", reps]),
         ("pairwise strengths", ["pairwise", "strengths", str(battles)]),
-        ("diversity", ["diversity", "--stories", str(stories), "--out", str(folder / "div")]),
-        ("perturb", ["perturb", "--stories", str(stories), "--out", str(folder / "perturbed")]),
+        ("diversity", ["diversity", "--stories", str(stories), "--out", str(folder / "div"),
+                       "--overwrite"]),
+        ("perturb", ["perturb", "--stories", str(stories), "--out", str(folder / "perturbed"),
+                     "--overwrite"]),
+        ("plan budget --simulate", ["plan", "budget", "--pilot", str(pilot), "--human", "h",
+                                    "--judge", "j", "--cost-human", "1", "--cost-judge", "0.01",
+                                    "--width", "0.1", "--simulate", reps]),
+        ("plan assign", ["plan", "assign", "--systems", ",".join(f"s{i}" for i in range(10)),
+                         "--prompts", "50" if quick else "2000", "--annotators", "50",
+                         "--out", str(folder / "plan_{run}.csv")]),
         ("meta (HANNA)", ["meta", "--metrics", "all"]),
         ("agreement (HANNA)", ["agreement"]),
+        ("bias (HANNA)", ["bias", "--metrics", "llm", "--criteria", "RE"]),
+        ("judge-report (HANNA)", ["judge-report"]),
+        ("ppi", ["ppi", "--data", str(pilot), "--human", "h", "--judge", "j"]),
+        ("dedup", ["dedup", "--stories", str(texts), "--id", "id", "--text", "text",
+                   "--embeddings", str(emb), "--out", str(folder / "dedup"), "--overwrite"]),
+        ("cluster", ["cluster", "--stories", str(texts), "--id", "id", "--text", "text",
+                     "--embeddings", str(emb), "--reduce", "none", "--k", "2-8"]),
+        ("score --metrics fast", ["score", "--input", str(stories), "--metrics", "fast",
+                                  "--out", str(folder / "scores_{run}.csv")]),
     ]
 
 
@@ -166,26 +215,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="with --workloads: comma-separated names to run")
     parser.add_argument("--quick", action="store_true", help="small inputs")
     parser.add_argument("--show", action="store_true", help="print each run's stderr")
+    parser.add_argument("--code", action="append", default=[], metavar="DIR",
+                        help="run storyeval from DIR (PYTHONPATH); repeatable: each command "
+                             "once per DIR, alternately (default: the installed storyeval)")
     parser.add_argument("command", nargs="*", help="storyeval arguments (after --)")
     args = parser.parse_args(argv)
     env = dict(os.environ)
     if args.no_progress:
         env["STORYEVAL_NO_PROGRESS"] = "1"
-    print(f"load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    print(f"load average {os.getloadavg()[0]:.2f} at the start", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         jobs = (workloads(Path(tmp), args.quick) if args.workloads
                 else [(" ".join(args.command), args.command)])
         if args.only:
             keep = set(args.only.split(","))
             jobs = [j for j in jobs if j[0] in keep]
-        print("| command | whole run (s) | first stderr write (s) | longest silence (s) | rc |")
-        print("| --- | --- | --- | --- | --- |")
+        codes = args.code or [None]
+        heads = " | ".join(f"{Path(c).name if c else 'installed'}: whole run, first write, "
+                           "longest silence (s)"
+                           for c in codes)
+        print(f"| command | {heads} | rc |")
+        print("| --- |" + " --- |" * len(codes) + " --- |")
+        runs = 0
         for name, cmd in jobs:
-            run = run_on_terminal(storyeval_argv(cmd), env=env)
-            print(f"| {name} | {run.seconds:.1f} | {run.first_write:.1f} | "
-                  f"{run.longest_silence:.1f} | {run.rc} |", flush=True)
-            if args.show:
-                print(run.stderr, file=sys.stderr)
+            cells, rcs = [], []
+            for code in codes:
+                if code:
+                    env["PYTHONPATH"] = str(code)
+                runs += 1  # "{run}" in an argument: a new output file per run
+                run = run_on_terminal(storyeval_argv([a.replace("{run}", str(runs))
+                                                      for a in cmd]), env=env)
+                cells.append(f"{run.seconds:.1f}, {run.first_write:.1f}, "
+                             f"**{run.longest_silence:.1f}**")
+                rcs.append(str(run.rc))
+                if args.show:
+                    print(run.stderr, file=sys.stderr)
+            print(f"| {name} | {' | '.join(cells)} | {','.join(rcs)} |", flush=True)
+        print(f"load average {os.getloadavg()[0]:.2f} at the end", file=sys.stderr)
     return 0
 
 

@@ -95,11 +95,11 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
+    from storyeval._progress import no_progress
     from storyeval.cli import RUN_WARNINGS
-    from storyeval.cli.bias import _own_arg
     from storyeval.cli.common import check_out_args, load_dataset_args, print_written, stages
     from storyeval.judge.page import write_report
-    from storyeval.judge.report import judge_report, verdict_summary
+    from storyeval.judge.report import verdict_summary
     from storyeval.report.tables import format_table
 
     check_out_args(args)  # numeric ranges: storyeval.cli.ranges
@@ -110,14 +110,8 @@ def run(args: argparse.Namespace) -> int:
         dataset = load_dataset_args(args, criteria=args.criteria)
         stage.done(f"{len(dataset.table):,} stories read")
     stage.start("judge report: alt-test, agreement, biases, PPI")
-    report = judge_report(
-        dataset, judges=args.judges, criteria=args.criteria, epsilon=args.epsilon, q=args.q,
-        scoring=args.scoring, method=args.coef,
-        include_human_stories=args.include_human_stories,
-        length=None if args.length == "none" else args.length,
-        confidence_level=args.confidence_level, n_resamples=args.n_resamples,
-        ppi_labels=args.ppi_labels, power=args.power, own=_own_arg(args.own) or None,
-        nan_policy=args.nan_policy, random_state=args.seed)
+    with no_progress():  # its parts' bootstrap bars: the stage line speaks for them
+        report = _report(dataset, args)
     stage.done()
     table = verdict_summary(report)
     if args.json:
@@ -135,3 +129,18 @@ def run(args: argparse.Namespace) -> int:
         print_written(paths, args.out) if not args.json else print(
             f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
+
+
+def _report(dataset, args: argparse.Namespace):
+    """`storyeval.judge.report.judge_report` with the command's options."""
+    from storyeval.cli.bias import _own_arg
+    from storyeval.judge.report import judge_report
+
+    return judge_report(
+        dataset, judges=args.judges, criteria=args.criteria, epsilon=args.epsilon, q=args.q,
+        scoring=args.scoring, method=args.coef,
+        include_human_stories=args.include_human_stories,
+        length=None if args.length == "none" else args.length,
+        confidence_level=args.confidence_level, n_resamples=args.n_resamples,
+        ppi_labels=args.ppi_labels, power=args.power, own=_own_arg(args.own) or None,
+        nan_policy=args.nan_policy, random_state=args.seed)
