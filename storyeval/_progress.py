@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import os
 import sys
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -77,6 +78,14 @@ def progress_bar(*, total: int | None, desc: str | None = None, unit: str = "it"
                          file=sys.stderr, dynamic_ncols=True))
 
 
+#: The bars drawn now (a closed bar is disabled; a dropped one leaves the set).
+_OPEN_BARS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _bar_drawn() -> bool:
+    return any(not bar.disable for bar in list(_OPEN_BARS))
+
+
 def _ticking(bar):
     """``bar``, redrawn every `TICK_S` seconds by a daemon thread until it is closed or dropped:
     its elapsed time moves even while one block of vectorised work runs, so the computation
@@ -84,9 +93,9 @@ def _ticking(bar):
     if bar.disable:
         return bar
     import threading
-    import weakref
 
     ref, lock, sleep = weakref.ref(bar), type(bar).get_lock(), threading.Event()
+    _OPEN_BARS.add(bar)
 
     def tick() -> None:
         while not sleep.wait(TICK_S):
@@ -109,12 +118,14 @@ _TICKERS: set[_Ticker] = set()
 
 class _Ticker:
     """Rewrites ``what ... N s`` on standard error every `TICK_S` seconds while a stage runs,
-    from a daemon thread that sleeps in between (no work in the computation's own loops)."""
+    from a daemon thread that sleeps in between (no work in the computation's own loops).
+    ``bars``: the stage draws bars of its own; it writes only while none is drawn (the bars
+    redraw themselves), so the stretches between its bars are not silent either."""
 
-    def __init__(self, what: str, start: float) -> None:
+    def __init__(self, what: str, start: float, bars: bool = False) -> None:
         import threading
 
-        self.what, self.start, self.ticks = what, start, 0
+        self.what, self.start, self.ticks, self.bars = what, start, 0, bars
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="storyeval-stage", daemon=True)
         _TICKERS.add(self)
@@ -124,6 +135,8 @@ class _Ticker:
         import time
 
         while not self._stop.wait(TICK_S):
+            if self.bars and _bar_drawn():
+                continue
             self.ticks += 1
             seconds = time.perf_counter() - self.start
             try:
@@ -147,8 +160,8 @@ def stages_stop_on_exit() -> Iterator[None]:
         yield
     finally:
         for ticker in list(_TICKERS):  # a ticking stage's line is open (no newline yet)
-            ticker.stop()
-            print(file=sys.stderr, flush=True)
+            if ticker.stop() or not ticker.bars:
+                print(file=sys.stderr, flush=True)
 
 
 class Stages:
@@ -177,8 +190,7 @@ class Stages:
         self._line = what
         if self.on:
             print(f"{what} ...", end="\n" if bars else "", file=sys.stderr, flush=True)
-            if not bars:
-                self._ticker = _Ticker(what, self._start)
+            self._ticker = _Ticker(what, self._start, bars)
 
     def _stop_ticker(self) -> bool:
         ticker, self._ticker = self._ticker, None
@@ -191,8 +203,8 @@ class Stages:
         if self.on:
             seconds = time.perf_counter() - self._start
             head = f"{self._what}: done in" if self._what else ""
-            if ticked:  # the line holds "what ... N s": write it anew
-                head = f"\r{self._line} ..."
+            if ticked:  # the line may hold "what ... N s": write it anew
+                head = f"\r{head}" if self._what else f"\r{self._line} ..."
             print(f"{head} {seconds:.1f} s" + (f" ({detail})" if detail else ""),
                   file=sys.stderr, flush=True)
 
@@ -203,7 +215,8 @@ class Stages:
         try:
             yield
         except BaseException:
-            if self._stop_ticker() or self.on:
+            ticked = self._stop_ticker()
+            if self.on and (ticked or not self._what):  # the line is open
                 print(file=sys.stderr, flush=True)
             raise
         self.done(detail)
