@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
@@ -92,8 +93,6 @@ def _ticking(bar):
     reports at block boundaries only (no callback in its loops) and is never silent for long."""
     if bar.disable:
         return bar
-    import threading
-
     ref, lock, sleep = weakref.ref(bar), type(bar).get_lock(), threading.Event()
     _OPEN_BARS.add(bar)
 
@@ -114,6 +113,13 @@ def _ticking(bar):
 
 
 _TICKERS: set[_Ticker] = set()
+_LINE_LOCK = threading.Lock()  # a tick and a line ended for a warning do not interleave
+
+
+def end_stage_line() -> None:
+    """End the open line of a running stage (before a warning is printed on standard error)."""
+    for ticker in list(_TICKERS):
+        ticker.end_line()
 
 
 class _Ticker:
@@ -123,8 +129,6 @@ class _Ticker:
     redraw themselves), so the stretches between its bars are not silent either."""
 
     def __init__(self, what: str, start: float, bars: bool = False) -> None:
-        import threading
-
         self.what, self.start, self.ticks, self.bars = what, start, 0, bars
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="storyeval-stage", daemon=True)
@@ -137,12 +141,22 @@ class _Ticker:
         while not self._stop.wait(TICK_S):
             if self.bars and _bar_drawn():
                 continue
-            self.ticks += 1
-            seconds = time.perf_counter() - self.start
-            try:
-                print(f"\r{self.what} ... {seconds:.0f} s", end="", file=sys.stderr, flush=True)
-            except (OSError, ValueError):  # standard error closed under us: stop quietly
-                return
+            with _LINE_LOCK:
+                self.ticks += 1
+                seconds = time.perf_counter() - self.start
+                try:
+                    print(f"\r{self.what} ... {seconds:.0f} s", end="", file=sys.stderr,
+                          flush=True)
+                except (OSError, ValueError):  # standard error closed under us: stop quietly
+                    return
+
+    def end_line(self) -> None:
+        """End the stage's open line (something else is printed); ticks and the finished
+        line then write the whole line anew below."""
+        with _LINE_LOCK:
+            if not self.bars or self.ticks:
+                print(file=sys.stderr, flush=True)
+            self.ticks += 1  # the finished line is written whole
 
     def stop(self) -> bool:
         """Stop ticking; whether a tick was written (then the line needs rewriting)."""

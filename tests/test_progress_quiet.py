@@ -108,6 +108,24 @@ def test_a_stage_with_bars_ticks_only_between_its_bars(capsys, monkeypatch):
     assert not _threads("storyeval-stage")
 
 
+def test_a_warning_during_a_stage_gets_a_line_of_its_own(capsys, monkeypatch):
+    import warnings
+
+    from storyeval.cli import _short_warnings
+    from storyeval.exceptions import StoryevalWarning
+
+    monkeypatch.setattr(progress, "TICK_S", 0.02)
+    monkeypatch.setattr(warnings, "showwarning", _short_warnings("meta"))
+    stages = progress.Stages(show=True)
+    stages.start("fitting")
+    time.sleep(0.05)
+    warnings.warn("few clusters", StoryevalWarning, stacklevel=1)
+    stages.done()
+    lines = capsys.readouterr().err.split("\n")
+    assert lines[1] == "storyeval meta: warning: few clusters", lines
+    assert re.fullmatch(r"(\rfitting \.\.\. \d+ s)*\rfitting \.\.\. 0\.\d s", lines[2]), lines
+
+
 def test_an_error_ends_the_open_stage_line_before_the_message(capsys, monkeypatch):
     monkeypatch.setattr(progress, "TICK_S", 0.02)
     with pytest.raises(RuntimeError), progress.stages_stop_on_exit():
@@ -182,9 +200,23 @@ def _pilot(folder: Path) -> Path:
     return path
 
 
-def _cases(folder: Path) -> dict[str, tuple[list[str], str]]:
+def _verdicts(folder: Path) -> Path:
+    """Two judges' verdicts on every pair of 4 systems on 30 prompts (and a human file)."""
+    rng = np.random.default_rng(4)
+    rows = [{"prompt_id": f"p{p}", "story_a": f"s{a}/p{p}", "story_b": f"s{b}/p{p}",
+             "system_a": f"s{a}", "system_b": f"s{b}", "dimension": "Overall", "order": "AB",
+             "judge": judge, "verdict": rng.choice(["A", "B", "same"], p=[0.5, 0.4, 0.1])}
+            for p in range(30) for a in range(4) for b in range(a + 1, 4)
+            for judge in ("j0", "j1")]
+    path = folder / "verdicts.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _cases(folder: Path, verdicts: Path) -> dict[str, tuple[list[str], str]]:
     """command -> (arguments, text its progress shows on a terminal)."""
     ratings, stories = _ratings(folder), _stories(folder)
+    judged = [str(verdicts), "--reference", str(verdicts)]
     texts, emb = _embeddings(folder)
     wide = ["--data", str(ratings), "--annotators", "Overall=r*"]
     return {
@@ -209,6 +241,12 @@ def _cases(folder: Path) -> dict[str, tuple[list[str], str]]:
                      str(folder / "cluster"), "--overwrite"], "reducing and clustering ..."),
         "perturb": (["perturb", "--stories", str(stories), "--kinds", "shuffle,truncate",
                      "--out", str(folder / "perturb"), "--overwrite"], "perturbing"),
+        "pairwise accuracy": (["pairwise", "accuracy", *judged, "--resamples", "50"],
+                              "judge accuracy, auto intervals and tests ..."),
+        "pairwise compare": (["pairwise", "compare", *judged, "--resamples", "50"],
+                             "comparing judges, 50 resamples ..."),
+        "pairwise ranking": (["pairwise", "ranking", *judged, "--judge", "j0", "--resamples",
+                              "50"], "ranking agreement, 50 resamples ..."),
         "diversity": (["diversity", "--stories", str(stories), "--permutations", "19",
                        "--out", str(folder / "diversity"), "--overwrite"],
                       "reading the stories ..."),
@@ -216,8 +254,14 @@ def _cases(folder: Path) -> dict[str, tuple[list[str], str]]:
 
 
 @pytest.fixture(scope="module")
+def silent_gap():
+    yield from load_bench("silent_gap")
+
+
+@pytest.fixture(scope="module")
 def cases(tmp_path_factory):
-    return _cases(tmp_path_factory.mktemp("quiet"))
+    folder = tmp_path_factory.mktemp("quiet")
+    return _cases(folder, _verdicts(folder))
 
 
 def _run(argv: list[str], capsys) -> tuple[str, str]:
@@ -228,7 +272,8 @@ def _run(argv: list[str], capsys) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("command", ["power", "plan budget", "agreement", "bias", "judge-report",
-                                     "dedup", "cluster", "perturb", "diversity"])
+                                     "dedup", "cluster", "perturb", "pairwise accuracy",
+                                     "pairwise compare", "pairwise ranking", "diversity"])
 def test_progress_on_a_terminal_only_and_the_results_unchanged(command, cases, capsys,
                                                                monkeypatch):
     argv, shown = cases[command]
@@ -245,11 +290,6 @@ def test_progress_on_a_terminal_only_and_the_results_unchanged(command, cases, c
 
 # ------------------------------------------------------------------------------------------------
 # a real process on a pseudo-terminal
-@pytest.fixture(scope="module")
-def silent_gap():
-    yield from load_bench("silent_gap")
-
-
 def test_longest_silence_counts_start_and_exit(silent_gap):
     run = silent_gap.Run(["x"], 0, 5.0, b"", [(1.5, b"a"), (2.0, b"b"), (4.0, b"c")])
     assert run.longest_silence == 2.0 and run.first_write == 1.5 and run.stderr == "abc"

@@ -145,6 +145,9 @@ def _short_warnings(command: str) -> Callable[..., None]:
     RUN_WARNINGS.clear()
 
     def show(message, category, filename, lineno, file=None, line=None):
+        from storyeval._progress import end_stage_line
+
+        end_stage_line()  # a warning during a stage: on a line of its own
         if issubclass(category, StoryevalWarning):
             RUN_WARNINGS.append(" ".join(str(message).split()))
             print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
