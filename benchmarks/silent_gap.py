@@ -174,6 +174,7 @@ def workloads(folder: Path, quick: bool) -> list[tuple[str, list[str]]]:
     reps = "500" if quick else "20000"
     battles = _pairs_file(folder, 2000 if quick else 100_000, 20 if quick else 100)
     stories = _stories_file(folder, 200 if quick else 20_000)
+    judged = _pairs_file(folder, 2000 if quick else 30_000, 20 if quick else 30)
     pilot = _pilot_file(folder, 3000, 500)
     texts, emb = _embedding_files(folder, 300 if quick else 10_000)
     return [
@@ -182,6 +183,9 @@ def workloads(folder: Path, quick: bool) -> list[tuple[str, list[str]]]:
         ("power --level system", ["power", "--level", "system", "--r-human", "0.8,0.6",
                                   "--r-between", "0.7", "--replications", reps]),
         ("pairwise strengths", ["pairwise", "strengths", str(battles)]),
+        ("pairwise accuracy", ["pairwise", "accuracy", str(judged), "--reference",
+                               str(judged)]),
+        ("pairwise compare", ["pairwise", "compare", str(judged), "--reference", str(judged)]),
         ("diversity", ["diversity", "--stories", str(stories), "--out", str(folder / "div"),
                        "--overwrite"]),
         ("perturb", ["perturb", "--stories", str(stories), "--out", str(folder / "perturbed"),
