@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import pty
 import select
@@ -210,6 +211,50 @@ def workloads(folder: Path, quick: bool) -> list[tuple[str, list[str]]]:
     ]
 
 
+_OVERHEAD = """
+import json, sys, time
+from storyeval.power.planner import simulate_power
+from storyeval.power.budget import plan_label_budget, simulate_label_budget
+import numpy as np
+show = sys.argv[1] == "on"
+cpu, wall = time.process_time(), time.perf_counter()
+df = simulate_power(0.3, 0.2, 0.5, n=[100, 400], replications=REPS, seed=0, show_progress=show)
+rng = np.random.default_rng(0)
+h = rng.normal(size=3000); j = h + rng.normal(size=3000); h[500:] = np.nan
+plan = plan_label_budget(h, j, cost_human=1, cost_judge=0.01, width=0.1)
+import inspect
+bar = ({"show_progress": show}
+       if "show_progress" in inspect.signature(simulate_label_budget).parameters else {})
+check = simulate_label_budget(plan, h, j, reps=REPS // 4, seed=0, **bar)
+print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
+                  "power": df["power"].tolist(), "width": check["simulated_width"]}))
+"""
+
+
+def overhead(code: str | None, reps: int, repeat: int) -> list[str]:
+    """CPU seconds of a power simulation and a budget simulation with the bars drawn (to a
+    pseudo-terminal) and without, alternately in fresh processes; the results must agree."""
+    import statistics
+
+    env = dict(os.environ)
+    if code:
+        env["PYTHONPATH"] = code
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    results = set()
+    for _ in range(repeat):
+        for mode in ("off", "on"):
+            argv = [sys.executable, "-c", _OVERHEAD.replace("REPS", str(reps)), mode]
+            run = run_on_terminal(argv, env=env)
+            out = json.loads(run.stdout.decode().strip().splitlines()[-1])
+            times[mode].append(out.pop("cpu"))
+            out.pop("wall")
+            results.add(json.dumps(out, sort_keys=True))
+    off, on = statistics.median(times["off"]), statistics.median(times["on"])
+    return [f"CPU seconds, median of {repeat}: no bars {off:.2f} ({times['off']}), bars "
+            f"{on:.2f} ({times['on']}): overhead {100 * (on / off - 1):+.1f}%",
+            f"results identical with and without bars: {len(results) == 1}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-progress", action="store_true",
@@ -223,7 +268,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="run storyeval from DIR (PYTHONPATH); repeatable: each command "
                              "once per DIR, alternately (default: the installed storyeval)")
     parser.add_argument("command", nargs="*", help="storyeval arguments (after --)")
+    parser.add_argument("--overhead", type=int, metavar="REPS",
+                        help="time the bars' cost on power and budget simulations of REPS "
+                             "replications (with --code: the first DIR)")
+    parser.add_argument("--repeat", type=int, default=3, help="with --overhead (default 3)")
     args = parser.parse_args(argv)
+    if args.overhead:
+        for line in overhead(args.code[0] if args.code else None, args.overhead, args.repeat):
+            print(line)
+        return 0
     env = dict(os.environ)
     if args.no_progress:
         env["STORYEVAL_NO_PROGRESS"] = "1"

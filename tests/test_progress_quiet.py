@@ -308,3 +308,17 @@ def test_a_process_on_a_terminal_draws_and_a_piped_one_prints_the_same_results(s
     piped = subprocess.run(argv, env=env, capture_output=True, timeout=120)
     assert piped.returncode == 0 and piped.stderr == b""
     assert shown.stdout == piped.stdout  # (--no-progress on a terminal: the in-process tests)
+
+
+def test_power_tests_a_chunk_in_slices_without_changing_the_result(monkeypatch):
+    """The bar moves after each slice of a chunk; the draws are the chunk's, so the powers are
+    those of one call on the chunk (tested against a slice of 10 replications)."""
+    import storyeval.power.planner as planner
+
+    kwargs = {"n": [40, 120], "replications": 300, "seed": 3, "show_progress": False}
+    whole = {test: planner.simulate_power(0.4, 0.25, 0.5, test=test, **kwargs)
+             for test in ("auto", "ustat")}
+    monkeypatch.setattr(planner, "_SLICE", 400)  # 10 replications of 40 stories per slice
+    for test, expected in whole.items():
+        sliced = planner.simulate_power(0.4, 0.25, 0.5, test=test, **kwargs)
+        pd.testing.assert_frame_equal(sliced, expected)
