@@ -247,6 +247,8 @@ def _cases(folder: Path, verdicts: Path) -> dict[str, tuple[list[str], str]]:
                              "comparing judges, 50 resamples ..."),
         "pairwise ranking": (["pairwise", "ranking", *judged, "--judge", "j0", "--resamples",
                               "50"], "ranking agreement, 50 resamples ..."),
+        "meta": (["meta", "--metrics", "BLEU,Beluga-13B 1", "--criteria", "RE", "--reference",
+                  "none", "--format", "csv", "--chance", "20"], "chance baselines ..."),
         "diversity": (["diversity", "--stories", str(stories), "--permutations", "19",
                        "--out", str(folder / "diversity"), "--overwrite"],
                       "reading the stories ..."),
@@ -273,7 +275,8 @@ def _run(argv: list[str], capsys) -> tuple[str, str]:
 
 @pytest.mark.parametrize("command", ["power", "plan budget", "agreement", "bias", "judge-report",
                                      "dedup", "cluster", "perturb", "pairwise accuracy",
-                                     "pairwise compare", "pairwise ranking", "diversity"])
+                                     "pairwise compare", "pairwise ranking", "meta",
+                                     "diversity"])
 def test_progress_on_a_terminal_only_and_the_results_unchanged(command, cases, capsys,
                                                                monkeypatch):
     argv, shown = cases[command]

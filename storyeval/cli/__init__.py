@@ -208,13 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _short_warnings(args.command)
     try:
         from storyeval._csv import raw_csv
-        from storyeval._progress import stages_stop_on_exit
+        from storyeval._progress import no_progress, stages_stop_on_exit
         from storyeval.cli.ranges import check_numeric_options
 
         check_numeric_options(*command_parser(parser, args), args)
         with (raw_csv(True) if getattr(args, "raw_csv", False) else contextlib.nullcontext(),
               terminal_width(None if getattr(args, "wide", False) else TERMINAL_WIDTH),
-              stages_stop_on_exit()):
+              stages_stop_on_exit(),
+              # --no-progress: the bars of the library calls too, not only the command's own
+              no_progress() if getattr(args, "no_progress", False) else contextlib.nullcontext()):
             return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError) as exc:
         if args.debug:
