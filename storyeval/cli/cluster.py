@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from storyeval.cli.common import add_progress_option, stages
+from storyeval.cli.common import add_progress_option, show_progress, stages
 
 EPILOG = """\
 examples:
@@ -94,10 +94,11 @@ def run(args: argparse.Namespace) -> int:
                                                    embeddings_path=args.embeddings)
     stage.done(f"{len(stories):,} stories")
     reduce_to = None if str(args.reduce).lower() == "none" else int(args.reduce)
-    stage.start("reducing and clustering")
+    stage.start("reducing and clustering", bars=True)  # a bar over k after the reduction
     res = cluster_embeddings(emb, k=_ks(args.k), reduce_to=reduce_to,
                              n_neighbors=args.neighbors, per_cluster=args.per_cluster,
-                             n_init=args.n_init, random_state=args.seed)
+                             n_init=args.n_init, random_state=args.seed,
+                             show_progress=show_progress(args))
     stage.done()
     ids = stories[args.id].astype(str).to_numpy()
     clusters = pd.DataFrame({args.id: ids, "cluster": res.labels})
