@@ -137,6 +137,17 @@ def test_an_error_ends_the_open_stage_line_before_the_message(capsys, monkeypatc
     assert not _threads("storyeval-stage")
 
 
+def test_a_step_is_start_and_done_and_an_error_ends_its_line(capsys):
+    stages = progress.Stages(show=True)
+    with stages.step("reading", detail="3 rows"):
+        pass
+    assert re.fullmatch(r"reading \.\.\. 0\.0 s \(3 rows\)\n", capsys.readouterr().err)
+    with pytest.raises(ValueError), stages.step("parsing"):
+        raise ValueError("row 2")
+    assert capsys.readouterr().err == "parsing ...\n"
+    assert not _threads("storyeval-stage")
+
+
 def test_off_a_terminal_or_disabled_nothing_is_drawn_and_no_thread_starts(capsys, monkeypatch):
     monkeypatch.setattr(progress, "TICK_S", 0.01)
     for env, tty in (("1", True), ("0", False)):
