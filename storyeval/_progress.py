@@ -84,7 +84,10 @@ _OPEN_BARS: weakref.WeakSet = weakref.WeakSet()
 
 
 def _bar_drawn() -> bool:
-    return any(not bar.disable for bar in list(_OPEN_BARS))
+    try:
+        return any(not bar.disable for bar in list(_OPEN_BARS))
+    except RuntimeError:  # a bar added while the set was copied: one is drawn
+        return True
 
 
 def _ticking(bar):
@@ -113,6 +116,14 @@ def _ticking(bar):
 
 
 _TICKERS: set[_Ticker] = set()
+
+
+def _caller_frame():
+    """The first frame outside this module and contextlib: the code that started the stage."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in (__name__, "contextlib"):
+        frame = frame.f_back
+    return frame
 _LINE_LOCK = threading.Lock()  # a tick and a line ended for a warning do not interleave
 
 
@@ -126,10 +137,14 @@ class _Ticker:
     """Rewrites ``what ... N s`` on standard error every `TICK_S` seconds while a stage runs,
     from a daemon thread that sleeps in between (no work in the computation's own loops).
     ``bars``: the stage draws bars of its own; it writes only while none is drawn (the bars
-    redraw themselves), so the stretches between its bars are not silent either."""
+    redraw themselves), so the stretches between its bars are not silent either. It stops by
+    itself, ending its line, once the function that started the stage has left the starting
+    thread's stack (an exception that skipped `Stages.done`, in a library call)."""
 
     def __init__(self, what: str, start: float, bars: bool = False) -> None:
         self.what, self.start, self.ticks, self.bars = what, start, 0, bars
+        self.owner = threading.get_ident()
+        self.origin = _caller_frame()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="storyeval-stage", daemon=True)
         _TICKERS.add(self)
@@ -139,6 +154,13 @@ class _Ticker:
         import time
 
         while not self._stop.wait(TICK_S):
+            if not self._origin_running():
+                with _LINE_LOCK:
+                    if self.ticks or not self.bars:  # the line is open
+                        print(file=sys.stderr, flush=True)
+                    self.ticks = 0  # nothing for stop() to end
+                _TICKERS.discard(self)
+                return
             if self.bars and _bar_drawn():
                 continue
             with _LINE_LOCK:
@@ -149,6 +171,15 @@ class _Ticker:
                           flush=True)
                 except (OSError, ValueError):  # standard error closed under us: stop quietly
                     return
+
+    def _origin_running(self) -> bool:
+        """Whether the frame that started the stage is still on its thread's stack."""
+        frame = sys._current_frames().get(self.owner)
+        while frame is not None:
+            if frame is self.origin:
+                return True
+            frame = frame.f_back
+        return False
 
     def end_line(self) -> None:
         """End the stage's open line (something else is printed); ticks and the finished
@@ -193,9 +224,10 @@ class Stages:
         self._line = ""
         self._ticker: _Ticker | None = None
 
-    def start(self, what: str, *, bars: bool = False) -> None:
+    def start(self, what: str, *, bars: bool = False, tick: bool = True) -> None:
         """Say that ``what`` runs; ``bars``: it draws its own progress bars (the time then
-        comes on a line of its own)."""
+        comes on a line of its own); ``tick=False``: no elapsed-time redraws (a step whose bars
+        another library draws, which this module cannot see)."""
         import time
 
         self._stop_ticker()
@@ -204,7 +236,8 @@ class Stages:
         self._line = what
         if self.on:
             print(f"{what} ...", end="\n" if bars else "", file=sys.stderr, flush=True)
-            self._ticker = _Ticker(what, self._start, bars)
+            if tick:
+                self._ticker = _Ticker(what, self._start, bars)
 
     def _stop_ticker(self) -> bool:
         ticker, self._ticker = self._ticker, None

@@ -137,6 +137,26 @@ def test_an_error_ends_the_open_stage_line_before_the_message(capsys, monkeypatc
     assert not _threads("storyeval-stage")
 
 
+def test_a_stage_left_by_an_exception_stops_and_ends_its_line(capsys, monkeypatch):
+    """A library call that raises between `start` and `done` (no CLI around it): the stage
+    stops ticking once its function is off the stack."""
+    monkeypatch.setattr(progress, "TICK_S", 0.02)
+
+    def compute() -> None:
+        progress.Stages(show=True).start("fitting")
+        time.sleep(0.05)
+        raise ValueError("singular")
+
+    with pytest.raises(ValueError):
+        compute()
+    time.sleep(0.1)
+    err = capsys.readouterr().err
+    assert err.startswith("fitting ...") and err.endswith("\n"), err
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+    assert not _threads("storyeval-stage")
+
+
 def test_a_step_is_start_and_done_and_an_error_ends_its_line(capsys):
     stages = progress.Stages(show=True)
     with stages.step("reading", detail="3 rows"):

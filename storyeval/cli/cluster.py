@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     from storyeval.report.tables import format_table
 
     stage = stages(args)  # UMAP and k-means take a while: say what runs (on a terminal)
-    stage.start("reading the stories and embeddings", bars=args.embed)  # MiniLM: its own bar
+    # --embed: sentence-transformers draws its own bar (no tick of this line over it)
+    stage.start("reading the stories and embeddings", bars=args.embed, tick=not args.embed)
     stories, emb, source = stories_with_embeddings(args.stories, text=args.text,
                                                    id_column=args.id,
                                                    embeddings_path=args.embeddings)
