@@ -145,6 +145,9 @@ def _short_warnings(command: str) -> Callable[..., None]:
     RUN_WARNINGS.clear()
 
     def show(message, category, filename, lineno, file=None, line=None):
+        from storyeval._progress import end_stage_line
+
+        end_stage_line()  # a warning during a stage: on a line of its own
         if issubclass(category, StoryevalWarning):
             RUN_WARNINGS.append(" ".join(str(message).split()))
             print(f"storyeval {command}: warning: {message}", file=file or sys.stderr)
@@ -205,11 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _short_warnings(args.command)
     try:
         from storyeval._csv import raw_csv
+        from storyeval._progress import no_progress, stages_stop_on_exit
         from storyeval.cli.ranges import check_numeric_options
 
         check_numeric_options(*command_parser(parser, args), args)
         with (raw_csv(True) if getattr(args, "raw_csv", False) else contextlib.nullcontext(),
-              terminal_width(None if getattr(args, "wide", False) else TERMINAL_WIDTH)):
+              terminal_width(None if getattr(args, "wide", False) else TERMINAL_WIDTH),
+              stages_stop_on_exit(),
+              # --no-progress: the bars of the library calls too, not only the command's own
+              no_progress() if getattr(args, "no_progress", False) else contextlib.nullcontext()):
             return int(args._run(args) or EXIT_OK)
     except (InputError, MissingDependencyError) as exc:
         if args.debug:

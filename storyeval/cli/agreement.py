@@ -18,8 +18,10 @@ from storyeval.cli.common import (
     add_data_options,
     add_format_option,
     add_out_option,
+    add_progress_option,
     load_dataset_args,
     print_written,
+    stages,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_format_option(out)
     add_out_option(out, "one file per table instead of printing (annotators.EXT; "
                         "user_study.EXT for the embedded data)")
+    add_progress_option(out)
     return parser
 
 
@@ -242,13 +245,19 @@ def run(args: argparse.Namespace) -> int:
     if wants_labels(args):
         return run_labels(args)
     check_out_args(args)
-    dataset = (load_dataset_args(args, criteria=args.criteria)
-               if args.what != "user-study" else None)
+    stage = stages(args)  # large rating tables take a while: say what runs (on a terminal)
+    dataset = None
+    if args.what != "user-study":
+        stage.start("reading the data")
+        dataset = load_dataset_args(args, criteria=args.criteria)
+        stage.done(f"{len(dataset.table):,} stories read")
+    stage.start("agreement coefficients and intervals")
     tables = compute_tables(
         args.what, dataset, embedded=args.data is None, criteria=args.criteria,
         exclude_human_stories=args.exclude_human_stories,
         confidence_level=args.confidence_level, nan_policy=args.nan_policy,
     )
+    stage.done()
     notes, titles = [], {"user_study": USER_STUDY_TITLE}
     if dataset is not None:
         notes = annotator_notes(dataset, args.nan_policy, args.confidence_level)

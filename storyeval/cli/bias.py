@@ -14,6 +14,7 @@ from storyeval.cli.common import (
     add_format_option,
     add_include_reference_option,
     add_out_option,
+    add_progress_option,
 )
 
 DESCRIPTION = """\
@@ -95,6 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     add_out_option(out, "the tables as CSV (full precision) and index.html")
     add_raw_csv_option(out)
+    add_progress_option(out)
     return parser
 
 
@@ -239,10 +241,12 @@ def _print(args: argparse.Namespace, tables: dict, command: str,
 
 def run(args: argparse.Namespace) -> int:
     from storyeval.bias.battery import raters_only_dataset, rating_bias
-    from storyeval.cli.common import check_out_args, load_dataset_args
+    from storyeval.cli.common import check_out_args, load_dataset_args, stages
     from storyeval.exceptions import InputError
 
     check_out_args(args)
+    stage = stages(args)  # large rating tables take a while: say what runs (on a terminal)
+    stage.start("reading the data")
     if args.raters_only:
         if args.data is not None or not args.scores:
             raise InputError("--raters-only reads the --scores files alone (no --data)")
@@ -258,14 +262,17 @@ def run(args: argparse.Namespace) -> int:
         ref = dataset.reference_system
         if ref in dataset.systems and not args.include_human_stories:
             dataset = dataset.select_systems(exclude=[ref])
+    stage.done(f"{len(dataset.table):,} stories read")
     if args.eval_prompts:
         tables = {"eval_prompts": _eval_prompts(dataset, args)}
         _print(args, tables, "bias", _rater_names(dataset), dict(dataset.criterion_codes))
         return 0
+    stage.start("bias tests")
     tables = rating_bias(dataset, own=_own_arg(args.own), reference=args.reference,
                          raters=args.metrics, criteria=args.criteria, length=args.length,
                          raters_only=args.raters_only, confidence_level=args.confidence_level,
                          alternative=args.alternative)
+    stage.done()
     if not tables:
         raise InputError("nothing to compute: give --own for self-preference, or raters "
                          "(--metrics) with human scores")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from storyeval.cli.common import add_progress_option, show_progress, stages
+
 EPILOG = """\
 examples:
   storyeval cluster --stories prompts.csv --text prompt --id prompt_id --embed --out clusters/
@@ -59,6 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--seed", type=int, default=0, help="seed of UMAP and k-means (default 0)")
     p.add_argument("--out", type=Path, metavar="DIR", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's files")
+    add_progress_option(p)
     add_raw_csv_option(p)
     return p
 
@@ -84,13 +87,20 @@ def run(args: argparse.Namespace) -> int:
     from storyeval.generation.pipeline import stories_with_embeddings
     from storyeval.report.tables import format_table
 
+    stage = stages(args)  # UMAP and k-means take a while: say what runs (on a terminal)
+    # --embed: sentence-transformers draws its own bar (no tick of this line over it)
+    stage.start("reading the stories and embeddings", bars=args.embed, tick=not args.embed)
     stories, emb, source = stories_with_embeddings(args.stories, text=args.text,
                                                    id_column=args.id,
                                                    embeddings_path=args.embeddings)
+    stage.done(f"{len(stories):,} stories")
     reduce_to = None if str(args.reduce).lower() == "none" else int(args.reduce)
+    stage.start("reducing and clustering", bars=True)  # a bar over k after the reduction
     res = cluster_embeddings(emb, k=_ks(args.k), reduce_to=reduce_to,
                              n_neighbors=args.neighbors, per_cluster=args.per_cluster,
-                             n_init=args.n_init, random_state=args.seed)
+                             n_init=args.n_init, random_state=args.seed,
+                             show_progress=show_progress(args))
+    stage.done()
     ids = stories[args.id].astype(str).to_numpy()
     clusters = pd.DataFrame({args.id: ids, "cluster": res.labels})
     reps = res.representatives.assign(**{args.id: ids[res.representatives["row"]],

@@ -176,3 +176,23 @@ def print_written(paths, out) -> None:
     index = folder / "index.html"
     print(f"wrote {len(paths)} files to {folder}"
           + (f"; open {index}" if index.exists() else ""), file=sys.stderr)
+
+
+def add_progress_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--no-progress``: no stage lines or bars (they are drawn on a terminal only)."""
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no stage lines or progress bars on standard error (they are "
+                             "drawn on a terminal only; also STORYEVAL_NO_PROGRESS=1)")
+
+
+def show_progress(args: argparse.Namespace) -> bool | None:
+    """The ``show`` of `storyeval._progress`: False under ``--no-progress``, else None (on a
+    terminal only)."""
+    return False if getattr(args, "no_progress", False) else None
+
+
+def stages(args: argparse.Namespace):
+    """The command's `storyeval._progress.Stages` (see `show_progress`)."""
+    from storyeval._progress import Stages
+
+    return Stages(show_progress(args))

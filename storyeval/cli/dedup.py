@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from storyeval.cli.common import add_progress_option, stages
+
 EPILOG = """\
 examples:
   storyeval dedup --stories poems.csv --text poem --id id --embed --out dedup/
@@ -54,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run's files")
     add_raw_csv_option(p)
+    add_progress_option(p)
     return p
 
 
@@ -64,11 +67,17 @@ def run(args: argparse.Namespace) -> int:
     from storyeval.generation.dedup import near_duplicates
     from storyeval.generation.pipeline import stories_with_embeddings
 
+    stage = stages(args)  # many stories take a while: say what runs (on a terminal)
+    # --embed: sentence-transformers draws its own bar (no tick of this line over it)
+    stage.start("reading the stories and embeddings", bars=args.embed, tick=not args.embed)
     stories, emb, source = stories_with_embeddings(args.stories, text=args.text,
                                                    id_column=args.id,
                                                    embeddings_path=args.embeddings)
+    stage.done(f"{len(stories):,} stories")
+    stage.start("comparing embeddings")
     res = near_duplicates(emb, threshold=args.threshold, keep=args.keep,
                           block_size=args.block_size)
+    stage.done()
     ids = stories[args.id].astype(str).to_numpy()
     removed = res.removed.assign(id=ids[res.removed["row"].to_numpy()],
                                  duplicate_of=ids[res.removed["duplicate_of"].to_numpy()])

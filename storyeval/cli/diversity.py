@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     """Compute and write the statistics; returns the exit code."""
     from storyeval._atomic import OutputFolder
     from storyeval._csv import write_csv
+    from storyeval.cli.common import show_progress, stages
     from storyeval.data.io import read_table
     from storyeval.exceptions import InputError
     from storyeval.generation.pipeline import (
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from storyeval.report.generation_report import plot_over_time
 
+    stage = stages(args)  # many stories take a while: say what runs (on a terminal)
+    stage.start("reading the stories")
     if str(args.stories).lower() == "hanna":
         from storyeval.data.hanna import load_hanna_stories
 
@@ -89,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         fmt = None
     else:
         stories, fmt = read_table(args.stories)
+    stage.done(f"{len(stories):,} stories")
     stories = stories.reset_index(drop=True)
     check_stories(stories, text=args.text, id_column=args.id,
                   columns=(args.group, args.time, args.run), source=str(args.stories), fmt=fmt)
@@ -113,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
         stories, text=args.text, group=args.group, time=args.time, run=args.run, orders=orders,
         corpus_files=args.corpus, corpus_texts=corpus_texts, chunk_ngrams=args.chunk,
         embeddings=emb, n_permutations=args.permutations, random_state=args.seed,
-        show_progress=False if args.no_progress else None)
+        show_progress=show_progress(args))
+    stage.start(f"writing {args.out}")
     with OutputFolder(args.out, overwrite=args.overwrite, command="storyeval diversity") as f:
         for name, table in res.items():
             write_csv(table, f.file(f"{name}.csv"))
@@ -122,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             if spread is None:
                 spread = res["diversity"].rename(columns={"value": "mean"})
             plot_over_time(spread, f.file("over_time.png"), group=args.group, time=args.time)
+    stage.done()
     div = res["diversity"]
     print(f"storyeval diversity: {len(stories)} stories, orders {orders}, seed {args.seed}")
     from storyeval.report.tables import format_table

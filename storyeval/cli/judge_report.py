@@ -31,6 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         add_data_options,
         add_include_reference_option,
         add_out_option,
+        add_progress_option,
     )
 
     parser = subparsers.add_parser(
@@ -86,6 +87,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     out.add_argument("--json", action="store_true", help="print the verdict table as JSON")
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
     add_out_option(out, "judge_report.csv (every table) and index.html")
+    add_progress_option(out)
     return parser
 
 
@@ -93,24 +95,24 @@ def run(args: argparse.Namespace) -> int:
     import json
     import sys
 
+    from storyeval._progress import no_progress
     from storyeval.cli import RUN_WARNINGS
-    from storyeval.cli.bias import _own_arg
-    from storyeval.cli.common import check_out_args, load_dataset_args, print_written
+    from storyeval.cli.common import check_out_args, load_dataset_args, print_written, stages
     from storyeval.judge.page import write_report
-    from storyeval.judge.report import judge_report, verdict_summary
+    from storyeval.judge.report import verdict_summary
     from storyeval.report.tables import format_table
 
     check_out_args(args)  # numeric ranges: storyeval.cli.ranges
-    dataset = None if args.data is None and not args.scores else load_dataset_args(
-        args, criteria=args.criteria)
-    report = judge_report(
-        dataset, judges=args.judges, criteria=args.criteria, epsilon=args.epsilon, q=args.q,
-        scoring=args.scoring, method=args.coef,
-        include_human_stories=args.include_human_stories,
-        length=None if args.length == "none" else args.length,
-        confidence_level=args.confidence_level, n_resamples=args.n_resamples,
-        ppi_labels=args.ppi_labels, power=args.power, own=_own_arg(args.own) or None,
-        nan_policy=args.nan_policy, random_state=args.seed)
+    stage = stages(args)  # the report's resamples take a while: say what runs (on a terminal)
+    dataset = None
+    if args.data is not None or args.scores:
+        stage.start("reading the data")
+        dataset = load_dataset_args(args, criteria=args.criteria)
+        stage.done(f"{len(dataset.table):,} stories read")
+    stage.start("judge report: alt-test, agreement, biases, PPI")
+    with no_progress():  # its parts' bootstrap bars: the stage line speaks for them
+        report = _report(dataset, args)
+    stage.done()
     table = verdict_summary(report)
     if args.json:
         print(json.dumps({"settings": {k: v for k, v in report.settings.items()},
@@ -120,8 +122,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"epsilon {args.epsilon}, q {args.q}; rule: {report.settings['rule']}\n")
         print(format_table(table, "table", digits=args.digits))
     if args.out is not None:
+        stage.start(f"writing {args.out}")
         paths = write_report(report, args.out, overwrite=args.overwrite,
                              warnings_seen=RUN_WARNINGS)
+        stage.done()
         print_written(paths, args.out) if not args.json else print(
             f"wrote {len(paths)} files to {args.out}", file=sys.stderr)
     return 0
+
+
+def _report(dataset, args: argparse.Namespace):
+    """`storyeval.judge.report.judge_report` with the command's options."""
+    from storyeval.cli.bias import _own_arg
+    from storyeval.judge.report import judge_report
+
+    return judge_report(
+        dataset, judges=args.judges, criteria=args.criteria, epsilon=args.epsilon, q=args.q,
+        scoring=args.scoring, method=args.coef,
+        include_human_stories=args.include_human_stories,
+        length=None if args.length == "none" else args.length,
+        confidence_level=args.confidence_level, n_resamples=args.n_resamples,
+        ppi_labels=args.ppi_labels, power=args.power, own=_own_arg(args.own) or None,
+        nan_policy=args.nan_policy, random_state=args.seed)

@@ -11,6 +11,7 @@ from storyeval.cli.common import (
     add_format_option,
     add_include_reference_option,
     add_out_option,
+    add_progress_option,
     load_dataset_args,
 )
 
@@ -165,6 +166,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                           "by two worker processes on a multi-core machine "
                           "(STORYEVAL_FIGURE_WORKERS=N sets how many; 0: in this process)")
     out.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+    add_progress_option(out)
     from storyeval.cli import meta_wmt
 
     meta_wmt.add_options(parser)
@@ -254,7 +256,7 @@ def _run(args: argparse.Namespace, family: str | list[str],
     from storyeval.report.meta_files import write_report
     from storyeval.report.meta_report import render
 
-    stages = Stages()  # a large data set takes a while: say what runs (on a terminal)
+    stages = Stages(False if getattr(args, "no_progress", False) else None)  # large data: slow
     stages.start("reading the data")
     dataset = meta_wmt.load_dataset(args, load_dataset_args)
     stages.done(f"{len(dataset.table):,} stories read")

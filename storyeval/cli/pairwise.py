@@ -54,6 +54,8 @@ from storyeval.cli.common import (
     add_format_option,
     add_include_reference_option,
     add_out_option,
+    add_progress_option,
+    stages,
 )
 from storyeval.cli.llm_options import (
     add_backend_model_options,
@@ -77,6 +79,7 @@ JUDGE_SHARD_SETTINGS = ("judge", "dataset", "systems", "limit", "dimensions", "n
 if TYPE_CHECKING:
     import pandas as pd
 
+    from storyeval._progress import Stages
     from storyeval.data import Dataset
 
 _ACTIONS = ("matrix", "strengths", "consistency", "accuracy", "counts", "compare", "ranking",
@@ -452,6 +455,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "rather than story_a / story_b")
         add_format_option(p)
         p.add_argument("--digits", type=int, default=3, help="decimals shown (default: 3)")
+        add_progress_option(p)
         return p
 
     p = verdict_parser("matrix", "win / loss / tie counts per pair of items")
@@ -1227,35 +1231,46 @@ def run(args: argparse.Namespace) -> int:
     from storyeval import pairwise as pw
 
     refers = "position" if args.position_verdicts else "story"
+    stage = stages(args)  # large verdict files take a while: say what runs (on a terminal)
+    stage.start("reading the verdicts")
     verdicts = pw.read_verdicts(args.verdicts, verdict_refers_to=refers)
+    other = None
+    if action in ("accuracy", "compare", "ranking"):
+        other = pw.read_verdicts(args.reference)
+    elif action == "panel":
+        other = pw.read_verdicts(args.human, verdict_refers_to=refers)
+    stage.done(f"{len(verdicts) + (0 if other is None else len(other)):,} verdicts")
     if action == "matrix":
         result = pw.win_matrix(verdicts, dimension=args.dimension, by=args.by,
                                judge=args.judge).to_frame()
     elif action == "consistency":
         result = pw.position_consistency(verdicts)
     elif action == "accuracy":
-        return _run_accuracy(args, verdicts, pw.read_verdicts(args.reference))
+        return _run_accuracy(args, verdicts, other, stage)
     elif action == "compare":
-        return _run_compare(args, verdicts, pw.read_verdicts(args.reference))
+        return _run_compare(args, verdicts, other, stage)
     elif action == "panel":
-        return _run_panel(args, verdicts, pw.read_verdicts(args.human, verdict_refers_to=refers))
+        return _run_panel(args, verdicts, other, stage)
     else:  # ranking
-        return _run_ranking(args, verdicts, pw.read_verdicts(args.reference))
+        return _run_ranking(args, verdicts, other, stage)
     sys.stdout.write(format_table(result, args.format, digits=args.digits))
     return 0
 
 
-def _run_panel(args: argparse.Namespace, judges: pd.DataFrame, human: pd.DataFrame) -> int:
+def _run_panel(args: argparse.Namespace, judges: pd.DataFrame, human: pd.DataFrame,
+               stage: Stages) -> int:
     """`pairwise panel J.csv --human H.csv`: pools, weights, leave-one-out, pool vs best."""
     from storyeval.pairwise.panel import judge_panel
     from storyeval.report.tables import format_table
 
     _check_resampling(args)
+    stage.start(f"pooling judges, {args.resamples:,} resamples")
     res = judge_panel(judges, human, dimension=args.dimension, by=args.by,
                       loo_pool=args.loo_pool, test=args.test,
                       confidence_level=args.confidence_level, n_resamples=args.resamples,
                       random_state=args.seed, judge_source=str(args.verdicts),
                       human_source=str(args.human))
+    stage.done()
     s = res.settings
     note = (f"agreement: 1 - |judge score - human score| on the {s['n_labelled']} "
             f"human-labelled of {s['n_comparisons']} comparisons (a tie against a win: 0.5); "
@@ -1319,11 +1334,13 @@ def _run_counts(args: argparse.Namespace) -> int:
 
 
 def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
-                  reference: pd.DataFrame) -> int:
+                  reference: pd.DataFrame, stage: Stages) -> int:
     from storyeval.pairwise import judge_accuracy
     from storyeval.pairwise.inference import judge_accuracy_inference
     from storyeval.report.tables import format_table
 
+    stage.start("judge accuracy" + ("" if args.interval == "none" else
+                                    f", {args.interval} intervals and tests"))
     result = judge_accuracy(verdicts, reference, judge=args.judge, dimension=args.dimension,
                             tie_credit=args.tie_credit, aggregate=args.aggregate)
     if args.interval != "none":
@@ -1339,6 +1356,7 @@ def _run_accuracy(args: argparse.Namespace, verdicts: pd.DataFrame,
         result = _balanced_interval(result, verdicts, reference, options)
         result = with_seed(result, args.seed, args.format)
     result = _accuracy_columns_in_order(result)
+    stage.done()
     sys.stdout.write(format_table(_readable(result, args.format), args.format,
                                   digits=args.digits))
     if args.format in ("table", "md"):
@@ -1424,7 +1442,7 @@ _COMPARE_NOTE = ("difference = accuracy_a - accuracy_b (pooled over the verdicts
 
 
 def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
-                 reference: pd.DataFrame) -> int:
+                 reference: pd.DataFrame, stage: Stages) -> int:
     import json
 
     from storyeval.pairwise.inference import (
@@ -1439,6 +1457,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
     from numpy.random import default_rng
 
     rng = default_rng(args.seed)
+    stage.start(f"comparing judges, {args.resamples:,} resamples")
     verdicts = validate_verdicts(verdicts)
     reps = args.resamples
     pairs = compare_judges(verdicts, reference, dimension=args.dimension,
@@ -1452,6 +1471,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
                                    confidence_level=args.confidence_level, n_resamples=reps,
                                    random_state=args.seed)
     groups = significance_groups(acc, pairs, alpha=args.alpha)
+    stage.done()
     if "ci_low" in groups and "method" in acc:  # which interval each row printed
         where = acc.set_index(["judge", "dimension"])["method"]
         groups.insert(groups.columns.get_loc("ci_high") + 1, "interval", [
@@ -1483,7 +1503,7 @@ def _run_compare(args: argparse.Namespace, verdicts: pd.DataFrame,
 
 
 def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
-                 reference: pd.DataFrame) -> int:
+                 reference: pd.DataFrame, stage: Stages) -> int:
     import warnings
 
     from storyeval.exceptions import InputError, UndefinedStatisticWarning
@@ -1495,12 +1515,14 @@ def _run_ranking(args: argparse.Namespace, verdicts: pd.DataFrame,
     if args.judge is None and len(judges) > 1:
         raise InputError(f"{args.verdicts} holds several judges {judges}; choose one with "
                          "--judge NAME")
+    stage.start(f"ranking agreement, {args.resamples:,} resamples")
     with warnings.catch_warnings():  # an undefined row says why in its reason column
         warnings.simplefilter("ignore", UndefinedStatisticWarning)
         result = ranking_agreement(verdicts, reference, judge=args.judge,
                                    strength=args.strength, n_resamples=args.resamples,
                                    confidence_level=args.confidence_level,
                                    random_state=args.seed)
+    stage.done()
     if args.resamples:
         result = with_seed(result, args.seed, args.format)
     shown = result

@@ -51,17 +51,23 @@ def run(args: argparse.Namespace) -> int:
     """Write the suite; returns the exit code."""
     from storyeval._atomic import OutputFolder
     from storyeval._csv import write_csv
+    from storyeval.cli.common import show_progress, stages
     from storyeval.llm.stories import load_stories
     from storyeval.perturb import perturb_stories
 
+    stage = stages(args)  # many stories take a while: say what runs (on a terminal)
+    stage.start("reading the stories")
     stories = load_stories(args.stories)
+    stage.done(f"{len(stories):,} stories")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     out, manifest = perturb_stories(stories, kinds, seed=args.seed,
                                     include_originals=not args.no_originals,
-                                    show_progress=False if args.no_progress else None)
+                                    show_progress=show_progress(args))
+    stage.start(f"writing {args.out}")
     with OutputFolder(args.out, overwrite=args.overwrite, command="storyeval perturb") as folder:
         write_csv(out, folder.file("stories.csv"))
         write_csv(manifest, folder.file("manifest.csv"))
+    stage.done(f"{len(out):,} rows")
     print(f"storyeval perturb: {len(manifest)} variants of {len(stories)} stories, kinds "
           f"{','.join(kinds)}, seed {args.seed} -> {args.out}")
     return 0

@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 
+from storyeval.cli.common import add_progress_option, show_progress
+
 EPILOG = """\
 examples:
   storyeval plan power --design win_rate --effect 0.6
@@ -241,6 +243,7 @@ def _add_budget_parser(sub) -> None:
                              "(seeded by --seed; default 0: no check)")
     budget.add_argument("--seed", type=int, default=0, help="seed of --simulate (default 0)")
     budget.add_argument("--json", action="store_true", help="print JSON")
+    add_progress_option(budget)
 
 
 def _judge_cost_from(path: str, label: str | None) -> tuple[float, str]:
@@ -328,7 +331,8 @@ def _budget(args: argparse.Namespace) -> int:
     if args.simulate:
         if args.simulate < 2:
             raise InputError(f"--simulate must be 0 or >= 2, got {args.simulate}")
-        check = simulate_label_budget(plan, human, judge, reps=args.simulate, seed=args.seed)
+        check = simulate_label_budget(plan, human, judge, reps=args.simulate, seed=args.seed,
+                                      show_progress=show_progress(args))
         result["simulation"] = check
     if args.json:
         json.dump(result, sys.stdout, indent=2)

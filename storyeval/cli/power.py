@@ -135,10 +135,8 @@ def _mode(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Simulate, print the table and the answer; returns the exit code."""
-    from storyeval.cli.common import load_dataset_args
+    from storyeval.cli.common import load_dataset_args, show_progress, stages
     from storyeval.exceptions import InputError
-    from storyeval.power.planner import plan_power
-    from storyeval.report.tables import format_table
 
     check_out_args(args)
     mode = _mode(args)
@@ -147,11 +145,17 @@ def run(args: argparse.Namespace) -> int:
               "power": args.power, "alpha": args.alpha, "n": n, "prompts": args.prompts,
               "replications": args.replications, "n_permutations": args.permutations,
               "full_grid": args.full_grid, "seed": args.seed,
-              "show_progress": False if args.no_progress else None}
+              "show_progress": show_progress(args)}
     if args.replications < 10:
         raise InputError(f"--replications must be at least 10, not {args.replications}")
     if args.permutations < 19:
         raise InputError(f"--permutations must be at least 19, not {args.permutations}")
+    # the simulator's imports and the calibration of its latent correlations come before the
+    # first bar (seconds): the stage line covers them
+    stage = stages(args)
+    stage.start(f"power simulation, {args.replications:,} replications per size", bars=True)
+    from storyeval.power.planner import plan_power
+
     if mode == "assumed":
         result = plan_power(_floats(args.r_human, "--r-human"), args.r_between,
                             human_scale=args.human_scale, **kwargs)
@@ -170,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
         dataset = load_dataset_args(args, criteria=args.criterion)
         result = plan_power(data=dataset, measures=measures, criterion=args.criterion,
                             **kwargs)
+    stage.done()
+    from storyeval.report.tables import format_table
+
     table = result.table
     if args.format == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=1, default=str) + "\n")

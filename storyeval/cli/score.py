@@ -254,6 +254,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--batch-size: must be >= 1, got {args.batch_size}")
     _check_outputs(args)
     shard = _check_shard(args)
+    from storyeval.cli.common import stages
+
+    stage = stages(args)  # many stories take a while: say what runs (on a terminal)
+    stage.start("reading the stories")
     if args.dataset == "hanna":
         stories = hanna_stories(include=args.subset)
         source = "hanna"
@@ -273,21 +277,28 @@ def run(args: argparse.Namespace) -> int:
         if is_best_of_n_table(stories.columns):  # RewardBench 2 / LitBench sets, read as is
             stories = best_of_n_stories(validate_best_of_n(stories, source=source, fmt=fmt))
         stories = validate_stories(stories, source=source)
+    stage.done(f"{len(stories):,} stories")
     start = time.perf_counter()
     table, catalogue = score(
         stories, args.metrics, options=metric_options(args), cache=args.cache,
         batch_size=args.batch_size, self_reference=args.self_reference,
         show_progress=False if args.no_progress else None, return_catalogue=True, shard=shard)
+    if args.out is not None:  # (no line while the table goes to standard output)
+        stage.start(f"writing {args.out}")
     _write(table, args.out)
     if shard is not None:
         _write_shard_info(args, shard, stories, table)
     if args.catalogue is not None:
         _write_csv(catalogue, args.catalogue)
+    if args.out is not None:
+        stage.done(f"{len(table):,} rows")
     if args.diversity_out is not None:
         from storyeval.metrics.surface import system_diversity
 
-        _write_csv(system_diversity(stories, tokenizer=args.surface_tokenizer),
-                   args.diversity_out)
+        stage.start("system diversity")
+        diversity = system_diversity(stories, tokenizer=args.surface_tokenizer)
+        stage.done()
+        _write_csv(diversity, args.diversity_out)
     nan = table[table["value"].isna()]
     by_reason = "; ".join(f"{r}: {n}" for r, n in nan["reason"].value_counts().items())
     n_scored = len(stories) if shard is None else table["story_id"].nunique()

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from storyeval._optional import import_optional
+from storyeval._progress import progress
 from storyeval.exceptions import InputError
 from storyeval.explain.separation import silhouette_samples_precomputed
 
@@ -91,7 +92,8 @@ def _reduce(x: np.ndarray, components: int | None, n_neighbors: int,
 def cluster_embeddings(embeddings: np.ndarray, *, k: int | Sequence[int] = range(2, 16),
                        reduce_to: int | None = 5, n_neighbors: int = 15,
                        per_cluster: int = 1, n_init: int = 10,
-                       random_state: int = 0) -> ClusterResult:
+                       random_state: int = 0,
+                       show_progress: bool | None = None) -> ClusterResult:
     """Cluster rows by their embeddings and pick each cluster's representatives.
 
     Parameters
@@ -111,6 +113,9 @@ def cluster_embeddings(embeddings: np.ndarray, *, k: int | Sequence[int] = range
         k-means restarts (the lowest inertia is kept).
     random_state : int, default 0
         Seed of UMAP and k-means.
+    show_progress : bool, optional
+        A bar over the candidate k on standard error (None: on a terminal only, and not under
+        ``STORYEVAL_NO_PROGRESS=1``).
 
     Returns
     -------
@@ -160,7 +165,8 @@ def cluster_embeddings(embeddings: np.ndarray, *, k: int | Sequence[int] = range
         raise InputError(f"n_init must be >= 1, got {n_init}")
     rng = np.random.default_rng(int(random_state))
     fits, scores = {}, []
-    for kk in ks:
+    for kk in progress(ks, total=len(ks), desc="k-means and silhouette", unit="k",
+                       show=show_progress):
         labels = kmeans(coords, kk, n_init=int(n_init), rng=rng)
         fits[kk] = labels
         scores.append(float(silhouette_samples_precomputed(dist, labels.tolist()).mean()))

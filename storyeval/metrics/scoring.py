@@ -360,13 +360,15 @@ def _score_one(metric: Metric, texts, refs, prompts, systems, has_ref, has_promp
                 if store is not None:
                     store.put_many(new.items())
                 bar.update(len(batch))
+            for i in rows.tolist():
+                if keys[i] is not None:
+                    values[i] = known[keys[i]]
+            # set-level measures (surface: seconds at 10^4 stories): under the open bar, which
+            # keeps redrawing its elapsed time
+            values, measures = metric.finalize(values, measures, context)
     finally:
         if store is not None:
             store.close()
-    for i in rows.tolist():
-        if keys[i] is not None:
-            values[i] = known[keys[i]]
-    values, measures = metric.finalize(values, measures, context)
     return np.asarray(values, dtype=float), list(measures)
 
 

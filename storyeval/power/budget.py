@@ -337,7 +337,7 @@ def plan_label_budget(human, judge, *, cost_human: float, cost_judge: float,
 
 
 def simulate_label_budget(plan: LabelBudget, human, judge, *, reps: int = 500, seed: int = 0,
-                          folds: int = 5) -> dict[str, Any]:
+                          folds: int = 5, show_progress: bool | None = None) -> dict[str, Any]:
     """Draw studies of the planned design from the pilot and measure their intervals.
 
     Each replication draws ``n_human`` (human, judge) pairs and ``n_unlabelled`` judge scores
@@ -351,36 +351,51 @@ def simulate_label_budget(plan: LabelBudget, human, judge, *, reps: int = 500, s
         ``simulated_width`` (mean interval width), ``width_ratio`` (predicted / simulated),
         ``coverage`` (share of intervals holding the pilot's human mean, the population mean of
         the draws), ``mc_se_width``, ``reps``, ``seed``, ``folds``.
+
+    ``show_progress``: a progress bar on standard error, moved per chunk of replications (None:
+    on a terminal only, and not under ``STORYEVAL_NO_PROGRESS=1``).
     """
+    from storyeval._progress import progress_bar
+
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 2:
         raise InputError(f"reps must be an integer >= 2, got {reps!r}")
     y, f = _pilot(human, judge)
     rng = np.random.default_rng(seed)
-    n, big_n = plan.n_human, plan.n_unlabelled
     truth = float(y.mean())
-    widths, hits = [], []
-    chunk = max(1, min(reps, 4_000_000 // max(n + big_n, 1)))
-    for start in range(0, reps, chunk):
-        r = min(chunk, reps - start)
-        lab = rng.integers(0, y.size, size=(r, n))
-        if plan.method == "classical" or big_n < 2:
-            yy = y[lab]
-            sd = np.std(yy, axis=1, ddof=1 if plan.interval == "t" else 0)
-            half = _quantile(plan.confidence_level, plan.interval, n) * sd / math.sqrt(n)
-            low, high = yy.mean(axis=1) - half, yy.mean(axis=1) + half
-        else:
-            from storyeval.power.ppi import ppi_mean_many
-
-            unl = rng.integers(0, y.size, size=(r, big_n))
-            h = np.concatenate([y[lab], np.full((r, big_n), np.nan)], axis=1)
-            p = np.concatenate([f[lab], f[unl]], axis=1)
-            res = ppi_mean_many(h, p, folds=folds, seed=seed, interval=plan.interval,
-                                confidence_level=plan.confidence_level)
-            low, high = res["low"].to_numpy(), res["high"].to_numpy()
-        widths.append(high - low)
-        hits.append((low <= truth) & (truth <= high))
+    widths: list[np.ndarray] = []
+    hits: list[np.ndarray] = []
+    chunk = max(1, min(reps, 4_000_000 // max(plan.n_human + plan.n_unlabelled, 1)))
+    with progress_bar(total=reps, desc="simulating studies", unit="study",
+                      show=show_progress) as bar:
+        for start in range(0, reps, chunk):
+            _simulate_chunk(plan, y, f, min(chunk, reps - start), rng, truth, folds, seed,
+                            widths, hits)
+            bar.update(min(chunk, reps - start))
     w, hit = np.concatenate(widths), np.concatenate(hits)
     return {"simulated_width": float(w.mean()),
             "width_ratio": plan.predicted_width / float(w.mean()),
             "coverage": float(hit.mean()), "mc_se_width": float(w.std(ddof=1) / math.sqrt(reps)),
             "reps": int(reps), "seed": int(seed), "folds": int(folds)}
+
+
+def _simulate_chunk(plan: LabelBudget, y, f, r: int, rng, truth: float, folds: int, seed: int,
+                    widths: list, hits: list) -> None:
+    """``r`` replications of `simulate_label_budget`: their widths and hits appended."""
+    n, big_n = plan.n_human, plan.n_unlabelled
+    lab = rng.integers(0, y.size, size=(r, n))
+    if plan.method == "classical" or big_n < 2:
+        yy = y[lab]
+        sd = np.std(yy, axis=1, ddof=1 if plan.interval == "t" else 0)
+        half = _quantile(plan.confidence_level, plan.interval, n) * sd / math.sqrt(n)
+        low, high = yy.mean(axis=1) - half, yy.mean(axis=1) + half
+    else:
+        from storyeval.power.ppi import ppi_mean_many
+
+        unl = rng.integers(0, y.size, size=(r, big_n))
+        h = np.concatenate([y[lab], np.full((r, big_n), np.nan)], axis=1)
+        p = np.concatenate([f[lab], f[unl]], axis=1)
+        res = ppi_mean_many(h, p, folds=folds, seed=seed, interval=plan.interval,
+                            confidence_level=plan.confidence_level)
+        low, high = res["low"].to_numpy(), res["high"].to_numpy()
+    widths.append(high - low)
+    hits.append((low <= truth) & (truth <= high))
