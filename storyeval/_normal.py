@@ -38,12 +38,14 @@ _inv = np.frompyfunc(_inverse, 1, 1)
 def ndtr(x):
     """P(Z <= x) for a standard normal Z, elementwise (a float for a scalar)."""
     values = np.asarray(x, dtype=np.float64)
-    out = 0.5 * np.asarray(_erfc(-values / _SQRT2), dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # NaN in, NaN out
+        out = 0.5 * np.asarray(_erfc(-values / _SQRT2), dtype=np.float64)
     return float(out) if out.ndim == 0 else out
 
 
 def ndtri(q):
     """The standard normal quantile of ``q``, elementwise (a float for a scalar)."""
     values = np.asarray(q, dtype=np.float64)
-    out = np.asarray(_inv(values), dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # NaN or outside [0, 1] in, NaN out
+        out = np.asarray(_inv(values), dtype=np.float64)
     return float(out) if out.ndim == 0 else out

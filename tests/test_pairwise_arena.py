@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_pairwise_leaderboard import _battles  # Davidson battles
 
 from storyeval.exceptions import UndefinedStatisticWarning
 from storyeval.pairwise import arena
@@ -31,19 +32,6 @@ lb = importlib.import_module("storyeval.pairwise.leaderboard")  # the package ex
 SETTINGS = settings(max_examples=25, deadline=None, database=None)
 
 
-def _battles(n, s, seed, nu=0.5, n_prompts=None):
-    """Davidson battles with strengths N(0, 1) (as benchmarks/bench_leaderboard.py draws)."""
-    g = np.random.default_rng(seed)
-    theta = g.normal(size=s)
-    a = g.integers(0, s, n)
-    b = (a + g.integers(1, s, n)) % s
-    d = theta[a] - theta[b]
-    p = np.stack([np.exp(d / 2), np.exp(-d / 2), np.full(n, nu)], axis=1)
-    p /= p.sum(axis=1, keepdims=True)
-    u = g.random(n)
-    out = (u > p[:, 0]).astype(int) + (u > p[:, 0] + p[:, 1])
-    prompts = g.integers(0, n_prompts, n) if n_prompts else None
-    return a, b, out, prompts
 
 
 def _record_chunks(monkeypatch):

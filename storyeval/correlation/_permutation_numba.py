@@ -150,6 +150,17 @@ def _shared_coefficients(v, rtol, signs, den_h, distinct_h, tau_c, num, den, nea
             r[c, p] = float(num[c, p]) / math.sqrt(prod) if prod > 0 else np.nan
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _oriented(x, alternative):  # pragma: no cover - compiled
+    """``x`` as the test orders it (larger is more extreme): 0 two-sided |x|, 1 greater x,
+    2 less -x (`storyeval.compare.procedures._oriented`)."""
+    if alternative == 0:
+        return abs(x)
+    if alternative == 2:
+        return -x
+    return x
+
+
 @nb.njit(cache=True, nogil=True)
 def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compiled
     """(more, tied, defined, spread) of one row's deltas ``d`` (the observed first, then the
@@ -159,20 +170,12 @@ def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compil
     1 greater, 2 less. ``buf`` is scratch space of len(d) - 1."""
     total = d.size
     n = total - 1
-    obs = d[0]
-    if alternative == 0:
-        obs = abs(obs)
-    elif alternative == 2:
-        obs = -obs
+    obs = _oriented(d[0], alternative)
     more = 0
     tied = 0
     defined = 0
     for p in range(1, total):
-        x = d[p]
-        if alternative == 0:
-            x = abs(x)
-        elif alternative == 2:
-            x = -x
+        x = _oriented(d[p], alternative)
         more += x > obs + tol
         tied += abs(x - obs) <= tol
         defined += x == x
@@ -187,11 +190,7 @@ def _midp_summary(d, alternative, alpha, tol, buf):  # pragma: no cover - compil
         above = 0
         tied_v = 0
         for p in range(1, total):
-            x = d[p]
-            if alternative == 0:
-                x = abs(x)
-            elif alternative == 2:
-                x = -x
+            x = _oriented(d[p], alternative)
             above += x > v + tol
             tied_v += abs(x - v) <= tol
         at = above + 0.5 * (1 + tied_v)
