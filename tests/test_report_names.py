@@ -23,3 +23,11 @@ def test_long_criteria_get_short_unique_slugs():
     assert slugs["Relevance"] == "relevance"
     assert len(slugs[long1]) <= 48 and len(slugs[long2]) <= 48
     assert slugs[long1] != slugs[long2] and slugs[long1].startswith("very-very")
+
+
+def test_accented_criteria_keep_their_letters_and_stay_unique():
+    slugs = _slugs(["Émotion", "Emotion", "Cohérence narrative", "情感", "流畅"])
+    assert slugs["Émotion"] == "emotion" and slugs["Emotion"] == "emotion-2"
+    assert slugs["Cohérence narrative"] == "coherence-narrative"
+    assert slugs["情感"] == "criterion" and slugs["流畅"] == "criterion-2"
+    assert len(set(slugs.values())) == 5

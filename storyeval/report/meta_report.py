@@ -695,14 +695,18 @@ def report_settings(result: MetaResult) -> dict:
 
 
 def _slugs(criteria: list[str]) -> dict[str, str]:
-    """File-name slugs of criteria ("Relevance" -> "relevance"), made unique by a suffix; a
-    slug longer than 48 characters is cut to 39 and ends with 8 hex digits of the criterion's
-    SHA-256 (file names stay far below the 255 bytes file systems allow)."""
+    """File-name slugs of criteria ("Relevance" -> "relevance", "Émotion" -> "emotion"), made
+    unique by a suffix; a slug longer than 48 characters is cut to 39 and ends with 8 hex
+    digits of the criterion's SHA-256 (file names stay far below the 255 bytes file systems
+    allow)."""
     import hashlib
+    import unicodedata
 
     slugs: dict[str, str] = {}
     for criterion in criteria:
-        base = re.sub(r"[^0-9a-z]+", "-", criterion.lower()).strip("-") or "criterion"
+        # accents dropped, not the letters they sit on ("Émotion" -> "emotion", not "motion")
+        ascii_name = unicodedata.normalize("NFKD", criterion).encode("ascii", "ignore").decode()
+        base = re.sub(r"[^0-9a-z]+", "-", ascii_name.lower()).strip("-") or "criterion"
         if len(base) > 48:
             digest = hashlib.sha256(criterion.encode("utf-8")).hexdigest()[:8]
             base = f"{base[:39].rstrip('-')}-{digest}"
