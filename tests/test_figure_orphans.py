@@ -136,3 +136,19 @@ def test_kill_9_of_meta_out_leaves_no_process(tmp_path):
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert len(seen) >= 3 and left == []
+
+
+def test_importing_the_forkserver_guard_elsewhere_arms_nothing():
+    """pytest's --doctest-modules imports every module: the guard must not start its watchdog
+    thread (or ask for the parent-death signal) in a process that is not the forkserver."""
+    code = ("import threading, storyeval.report._forkserver_guard\n"
+            "print(sorted(t.name for t in threading.enumerate()))")
+    env = {k: v for k, v in os.environ.items() if k != "STORYEVAL_FORKSERVER_PARENT"}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert "storyeval-lifeline" not in out and "MainThread" in out
+    env["STORYEVAL_FORKSERVER_PARENT"] = str(os.getpid())  # the parent that asked: armed
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert "storyeval-lifeline" in out

@@ -258,10 +258,14 @@ class FigureWorkers:
     """
 
     def __init__(self, workers: int) -> None:
+        import os
         import threading
 
         _import_extensions_here()
         self._pool = None
+        # the forkserver's guard arms only a child of the process named here (set before the
+        # thread starts: changing the environment while other threads run is unsafe)
+        os.environ["STORYEVAL_FORKSERVER_PARENT"] = str(os.getpid())
         # starting the forkserver waits for its imports: a thread waits, the caller goes on
         self._starting = threading.Thread(target=self._start, args=(workers,), daemon=True)
         self._starting.start()
