@@ -212,6 +212,8 @@ def test_compiled_kernel_runs_where_it_pays(monkeypatch, method):
     load(ks.NUMBA_WARM_SECONDS)  # a warm cache: not for a few ms of NumPy
     assert not _compiled_permutation(30, 1001, 5, method)
     assert _compiled_permutation(10000, 2001, 10, method)
+    if method == "kendall_b":  # 36 measures' 630 pairs, 10 systems: NumPy beats loading numba
+        assert not _compiled_permutation(630, 2001, 10, method)
     load(ks.NUMBA_COLD_SECONDS)  # a first run compiles: only for long work
     assert not _compiled_permutation(2610, 2001, 10, method)
     assert _compiled_permutation(50000, 2001, 10, method)
@@ -382,3 +384,76 @@ def test_tau_b_pair_signs_equal_the_reference_engine(rounded):
                             sa, sb, 1e-12, "kendall_b")
         keep = ~np.isin(np.arange(rows), handed_back)
         assert_same_bits(fast[:, keep], ref[:, keep])
+
+
+@pytest.mark.parametrize("magnitude", [1.0, 1e39, 1e-41, 1e-300])
+def test_tau_b_float32_signs_keep_every_sign_and_tie(magnitude):
+    """The pair signs are taken from float32 differences with a float32 tie bound: values 1 or
+    2 ulps apart (below float32's resolution), exact ties, signed zeros, and magnitudes beyond
+    float32's range (1e39 overflows, 1e-41 is subnormal there, 1e-300 is zero there) still
+    give `_numpy_deltas`' numbers bit for bit on every row not handed back."""
+    from storyeval.compare.procedures import _kendall_b_deltas
+
+    g = np.random.default_rng(11)
+    for _ in range(6):
+        S, K, rows, N = int(g.integers(3, 9)), 6, 14, 33
+        swapped = _tie_prone(g, (N + 1, S, K)) * magnitude
+        swapped[0] = 0.0
+        mean = np.zeros((S, K))
+        observed = _tie_prone(g, (S, K)) * magnitude
+        scale, shift = np.ones(K), np.zeros(K)
+        ih = g.integers(0, 3, size=rows)
+        ia = g.integers(0, K, size=rows)
+        ib = (ia + 1 + g.integers(0, K - 1, size=rows)) % K
+        sa, sb = g.choice([-1.0, 1.0], rows), g.choice([-1.0, 1.0], rows)
+        H = tie_values(_tie_prone(g, (S, 3))[:, ih], "system", axis=0, rtol=1e-12)
+        for rtol in (0.0, 1e-12):
+            with np.errstate(over="ignore", invalid="ignore"):
+                fast, handed_back = _kendall_b_deltas(swapped, mean, observed, scale, shift, H,
+                                                      ih, ia, ib, sa, sb, rtol)
+                ref = _numpy_deltas(np.arange(rows), swapped, mean, observed, scale, shift, H,
+                                    ia, ib, sa, sb, rtol, "kendall_b")
+            keep = ~np.isin(np.arange(rows), handed_back)
+            if rtol == 0.0:  # ties are exact: values 1-2 ulps apart are untied, none handed back
+                assert keep.all()
+            assert_same_bits(fast[:, keep], ref[:, keep], err_msg=f"rtol={rtol}")
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_tau_b_block_summary_equals_the_matrix_summary(alternative):
+    """`_kendall_b_midp` (each block of rows summarised as it comes, no matrix) gives the
+    mid-p counts and half-widths of `_midp_counts` / `_midp_spread` on the whole matrix, and
+    hands back the same rows, with blocks of one group and of many."""
+    from storyeval.compare.procedures import (
+        _kendall_b_deltas,
+        _kendall_b_midp,
+        _midp_counts,
+        _midp_spread,
+    )
+
+    g = np.random.default_rng(5)
+    S, K, rows, N = 7, 9, 60, 199
+    swapped = np.round(g.normal(size=(N + 1, S, K)) * 3) / 3  # ties among swapped means
+    swapped[0] = 0.0
+    mean = g.normal(size=(S, K))
+    observed = mean * 0.9
+    scale, shift = np.abs(g.normal(size=K)) + 0.5, g.normal(size=K)
+    ih = g.integers(0, 4, size=rows)
+    ia = g.integers(0, K, size=rows)
+    ib = (ia + 1 + g.integers(0, K - 1, size=rows)) % K
+    sa, sb = g.choice([-1.0, 1.0], rows), g.choice([-1.0, 1.0], rows)
+    H = tie_values(np.round(g.normal(size=(S, 4)))[:, ih], "system", axis=0, rtol=1e-12)
+    args = (swapped, mean, observed, scale, shift, H, ih, ia, ib, sa, sb, 1e-12)
+    deltas, back = _kendall_b_deltas(*args)
+    expected = (deltas[0], *_midp_counts(deltas[0], deltas[1:], alternative),
+                _midp_spread(deltas[0], deltas[1:], 0.05, alternative))
+    for block_bytes in (1, 2**22):
+        old = procedures._SIGN_BLOCK_BYTES
+        procedures._SIGN_BLOCK_BYTES = block_bytes
+        try:
+            *got, got_back = _kendall_b_midp(*args, alternative, 0.05)
+        finally:
+            procedures._SIGN_BLOCK_BYTES = old
+        np.testing.assert_array_equal(got_back, back)
+        for a, e in zip(got, expected):
+            assert_same_bits(a, e, err_msg=f"block bytes {block_bytes}")

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import cast
 
 import numpy as np
@@ -614,6 +614,36 @@ def _bootstrap_deltas(wide, comp, sa, sb, level, method, n_resamples, resample_b
                       random_state, tie_rtol=1e-12) -> np.ndarray | str:
     """(B, rows) paired bootstrap differences of every row from one set of resamples (the
     engine of `storyeval.resample.bootstrap`), or why there are none."""
+    got = _bootstrap_theta(wide, comp, level, method, n_resamples, resample_by, random_state,
+                           tie_rtol)
+    if isinstance(got, str):
+        return got
+    theta, ka, kb = got
+    return theta[:, ka] * sa - theta[:, kb] * sb
+
+
+def _bootstrap_sd(wide, comp, sa, sb, level, method, n_resamples, resample_by, random_state,
+                  tie_rtol=1e-12) -> np.ndarray | None:
+    """`_sd_columns` of `_bootstrap_deltas` (None for no bootstrap), a block of rows at a
+    time: the (B, rows) matrix is never built (its page faults and memory passes cost more
+    than the bootstrap at 200 stories). Column by column the same sums, so the same bits."""
+    got = _bootstrap_theta(wide, comp, level, method, n_resamples, resample_by, random_state,
+                           tie_rtol)
+    if isinstance(got, str):
+        return None
+    theta, ka, kb = got
+    out = np.empty(len(ka))
+    step = max(1, 2**20 // (8 * max(theta.shape[0], 1)))
+    for lo in range(0, len(ka), step):
+        b = slice(lo, lo + step)
+        out[b] = _sd_columns(theta[:, ka[b]] * sa[b] - theta[:, kb[b]] * sb[b])
+    return out
+
+
+def _bootstrap_theta(wide, comp, level, method, n_resamples, resample_by, random_state,
+                     tie_rtol) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
+    """The (B, K) bootstrap correlations of the K distinct (measure, criterion) columns of the
+    rows and each row's two columns, or why there are none."""
     from storyeval.resample.bootstrap import bootstrap_correlations
 
     pairs, ka, kb = _pairs(comp)
@@ -628,7 +658,7 @@ def _bootstrap_deltas(wide, comp, sa, sb, level, method, n_resamples, resample_b
                                               tie_rtol=tie_rtol)
     except InputError as exc:
         return f"no bootstrap: {exc}"
-    return theta[:, ka] * sa - theta[:, kb] * sb
+    return theta, ka, kb
 
 
 def _bootstrap(wide, comp, sa, sb, level, method, n_resamples, resample_by, random_state,
@@ -940,15 +970,23 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
     size = len(ih)
     alpha = 1.0 - confidence_level
     engine_args = (swapped, mean, observed_means, scale, shift, H, ia, ib, sa, sb, tie_rtol)
+    units = len(np.unique(np.stack([ia, ib, sa, sb], 1), axis=0)) if method == "kendall_b" \
+        else size  # what the NumPy engine computes once (`_NUMPY_PAIR_SECONDS`)
     compiled = method in ("kendall_b", "kendall_c") and _compiled_permutation(
-        size, len(swapped), S, method)
-    if compiled and ties == "mid":
-        # the default: each row's test summarised inside the kernel, no (N + 1, R) matrix
-        from storyeval.correlation._permutation_numba import kendall_midp
+        units, len(swapped), S, method)
+    if ties == "mid" and (compiled or method == "kendall_b"):
+        # the default: each row's test summarised as its swaps are computed (in the kernel, or
+        # block by block), no (N + 1, R) matrix
+        if compiled:
+            from storyeval.correlation._permutation_numba import kendall_midp
 
-        observed, more, tied, defined, spread, undone = kendall_midp(
-            *engine_args, method, alternative, alpha, _TOL)
-        rows = np.flatnonzero(undone)  # a swapped mean overflowed: the NumPy engine's rules
+            observed, more, tied, defined, spread, undone = kendall_midp(
+                *engine_args, method, alternative, alpha, _TOL)
+            rows = np.flatnonzero(undone)  # a swapped mean overflowed: NumPy engine's rules
+        else:
+            observed, more, tied, defined, spread, rows = _kendall_b_midp(
+                swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb, tie_rtol,
+                alternative, alpha)
         if len(rows):
             deltas = _numpy_rows(rows, *engine_args, method, n_permutations)
             observed[rows] = deltas[0]
@@ -985,9 +1023,9 @@ def system_permutation(wide: pd.DataFrame, comp: dict[str, np.ndarray], sa: np.n
         # the test conditions on the defined arrangements, and so does its interval
         p = (more + 0.5 * (1 + tied)) / (defined + 1)
         low, high = _spread_interval(observed, spread, alternative)
-        boot = _bootstrap_deltas(wide, comp, sa, sb, "system", method, n_resamples, "prompts",
-                                 random_state, tie_rtol)
-        low, high = compatible_interval(observed, low, high, _sd_columns(boot),
+        boot_sd = _bootstrap_sd(wide, comp, sa, sb, "system", method, n_resamples, "prompts",
+                                random_state, tie_rtol)
+        low, high = compatible_interval(observed, low, high, boot_sd,
                                         confidence_level, reject=p < alpha,
                                         alternative=alternative)
     else:
@@ -1023,11 +1061,30 @@ def _numpy_rows(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
     return out
 
 
+def _column_blocks(perm: np.ndarray) -> list[slice]:
+    """Blocks of columns of ``perm`` (N, rows) of about 1 MB: the mid-p summaries' passes
+    over a block then run in cache (whole 60 MB temporaries cost page faults and memory
+    traffic; `_kendall_b_deltas` returns its deltas column-contiguous for the same reason)."""
+    step = max(1, 2**20 // (8 * max(perm.shape[0], 1)))
+    return [slice(lo, lo + step) for lo in range(0, perm.shape[1], step)]
+
+
 def _midp_counts(observed: np.ndarray, perm: np.ndarray,
                  alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per column, the swaps more extreme than the observed difference, those tied with it
     (within `_TOL`), in the test's orientation (`_oriented`), and those with a defined
     difference (not NaN)."""
+    parts = [_midp_counts_block(observed[b], perm[:, b], alternative)
+             for b in _column_blocks(perm)]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    more, tied, defined = zip(*parts)
+    return np.concatenate(more), np.concatenate(tied), np.concatenate(defined)
+
+
+def _midp_counts_block(observed: np.ndarray, perm: np.ndarray,
+                       alternative: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_midp_counts` of one block of columns."""
     obs, dist = _oriented(observed, perm, alternative)
     return ((dist > obs + _TOL).sum(0), (np.abs(dist - obs) <= _TOL).sum(0),
             (~np.isnan(dist)).sum(0))
@@ -1051,12 +1108,17 @@ def _criterion_columns(H: np.ndarray, ih: np.ndarray) -> tuple[np.ndarray, np.nd
     return H[:, first], hrow.ravel()
 
 
+_SIGN_BLOCK_BYTES = 2**22
+
+
 def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
                       scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
                       ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
-                      tie_rtol: float) -> tuple[np.ndarray, np.ndarray]:
+                      tie_rtol: float, consume: Callable[[np.ndarray, np.ndarray], None]
+                      | None = None) -> tuple[np.ndarray | None, np.ndarray]:
     """(N + 1, rows) tau-b deltas of every swap by the NumPy engine, and the rows it leaves to
-    `_numpy_deltas`. The swapped means of a and b depend on the pair (a, b) and its
+    `_numpy_deltas`; with ``consume``, no matrix: ``consume(rows, block)`` receives each block
+    of rows' (len(rows), N + 1) deltas instead (None is returned for the matrix). The swapped means of a and b depend on the pair (a, b) and its
     orientation, not on the criterion: their pair signs (S (S - 1) / 2 per swap) are computed
     once per distinct pair and multiplied with every criterion's pair signs in one matrix
     product. Pairs closer than the tie rule's tolerance are ties; where two swapped means are
@@ -1065,69 +1127,128 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
     both engines give the same numbers."""
     total, S = swapped.shape[0], swapped.shape[1]
     iu, ju = np.triu_indices(S, k=1)
+    P = len(iu)
     Hu, hrow = _criterion_columns(H, ih)
-    h_sign = np.sign(Hu[iu] - Hu[ju])  # (pairs, C); H is snapped already
-    h_den = (h_sign != 0).sum(0).astype(np.float64)
+    # (C, pairs): float32 holds the signs and their sums over pairs exactly
+    h_sign = np.sign(Hu[iu] - Hu[ju]).T.astype(np.float32)  # H is snapped already
+    h_den = (h_sign != 0).sum(1).astype(np.float64)
     keys = np.stack([ia, ib, sa, sb], 1)
     groups, grow = np.unique(keys, axis=0, return_inverse=True)
     grow = grow.ravel()
-    out = np.empty((total, len(ia)))
+    # row-major: each row's swaps contiguous, as the mid-p counts and partitions read them
+    out = np.empty((len(ia), total)) if consume is None else None
     fallback = np.zeros(len(groups), dtype=bool)
-    step = max(1, int(2**25 // (8 * total * max(len(iu), 1))))
+    # system-major copies, each (system, measure) row of swaps contiguous: every pass below
+    # then runs over rows of N + 1 contiguous values (small last axes, e.g. 2 measures, made
+    # NumPy's loops several times slower)
+    by_system = np.ascontiguousarray(swapped.transpose(1, 2, 0))  # (S, M, N+1)
+    # blocks of groups whose pair-sign temporaries (float32) stay within about 4 MB: every
+    # pass over them then runs in cache (32 MB blocks took twice as long)
+    step = max(1, int(_SIGN_BLOCK_BYTES // (4 * total * max(P, 1))))
+    # the blocks' temporaries, allocated once (fresh ones are faulted in anew each time)
+    cells = P * total * min(step, len(groups))
+    work_d = np.empty(cells, dtype=np.float32)
+    work_pos, work_neg = np.empty(cells, dtype=bool), np.empty(cells, dtype=bool)
+    work_sign = (np.empty(cells, dtype=np.float32), np.empty(cells, dtype=np.float32))
 
-    def signs(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pair signs under the tie rule, untied pairs per swap, and the groups whose swaps
-        hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: the exact
-        per-pair tolerance is evaluated on those candidates only (rare)."""
-        # v_i - v_j of the pairs (i, j), i < j, in `np.triu_indices` order: one broadcast
-        # subtraction per i into one array (no gathered copies of V)
-        d = np.empty((*V.shape[:-1], len(iu)))
+    def signs(V: np.ndarray, side: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pair signs (P, G, N+1) of the system-major means ``V`` (S, G, N+1) under the tie
+        rule (in ``work_sign[side]``), untied pairs per swap (G, N+1), and the groups whose
+        swaps hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: pairs
+        within that bound are the candidates, whose exact per-pair tolerance is evaluated on
+        them only (rare). The differences are computed in float64 and stored in float32;
+        rounding is monotone, so every pair within the bound is still within the rounded
+        bound (a candidate)."""
+        shape = (P, *V.shape[1:])
+        size = P * V.shape[1] * V.shape[2]
+        d = work_d[:size].reshape(shape)
+        pos, neg, sign = work_pos[:size], work_neg[:size], work_sign[side][:size]
         start = 0
-        for i in range(S - 1):
-            np.subtract(V[..., i:i + 1], V[..., i + 1:], out=d[..., start:start + S - 1 - i])
-            start += S - 1 - i
-        sign = np.sign(d)
-        with np.errstate(invalid="ignore"):
-            np.abs(d, out=d)
-            candidate = d <= tie_rtol * np.abs(V).max(axis=-1, keepdims=True)
-        del d
-        near = ~np.isfinite(V).all(axis=(0, 2))
-        untied = np.full(V.shape[:-1], float(len(iu)))
-        if candidate.any():
-            n, g, k = np.nonzero(candidate)
-            x, y = V[n, g, iu[k]], V[n, g, ju[k]]
-            tied = np.abs(x - y) <= tie_rtol * np.maximum(np.abs(x), np.abs(y))
-            sign[n[tied], g[tied], k[tied]] = 0.0
-            np.subtract.at(untied, (n[tied], g[tied]), 1.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # v_i - v_j of the pairs (i, j), i < j, in `np.triu_indices` order
+            for i in range(S - 1):
+                np.subtract(V[i], V[i + 1:], out=d[start:start + S - 1 - i],
+                            casting="same_kind")
+                start += S - 1 - i
+            bound = (tie_rtol * np.abs(V).max(axis=0)).astype(np.float32)
+            np.greater(d, bound, out=pos.reshape(shape))
+            np.less(d, -bound, out=neg.reshape(shape))
+        # candidates (and NaN differences) are neither: sign 0 until checked
+        undecided = size - np.count_nonzero(pos) - np.count_nonzero(neg)
+        np.subtract(pos.view(np.int8), neg.view(np.int8), out=sign)
+        sign = sign.reshape(shape)
+        if np.isfinite(V).all():
+            near = np.zeros(V.shape[1], dtype=bool)
+        else:
+            near = ~np.isfinite(V).transpose(1, 0, 2).reshape(V.shape[1], -1).all(axis=1)
+        untied = np.full(V.shape[1:], float(P))
+        if undecided:
+            k, g, n = np.nonzero(sign == 0)
+            x, y = V[iu[k], g, n], V[ju[k], g, n]
+            with np.errstate(invalid="ignore"):
+                tied = np.abs(x - y) <= tie_rtol * np.maximum(np.abs(x), np.abs(y))
+            sign[k[~tied], g[~tied], n[~tied]] = np.sign(x[~tied] - y[~tied])
+            np.subtract.at(untied, (g[tied], n[tied]), 1.0)
             near[np.unique(g[tied & (x != y)])] = True
         return sign, untied, near
+
+    def tau(sign: np.ndarray, untied: np.ndarray, gi: np.ndarray,
+            ci: np.ndarray) -> np.ndarray:
+        """(rows, N+1) tau-b of the rows (group gi, criterion ci) of one side."""
+        num = (h_sign @ sign.reshape(P, -1)).reshape(len(h_sign), *sign.shape[1:])
+        den = h_den[ci, None] * untied[gi]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num[ci, gi] / np.sqrt(den), np.nan)
 
     for lo in range(0, len(groups), step):
         g = groups[lo:lo + step]
         ga, gb = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
-        gsa, gsb = g[:, 2], g[:, 3]
+        gsa, gsb = g[:, 2, None], g[:, 3, None]
         with np.errstate(over="ignore", invalid="ignore"):
-            move = swapped[:, :, gb] * gsb - swapped[:, :, ga] * gsa  # (N+1, S, G)
-            A = (mean[:, ga] * gsa + move) * scale[ga] + gsa * shift[ga]
-            B = (mean[:, gb] * gsb - move) * scale[gb] + gsb * shift[gb]
-        A[0], B[0] = observed_means[:, ga] * gsa, observed_means[:, gb] * gsb
-        A, B = np.ascontiguousarray(A.transpose(0, 2, 1)), np.ascontiguousarray(
-            B.transpose(0, 2, 1))  # (N+1, G, S)
-        a_sign, a_den, a_near = signs(A)
-        b_sign, b_den, b_near = signs(B)
+            move = (np.take(by_system, gb, axis=1) * gsb
+                    - np.take(by_system, ga, axis=1) * gsa)  # (S, G, N+1)
+            A = (mean[:, ga, None] * gsa + move) * scale[ga, None] + gsa * shift[ga, None]
+            B = (mean[:, gb, None] * gsb - move) * scale[gb, None] + gsb * shift[gb, None]
+        A[:, :, 0], B[:, :, 0] = observed_means[:, ga] * g[:, 2], observed_means[:, gb] * g[:, 3]
+        a_sign, a_den, a_near = signs(A, 0)
+        b_sign, b_den, b_near = signs(B, 1)
         fallback[lo:lo + step] = a_near | b_near
-        num_a = a_sign @ h_sign  # (N+1, G, C): exact integer sums
-        num_b = b_sign @ h_sign
-        den_a, den_b = a_den[..., None], b_den[..., None]
         mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
         gi, ci = grow[mine] - lo, hrow[mine]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ta = num_a[:, gi, ci] / np.sqrt(h_den[ci] * den_a[:, gi, 0])
-            tb = num_b[:, gi, ci] / np.sqrt(h_den[ci] * den_b[:, gi, 0])
-        ta = np.where(h_den[ci] * den_a[:, gi, 0] > 0, ta, np.nan)
-        tb = np.where(h_den[ci] * den_b[:, gi, 0] > 0, tb, np.nan)
-        out[:, mine] = ta - tb
-    return out, np.flatnonzero(fallback[grow])
+        block = tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci)
+        if out is None:
+            consume(mine, block)
+        else:
+            out[mine] = block
+    return (None if out is None else out.T), np.flatnonzero(fallback[grow])
+
+
+def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
+                    scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
+                    ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                    tie_rtol: float, alternative: str, alpha: float) -> tuple[np.ndarray, ...]:
+    """The mid-p summary of `kendall_midp` (observed, more, tied, defined, spread, and the rows
+    left to `_numpy_deltas`) by the NumPy engine: `_kendall_b_deltas`' blocks summarised as
+    they come (the (N + 1, rows) matrix is never built; `_midp_counts` and `_midp_spread` of
+    it, column by column the same numbers)."""
+    size = len(ia)
+    observed, spread = np.empty(size), np.empty(size)
+    more, tied, defined = (np.zeros(size, dtype=np.int64) for _ in range(3))
+
+    def consume(rows: np.ndarray, block: np.ndarray) -> None:
+        obs, perm = block[:, 0], block[:, 1:].T  # perm: each row's swaps contiguous
+        observed[rows] = obs
+        more[rows], tied[rows], defined[rows] = _midp_counts(obs, perm, alternative)
+        spread[rows] = _midp_spread(obs, perm, alpha, alternative)
+
+    from storyeval.correlation.resampled import _one_blas_thread
+
+    # its matrix products are small (criteria x pairs x a block): BLAS threads would only
+    # spin (0.9 s of a second core's time at 200 stories, and 0.1 s slower)
+    with _one_blas_thread():
+        _, undone = _kendall_b_deltas(swapped, mean, observed_means, scale, shift, H, ih, ia,
+                                      ib, sa, sb, tie_rtol, consume)
+    return observed, more, tied, defined, spread, undone
 
 
 def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np.ndarray,
@@ -1176,25 +1297,27 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
     return np.clip(ra, -1.0, 1.0) - np.clip(rb, -1.0, 1.0)
 
 
-# The NumPy engines' seconds per (row, permutation, pair of systems) of a Kendall coefficient:
-# tau-b by pair signs shared over criteria (`_kendall_b_deltas`: 1.7 s of CPU for 2,610 rows x
-# 2,001 permutations x 45 pairs, loaded machine), tau-c by `_numpy_deltas` (1.8 s for 2,610 x
-# 1,001 x 45); the compiled kernel takes about a third of tau-b's.
-_NUMPY_PAIR_SECONDS = {"kendall_b": 7e-9, "kendall_c": 1.5e-8}
-_COMPILED_SHARE = 0.35
+# The NumPy engines' seconds per (unit, permutation, pair of systems) of a Kendall coefficient,
+# a unit being what the engine computes once: tau-b's pair signs are shared over criteria, so
+# its unit is a distinct (a, b, orientations) of the rows (`_kendall_b_midp`: 0.45 s for 630
+# units x 2,001 permutations x 45 pairs, quiet 2-core machine), tau-c's a row
+# (`_numpy_deltas`: 1.8 s for 2,610 rows x 1,001 x 45, loaded machine); the compiled kernel
+# takes about 0.3 of tau-b's time.
+_NUMPY_PAIR_SECONDS = {"kendall_b": 8e-9, "kendall_c": 1.5e-8}
+_COMPILED_SHARE = 0.3
 
 
-def _compiled_permutation(rows: int, total: int, systems: int,
+def _compiled_permutation(units: int, total: int, systems: int,
                           method: str = "kendall_c") -> bool:
     """Whether `system_permutation` runs its Kendall coefficients on the compiled kernel:
     numba installed and not switched off, and the time it saves over the NumPy engine above
     what loading it costs here (`numba_load_seconds`: nothing when loaded, a second with a warm
-    cache, several on a first run that compiles it)."""
+    cache, several on a first run that compiles it). ``units``: see `_NUMPY_PAIR_SECONDS`."""
     from storyeval.correlation.kendall_sorted import engine, numba_load_seconds
 
     if engine() != "numba":
         return False
-    work = _NUMPY_PAIR_SECONDS[method] * rows * total * systems * (systems - 1) / 2
+    work = _NUMPY_PAIR_SECONDS[method] * units * total * systems * (systems - 1) / 2
     saved = work * (1.0 - _COMPILED_SHARE)
     return saved > numba_load_seconds("storyeval.correlation._permutation_numba")
 
@@ -1292,6 +1415,14 @@ def _midp_spread(observed: np.ndarray, perm: np.ndarray, alpha: float,
     as the test leaves them. Every column at once, by one partition (O(N) per column); the
     compiled kernel (`storyeval.correlation._permutation_numba._midp_summary`)
     repeats these operations row by row."""
+    parts = [_midp_spread_block(observed[b], perm[:, b], alpha, alternative)
+             for b in _column_blocks(perm)]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _midp_spread_block(observed: np.ndarray, perm: np.ndarray, alpha: float,
+                       alternative: str) -> np.ndarray:
+    """`_midp_spread` of one block of columns."""
     _, d = _oriented(observed, perm, alternative)
     n, rows = d.shape
     defined = (~np.isnan(d)).sum(axis=0)
