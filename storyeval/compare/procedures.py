@@ -39,6 +39,7 @@ the Williams tests; otherwise a paired bootstrap of prompts (percentile). The me
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from typing import cast
@@ -1145,15 +1146,19 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
     # blocks of groups whose pair-sign temporaries (float32) stay within about 4 MB: every
     # pass over them then runs in cache (32 MB blocks took twice as long)
     step = max(1, int(_SIGN_BLOCK_BYTES // (4 * total * max(P, 1))))
-    # the blocks' temporaries, allocated once (fresh ones are faulted in anew each time)
     cells = P * total * min(step, len(groups))
-    work_d = np.empty(cells, dtype=np.float32)
-    work_pos, work_neg = np.empty(cells, dtype=bool), np.empty(cells, dtype=bool)
-    work_sign = (np.empty(cells, dtype=np.float32), np.empty(cells, dtype=np.float32))
 
-    def signs(V: np.ndarray, side: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def workspace() -> tuple[np.ndarray, ...]:
+        """A thread's block temporaries, allocated once (fresh ones are faulted in anew each
+        time): differences, the two comparisons, the signs of a and of b."""
+        return (np.empty(cells, dtype=np.float32), np.empty(cells, dtype=bool),
+                np.empty(cells, dtype=bool), np.empty(cells, dtype=np.float32),
+                np.empty(cells, dtype=np.float32))
+
+    def signs(V: np.ndarray, work: tuple[np.ndarray, ...],
+              side: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pair signs (P, G, N+1) of the system-major means ``V`` (S, G, N+1) under the tie
-        rule (in ``work_sign[side]``), untied pairs per swap (G, N+1), and the groups whose
+        rule (in ``work[3 + side]``), untied pairs per swap (G, N+1), and the groups whose
         swaps hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: pairs
         within that bound are the candidates, whose exact per-pair tolerance is evaluated on
         them only (rare). The differences are computed in float64 and stored in float32;
@@ -1161,8 +1166,8 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
         bound (a candidate)."""
         shape = (P, *V.shape[1:])
         size = P * V.shape[1] * V.shape[2]
-        d = work_d[:size].reshape(shape)
-        pos, neg, sign = work_pos[:size], work_neg[:size], work_sign[side][:size]
+        d = work[0][:size].reshape(shape)
+        pos, neg, sign = work[1][:size], work[2][:size], work[3 + side][:size]
         start = 0
         with np.errstate(over="ignore", invalid="ignore"):
             # v_i - v_j of the pairs (i, j), i < j, in `np.triu_indices` order
@@ -1200,7 +1205,7 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num[ci, gi] / np.sqrt(den), np.nan)
 
-    for lo in range(0, len(groups), step):
+    def run_block(lo: int, work: tuple[np.ndarray, ...]) -> None:
         g = groups[lo:lo + step]
         ga, gb = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
         gsa, gsb = g[:, 2, None], g[:, 3, None]
@@ -1210,16 +1215,34 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
             A = (mean[:, ga, None] * gsa + move) * scale[ga, None] + gsa * shift[ga, None]
             B = (mean[:, gb, None] * gsb - move) * scale[gb, None] + gsb * shift[gb, None]
         A[:, :, 0], B[:, :, 0] = observed_means[:, ga] * g[:, 2], observed_means[:, gb] * g[:, 3]
-        a_sign, a_den, a_near = signs(A, 0)
-        b_sign, b_den, b_near = signs(B, 1)
+        a_sign, a_den, a_near = signs(A, work, 0)
+        b_sign, b_den, b_near = signs(B, work, 1)
         fallback[lo:lo + step] = a_near | b_near
         mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
         gi, ci = grow[mine] - lo, hrow[mine]
         block = tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci)
         if out is None:
-            consume(mine, block)
+            consume(mine, block)  # type: ignore[misc]  # given whenever out is None
         else:
             out[mine] = block
+
+    starts = list(range(0, len(groups), step))
+    # NumPy releases the GIL in its loops: the blocks (disjoint rows) run on up to two threads,
+    # each with its own temporaries
+    workers = min(2, os.cpu_count() or 1, len(starts))
+
+    def run_share(k: int) -> None:
+        work = workspace()
+        for lo in starts[k::workers]:
+            run_block(lo, work)
+
+    if workers <= 1:
+        run_share(0)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run_share, range(workers)))
     return (None if out is None else out.T), np.flatnonzero(fallback[grow])
 
 
@@ -1298,13 +1321,15 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
 
 
 # The NumPy engines' seconds per (unit, permutation, pair of systems) of a Kendall coefficient,
-# a unit being what the engine computes once: tau-b's pair signs are shared over criteria, so
-# its unit is a distinct (a, b, orientations) of the rows (`_kendall_b_midp`: 0.45 s for 630
-# units x 2,001 permutations x 45 pairs, quiet 2-core machine), tau-c's a row
-# (`_numpy_deltas`: 1.8 s for 2,610 rows x 1,001 x 45, loaded machine); the compiled kernel
-# takes about 0.3 of tau-b's time.
-_NUMPY_PAIR_SECONDS = {"kendall_b": 8e-9, "kendall_c": 1.5e-8}
-_COMPILED_SHARE = 0.3
+# a unit being what the engine computes once, and the compiled kernel's share of that time.
+# tau-b's pair signs are shared over criteria, so its unit is a distinct (a, b, orientations)
+# of the rows; measured on the quiet 2-core machine, both engines on two threads: 630 units x
+# 2,001 permutations x 45 pairs (10 systems) take 0.35 s by `_kendall_b_midp` (0.22 s of it
+# the pair signs) and 0.19 s by the kernel, which spends most of it summarising the rows; at 100
+# systems the kernel takes 4e-10 s per unit-pair (2.6 s for 630 x 2,001 x 4,950). tau-c's unit
+# is a row (`_numpy_deltas`: 1.8 s for 2,610 rows x 1,001 x 45, loaded machine).
+_NUMPY_PAIR_SECONDS = {"kendall_b": 4e-9, "kendall_c": 1.5e-8}
+_COMPILED_SHARE = {"kendall_b": 0.1, "kendall_c": 0.35}
 
 
 def _compiled_permutation(units: int, total: int, systems: int,
@@ -1318,7 +1343,7 @@ def _compiled_permutation(units: int, total: int, systems: int,
     if engine() != "numba":
         return False
     work = _NUMPY_PAIR_SECONDS[method] * units * total * systems * (systems - 1) / 2
-    saved = work * (1.0 - _COMPILED_SHARE)
+    saved = work * (1.0 - _COMPILED_SHARE[method])
     return saved > numba_load_seconds("storyeval.correlation._permutation_numba")
 
 
