@@ -1115,17 +1115,34 @@ _SIGN_BLOCK_BYTES = 2**22
 def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
                       scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
                       ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
-                      tie_rtol: float, consume: Callable[[np.ndarray, np.ndarray], None]
-                      | None = None) -> tuple[np.ndarray | None, np.ndarray]:
-    """(N + 1, rows) tau-b deltas of every swap by the NumPy engine, and the rows it leaves to
-    `_numpy_deltas`; with ``consume``, no matrix: ``consume(rows, block)`` receives each block
-    of rows' (len(rows), N + 1) deltas instead (None is returned for the matrix). The swapped means of a and b depend on the pair (a, b) and its
-    orientation, not on the criterion: their pair signs (S (S - 1) / 2 per swap) are computed
-    once per distinct pair and multiplied with every criterion's pair signs in one matrix
-    product. Pairs closer than the tie rule's tolerance are ties; where two swapped means are
-    near but not equal (the tie rule's chains could then join more), or not finite, the rows
-    of that pair go to `_numpy_deltas`, whose tie rule is the reported correlations' own; so
-    both engines give the same numbers."""
+                      tie_rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """(N + 1, rows) tau-b deltas of every swap by the NumPy engine (`_kendall_b_blocks`), and
+    the rows it leaves to `_numpy_deltas`."""
+    # row-major: each row's swaps contiguous, as the mid-p counts and partitions read them
+    out = np.empty((len(ia), len(swapped)))
+
+    def keep(rows: np.ndarray, block: np.ndarray) -> None:
+        out[rows] = block
+
+    back = _kendall_b_blocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb,
+                             tie_rtol, keep)
+    return out.T, back
+
+
+def _kendall_b_blocks(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
+                      scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
+                      ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
+                      tie_rtol: float,
+                      consume: Callable[[np.ndarray, np.ndarray], None]) -> np.ndarray:
+    """The tau-b deltas of every swap by the NumPy engine, a block of rows at a time:
+    ``consume(rows, block)`` receives the rows' (len(rows), N + 1) deltas (from threads, each
+    block's rows disjoint); returns the rows it leaves to `_numpy_deltas`. The swapped means
+    of a and b depend on the pair (a, b) and its orientation, not on the criterion: their pair
+    signs (S (S - 1) / 2 per swap) are computed once per distinct pair and multiplied with
+    every criterion's pair signs in one matrix product. Pairs closer than the tie rule's
+    tolerance are ties; where two swapped means are near but not equal (the tie rule's chains
+    could then join more), or not finite, the rows of that pair go to `_numpy_deltas`, whose
+    tie rule is the reported correlations' own; so both engines give the same numbers."""
     total, S = swapped.shape[0], swapped.shape[1]
     iu, ju = np.triu_indices(S, k=1)
     P = len(iu)
@@ -1136,8 +1153,6 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
     keys = np.stack([ia, ib, sa, sb], 1)
     groups, grow = np.unique(keys, axis=0, return_inverse=True)
     grow = grow.ravel()
-    # row-major: each row's swaps contiguous, as the mid-p counts and partitions read them
-    out = np.empty((len(ia), total)) if consume is None else None
     fallback = np.zeros(len(groups), dtype=bool)
     # system-major copies, each (system, measure) row of swaps contiguous: every pass below
     # then runs over rows of N + 1 contiguous values (small last axes, e.g. 2 measures, made
@@ -1220,11 +1235,7 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
         fallback[lo:lo + step] = a_near | b_near
         mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
         gi, ci = grow[mine] - lo, hrow[mine]
-        block = tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci)
-        if out is None:
-            consume(mine, block)  # type: ignore[misc]  # given whenever out is None
-        else:
-            out[mine] = block
+        consume(mine, tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci))
 
     starts = list(range(0, len(groups), step))
     # NumPy releases the GIL in its loops: the blocks (disjoint rows) run on up to two threads,
@@ -1243,7 +1254,7 @@ def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
 
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(run_share, range(workers)))
-    return (None if out is None else out.T), np.flatnonzero(fallback[grow])
+    return np.flatnonzero(fallback[grow])
 
 
 def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
@@ -1251,7 +1262,7 @@ def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.nd
                     ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
                     tie_rtol: float, alternative: str, alpha: float) -> tuple[np.ndarray, ...]:
     """The mid-p summary of `kendall_midp` (observed, more, tied, defined, spread, and the rows
-    left to `_numpy_deltas`) by the NumPy engine: `_kendall_b_deltas`' blocks summarised as
+    left to `_numpy_deltas`) by the NumPy engine: `_kendall_b_blocks`' blocks summarised as
     they come (the (N + 1, rows) matrix is never built; `_midp_counts` and `_midp_spread` of
     it, column by column the same numbers)."""
     size = len(ia)
@@ -1269,8 +1280,8 @@ def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.nd
     # its matrix products are small (criteria x pairs x a block): BLAS threads would only
     # spin (0.9 s of a second core's time at 200 stories, and 0.1 s slower)
     with _one_blas_thread():
-        _, undone = _kendall_b_deltas(swapped, mean, observed_means, scale, shift, H, ih, ia,
-                                      ib, sa, sb, tie_rtol, consume)
+        undone = _kendall_b_blocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib,
+                                   sa, sb, tie_rtol, consume)
     return observed, more, tied, defined, spread, undone
 
 
