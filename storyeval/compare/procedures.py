@@ -1161,7 +1161,9 @@ def _kendall_b_blocks(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
     # blocks of groups whose pair-sign temporaries (float32) stay within about 4 MB: every
     # pass over them then runs in cache (32 MB blocks took twice as long)
     step = max(1, int(_SIGN_BLOCK_BYTES // (4 * total * max(P, 1))))
-    cells = P * total * min(step, len(groups))
+    # where one group's signs alone exceed that (many systems), its swaps go in slices
+    swap_step = min(total, max(1, int(_SIGN_BLOCK_BYTES // (4 * max(P, 1)))))
+    cells = P * swap_step * min(step, len(groups))
 
     def workspace() -> tuple[np.ndarray, ...]:
         """A thread's block temporaries, allocated once (fresh ones are faulted in anew each
@@ -1224,18 +1226,26 @@ def _kendall_b_blocks(swapped: np.ndarray, mean: np.ndarray, observed_means: np.
         g = groups[lo:lo + step]
         ga, gb = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
         gsa, gsb = g[:, 2, None], g[:, 3, None]
-        with np.errstate(over="ignore", invalid="ignore"):
-            move = (np.take(by_system, gb, axis=1) * gsb
-                    - np.take(by_system, ga, axis=1) * gsa)  # (S, G, N+1)
-            A = (mean[:, ga, None] * gsa + move) * scale[ga, None] + gsa * shift[ga, None]
-            B = (mean[:, gb, None] * gsb - move) * scale[gb, None] + gsb * shift[gb, None]
-        A[:, :, 0], B[:, :, 0] = observed_means[:, ga] * g[:, 2], observed_means[:, gb] * g[:, 3]
-        a_sign, a_den, a_near = signs(A, work, 0)
-        b_sign, b_den, b_near = signs(B, work, 1)
-        fallback[lo:lo + step] = a_near | b_near
         mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
         gi, ci = grow[mine] - lo, hrow[mine]
-        consume(mine, tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci))
+        block = np.empty((len(mine), total))
+        near = np.zeros(len(g), dtype=bool)
+        for t0 in range(0, total, swap_step):
+            t1 = min(total, t0 + swap_step)
+            with np.errstate(over="ignore", invalid="ignore"):
+                move = (np.take(by_system[:, :, t0:t1], gb, axis=1) * gsb
+                        - np.take(by_system[:, :, t0:t1], ga, axis=1) * gsa)  # (S, G, swaps)
+                A = (mean[:, ga, None] * gsa + move) * scale[ga, None] + gsa * shift[ga, None]
+                B = (mean[:, gb, None] * gsb - move) * scale[gb, None] + gsb * shift[gb, None]
+            if t0 == 0:  # the identity arrangement: the reported system means
+                A[:, :, 0] = observed_means[:, ga] * g[:, 2]
+                B[:, :, 0] = observed_means[:, gb] * g[:, 3]
+            a_sign, a_den, a_near = signs(A, work, 0)
+            b_sign, b_den, b_near = signs(B, work, 1)
+            near |= a_near | b_near
+            block[:, t0:t1] = tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci)
+        fallback[lo:lo + step] = near
+        consume(mine, block)
 
     starts = list(range(0, len(groups), step))
     # NumPy releases the GIL in its loops: the blocks (disjoint rows) run on up to two threads,
