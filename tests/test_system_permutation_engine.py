@@ -447,13 +447,15 @@ def test_tau_b_block_summary_equals_the_matrix_summary(alternative):
     deltas, back = _kendall_b_deltas(*args)
     expected = (deltas[0], *_midp_counts(deltas[0], deltas[1:], alternative),
                 _midp_spread(deltas[0], deltas[1:], 0.05, alternative))
-    for block_bytes in (1, 2**22):
-        old = procedures._SIGN_BLOCK_BYTES
-        procedures._SIGN_BLOCK_BYTES = block_bytes
+    import storyeval.compare._taub_blocks as taub_blocks
+
+    for block_bytes in (1, 2**22):  # one swap of one group at a time; every group at once
+        old = taub_blocks.SIGN_BLOCK_BYTES
+        taub_blocks.SIGN_BLOCK_BYTES = block_bytes
         try:
             *got, got_back = _kendall_b_midp(*args, alternative, 0.05)
         finally:
-            procedures._SIGN_BLOCK_BYTES = old
+            taub_blocks.SIGN_BLOCK_BYTES = old
         np.testing.assert_array_equal(got_back, back)
         for a, e in zip(got, expected):
             assert_same_bits(a, e, err_msg=f"block bytes {block_bytes}")

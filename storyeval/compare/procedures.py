@@ -39,9 +39,8 @@ the Williams tests; otherwise a paired bootstrap of prompts (percentile). The me
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import cast
 
 import numpy as np
@@ -1101,170 +1100,23 @@ def _oriented(observed: np.ndarray, perm: np.ndarray,
     return -observed, -perm
 
 
-def _criterion_columns(H: np.ndarray, ih: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct criteria's columns of the rows' criterion means ``H`` (S, rows), (S, C),
-    and each row's criterion among them: what the swaps are compared with, once per
-    criterion instead of once per row."""
-    crit, first, hrow = np.unique(ih, return_index=True, return_inverse=True)
-    return H[:, first], hrow.ravel()
-
-
-_SIGN_BLOCK_BYTES = 2**22
-
-
 def _kendall_b_deltas(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
                       scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
                       ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
                       tie_rtol: float) -> tuple[np.ndarray, np.ndarray]:
-    """(N + 1, rows) tau-b deltas of every swap by the NumPy engine (`_kendall_b_blocks`), and
-    the rows it leaves to `_numpy_deltas`."""
+    """(N + 1, rows) tau-b deltas of every swap by the NumPy engine
+    (`storyeval.compare._taub_blocks`), and the rows it leaves to `_numpy_deltas`."""
+    from storyeval.compare._taub_blocks import TauBBlocks
+
     # row-major: each row's swaps contiguous, as the mid-p counts and partitions read them
     out = np.empty((len(ia), len(swapped)))
 
     def keep(rows: np.ndarray, block: np.ndarray) -> None:
         out[rows] = block
 
-    back = _kendall_b_blocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb,
-                             tie_rtol, keep)
+    back = TauBBlocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb,
+                      tie_rtol).run(keep)
     return out.T, back
-
-
-def _kendall_b_blocks(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
-                      scale: np.ndarray, shift: np.ndarray, H: np.ndarray, ih: np.ndarray,
-                      ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
-                      tie_rtol: float,
-                      consume: Callable[[np.ndarray, np.ndarray], None]) -> np.ndarray:
-    """The tau-b deltas of every swap by the NumPy engine, a block of rows at a time:
-    ``consume(rows, block)`` receives the rows' (len(rows), N + 1) deltas (from threads, each
-    block's rows disjoint); returns the rows it leaves to `_numpy_deltas`. The swapped means
-    of a and b depend on the pair (a, b) and its orientation, not on the criterion: their pair
-    signs (S (S - 1) / 2 per swap) are computed once per distinct pair and multiplied with
-    every criterion's pair signs in one matrix product. Pairs closer than the tie rule's
-    tolerance are ties; where two swapped means are near but not equal (the tie rule's chains
-    could then join more), or not finite, the rows of that pair go to `_numpy_deltas`, whose
-    tie rule is the reported correlations' own; so both engines give the same numbers."""
-    total, S = swapped.shape[0], swapped.shape[1]
-    iu, ju = np.triu_indices(S, k=1)
-    P = len(iu)
-    Hu, hrow = _criterion_columns(H, ih)
-    # (C, pairs): float32 holds the signs and their sums over pairs exactly
-    h_sign = np.sign(Hu[iu] - Hu[ju]).T.astype(np.float32)  # H is snapped already
-    h_den = (h_sign != 0).sum(1).astype(np.float64)
-    keys = np.stack([ia, ib, sa, sb], 1)
-    groups, grow = np.unique(keys, axis=0, return_inverse=True)
-    grow = grow.ravel()
-    fallback = np.zeros(len(groups), dtype=bool)
-    # system-major copies, each (system, measure) row of swaps contiguous: every pass below
-    # then runs over rows of N + 1 contiguous values (small last axes, e.g. 2 measures, made
-    # NumPy's loops several times slower)
-    by_system = np.ascontiguousarray(swapped.transpose(1, 2, 0))  # (S, M, N+1)
-    # blocks of groups whose pair-sign temporaries (float32) stay within about 4 MB: every
-    # pass over them then runs in cache (32 MB blocks took twice as long)
-    step = max(1, int(_SIGN_BLOCK_BYTES // (4 * total * max(P, 1))))
-    # where one group's signs alone exceed that (many systems), its swaps go in slices
-    swap_step = min(total, max(1, int(_SIGN_BLOCK_BYTES // (4 * max(P, 1)))))
-    cells = P * swap_step * min(step, len(groups))
-
-    def workspace() -> tuple[np.ndarray, ...]:
-        """A thread's block temporaries, allocated once (fresh ones are faulted in anew each
-        time): differences, the two comparisons, the signs of a and of b."""
-        return (np.empty(cells, dtype=np.float32), np.empty(cells, dtype=bool),
-                np.empty(cells, dtype=bool), np.empty(cells, dtype=np.float32),
-                np.empty(cells, dtype=np.float32))
-
-    def signs(V: np.ndarray, work: tuple[np.ndarray, ...],
-              side: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pair signs (P, G, N+1) of the system-major means ``V`` (S, G, N+1) under the tie
-        rule (in ``work[3 + side]``), untied pairs per swap (G, N+1), and the groups whose
-        swaps hold a near tie or a non-finite mean. A tie needs |d| <= rtol max|v|: pairs
-        within that bound are the candidates, whose exact per-pair tolerance is evaluated on
-        them only (rare). The differences are computed in float64 and stored in float32;
-        rounding is monotone, so every pair within the bound is still within the rounded
-        bound (a candidate)."""
-        shape = (P, *V.shape[1:])
-        size = P * V.shape[1] * V.shape[2]
-        d = work[0][:size].reshape(shape)
-        pos, neg, sign = work[1][:size], work[2][:size], work[3 + side][:size]
-        start = 0
-        with np.errstate(over="ignore", invalid="ignore"):
-            # v_i - v_j of the pairs (i, j), i < j, in `np.triu_indices` order
-            for i in range(S - 1):
-                np.subtract(V[i], V[i + 1:], out=d[start:start + S - 1 - i],
-                            casting="same_kind")
-                start += S - 1 - i
-            bound = (tie_rtol * np.abs(V).max(axis=0)).astype(np.float32)
-            np.greater(d, bound, out=pos.reshape(shape))
-            np.less(d, -bound, out=neg.reshape(shape))
-        # candidates (and NaN differences) are neither: sign 0 until checked
-        undecided = size - np.count_nonzero(pos) - np.count_nonzero(neg)
-        np.subtract(pos.view(np.int8), neg.view(np.int8), out=sign)
-        sign = sign.reshape(shape)
-        if np.isfinite(V).all():
-            near = np.zeros(V.shape[1], dtype=bool)
-        else:
-            near = ~np.isfinite(V).transpose(1, 0, 2).reshape(V.shape[1], -1).all(axis=1)
-        untied = np.full(V.shape[1:], float(P))
-        if undecided:
-            k, g, n = np.nonzero(sign == 0)
-            x, y = V[iu[k], g, n], V[ju[k], g, n]
-            with np.errstate(invalid="ignore"):
-                tied = np.abs(x - y) <= tie_rtol * np.maximum(np.abs(x), np.abs(y))
-            sign[k[~tied], g[~tied], n[~tied]] = np.sign(x[~tied] - y[~tied])
-            np.subtract.at(untied, (g[tied], n[tied]), 1.0)
-            near[np.unique(g[tied & (x != y)])] = True
-        return sign, untied, near
-
-    def tau(sign: np.ndarray, untied: np.ndarray, gi: np.ndarray,
-            ci: np.ndarray) -> np.ndarray:
-        """(rows, N+1) tau-b of the rows (group gi, criterion ci) of one side."""
-        num = (h_sign @ sign.reshape(P, -1)).reshape(len(h_sign), *sign.shape[1:])
-        den = h_den[ci, None] * untied[gi]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, num[ci, gi] / np.sqrt(den), np.nan)
-
-    def run_block(lo: int, work: tuple[np.ndarray, ...]) -> None:
-        g = groups[lo:lo + step]
-        ga, gb = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
-        gsa, gsb = g[:, 2, None], g[:, 3, None]
-        mine = np.flatnonzero((grow >= lo) & (grow < lo + len(g)))
-        gi, ci = grow[mine] - lo, hrow[mine]
-        block = np.empty((len(mine), total))
-        near = np.zeros(len(g), dtype=bool)
-        for t0 in range(0, total, swap_step):
-            t1 = min(total, t0 + swap_step)
-            with np.errstate(over="ignore", invalid="ignore"):
-                move = (np.take(by_system[:, :, t0:t1], gb, axis=1) * gsb
-                        - np.take(by_system[:, :, t0:t1], ga, axis=1) * gsa)  # (S, G, swaps)
-                A = (mean[:, ga, None] * gsa + move) * scale[ga, None] + gsa * shift[ga, None]
-                B = (mean[:, gb, None] * gsb - move) * scale[gb, None] + gsb * shift[gb, None]
-            if t0 == 0:  # the identity arrangement: the reported system means
-                A[:, :, 0] = observed_means[:, ga] * g[:, 2]
-                B[:, :, 0] = observed_means[:, gb] * g[:, 3]
-            a_sign, a_den, a_near = signs(A, work, 0)
-            b_sign, b_den, b_near = signs(B, work, 1)
-            near |= a_near | b_near
-            block[:, t0:t1] = tau(a_sign, a_den, gi, ci) - tau(b_sign, b_den, gi, ci)
-        fallback[lo:lo + step] = near
-        consume(mine, block)
-
-    starts = list(range(0, len(groups), step))
-    # NumPy releases the GIL in its loops: the blocks (disjoint rows) run on up to two threads,
-    # each with its own temporaries
-    workers = min(2, os.cpu_count() or 1, len(starts))
-
-    def run_share(k: int) -> None:
-        work = workspace()
-        for lo in starts[k::workers]:
-            run_block(lo, work)
-
-    if workers <= 1:
-        run_share(0)
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(run_share, range(workers)))
-    return np.flatnonzero(fallback[grow])
 
 
 def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.ndarray,
@@ -1272,9 +1124,12 @@ def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.nd
                     ia: np.ndarray, ib: np.ndarray, sa: np.ndarray, sb: np.ndarray,
                     tie_rtol: float, alternative: str, alpha: float) -> tuple[np.ndarray, ...]:
     """The mid-p summary of `kendall_midp` (observed, more, tied, defined, spread, and the rows
-    left to `_numpy_deltas`) by the NumPy engine: `_kendall_b_blocks`' blocks summarised as
-    they come (the (N + 1, rows) matrix is never built; `_midp_counts` and `_midp_spread` of
-    it, column by column the same numbers)."""
+    left to `_numpy_deltas`) by the NumPy engine (`storyeval.compare._taub_blocks`), its
+    blocks summarised as they come (the (N + 1, rows) matrix is never built; `_midp_counts`
+    and `_midp_spread` of it, column by column the same numbers)."""
+    from storyeval.compare._taub_blocks import TauBBlocks
+    from storyeval.correlation.resampled import _one_blas_thread
+
     size = len(ia)
     observed, spread = np.empty(size), np.empty(size)
     more, tied, defined = (np.zeros(size, dtype=np.int64) for _ in range(3))
@@ -1285,13 +1140,11 @@ def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.nd
         more[rows], tied[rows], defined[rows] = _midp_counts(obs, perm, alternative)
         spread[rows] = _midp_spread(obs, perm, alpha, alternative)
 
-    from storyeval.correlation.resampled import _one_blas_thread
-
     # its matrix products are small (criteria x pairs x a block): BLAS threads would only
     # spin (0.9 s of a second core's time at 200 stories, and 0.1 s slower)
     with _one_blas_thread():
-        undone = _kendall_b_blocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib,
-                                   sa, sb, tie_rtol, consume)
+        undone = TauBBlocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb,
+                            tie_rtol).run(consume)
     return observed, more, tied, defined, spread, undone
 
 
@@ -1307,7 +1160,9 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
     A constant swapped vector gives NaN, as the coefficient is undefined there."""
     W = swapped - swapped.mean(axis=1, keepdims=True)  # (N+1, S, K)
     M = mean - mean.mean(axis=0, keepdims=True)  # (S, K)
-    Hu, hrow = _criterion_columns(H, ih)
+    from storyeval.compare._taub_blocks import criterion_columns
+
+    Hu, hrow = criterion_columns(H, ih)
     Hc = Hu - Hu.mean(axis=0, keepdims=True)  # (S, C)
     hh = (Hc * Hc).sum(0)  # (C,)
     G = np.einsum("nsk,sc->nck", W, Hc)  # (N+1, C, K): h . W_k
