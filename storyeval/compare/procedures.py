@@ -1128,7 +1128,6 @@ def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.nd
     blocks summarised as they come (the (N + 1, rows) matrix is never built; `_midp_counts`
     and `_midp_spread` of it, column by column the same numbers)."""
     from storyeval.compare._taub_blocks import TauBBlocks
-    from storyeval.correlation.resampled import _one_blas_thread
 
     size = len(ia)
     observed, spread = np.empty(size), np.empty(size)
@@ -1140,11 +1139,8 @@ def _kendall_b_midp(swapped: np.ndarray, mean: np.ndarray, observed_means: np.nd
         more[rows], tied[rows], defined[rows] = _midp_counts(obs, perm, alternative)
         spread[rows] = _midp_spread(obs, perm, alpha, alternative)
 
-    # its matrix products are small (criteria x pairs x a block): BLAS threads would only
-    # spin (0.9 s of a second core's time at 200 stories, and 0.1 s slower)
-    with _one_blas_thread():
-        undone = TauBBlocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb,
-                            tie_rtol).run(consume)
+    undone = TauBBlocks(swapped, mean, observed_means, scale, shift, H, ih, ia, ib, sa, sb,
+                        tie_rtol).run(consume)
     return observed, more, tied, defined, spread, undone
 
 
