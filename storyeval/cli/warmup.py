@@ -3,8 +3,9 @@
 A process decides per kernel whether numba pays (`storyeval.correlation.kendall_sorted.
 numba_load_seconds`): loading cached machine code costs under a second, compiling it several
 seconds, so a first run after installing the ``fast`` extra uses the NumPy engines. Nothing
-would ever fill the cache for a user whose runs are all small, and every run would stay on the
-slower engines. So when a command found a kernel module without cached code
+would ever fill the cache for a user whose runs are all of middle size (where a cached kernel
+pays but compiling it does not: e.g. the system-level test from about 20 systems), and every
+run would stay on the slower engines. So when a command found a kernel module without cached code
 (`kendall_sorted.COLD_MODULES`), the command line (`storyeval.cli.entry`, after the
 command's output) starts one detached, low-priority process (``python -m
 storyeval.cli.warmup``) that runs small meta-evaluations with every compiled path
