@@ -1161,14 +1161,25 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
     Hu, hrow = criterion_columns(H, ih)
     Hc = Hu - Hu.mean(axis=0, keepdims=True)  # (S, C)
     hh = (Hc * Hc).sum(0)  # (C,)
-    G = np.einsum("nsk,sc->nck", W, Hc)  # (N+1, C, K): h . W_k
-    g = Hc.T @ M  # (C, K): h . M_k
+    # h . W_k and h . M_k for the (criterion, measure) combinations of the rows only (every
+    # C x K one could be far more: 2,000 criteria x 6,000 measures of a simulation asked for
+    # 179 GiB), in blocks of 64 MB of gathered swaps
+    total, S = W.shape[0], W.shape[1]
+    combos, crow = np.unique(np.r_[np.c_[hrow, ia], np.c_[hrow, ib]], axis=0,
+                             return_inverse=True)
+    crow = crow.ravel()
+    ca, cb = crow[:len(ia)], crow[len(ia):]
+    G = np.empty((total, len(combos)))
+    step = max(1, int(2**26 // (8 * total * S)))
+    for lo in range(0, len(combos), step):
+        c, k = combos[lo:lo + step, 0], combos[lo:lo + step, 1]
+        G[:, lo:lo + step] = np.einsum("nsj,sj->nj", W[:, :, k], Hc[:, c])
+    g = np.einsum("sj,sj->j", Hc[:, combos[:, 0]], M[:, combos[:, 1]])
     ww = np.einsum("nsk,nsk->nk", W, W)  # |W_k|^2
     mw = np.einsum("sk,nsk->nk", M, W)  # M_k . W_k
     mm = (M * M).sum(0)
     pairs, prow = np.unique(np.stack([ia, ib], 1), axis=0, return_inverse=True)
     prow = prow.ravel()
-    total, S = W.shape[0], W.shape[1]
     wab, mab, mba = (np.empty((total, len(pairs))) for _ in range(3))
     step = max(1, int(2**26 // (8 * total * S)))
     for lo in range(0, len(pairs), step):
@@ -1178,8 +1189,8 @@ def _pearson_deltas(swapped: np.ndarray, mean: np.ndarray, H: np.ndarray, ih: np
         mab[:, lo:lo + step] = np.einsum("sr,nsr->nr", M[:, pa], Wb)
         mba[:, lo:lo + step] = np.einsum("sr,nsr->nr", M[:, pb], Wa)
     s2 = sa * sb
-    ha = sa * g[hrow, ia] + sb * G[:, hrow, ib] - sa * G[:, hrow, ia]
-    hb = sb * g[hrow, ib] - sb * G[:, hrow, ib] + sa * G[:, hrow, ia]
+    ha = sa * g[ca] + sb * G[:, cb] - sa * G[:, ca]
+    hb = sb * g[cb] - sb * G[:, cb] + sa * G[:, ca]
     aa = (mm[ia] + ww[:, ib] + ww[:, ia] + 2 * s2 * mab[:, prow] - 2 * mw[:, ia]
           - 2 * s2 * wab[:, prow])
     bb = (mm[ib] + ww[:, ib] + ww[:, ia] - 2 * mw[:, ib] + 2 * s2 * mba[:, prow]
