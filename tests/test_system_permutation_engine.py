@@ -459,3 +459,37 @@ def test_tau_b_block_summary_equals_the_matrix_summary(alternative):
         np.testing.assert_array_equal(got_back, back)
         for a, e in zip(got, expected):
             assert_same_bits(a, e, err_msg=f"block bytes {block_bytes}")
+
+
+def test_pearson_swaps_need_only_the_rows_combinations():
+    """`_pearson_deltas` with many criteria and measures (300 x 900, one row each): memory of
+    the rows' (criterion, measure) combinations only (every combination would take 430 MB),
+    and each row's differences those of the swapped vectors' Pearson correlations."""
+    import tracemalloc
+
+    from storyeval.compare.procedures import _pearson_deltas
+
+    g = np.random.default_rng(3)
+    S, K, C, N = 5, 900, 300, 200
+    swapped = g.normal(size=(N + 1, S, K))
+    swapped[0] = 0.0
+    mean = g.normal(size=(S, K))
+    ih = np.arange(C)
+    ia, ib = 3 * np.arange(C), 3 * np.arange(C) + 1
+    sa, sb = g.choice([-1.0, 1.0], C), g.choice([-1.0, 1.0], C)
+    H = g.normal(size=(S, C))
+    tracemalloc.start()
+    try:
+        deltas = _pearson_deltas(swapped, mean, H, ih, ia, ib, sa, sb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MB"
+    W = swapped - swapped.mean(axis=1, keepdims=True)
+    M = mean - mean.mean(axis=0, keepdims=True)
+    for r in (0, 17, 299):
+        a_star = sa[r] * M[:, ia[r]] + sb[r] * W[:, :, ib[r]] - sa[r] * W[:, :, ia[r]]
+        b_star = sb[r] * M[:, ib[r]] - sb[r] * W[:, :, ib[r]] + sa[r] * W[:, :, ia[r]]
+        expected = [np.corrcoef(H[:, r], a_star[n])[0, 1] - np.corrcoef(H[:, r], b_star[n])[0, 1]
+                    for n in range(N + 1)]
+        np.testing.assert_allclose(deltas[:, r], expected, rtol=0, atol=1e-12)
