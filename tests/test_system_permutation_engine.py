@@ -493,3 +493,42 @@ def test_pearson_swaps_need_only_the_rows_combinations():
         expected = [np.corrcoef(H[:, r], a_star[n])[0, 1] - np.corrcoef(H[:, r], b_star[n])[0, 1]
                     for n in range(N + 1)]
         np.testing.assert_allclose(deltas[:, r], expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["every criterion per pair", "a criterion per row"])
+def test_tau_b_sign_sums_by_product_or_row_by_row(layout):
+    """The two ways of summing the pair signs with the criteria's (one matrix product with the
+    block's criteria when the rows fill most of its cells, as in a study whose pairs of
+    measures are compared on every criterion; row by row when every row has a criterion of its
+    own) give `_numpy_deltas`' numbers bit for bit."""
+    from storyeval.compare.procedures import _kendall_b_deltas
+
+    g = np.random.default_rng(21)
+    S, K, N, C = 7, 6, 120, 5
+    swapped = np.round(g.normal(size=(N + 1, S, K)) * 3) / 3
+    swapped[0] = 0.0
+    mean = g.normal(size=(S, K))
+    observed = mean * 1.1
+    scale, shift = np.abs(g.normal(size=K)) + 0.5, g.normal(size=K)
+    pairs = [(a, b) for a in range(K) for b in range(K) if a < b]
+    if layout == "every criterion per pair":
+        ih = np.repeat(np.arange(C), len(pairs))
+        ia = np.tile([a for a, _ in pairs], C)
+        ib = np.tile([b for _, b in pairs], C)
+        crit = np.round(g.normal(size=(S, C)) * 2) / 2
+    else:
+        ih = np.arange(len(pairs))
+        ia, ib = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+        crit = np.round(g.normal(size=(S, len(pairs))) * 2) / 2
+    rows = len(ih)
+    sa, sb = g.choice([-1.0, 1.0], rows), g.choice([-1.0, 1.0], rows)
+    if layout == "every criterion per pair":  # one orientation per pair: a group per pair
+        sa, sb = np.tile(sa[:len(pairs)], C), np.tile(sb[:len(pairs)], C)
+    H = tie_values(crit[:, ih], "system", axis=0, rtol=1e-12)
+    fast, back = _kendall_b_deltas(swapped, mean, observed, scale, shift, H, ih, ia, ib, sa, sb,
+                                   1e-12)
+    ref = _numpy_deltas(np.arange(rows), swapped, mean, observed, scale, shift, H, ia, ib, sa,
+                        sb, 1e-12, "kendall_b")
+    keep = ~np.isin(np.arange(rows), back)
+    assert keep.sum() > rows // 2
+    assert_same_bits(fast[:, keep], ref[:, keep])

@@ -191,9 +191,18 @@ class TauBBlocks:
 
     def _tau(self, sign: np.ndarray, untied: np.ndarray, gi: np.ndarray,
              ci: np.ndarray) -> np.ndarray:
-        """(rows, swaps) tau-b of the rows (group gi, criterion ci) of one side."""
-        num = (self.h_sign @ sign.reshape(self.P, -1)).reshape(len(self.h_sign),
-                                                               *sign.shape[1:])
+        """(rows, swaps) tau-b of the rows (group gi, criterion ci) of one side. The sign sums
+        (exact integers in float32) by one matrix product with the block's criteria where the
+        rows use most of its (criterion, group) cells (a few criteria shared by every pair of
+        measures: the usual study), else row by row (e.g. a simulation whose every row has a
+        criterion of its own: the product would be criteria x groups x swaps)."""
+        crit, cinv = np.unique(ci, return_inverse=True)
+        if len(crit) * sign.shape[1] <= 2 * len(ci):
+            num = (self.h_sign[crit] @ sign.reshape(self.P, -1)).reshape(len(crit),
+                                                                         *sign.shape[1:])
+            num = num[cinv.ravel(), gi]
+        else:
+            num = np.einsum("rp,prn->rn", self.h_sign[ci], sign[:, gi])
         den = self.h_den[ci, None] * untied[gi]
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, num[ci, gi] / np.sqrt(den), np.nan)
+            return np.where(den > 0, num / np.sqrt(den), np.nan)
