@@ -12,7 +12,11 @@ Workloads (the commands a user runs with the defaults):
 * ``hanna``: ``storyeval meta --metrics all`` on the embedded HANNA data.
 * ``scale``: the same ``meta`` on 10^5 stories (100 systems x 1,000 prompts) x 36 measures and
   one criterion, beside its peer: a loop of ``scipy.stats.kendalltau`` over the same (criterion,
-  measure) pairs at the overall and system levels (the correlations alone, no tests).
+  measure) pairs at the overall and system levels (the correlations alone, no tests), and the
+  floor of any such command: a process that imports storyeval and reads the two files
+  (``read_dataset``), computing nothing.
+* ``large`` (only when named): the same ``meta`` on 10^6 stories (100 systems x 10,000
+  prompts) x 16 measures and one criterion, with the peak resident memory of each process.
 
 The previous release's code is extracted from git (``--previous``, default the newest commit
 made on or before the day of the newest other release in CHANGELOG.md) into a temporary
@@ -21,15 +25,14 @@ run with ``PYTHONPATH`` pointing there, with the same venv. Every number is the 
 of ``--repeat`` fresh processes (user CPU beside it), with the 1-minute load average during the
 run: on a shared machine, compare the columns of one run, not runs of different days.
 
-Run: ``python benchmarks/bench_defaults.py [--workloads own-small,hanna,scale] [--repeat 3]
-[--markdown FILE]``.
+Run: ``python benchmarks/bench_defaults.py [--workloads own-small,hanna,scale[,large]]
+[--repeat 3] [--markdown FILE]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -95,6 +98,10 @@ SCIPY_LOOP = textwrap.dedent("""
 """)
 
 
+READ_ONLY = ("import sys; from storyeval.data.load import read_dataset; "
+             "read_dataset(ratings=sys.argv[1], scores=sys.argv[2])")
+
+
 NEXT_RUN = "next run (numba cache from the first run's background compile)"
 
 
@@ -108,18 +115,36 @@ def wait_for_warmup(limit: float = 300.0) -> None:
         time.sleep(1.0)
 
 
-def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and user+system CPU seconds of one fresh process (it must succeed)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
+# Runs one command and prints its wall seconds, CPU seconds, peak memory (kB) and exit code. A
+# bare interpreter (-S: a few MB) starts it, because Linux counts the memory of the process
+# that forks into the child's peak (the benchmark's own process holds the data it made).
+LAUNCHER = ("import os, sys, time; start = time.perf_counter(); "
+            "pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=["
+            "(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]); "
+            "_, status, use = os.wait4(pid, 0); wall = time.perf_counter() - start; "
+            "print(wall, use.ru_utime + use.ru_stime, use.ru_maxrss, "
+            "os.waitstatus_to_exitcode(status))")
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
+    """Wall seconds, user+system CPU seconds and peak resident memory (GB) of one fresh process
+    (it must succeed)."""
+    done = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, *command], env=env, cwd=cwd,
+                          capture_output=True, text=True)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise SystemExit(f"the launcher failed:\n{done.stderr[-2000:]}")
+    wall, cpu, rss_kb, code = done.stdout.split()
+    if int(code) != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    return float(wall), float(cpu), int(rss_kb) / 1e6  # Linux reports kB
+
+
+def summary(workload: str, case: str, code: str, runs: list[tuple[float, float, float]]) -> tuple:
+    """One table row: medians of wall and CPU, the largest peak memory."""
+    row = (workload, case, code, statistics.median(r[0] for r in runs),
+           statistics.median(r[1] for r in runs), max(r[2] for r in runs))
+    print(row, flush=True)
+    return row
 
 
 def extract(rev: str, folder: Path) -> Path:
@@ -131,28 +156,44 @@ def extract(rev: str, folder: Path) -> Path:
     return folder
 
 
+def recorded_releases() -> dict[str, str]:
+    """``benchmarks/releases.txt``: version -> commit of each landed release."""
+    path = Path(__file__).resolve().parent / "releases.txt"
+    lines = [line.split() for line in path.read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    return {version: commit for version, commit in lines}
+
+
 def last_release() -> str:
-    """The previous release's code: the tag ``vX`` of the newest release in CHANGELOG.md that
-    is not the version being prepared (``## [X] - DATE``), else the newest commit dated on or
-    before its day."""
+    """The previous release's code: the newest release in CHANGELOG.md that is not the version
+    being prepared (``## [X] - DATE``), by its tag ``vX``, else its commit in
+    ``benchmarks/releases.txt``, else the newest commit dated on or before its day."""
     import re
 
     if not (ROOT / ".git").exists():  # an unpacked sdist: no history to take it from
         raise SystemExit("bench_defaults: the previous release is taken from git history; run "
                          "it in a git checkout, or pass --previous with a checkout's revision")
     version = re.search(r'"(.+)"', (ROOT / "storyeval" / "_version.py").read_text()).group(1)
+    recorded = recorded_releases()
     for name, day in re.findall(r"^## \[([^\]]+)\] - (\d{4}-\d{2}-\d{2})",
                                 (ROOT / "CHANGELOG.md").read_text(), flags=re.M):
-        if name != version:
-            tagged = subprocess.run(["git", "rev-parse", "-q", "--verify", f"v{name}^{{commit}}"],
-                                    cwd=ROOT, capture_output=True, text=True)
-            if tagged.returncode == 0:  # the release's tag, where it has one
-                return tagged.stdout.strip()
-            log = subprocess.run(["git", "log", "-1", "--format=%H",
-                                  f"--before={day} 23:59:59 +0000"], cwd=ROOT,
-                                 capture_output=True, text=True, check=True).stdout.split()
-            if log:
-                return log[0]
+        if name == version:
+            continue
+        for ref in (f"v{name}", recorded.get(name)):
+            if ref is None:
+                continue
+            found = subprocess.run(["git", "rev-parse", "-q", "--verify", f"{ref}^{{commit}}"],
+                                   cwd=ROOT, capture_output=True, text=True)
+            if found.returncode == 0:  # the release's tag or recorded commit
+                return found.stdout.strip()
+        log = subprocess.run(["git", "log", "-1", "--format=%H",
+                              f"--before={day} 23:59:59 +0000"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+        if log:  # a guess: say so (a commit of that day may be after the release)
+            print(f"bench_defaults: release {name} has no tag and no line in "
+                  f"benchmarks/releases.txt; taking the newest commit of {day} or before, "
+                  f"{log[0][:7]}, as its code (pass --previous to choose)", file=sys.stderr)
+            return log[0]
     return "HEAD"
 
 
@@ -191,11 +232,16 @@ def main(argv: list[str] | None = None) -> int:
                 cases = [("10^5 stories x 36 measures", [
                     "meta", "--data", str(data[0]), "--scores", str(data[1]),
                     "--metrics", "all"], False)]
+            elif workload == "large":
+                data = make_data(work, 100, 10_000, 16, 1)
+                cases = [("10^6 stories x 16 measures", [
+                    "meta", "--data", str(data[0]), "--scores", str(data[1]),
+                    "--metrics", "all"], False)]
             else:
-                raise SystemExit(f"unknown workload {workload!r}; use {WORKLOADS}")
+                raise SystemExit(f"unknown workload {workload!r}; use {WORKLOADS} or large")
             for label, command, cold in cases:
                 for version, path in versions.items():
-                    times: dict[str, list[tuple[float, float]]] = {label: []}
+                    times: dict[str, list[tuple[float, float, float]]] = {label: []}
                     for _ in range(args.repeat):
                         env = {**base_env, "PYTHONPATH": str(path)}
                         cache = Path(tempfile.mkdtemp(dir=work))
@@ -211,27 +257,25 @@ def main(argv: list[str] | None = None) -> int:
                                 run(command_line, {**env, "STORYEVAL_BACKGROUND_COMPILE": "0"},
                                     work))
                         shutil.rmtree(cache, ignore_errors=True)
-                    for case, pairs in times.items():
-                        rows.append((workload, case, version,
-                                     statistics.median(w for w, _ in pairs),
-                                     statistics.median(c for _, c in pairs)))
-                        print(rows[-1], flush=True)
+                    rows += [summary(workload, case, version, runs)
+                             for case, runs in times.items()]
                 if workload == "scale":
-                    walls, cpus = [], []
-                    for _ in range(args.repeat):
-                        script = work / "scipy_loop.py"
-                        script.write_text(SCIPY_LOOP)
-                        wall, cpu = run([sys.executable, str(script), str(data[0]),
-                                         str(data[1])], base_env, work)
-                        walls.append(wall)
-                        cpus.append(cpu)
-                    rows.append((workload, label, "peer: scipy.stats.kendalltau loop",
-                                 statistics.median(walls), statistics.median(cpus)))
-                    print(rows[-1], flush=True)
-        table = ["| workload | case | code | wall (s, median) | CPU (s, median) |",
-                 "| --- | --- | --- | --- | --- |"]
-        table += [f"| {w} | {c} | {v} | {wall:.2f} | {cpu:.2f} |"
-                  for w, c, v, wall, cpu in rows]
+                    script = work / "scipy_loop.py"
+                    script.write_text(SCIPY_LOOP)
+                    loop = [run([sys.executable, str(script), str(data[0]), str(data[1])],
+                                base_env, work) for _ in range(args.repeat)]
+                    rows.append(summary(workload, label, "peer: scipy.stats.kendalltau loop",
+                                        loop))
+                    floor = [run([sys.executable, "-c", READ_ONLY, str(data[0]), str(data[1])],
+                                 {**base_env, "PYTHONPATH": str(ROOT)}, work)
+                             for _ in range(args.repeat)]
+                    rows.append(summary(workload, label, "floor: import storyeval, read the "
+                                        "files, nothing computed", floor))
+        table = ["| workload | case | code | wall (s, median) | CPU (s, median) | "
+                 "peak memory (GB, largest) |",
+                 "| --- | --- | --- | --- | --- | --- |"]
+        table += [f"| {w} | {c} | {v} | {wall:.2f} | {cpu:.2f} | {rss:.2f} |"
+                  for w, c, v, wall, cpu, rss in rows]
         table.append("")
         table.append(f"{args.repeat} fresh processes per cell; 1-minute load during the runs "
                      f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores.")

@@ -73,3 +73,43 @@ def test_defaults_previous_release_and_data(defaults, tmp_path):
     assert len(r) == 3 * 4 * 2 * 3 and set(r["criterion"]) == {"Aspect 1", "Aspect 2"}
     assert len(s) == 3 * 4 * 2 and s["system"].nunique() == 3
     assert Path(ratings).name == "ratings_3x4.csv"
+
+
+def test_defaults_run_measures_each_process_alone(defaults, tmp_path):
+    env = {"PATH": "/usr/bin:/bin"}
+    big = "import numpy as np; a = np.ones(40_000_000); print(a.sum())"  # 320 MB touched
+    small = "pass"
+    wall, cpu, rss_big = defaults.run([defaults.sys.executable, "-c", big], env, tmp_path)
+    assert wall > 0 and cpu > 0 and rss_big > 0.3
+    # the next, small process reports its own peak, not the largest child's so far
+    _, _, rss_small = defaults.run([defaults.sys.executable, "-c", small], env, tmp_path)
+    assert rss_small < 0.1  # not the pytest process that started it
+    with pytest.raises(SystemExit, match="boom"):
+        defaults.run([defaults.sys.executable, "-c", "import sys; sys.exit('boom')"], env,
+                     tmp_path)
+    row = defaults.summary("w", "c", "v", [(1.0, 2.0, 0.5), (3.0, 1.0, 0.7), (2.0, 4.0, 0.1)])
+    assert row == ("w", "c", "v", 2.0, 2.0, 0.7)
+
+
+def test_defaults_floor_reads_the_benchmark_files(defaults, tmp_path):
+    ratings, scores = defaults.make_data(tmp_path, 3, 4, 2, 1)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(defaults.ROOT)}
+    wall, _, _ = defaults.run([defaults.sys.executable, "-c", defaults.READ_ONLY, str(ratings),
+                               str(scores)], env, tmp_path)
+    assert wall > 0
+
+
+def test_recorded_releases_are_commits_of_their_version(defaults):
+    if not (defaults.ROOT / ".git").exists():
+        pytest.skip("an unpacked sdist has no history")
+    shallow = defaults.subprocess.run(["git", "rev-parse", "--is-shallow-repository"],
+                                      cwd=defaults.ROOT, capture_output=True, text=True)
+    if shallow.stdout.strip() != "false":
+        pytest.skip("a shallow clone (or no git) holds no older commits")
+    recorded = defaults.recorded_releases()
+    assert recorded, "benchmarks/releases.txt lists no release"
+    for version, commit in recorded.items():
+        shown = defaults.subprocess.run(["git", "show", f"{commit}:storyeval/_version.py"],
+                                        cwd=defaults.ROOT, capture_output=True, text=True)
+        assert shown.returncode == 0, f"release {version}: commit {commit} is not in history"
+        assert f'"{version}"' in shown.stdout

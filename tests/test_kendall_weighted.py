@@ -201,3 +201,23 @@ def test_slow_numpy_engine_is_pointed_out(monkeypatch):
     X = np.random.default_rng(0).normal(size=(10, 3000, 2))  # too large for O(n^2) kernels
     with pytest.warns(SlowPathWarning, match=r"storyeval\[fast\]"):
         OverallKernel(X, [0], [1], "kendall_b", "stories")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_story_major_weights_give_the_same_counts(engine):
+    # the layout the overall bootstrap hands the compiled counts (no transposed copy) holds
+    # the same values as the default one, and both give the same counts bit for bit
+    rng = np.random.default_rng(5)
+    S, P, B = 3, 7, 6
+    cS = rng.integers(0, 3, (B, S)).astype(float)
+    cP = rng.integers(0, 3, (B, P)).astype(float)
+    default = story_weights(cS, cP)
+    major = story_weights(cS, cP, story_major=True)
+    assert major.shape == default.shape and major.T.flags.c_contiguous
+    assert np.array_equal(major, default)
+    X = _columns(rng, S * P)
+    ia, ic = np.array([0, 0, 1, 5]), np.array([1, 2, 3, 0])
+    wk = WeightedKendall(X, ia, ic, engine_name=engine)
+    a, b = wk.counts(default), wk.counts(major)
+    for field in ("s", "untied_x", "untied_y", "distinct_x", "distinct_y"):
+        assert np.array_equal(getattr(a, field), getattr(b, field))

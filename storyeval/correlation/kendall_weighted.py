@@ -134,7 +134,7 @@ class WeightedKendall:
         widest = min(_TREE_BYTES // (16 * (kv + 1)), _GATHER_BYTES // (8 * self.n))
         widest = int(np.clip(widest, 4, 128))
         chunk = -(-B // -(-B // widest))  # equal chunks of at most `widest` vectors
-        wt = np.ascontiguousarray(W.T)
+        wt = np.ascontiguousarray(W.T)  # no copy for story-major weights (story_weights)
         args = (self.ranks, self.order, self.levels, u_cols.astype(np.int64), first, pair,
                 v[pair], swap[pair], wt, chunk, out)
         _on_threads(compiled.weighted_pair_counts, args, len(u_cols) * -(-B // chunk))

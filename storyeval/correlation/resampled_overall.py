@@ -19,8 +19,15 @@ from storyeval.correlation.resampled import (
 )
 
 
-def story_weights(cS: np.ndarray, cP: np.ndarray) -> np.ndarray:
-    """(B, S*P) story multiplicities from system (B, S) and prompt (B, P) multiplicities."""
+def story_weights(cS: np.ndarray, cP: np.ndarray, *, story_major: bool = False) -> np.ndarray:
+    """(B, S*P) story multiplicities from system (B, S) and prompt (B, P) multiplicities.
+
+    ``story_major``: the same values laid out story by story (a transposed view of a
+    C-contiguous (S*P, B) array), which the compiled weighted Kendall counts read without a
+    transposed copy (at 10^6 stories and 91 resamples a copy of 728 MB, about 0.3 s)."""
+    if story_major:
+        product = np.multiply(cS.T[:, None, :], cP.T[None, :, :], order="C")  # (S, P, B)
+        return product.reshape(-1, cS.shape[0]).T
     return (cS[:, :, None] * cP[:, None, :]).reshape(cS.shape[0], -1)
 
 
@@ -194,7 +201,7 @@ class OverallKernel:
 
     def _kendall_sorted(self, cS: np.ndarray, cP: np.ndarray) -> np.ndarray:
         """tau-b / tau-c from the O(n log n) weighted counts (`storyeval.correlation.kendall_weighted`)."""
-        w = story_weights(cS, cP)
+        w = story_weights(cS, cP, story_major=self.weighted.engine == "numba")
         counts = self.weighted.counts(w)
         if self.method == "kendall_b":
             return _safe_div(counts.s, np.sqrt(counts.untied_x * counts.untied_y))
