@@ -18,12 +18,13 @@ Workloads (the commands a user runs with the defaults):
 * ``large`` (only when named): the same ``meta`` on 10^6 stories (100 systems x 10,000
   prompts) x 16 measures and one criterion, with the peak resident memory of each process.
 
-The previous release's code is extracted from git (``--previous``, default the newest commit
-made on or before the day of the newest other release in CHANGELOG.md) into a temporary
-folder and
-run with ``PYTHONPATH`` pointing there, with the same venv. Every number is the median wall time
-of ``--repeat`` fresh processes (user CPU beside it), with the 1-minute load average during the
-run: on a shared machine, compare the columns of one run, not runs of different days.
+The previous release's code is extracted from git (``--previous``; default the newest other
+release in CHANGELOG.md, by its tag ``vX``, else its commit in ``benchmarks/releases.txt``, else,
+with a warning, the newest commit made on or before its day) into a temporary folder and run
+with ``PYTHONPATH`` pointing there, with the same venv. Every number is the median wall time of
+``--repeat`` fresh processes (user+system CPU beside it, and the largest peak resident memory of
+the processes, each its own), with the 1-minute load average during the run: on a shared
+machine, compare the columns of one run, not runs of different days.
 
 Run: ``python benchmarks/bench_defaults.py [--workloads own-small,hanna,scale[,large]]
 [--repeat 3] [--markdown FILE]``.
