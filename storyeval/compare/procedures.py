@@ -633,9 +633,7 @@ def _bootstrap_sd(wide, comp, sa, sb, level, method, n_resamples, resample_by, r
         return None
     theta, ka, kb = got
     out = np.empty(len(ka))
-    step = max(1, 2**20 // (8 * max(theta.shape[0], 1)))
-    for lo in range(0, len(ka), step):
-        b = slice(lo, lo + step)
+    for b in _column_blocks((theta.shape[0], len(ka))):
         out[b] = _sd_columns(theta[:, ka[b]] * sa[b] - theta[:, kb[b]] * sb[b])
     return out
 
@@ -1061,12 +1059,13 @@ def _numpy_rows(rows: np.ndarray, swapped: np.ndarray, mean: np.ndarray,
     return out
 
 
-def _column_blocks(perm: np.ndarray) -> list[slice]:
-    """Blocks of columns of ``perm`` (N, rows) of about 1 MB: the mid-p summaries' passes
-    over a block then run in cache (whole 60 MB temporaries cost page faults and memory
-    traffic; `_kendall_b_deltas` returns its deltas column-contiguous for the same reason)."""
-    step = max(1, 2**20 // (8 * max(perm.shape[0], 1)))
-    return [slice(lo, lo + step) for lo in range(0, perm.shape[1], step)]
+def _column_blocks(shape: tuple[int, ...]) -> list[slice]:
+    """Blocks of the columns of an (N, rows) float64 matrix of about 1 MB each: the passes
+    over a block (mid-p summaries, bootstrap standard deviations) then run in cache (whole
+    60 MB temporaries cost page faults and memory traffic; `_kendall_b_deltas` returns its
+    deltas column-contiguous for the same reason)."""
+    step = max(1, 2**20 // (8 * max(shape[0], 1)))
+    return [slice(lo, lo + step) for lo in range(0, shape[1], step)]
 
 
 def _midp_counts(observed: np.ndarray, perm: np.ndarray,
@@ -1075,7 +1074,7 @@ def _midp_counts(observed: np.ndarray, perm: np.ndarray,
     (within `_TOL`), in the test's orientation (`_oriented`), and those with a defined
     difference (not NaN)."""
     parts = [_midp_counts_block(observed[b], perm[:, b], alternative)
-             for b in _column_blocks(perm)]
+             for b in _column_blocks(perm.shape)]
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     more, tied, defined = zip(*parts)
@@ -1324,7 +1323,7 @@ def _midp_spread(observed: np.ndarray, perm: np.ndarray, alpha: float,
     compiled kernel (`storyeval.correlation._permutation_numba._midp_summary`)
     repeats these operations row by row."""
     parts = [_midp_spread_block(observed[b], perm[:, b], alpha, alternative)
-             for b in _column_blocks(perm)]
+             for b in _column_blocks(perm.shape)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
