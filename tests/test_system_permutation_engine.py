@@ -532,3 +532,46 @@ def test_tau_b_sign_sums_by_product_or_row_by_row(layout):
     keep = ~np.isin(np.arange(rows), back)
     assert keep.sum() > rows // 2
     assert_same_bits(fast[:, keep], ref[:, keep])
+
+
+def test_tau_b_blocks_hand_back_every_row_beyond_exact_float32_sums(monkeypatch):
+    """Beyond `EXACT_PAIRS` pairs of systems (where float32 sums of signs could round) the
+    NumPy engine computes nothing and hands every row back to the float64 reference engine:
+    the deltas and the mid-p summary are then `_numpy_deltas`' own."""
+    import storyeval.compare._taub_blocks as taub_blocks
+    from storyeval.compare.procedures import (
+        _kendall_b_deltas,
+        _kendall_b_midp,
+    )
+
+    g = np.random.default_rng(21)
+    S, K, rows, N = 6, 5, 8, 29
+    swapped = np.round(g.normal(size=(N + 1, S, K)) * 3) / 3
+    swapped[0] = 0.0
+    mean = g.normal(size=(S, K))
+    observed = mean * 1.1
+    scale, shift = np.ones(K), np.zeros(K)
+    ih = g.integers(0, 2, size=rows)
+    ia = g.integers(0, K, size=rows)
+    ib = (ia + 1 + g.integers(0, K - 1, size=rows)) % K
+    sa, sb = g.choice([-1.0, 1.0], rows), g.choice([-1.0, 1.0], rows)
+    H = tie_values(np.round(g.normal(size=(S, 2)))[:, ih], "system", axis=0, rtol=1e-12)
+    args = (swapped, mean, observed, scale, shift, H, ih, ia, ib, sa, sb, 1e-12)
+    monkeypatch.setattr(taub_blocks, "EXACT_PAIRS", S * (S - 1) // 2 - 1)
+    _, back = _kendall_b_deltas(*args)
+    np.testing.assert_array_equal(back, np.arange(rows))
+    *_, midp_back = _kendall_b_midp(*args, "two-sided", 0.05)
+    np.testing.assert_array_equal(midp_back, np.arange(rows))
+    # and through the test itself (the NumPy engine, default mid-p): the same numbers, bit
+    # for bit, as with the limit out of the way
+    monkeypatch.setenv("STORYEVAL_KENDALL_ENGINE", "numpy")
+    wide = _story_frame(g, S=6, P=15)
+    comp = _all_rows(wide)
+    ones = np.ones(len(comp["criterion"]))
+    kwargs = dict(n_permutations=99, random_state=2, ties="mid", n_resamples=30)
+    limited = system_permutation(wide, comp, ones, -ones, "kendall_b", **kwargs)
+    monkeypatch.setattr(taub_blocks, "EXACT_PAIRS", 2**24)
+    blocked = system_permutation(wide, comp, ones, -ones, "kendall_b", **kwargs)
+    for key in OUTPUTS:
+        assert_same_bits(limited[key], blocked[key], err_msg=key)
+    assert np.isfinite(blocked["p"]).any()
